@@ -1,0 +1,57 @@
+// Allocator settings. One name per knob, the same in C++, C, Python, NPUMEM_ALLOC_CONF
+// ("key:value,key:value") and the CLI's --conf.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <string_view>
+
+namespace npumem {
+
+enum class Strategy : std::uint8_t {
+  caching,     // grow by device segments, keep them cached
+  expandable,  // one VA range per pool and tier, grown and shrunk by mapping granules
+  static_arena // one arena reserved up front; no device call afterwards
+};
+
+std::string_view strategy_name(Strategy strategy);
+
+struct Config {
+  Strategy strategy = Strategy::caching;
+  // Requests are rounded up to a multiple of this (a power of two, >= 64).
+  std::uint64_t granule = 512;
+  // Requests up to this size are served from the small pool.
+  std::uint64_t small_size = 1 << 20;
+  // Segment sizes of the caching strategy: small pool, and large requests below
+  // large_segment_threshold; larger requests get a segment rounded to small_segment.
+  std::uint64_t small_segment = 2 << 20;
+  std::uint64_t large_segment = 20 << 20;
+  std::uint64_t large_segment_threshold = 10 << 20;
+  // Use the DDR tier when HBM cannot serve a request.
+  bool spill_to_ddr = true;
+  // Cached blocks larger than this are never split (PyTorch's max_split_size_mb).
+  std::uint64_t max_split_size = std::numeric_limits<std::uint64_t>::max();
+  // Fraction of the tier limit above which free cached segments are released
+  // before growing (PyTorch's garbage_collection_threshold); 0 disables it.
+  double garbage_collection_threshold = 0.0;
+  // Expandable strategy: physical granule sizes for the small and large pools.
+  std::uint64_t expandable_small_granule = 2 << 20;
+  std::uint64_t expandable_large_granule = 20 << 20;
+  // Static strategy: arena size per tier use (HBM first), and fallback to caching.
+  std::uint64_t static_size = 0;
+  bool static_fallback = false;
+  // Limits on the bytes this allocator may reserve per tier (0: the tier's capacity).
+  std::uint64_t hbm_limit = 0;
+  std::uint64_t ddr_limit = 0;
+};
+
+// Parses "key:value,key:value" over the defaults in `base`. Throws ConfigError naming
+// the key and the accepted values on an unknown key or a bad value.
+Config parse_config(std::string_view text, Config base = {});
+// The settings as a config string that parse_config reads back to the same Config.
+std::string to_string(const Config& config);
+// Reads NPUMEM_ALLOC_CONF from the environment (defaults when unset).
+Config config_from_environment();
+
+}  // namespace npumem

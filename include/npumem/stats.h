@@ -1,0 +1,77 @@
+// Statistics with PyTorch's names and meaning (torch.cuda.memory_stats), split by
+// pool kind (all, small_pool, large_pool) and by tier (hbm, ddr).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "npumem/device.h"
+
+namespace npumem {
+
+struct Stat {
+  std::int64_t current = 0;
+  std::int64_t peak = 0;
+  std::int64_t allocated = 0;  // total ever added
+  std::int64_t freed = 0;      // total ever removed
+
+  void increase(std::int64_t amount) {
+    current += amount;
+    allocated += amount;
+    if (current > peak) peak = current;
+  }
+  void decrease(std::int64_t amount) {
+    current -= amount;
+    freed += amount;
+  }
+  void reset_peak() { peak = current; }
+};
+
+enum class PoolKind : std::uint8_t { small = 0, large = 1 };
+
+// One statistic seen by every split: all, small_pool, large_pool, hbm, ddr.
+struct StatSplit {
+  Stat all;
+  std::array<Stat, 2> by_kind;            // indexed by PoolKind
+  std::array<Stat, kTierCount> by_tier;   // indexed by Tier
+
+  void increase(PoolKind kind, Tier tier, std::int64_t amount) {
+    all.increase(amount);
+    by_kind[static_cast<int>(kind)].increase(amount);
+    by_tier[static_cast<int>(tier)].increase(amount);
+  }
+  void decrease(PoolKind kind, Tier tier, std::int64_t amount) {
+    all.decrease(amount);
+    by_kind[static_cast<int>(kind)].decrease(amount);
+    by_tier[static_cast<int>(tier)].decrease(amount);
+  }
+  void reset_peak();
+};
+
+struct Stats {
+  StatSplit allocated_bytes;  // bytes in blocks handed out (rounded sizes)
+  StatSplit active_bytes;     // same as allocated here: no stream-deferred frees
+  StatSplit requested_bytes;  // bytes the callers asked for
+  StatSplit reserved_bytes;   // bytes held from the device
+  StatSplit allocation;       // count of blocks handed out
+  StatSplit active;           // count of active blocks
+  StatSplit segment;          // count of segments (or mapped ranges)
+  StatSplit inactive_split;        // free blocks inside partly used segments
+  StatSplit inactive_split_bytes;  // their bytes
+
+  std::int64_t num_alloc_retries = 0;  // allocations that needed a reclaim first
+  std::int64_t num_ooms = 0;
+  std::int64_t num_device_alloc = 0;  // device segment/chunk creations
+  std::int64_t num_device_free = 0;
+  std::int64_t num_spills = 0;    // allocations served by DDR because HBM could not
+  std::int64_t num_reclaims = 0;  // cache releases made to satisfy a request
+
+  void reset_peak();
+  // Flat "name.split.field" keys as torch.cuda.memory_stats() prints them,
+  // e.g. "allocated_bytes.all.current", "reserved_bytes.hbm.peak", "num_ooms".
+  std::map<std::string, std::int64_t> as_map() const;
+};
+
+}  // namespace npumem

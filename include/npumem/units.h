@@ -1,0 +1,21 @@
+// Byte sizes as users write them ("16GiB", "512MiB", "4096") and as reports print them.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace npumem {
+
+inline constexpr std::uint64_t KiB = 1024;
+inline constexpr std::uint64_t MiB = 1024 * KiB;
+inline constexpr std::uint64_t GiB = 1024 * MiB;
+
+// Parses "<number>[B|KiB|MiB|GiB|TiB]" (also K/M/G/T, KB/MB/GB/TB as binary units).
+// Throws ConfigError naming the text on anything else or on overflow.
+std::uint64_t parse_size(std::string_view text);
+
+// "1.50 GiB", "512 B": three significant digits, binary units.
+std::string format_bytes(std::uint64_t bytes);
+
+}  // namespace npumem

@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Builds npumem and runs every test (the README's test command).
+# BUILD_DIR and extra cmake arguments (e.g. -DNPUMEM_SANITIZE=thread) may be given;
+# CTEST_ARGS selects tests (e.g. "-L concurrency").
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh
+build_dir=${BUILD_DIR:-build}
+cmake -S . -B "$build_dir" -G Ninja "$@"
+cmake --build "$build_dir" -j "$(nproc)"
+ctest --test-dir "$build_dir" --output-on-failure -j "$(nproc)" ${CTEST_ARGS:-}
