@@ -1,0 +1,163 @@
+#include "trace.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "npumem/errors.h"
+
+namespace npumem::cli {
+namespace {
+
+// The ParseError message for `text`, or "" when it parses.
+std::string parse_error(std::string_view text) {
+  try {
+    parse_trace(text, "t.trace");
+  } catch (const ParseError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(TraceTest, ParsesAllocFreeAndComments) {
+  const Trace trace = parse_trace("# header\na 7 100\n# iteration 0\na 9 0\nf 7\n", "t.trace");
+  ASSERT_EQ(trace.events.size(), 3u);
+  EXPECT_EQ(trace.events[0].op, TraceOp::alloc);
+  EXPECT_EQ(trace.events[0].index, 0u);
+  EXPECT_EQ(trace.events[0].bytes, 100u);
+  EXPECT_EQ(trace.events[1].index, 1u);
+  EXPECT_EQ(trace.events[1].bytes, 0u);
+  EXPECT_EQ(trace.events[2].op, TraceOp::free);
+  EXPECT_EQ(trace.events[2].index, 0u);  // the slot of id 7
+  EXPECT_EQ(trace.events[2].bytes, 100u);
+  EXPECT_EQ(trace.allocations, 2u);
+  EXPECT_EQ(trace.frees, 1u);
+  EXPECT_EQ(trace.memory_events(), 3u);
+  EXPECT_EQ(trace.source, "t.trace");
+}
+
+TEST(TraceTest, AcceptsBlankLinesTabsCarriageReturnsAndNoFinalNewline) {
+  const Trace trace = parse_trace("\n  a\t1  5\r\n\n   # indented comment\nf 1", "t.trace");
+  ASSERT_EQ(trace.events.size(), 2u);
+  EXPECT_EQ(trace.events[0].bytes, 5u);
+  EXPECT_EQ(trace.events[1].op, TraceOp::free);
+}
+
+TEST(TraceTest, ReusedIdAfterFreeGetsANewSlot) {
+  const Trace trace = parse_trace("a 1 10\nf 1\na 1 20\nf 1\n", "t.trace");
+  ASSERT_EQ(trace.events.size(), 4u);
+  EXPECT_EQ(trace.events[2].index, 1u);
+  EXPECT_EQ(trace.events[3].index, 1u);
+  EXPECT_EQ(trace.events[3].bytes, 20u);
+}
+
+TEST(TraceTest, PoolSwitchesAndIterationMarkersBecomeEvents) {
+  const Trace trace = parse_trace("p model_a\na 1 8\ni\np model_b\np model_a\ni\n", "t.trace");
+  ASSERT_EQ(trace.pools, (std::vector<std::string>{"model_a", "model_b"}));
+  ASSERT_EQ(trace.events.size(), 6u);
+  EXPECT_EQ(trace.events[0].op, TraceOp::pool);
+  EXPECT_EQ(trace.events[0].index, 0u);
+  EXPECT_EQ(trace.events[2].op, TraceOp::iteration);
+  EXPECT_EQ(trace.events[3].index, 1u);
+  EXPECT_EQ(trace.events[4].index, 0u);
+  EXPECT_EQ(trace.iterations, 2u);
+  EXPECT_EQ(trace.memory_events(), 1u);
+}
+
+TEST(TraceTest, PeakLiveBytesFollowsAllocationsAndFrees) {
+  const Trace trace = parse_trace("a 1 100\na 2 50\nf 1\na 3 120\na 4 10\nf 2\n", "t.trace");
+  EXPECT_EQ(peak_live_bytes(trace), 180u);  // 50 + 120 + 10
+  EXPECT_EQ(peak_live_bytes(parse_trace("# nothing\n", "t.trace")), 0u);
+}
+
+TEST(TraceTest, ErrorsNameFileLineAndProblem) {
+  EXPECT_EQ(parse_error("a 1 10\nx 2\n"),
+            "t.trace:2: unknown op 'x' (expected a, f, p, i or a # comment)");
+  EXPECT_EQ(parse_error("alloc 1 2\n"),
+            "t.trace:1: unknown op 'alloc' (expected a, f, p, i or a # comment)");
+}
+
+TEST(TraceTest, RejectsMissingFields) {
+  EXPECT_EQ(parse_error("a 1\n"), "t.trace:1: 'a' is missing fields: expected <id> <bytes>");
+  EXPECT_EQ(parse_error("a\n"), "t.trace:1: 'a' is missing fields: expected <id> <bytes>");
+  EXPECT_EQ(parse_error("a 1 2\nf\n"), "t.trace:2: 'f' is missing fields: expected <id>");
+  EXPECT_EQ(parse_error("p\n"), "t.trace:1: 'p' is missing fields: expected <pool name>");
+}
+
+TEST(TraceTest, RejectsExtraFields) {
+  EXPECT_EQ(parse_error("a 1 2 3\n"), "t.trace:1: 'a' has extra fields after <id> <bytes>: '3'");
+  EXPECT_EQ(parse_error("a 1 2\nf 1 2\n"), "t.trace:2: 'f' has extra fields after <id>: '2'");
+  EXPECT_EQ(parse_error("i 3\n"), "t.trace:1: 'i' has extra fields after no arguments: '3'");
+  EXPECT_EQ(parse_error("p a b\n"), "t.trace:1: 'p' has extra fields after <pool name>: 'b'");
+}
+
+TEST(TraceTest, RejectsBadNumbers) {
+  EXPECT_EQ(parse_error("a x 2\n"), "t.trace:1: id is not a number: 'x'");
+  EXPECT_EQ(parse_error("a 1 12k\n"), "t.trace:1: bytes is not a number: '12k'");
+  EXPECT_EQ(parse_error("a 1 +5\n"), "t.trace:1: bytes is not a number: '+5'");
+  EXPECT_EQ(parse_error("a 1 -5\n"), "t.trace:1: bytes must not be negative: '-5'");
+  EXPECT_EQ(parse_error("f -1\n"), "t.trace:1: id must not be negative: '-1'");
+  EXPECT_EQ(parse_error("a 1 18446744073709551616\n"),
+            "t.trace:1: bytes overflows 64 bits: '18446744073709551616'");
+}
+
+TEST(TraceTest, RejectsLiveBytesOverflow) {
+  EXPECT_EQ(parse_error("a 1 18446744073709551615\na 2 1\n"),
+            "t.trace:2: live bytes overflow 64 bits at id 2");
+  EXPECT_EQ(parse_error("a 1 18446744073709551615\nf 1\na 2 1\n"), "");
+}
+
+TEST(TraceTest, RejectsDuplicateLiveId) {
+  EXPECT_EQ(parse_error("a 1 2\n# c\na 1 3\n"),
+            "t.trace:3: id 1 is already live (allocated on line 1)");
+}
+
+TEST(TraceTest, RejectsFreeOfUnknownOrFreedId) {
+  EXPECT_EQ(parse_error("a 1 2\nf 2\n"), "t.trace:2: free of unknown id 2");
+  EXPECT_EQ(parse_error("a 1 2\nf 1\nf 1\n"), "t.trace:3: id 1 is already freed (on line 2)");
+}
+
+TEST(TraceTest, ReadTraceReportsTheFileNameInErrors) {
+  const auto path = std::filesystem::temp_directory_path() / "npumem_trace_test_bad.trace";
+  std::ofstream(path) << "a 1 2\na 2 two\n";
+  try {
+    read_trace(path.string());
+    FAIL() << "expected a ParseError";
+  } catch (const ParseError& e) {
+    EXPECT_EQ(e.line(), 2u);
+    EXPECT_EQ(std::string(e.what()), path.string() + ":2: bytes is not a number: 'two'");
+  }
+  std::filesystem::remove(path);
+}
+
+TEST(TraceTest, ReadTraceFailsClearlyOnAMissingFile) {
+  try {
+    read_trace("/nonexistent/dir/x.trace");
+    FAIL() << "expected an Error";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "cannot read trace /nonexistent/dir/x.trace: No such file or directory");
+  }
+}
+
+TEST(TraceTest, ParsesTheSharedTracesWithTheirSummaryCounts) {
+  const std::filesystem::path dir = NPUMEM_SHARED_DIR "/traces";
+  if (!std::filesystem::exists(dir)) GTEST_SKIP() << "no shared traces at " << dir;
+  // Events and allocations as ../shared/traces/SUMMARY.md lists them.
+  const std::pair<const char*, std::pair<std::size_t, std::size_t>> expected[] = {
+      {"resnet50_train", {9914, 5280}},
+      {"mobilenet_v2_infer", {15300, 7808}},
+      {"vit_b_16_infer", {1362, 758}},
+      {"bert_train_dynpad", {63958, 32368}},
+  };
+  for (const auto& [name, counts] : expected) {
+    const Trace trace = read_trace((dir / (std::string(name) + ".trace")).string());
+    EXPECT_EQ(trace.memory_events(), counts.first) << name;
+    EXPECT_EQ(trace.allocations, counts.second) << name;
+  }
+}
+
+}  // namespace
+}  // namespace npumem::cli

@@ -1,0 +1,197 @@
+#include "trace.h"
+
+#include <array>
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+#include <fstream>
+#include <limits>
+#include <sstream>
+#include <unordered_map>
+#include <utility>
+
+#include "npumem/errors.h"
+
+namespace npumem::cli {
+namespace {
+
+// The most fields any line has (op and two arguments), plus one to detect extras.
+constexpr std::size_t kMaxFields = 4;
+
+struct Fields {
+  std::array<std::string_view, kMaxFields> items;
+  std::size_t count = 0;  // fields seen, capped at kMaxFields
+};
+
+bool is_blank(char c) {
+  return c == ' ' || c == '\t' || c == '\r';
+}
+
+Fields split_fields(std::string_view line) {
+  Fields fields;
+  std::size_t pos = 0;
+  while (pos < line.size() && fields.count < kMaxFields) {
+    while (pos < line.size() && is_blank(line[pos])) ++pos;
+    if (pos == line.size()) break;
+    const std::size_t start = pos;
+    while (pos < line.size() && !is_blank(line[pos])) ++pos;
+    fields.items[fields.count++] = line.substr(start, pos - start);
+  }
+  return fields;
+}
+
+std::string quoted(std::string_view text) {
+  return "'" + std::string(text) + "'";
+}
+
+// One line's worth of parsing state: the trace so far and what is live.
+class TraceParser {
+ public:
+  explicit TraceParser(std::string source) { trace_.source = std::move(source); }
+
+  void parse_line(std::string_view line, std::size_t line_number) {
+    line_number_ = line_number;
+    const Fields fields = split_fields(line);
+    if (fields.count == 0 || fields.items[0].front() == '#') return;
+    const std::string_view op = fields.items[0];
+    if (op == "a") {
+      expect_arguments(fields, 2, "<id> <bytes>");
+      add_alloc(parse_number(fields.items[1], "id"), parse_number(fields.items[2], "bytes"));
+    } else if (op == "f") {
+      expect_arguments(fields, 1, "<id>");
+      add_free(parse_number(fields.items[1], "id"));
+    } else if (op == "p") {
+      expect_arguments(fields, 1, "<pool name>");
+      add_pool_switch(fields.items[1]);
+    } else if (op == "i") {
+      expect_arguments(fields, 0, "no arguments");
+      trace_.events.push_back({TraceOp::iteration, 0, 0});
+      ++trace_.iterations;
+    } else {
+      fail("unknown op " + quoted(op) + " (expected a, f, p, i or a # comment)");
+    }
+  }
+
+  Trace finish() { return std::move(trace_); }
+
+ private:
+  struct IdState {
+    std::uint32_t slot = 0;
+    std::uint64_t bytes = 0;
+    bool live = false;
+    std::size_t line = 0;  // of its allocation while live, of its free afterwards
+  };
+
+  [[noreturn]] void fail(const std::string& problem) const {
+    throw ParseError(trace_.source, line_number_, problem);
+  }
+
+  void expect_arguments(const Fields& fields, std::size_t expected, const char* usage) const {
+    const std::size_t given = fields.count - 1;
+    if (given == expected) return;
+    const std::string op(fields.items[0]);
+    if (given < expected) {
+      fail("'" + op + "' is missing fields: expected " + usage);
+    }
+    fail("'" + op + "' has extra fields after " + usage + ": " +
+         quoted(fields.items[expected + 1]));
+  }
+
+  std::uint64_t parse_number(std::string_view text, const char* what) const {
+    if (text.front() == '-') fail(std::string(what) + " must not be negative: " + quoted(text));
+    std::uint64_t value = 0;
+    const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (error == std::errc::result_out_of_range) {
+      fail(std::string(what) + " overflows 64 bits: " + quoted(text));
+    }
+    if (error != std::errc{} || end != text.data() + text.size()) {
+      fail(std::string(what) + " is not a number: " + quoted(text));
+    }
+    return value;
+  }
+
+  void add_alloc(std::uint64_t id, std::uint64_t bytes) {
+    auto [it, inserted] = ids_.try_emplace(id);
+    IdState& state = it->second;
+    if (!inserted && state.live) {
+      fail("id " + std::to_string(id) + " is already live (allocated on line " +
+           std::to_string(state.line) + ")");
+    }
+    if (bytes > std::numeric_limits<std::uint64_t>::max() - live_bytes_) {
+      fail("live bytes overflow 64 bits at id " + std::to_string(id));
+    }
+    if (trace_.allocations == std::numeric_limits<std::uint32_t>::max()) {
+      fail("too many allocations (the limit is 2^32 - 1)");
+    }
+    live_bytes_ += bytes;
+    state = {static_cast<std::uint32_t>(trace_.allocations++), bytes, true, line_number_};
+    trace_.events.push_back({TraceOp::alloc, state.slot, bytes});
+  }
+
+  void add_free(std::uint64_t id) {
+    const auto it = ids_.find(id);
+    if (it == ids_.end()) fail("free of unknown id " + std::to_string(id));
+    IdState& state = it->second;
+    if (!state.live) {
+      fail("id " + std::to_string(id) + " is already freed (on line " + std::to_string(state.line) +
+           ")");
+    }
+    live_bytes_ -= state.bytes;
+    state.live = false;
+    state.line = line_number_;
+    ++trace_.frees;
+    trace_.events.push_back({TraceOp::free, state.slot, state.bytes});
+  }
+
+  void add_pool_switch(std::string_view name) {
+    auto [it, inserted] = pool_indices_.try_emplace(
+        std::string(name), static_cast<std::uint32_t>(trace_.pools.size()));
+    if (inserted) trace_.pools.emplace_back(name);
+    trace_.events.push_back({TraceOp::pool, it->second, 0});
+  }
+
+  Trace trace_;
+  std::unordered_map<std::uint64_t, IdState> ids_;
+  std::unordered_map<std::string, std::uint32_t> pool_indices_;
+  std::uint64_t live_bytes_ = 0;
+  std::size_t line_number_ = 0;
+};
+
+}  // namespace
+
+Trace parse_trace(std::string_view text, std::string source) {
+  TraceParser parser(std::move(source));
+  std::size_t line_number = 0;
+  while (!text.empty()) {
+    const std::size_t end = text.find('\n');
+    const std::string_view line = text.substr(0, end);
+    parser.parse_line(line, ++line_number);
+    text.remove_prefix(end == std::string_view::npos ? text.size() : end + 1);
+  }
+  return parser.finish();
+}
+
+Trace read_trace(const std::string& path) {
+  std::ifstream file(path, std::ios::binary);
+  if (!file) throw Error("cannot read trace " + path + ": " + std::strerror(errno));
+  std::ostringstream text;
+  text << file.rdbuf();
+  if (file.bad()) throw Error("cannot read trace " + path + ": read failed");
+  return parse_trace(text.view(), path);
+}
+
+std::uint64_t peak_live_bytes(const Trace& trace) {
+  std::uint64_t live = 0;
+  std::uint64_t peak = 0;
+  for (const TraceEvent& event : trace.events) {
+    if (event.op == TraceOp::alloc) {
+      live += event.bytes;
+      if (live > peak) peak = live;
+    } else if (event.op == TraceOp::free) {
+      live -= event.bytes;
+    }
+  }
+  return peak;
+}
+
+}  // namespace npumem::cli

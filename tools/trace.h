@@ -1,0 +1,52 @@
+// Allocation traces: the text format of ../shared/traces (see docs/TRACE_FORMAT.md),
+// parsed into a flat event list that the replay engine walks without lookups.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace npumem::cli {
+
+enum class TraceOp : std::uint8_t {
+  alloc,      // `a <id> <bytes>`
+  free,       // `f <id>`
+  pool,       // `p <name>`: later allocations go to this pool
+  iteration,  // `i`: an iteration boundary
+};
+
+struct TraceEvent {
+  TraceOp op = TraceOp::alloc;
+  // alloc/free: the allocation's slot (0, 1, 2, ... in allocation order), so a free
+  // finds its pointer by index; pool: the index into Trace::pools; iteration: 0.
+  std::uint32_t index = 0;
+  // alloc/free: the allocation's requested bytes; otherwise 0.
+  std::uint64_t bytes = 0;
+};
+
+struct Trace {
+  std::string source;  // file name used in error messages and reports
+  std::vector<TraceEvent> events;
+  std::vector<std::string> pools;  // names referenced by `p`, in first-use order
+  std::size_t allocations = 0;     // alloc events; also the number of slots
+  std::size_t frees = 0;
+  std::size_t iterations = 0;
+
+  // Allocation and free events: the figure a trace's "events" count means.
+  std::size_t memory_events() const { return allocations + frees; }
+};
+
+// Parses trace text. Throws ParseError(source, line, problem) on an unknown op,
+// missing or extra fields, a bad number, a duplicate live id, a free of an id that is
+// not live, or live bytes that overflow 64 bits.
+Trace parse_trace(std::string_view text, std::string source);
+
+// Reads and parses a trace file. Throws Error when the file cannot be read.
+Trace read_trace(const std::string& path);
+
+// The peak of live requested bytes over the trace, computed from its events alone.
+std::uint64_t peak_live_bytes(const Trace& trace);
+
+}  // namespace npumem::cli
