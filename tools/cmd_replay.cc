@@ -1,0 +1,112 @@
+// `npumem replay TRACE`: replays an allocation trace through the allocator on a
+// device and reports peaks, overhead, tier use, spills, reclaims, OOMs and speed.
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "commands.h"
+#include "min_capacity.h"
+#include "npumem/config.h"
+#include "npumem/units.h"
+#include "progress.h"
+#include "replay.h"
+#include "replay_report.h"
+#include "trace.h"
+
+namespace npumem::cli {
+namespace {
+
+constexpr Strategy kStrategies[] = {Strategy::caching, Strategy::expandable,
+                                    Strategy::static_arena};
+
+struct ReplayCommandOptions {
+  std::string trace_path;
+  std::string device_spec = "sim";
+  std::optional<std::string> strategy;
+  std::string conf;
+  bool json = false;
+  bool min_capacity = false;
+  bool latency = false;
+};
+
+std::vector<std::string> strategy_names() {
+  std::vector<std::string> names;
+  for (const Strategy strategy : kStrategies) names.emplace_back(strategy_name(strategy));
+  return names;
+}
+
+// NPUMEM_ALLOC_CONF, then --conf over it, then --strategy over both.
+Config build_config(const ReplayCommandOptions& options) {
+  Config config = parse_config(options.conf, config_from_environment());
+  if (options.strategy) {
+    for (const Strategy strategy : kStrategies) {
+      if (strategy_name(strategy) == *options.strategy) config.strategy = strategy;
+    }
+  }
+  return config;
+}
+
+std::uint64_t find_min_capacity(const Trace& trace, const ReplayOptions& options) {
+  ProgressBar bar("min-capacity");
+  return min_hbm_capacity(trace, options, [&bar](std::uint64_t hbm_bytes) {
+    bar.set_label("min-capacity: trying hbm=" + format_bytes(hbm_bytes));
+    bar.update(0, 1);
+  });
+}
+
+int run_replay(const ReplayCommandOptions& options) {
+  const Trace trace = read_trace(options.trace_path);
+  ReplayOptions replay_options;
+  replay_options.device_spec = options.device_spec;
+  replay_options.config = build_config(options);
+  replay_options.record_latencies = options.latency;
+  ReplayReport report;
+  report.trace_path = options.trace_path;
+  {
+    ProgressBar bar("replay");
+    replay_options.progress = [&bar](std::size_t done, std::size_t total) {
+      bar.update(done, total);
+    };
+    report.result = replay_trace(trace, replay_options);
+    replay_options.progress = nullptr;
+  }
+  if (options.min_capacity)
+    report.min_hbm_capacity_bytes = find_min_capacity(trace, replay_options);
+  if (options.json) {
+    std::cout << replay_report_json(report).dump(2) << "\n";
+  } else {
+    std::cout << replay_report_text(report);
+  }
+  if (report.result.out_of_memory) {
+    std::cerr << "npumem: " << *report.result.out_of_memory << "\n";
+    return kExitOutOfMemory;
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+void add_replay_command(CLI::App& app, int& exit_code) {
+  auto options = std::make_shared<ReplayCommandOptions>();
+  CLI::App* command = app.add_subcommand(
+      "replay", "Replay an allocation trace (a <id> <bytes> / f <id>) through the allocator");
+  command->add_option("trace", options->trace_path, "trace file (see docs/TRACE_FORMAT.md)")
+      ->required()
+      ->check(CLI::ExistingFile);
+  command->add_option("--device", options->device_spec, "device spec, e.g. sim:hbm=16GiB,ddr=0")
+      ->capture_default_str();
+  command->add_option("--strategy", options->strategy, "allocation strategy")
+      ->check(CLI::IsMember(strategy_names()));
+  command->add_option(
+      "--conf", options->conf,
+      "settings 'key:value,...' over NPUMEM_ALLOC_CONF (see include/npumem/config.h)");
+  command->add_flag("--json", options->json, "print one JSON object");
+  command->add_flag("--min-capacity", options->min_capacity,
+                    "also find the smallest HBM (no DDR) that completes the trace, to 1 MiB");
+  command->add_flag("--latency", options->latency, "time each allocation (p50, p99, max)");
+  command->callback([options, &exit_code] { exit_code = run_replay(*options); });
+}
+
+}  // namespace npumem::cli

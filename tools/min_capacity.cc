@@ -1,0 +1,77 @@
+#include "min_capacity.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "npumem/errors.h"
+#include "npumem/units.h"
+
+namespace npumem::cli {
+namespace {
+
+// Upper bound of the search, as a multiple of the peak live bytes.
+constexpr std::uint64_t kMaxOverPeak = 64;
+
+std::string_view spec_key(std::string_view item) {
+  std::string_view key = item.substr(0, item.find('='));
+  while (!key.empty() && key.front() == ' ') key.remove_prefix(1);
+  while (!key.empty() && key.back() == ' ') key.remove_suffix(1);
+  return key;
+}
+
+bool completes(const Trace& trace, const ReplayOptions& options, std::uint64_t steps,
+               const CapacityProbe& probe) {
+  const std::uint64_t hbm_bytes = steps * kCapacityStep;
+  if (probe) probe(hbm_bytes);
+  ReplayOptions probe_options;
+  probe_options.device_spec = hbm_only_spec(options.device_spec, hbm_bytes);
+  probe_options.config = options.config;
+  return replay_trace(trace, probe_options).completed();
+}
+
+}  // namespace
+
+std::string hbm_only_spec(std::string_view spec, std::uint64_t hbm_bytes) {
+  const std::size_t colon = spec.find(':');
+  if (spec.substr(0, colon) != "sim") {
+    throw ConfigError("--min-capacity needs a sim device spec, not '" + std::string(spec) + "'");
+  }
+  std::string result = "sim:hbm=" + std::to_string(hbm_bytes) + ",ddr=0";
+  std::string_view rest = colon == std::string_view::npos ? "" : spec.substr(colon + 1);
+  while (!rest.empty()) {
+    const std::size_t comma = rest.find(',');
+    const std::string_view item = rest.substr(0, comma);
+    if (!item.empty() && spec_key(item) != "hbm" && spec_key(item) != "ddr") {
+      result += "," + std::string(item);
+    }
+    rest.remove_prefix(comma == std::string_view::npos ? rest.size() : comma + 1);
+  }
+  return result;
+}
+
+std::uint64_t min_hbm_capacity(const Trace& trace, const ReplayOptions& options,
+                               const CapacityProbe& probe) {
+  const std::uint64_t peak_steps =
+      std::max<std::uint64_t>(1, (peak_live_bytes(trace) + kCapacityStep - 1) / kCapacityStep);
+  const std::uint64_t max_steps = std::min(
+      peak_steps * kMaxOverPeak, std::numeric_limits<std::uint64_t>::max() / kCapacityStep);
+  // Invariant: `fails` steps are too few (below the peak), `succeeds` steps complete.
+  std::uint64_t fails = peak_steps - 1;
+  std::uint64_t succeeds = peak_steps;
+  while (!completes(trace, options, succeeds, probe)) {
+    fails = succeeds;
+    if (succeeds >= max_steps) {
+      throw Error("the trace does not complete on any HBM up to " +
+                  format_bytes(max_steps * kCapacityStep) + " (" + std::to_string(kMaxOverPeak) +
+                  "x its peak of live bytes)");
+    }
+    succeeds = std::min(succeeds * 2, max_steps);
+  }
+  while (succeeds - fails > 1) {
+    const std::uint64_t middle = fails + (succeeds - fails) / 2;
+    (completes(trace, options, middle, probe) ? succeeds : fails) = middle;
+  }
+  return succeeds * kCapacityStep;
+}
+
+}  // namespace npumem::cli

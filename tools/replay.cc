@@ -1,0 +1,174 @@
+#include "replay.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <memory>
+#include <utility>
+
+#include "npumem/allocator.h"
+#include "npumem/errors.h"
+
+namespace npumem::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Progress callbacks come this often; a power of two keeps the check cheap.
+constexpr std::size_t kProgressInterval = 4096;
+
+std::uint64_t elapsed_ns(Clock::time_point start, Clock::time_point end) {
+  return static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(end - start).count());
+}
+
+// One replay: the allocator, the live pointers by slot and the pool routing.
+class ReplayRun {
+ public:
+  ReplayRun(const Trace& trace, const ReplayOptions& options)
+      : trace_(trace),
+        options_(options),
+        allocator_(make_device(options.device_spec), options.config),
+        pointers_(trace.allocations, nullptr),
+        pool_ready_(trace.pools.size(), false) {
+    for (const PoolInfo& pool : allocator_.pools()) mark_existing_pool(pool.name);
+    if (options.record_latencies) result_.allocation_latencies_ns.reserve(trace.allocations);
+  }
+
+  ReplayResult run() {
+    const Clock::time_point start = Clock::now();
+    replay_events();
+    const std::uint64_t loop_ns = elapsed_ns(start, Clock::now());
+    if (result_.events_replayed > 0) {
+      result_.ns_per_event =
+          static_cast<double>(loop_ns) / static_cast<double>(result_.events_replayed);
+    }
+    collect_figures();
+    return std::move(result_);
+  }
+
+ private:
+  void mark_existing_pool(const std::string& name) {
+    for (std::size_t i = 0; i < trace_.pools.size(); ++i) {
+      if (trace_.pools[i] == name) pool_ready_[i] = true;
+    }
+  }
+
+  void replay_events() {
+    const std::size_t total = trace_.memory_events();
+    std::size_t done = 0;
+    for (const TraceEvent& event : trace_.events) {
+      try {
+        done += apply(event);
+      } catch (const OutOfMemory& e) {
+        result_.out_of_memory = e.what();
+        break;
+      }
+      if (options_.progress && done % kProgressInterval == 0) options_.progress(done, total);
+    }
+    result_.events_replayed = done;
+    if (options_.progress) options_.progress(done, total);
+  }
+
+  // Returns the number of memory events (alloc or free) applied.
+  std::size_t apply(const TraceEvent& event) {
+    switch (event.op) {
+      case TraceOp::alloc:
+        allocate(event);
+        return 1;
+      case TraceOp::free:
+        allocator_.deallocate(pointers_[event.index]);
+        pointers_[event.index] = nullptr;
+        return 1;
+      case TraceOp::pool:
+        switch_pool(event.index);
+        return 0;
+      case TraceOp::iteration:
+        ++result_.iterations;
+        return 0;
+    }
+    return 0;
+  }
+
+  void allocate(const TraceEvent& event) {
+    if (!options_.record_latencies) {
+      pointers_[event.index] = allocator_.allocate(event.bytes);
+      return;
+    }
+    const Clock::time_point start = Clock::now();
+    pointers_[event.index] = allocator_.allocate(event.bytes);
+    result_.allocation_latencies_ns.push_back(elapsed_ns(start, Clock::now()));
+  }
+
+  // Creates the pool on first use, then routes this thread's allocations to it.
+  void switch_pool(std::uint32_t pool_index) {
+    const std::string& name = trace_.pools[pool_index];
+    if (!pool_ready_[pool_index]) {
+      allocator_.create_pool(name);
+      pool_ready_[pool_index] = true;
+    }
+    pool_scope_.reset();
+    pool_scope_.emplace(allocator_, name);
+  }
+
+  void collect_figures() {
+    result_.device_name = allocator_.device().name();
+    result_.strategy = allocator_.config().strategy;
+    result_.events = trace_.memory_events();
+    result_.allocations = trace_.allocations;
+    result_.peak_requested_bytes = peak_live_bytes(trace_);
+    result_.stats = allocator_.stats();
+    for (const Tier tier : kAllTiers) {
+      const TierInfo info = allocator_.device().tier_info(tier);
+      const auto index = static_cast<std::size_t>(tier);
+      result_.tiers[index] = {
+          .present = info.present,
+          .capacity_bytes = info.capacity_bytes,
+          .peak_reserved_bytes =
+              static_cast<std::uint64_t>(result_.stats.reserved_bytes.by_tier[index].peak),
+          .peak_allocated_bytes =
+              static_cast<std::uint64_t>(result_.stats.allocated_bytes.by_tier[index].peak),
+      };
+    }
+  }
+
+  const Trace& trace_;
+  const ReplayOptions& options_;
+  Allocator allocator_;
+  std::vector<void*> pointers_;
+  std::vector<bool> pool_ready_;
+  std::optional<PoolScope> pool_scope_;  // declared after allocator_: ends before it
+  ReplayResult result_;
+};
+
+}  // namespace
+
+std::uint64_t ReplayResult::peak_reserved_bytes() const {
+  return static_cast<std::uint64_t>(stats.reserved_bytes.all.peak);
+}
+
+std::uint64_t ReplayResult::peak_allocated_bytes() const {
+  return static_cast<std::uint64_t>(stats.allocated_bytes.all.peak);
+}
+
+double ReplayResult::overhead_ratio() const {
+  if (peak_requested_bytes == 0) return 0.0;
+  return static_cast<double>(peak_reserved_bytes()) / static_cast<double>(peak_requested_bytes);
+}
+
+LatencySummary summarize_latencies(std::vector<std::uint64_t> latencies_ns) {
+  if (latencies_ns.empty()) return {};
+  std::sort(latencies_ns.begin(), latencies_ns.end());
+  const auto rank = [&](double quantile) {
+    const auto index =
+        static_cast<std::size_t>(std::ceil(quantile * static_cast<double>(latencies_ns.size())));
+    return latencies_ns[std::max<std::size_t>(index, 1) - 1];
+  };
+  return {.p50_ns = rank(0.50), .p99_ns = rank(0.99), .max_ns = latencies_ns.back()};
+}
+
+ReplayResult replay_trace(const Trace& trace, const ReplayOptions& options) {
+  return ReplayRun(trace, options).run();
+}
+
+}  // namespace npumem::cli

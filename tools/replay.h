@@ -1,0 +1,74 @@
+// The replay engine: walks a parsed trace through an npumem::Allocator on a device
+// and collects what a report needs. Shared by `npumem replay` and later commands
+// that compare strategies or devices on the same trace.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "npumem/config.h"
+#include "npumem/device.h"
+#include "npumem/stats.h"
+#include "trace.h"
+
+namespace npumem::cli {
+
+// Called every few thousand events with (events done, events in the trace).
+using ReplayProgress = std::function<void(std::size_t done, std::size_t total)>;
+
+struct ReplayOptions {
+  std::string device_spec = "sim";
+  Config config;
+  // Times every allocation on its own (adds clock reads to the timed loop).
+  bool record_latencies = false;
+  ReplayProgress progress;
+};
+
+struct TierFigures {
+  bool present = false;
+  std::uint64_t capacity_bytes = 0;
+  std::uint64_t peak_reserved_bytes = 0;
+  std::uint64_t peak_allocated_bytes = 0;
+};
+
+struct ReplayResult {
+  std::string device_name;
+  Strategy strategy = Strategy::caching;
+  std::size_t events = 0;           // alloc and free events in the trace
+  std::size_t events_replayed = 0;  // alloc and free events done before an OOM stopped it
+  std::size_t allocations = 0;
+  std::size_t iterations = 0;              // `i` markers passed
+  std::uint64_t peak_requested_bytes = 0;  // peak live bytes, from the trace alone
+  Stats stats;                             // the allocator's, at the end of the replay
+  std::array<TierFigures, kTierCount> tiers;
+  double ns_per_event = 0.0;  // wall time of the replay loop per event replayed
+  std::vector<std::uint64_t> allocation_latencies_ns;  // when record_latencies
+  std::optional<std::string> out_of_memory;            // the explanation, when it stopped
+
+  bool completed() const { return !out_of_memory.has_value(); }
+  std::uint64_t peak_reserved_bytes() const;
+  std::uint64_t peak_allocated_bytes() const;
+  // Peak reserved over peak requested bytes (0 when nothing was requested).
+  double overhead_ratio() const;
+};
+
+struct LatencySummary {
+  std::uint64_t p50_ns = 0;
+  std::uint64_t p99_ns = 0;
+  std::uint64_t max_ns = 0;
+};
+
+// Nearest-rank percentiles of allocation latencies (all zero when there are none).
+LatencySummary summarize_latencies(std::vector<std::uint64_t> latencies_ns);
+
+// Replays `trace` on a fresh allocator over make_device(options.device_spec).
+// An OutOfMemory stops the replay and is recorded in the result; a bad device spec
+// or config throws ConfigError.
+ReplayResult replay_trace(const Trace& trace, const ReplayOptions& options);
+
+}  // namespace npumem::cli

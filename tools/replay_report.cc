@@ -1,0 +1,123 @@
+#include "replay_report.h"
+
+#include <cstdio>
+#include <sstream>
+
+#include "npumem/units.h"
+
+namespace npumem::cli {
+namespace {
+
+nlohmann::json tier_json(const TierFigures& tier) {
+  return {{"present", tier.present},
+          {"capacity_bytes", tier.capacity_bytes},
+          {"peak_reserved_bytes", tier.peak_reserved_bytes},
+          {"peak_allocated_bytes", tier.peak_allocated_bytes}};
+}
+
+// 1234567 -> "1,234,567"
+std::string with_commas(std::uint64_t value) {
+  std::string digits = std::to_string(value);
+  for (std::size_t pos = digits.size(); pos > 3; pos -= 3) digits.insert(pos - 3, ",");
+  return digits;
+}
+
+std::string fixed(double value, int decimals) {
+  char text[64];
+  std::snprintf(text, sizeof text, "%.*f", decimals, value);
+  return text;
+}
+
+std::string padded(std::string text, std::size_t width) {
+  if (text.size() < width) text.append(width - text.size(), ' ');
+  return text;
+}
+
+void add_line(std::ostringstream& out, const std::string& name, const std::string& value) {
+  out << "  " << padded(name, 22) << value << "\n";
+}
+
+void add_tier_table(std::ostringstream& out, const ReplayResult& result) {
+  out << "\n  " << padded("tier", 8) << padded("capacity", 14) << padded("peak reserved", 16)
+      << "peak allocated\n";
+  for (const Tier tier : kAllTiers) {
+    const TierFigures& figures = result.tiers[static_cast<std::size_t>(tier)];
+    if (!figures.present) continue;
+    out << "  " << padded(std::string(tier_name(tier)), 8)
+        << padded(format_bytes(figures.capacity_bytes), 14)
+        << padded(format_bytes(figures.peak_reserved_bytes), 16)
+        << format_bytes(figures.peak_allocated_bytes) << "\n";
+  }
+}
+
+}  // namespace
+
+nlohmann::json replay_report_json(const ReplayReport& report) {
+  const ReplayResult& result = report.result;
+  nlohmann::json json = {
+      {"trace", report.trace_path},
+      {"device", result.device_name},
+      {"strategy", std::string(strategy_name(result.strategy))},
+      {"completed", result.completed()},
+      {"events", result.events},
+      {"events_replayed", result.events_replayed},
+      {"allocations", result.allocations},
+      {"iterations", result.iterations},
+      {"peak_requested_bytes", result.peak_requested_bytes},
+      {"peak_allocated_bytes", result.peak_allocated_bytes()},
+      {"peak_reserved_bytes", result.peak_reserved_bytes()},
+      {"overhead_ratio", result.overhead_ratio()},
+      {"tiers",
+       {{"hbm", tier_json(result.tiers[static_cast<std::size_t>(Tier::hbm)])},
+        {"ddr", tier_json(result.tiers[static_cast<std::size_t>(Tier::ddr)])}}},
+      {"spills", result.stats.num_spills},
+      {"reclaims", result.stats.num_reclaims},
+      {"ooms", result.stats.num_ooms},
+      {"ns_per_event", result.ns_per_event},
+  };
+  if (!result.allocation_latencies_ns.empty()) {
+    const LatencySummary latency = summarize_latencies(result.allocation_latencies_ns);
+    json["allocation_latency_ns"] = {
+        {"p50", latency.p50_ns}, {"p99", latency.p99_ns}, {"max", latency.max_ns}};
+  }
+  if (report.min_hbm_capacity_bytes) {
+    json["min_hbm_capacity_bytes"] = *report.min_hbm_capacity_bytes;
+  }
+  if (result.out_of_memory) json["out_of_memory"] = *result.out_of_memory;
+  return json;
+}
+
+std::string replay_report_text(const ReplayReport& report) {
+  const ReplayResult& result = report.result;
+  std::ostringstream out;
+  out << "npumem replay " << report.trace_path << " on " << result.device_name << " ("
+      << strategy_name(result.strategy) << ")"
+      << (result.completed() ? "" : ": stopped by out of memory") << "\n";
+  add_line(out, "events",
+           with_commas(result.events_replayed) + " of " + with_commas(result.events) + " (" +
+               with_commas(result.allocations) + " allocations, " + with_commas(result.iterations) +
+               " iterations)");
+  add_line(out, "peak requested", format_bytes(result.peak_requested_bytes));
+  add_line(out, "peak allocated", format_bytes(result.peak_allocated_bytes()));
+  add_line(out, "peak reserved", format_bytes(result.peak_reserved_bytes()));
+  add_line(out, "overhead ratio", fixed(result.overhead_ratio(), 3));
+  add_line(out, "spills", with_commas(static_cast<std::uint64_t>(result.stats.num_spills)));
+  add_line(out, "reclaims", with_commas(static_cast<std::uint64_t>(result.stats.num_reclaims)));
+  add_line(out, "OOMs", with_commas(static_cast<std::uint64_t>(result.stats.num_ooms)));
+  add_line(out, "ns per event", fixed(result.ns_per_event, 1));
+  if (!result.allocation_latencies_ns.empty()) {
+    const LatencySummary latency = summarize_latencies(result.allocation_latencies_ns);
+    add_line(out, "allocation latency",
+             "p50 " + with_commas(latency.p50_ns) + " ns, p99 " + with_commas(latency.p99_ns) +
+                 " ns, max " + with_commas(latency.max_ns) + " ns");
+  }
+  if (report.min_hbm_capacity_bytes) {
+    add_line(out, "min HBM capacity",
+             format_bytes(*report.min_hbm_capacity_bytes) + " (" +
+                 with_commas(*report.min_hbm_capacity_bytes) + " bytes, no DDR)");
+  }
+  add_tier_table(out, result);
+  return out.str();
+}
+
+}  // namespace npumem::cli
