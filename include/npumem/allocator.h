@@ -16,6 +16,10 @@
 
 namespace npumem {
 
+namespace core {
+struct PoolState;
+}
+
 struct BlockInfo {
   std::uint64_t address = 0;
   std::uint64_t size = 0;
@@ -77,6 +81,7 @@ class Allocator {
   struct Impl;
 
  private:
+  friend class PoolScope;
   std::unique_ptr<Impl> impl_;
 };
 
@@ -90,7 +95,8 @@ class PoolScope {
   PoolScope& operator=(const PoolScope&) = delete;
 
  private:
-  std::string previous_;
+  const Allocator::Impl* previous_owner_;
+  core::PoolState* previous_pool_;
 };
 
 }  // namespace npumem

@@ -23,9 +23,9 @@ std::string_view tier_name(Tier tier);
 
 enum class DeviceStatus : std::uint8_t {
   ok,
-  out_of_memory,    // the tier's capacity is spent (or an injected fault)
-  not_supported,    // e.g. no virtual-memory calls on this device
-  invalid_argument, // zero size, misaligned address, unknown handle
+  out_of_memory,     // the tier's capacity is spent (or an injected fault)
+  not_supported,     // e.g. no virtual-memory calls on this device
+  invalid_argument,  // zero size, misaligned address, unknown handle
 };
 
 std::string_view status_name(DeviceStatus status);

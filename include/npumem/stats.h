@@ -34,8 +34,8 @@ enum class PoolKind : std::uint8_t { small = 0, large = 1 };
 // One statistic seen by every split: all, small_pool, large_pool, hbm, ddr.
 struct StatSplit {
   Stat all;
-  std::array<Stat, 2> by_kind;            // indexed by PoolKind
-  std::array<Stat, kTierCount> by_tier;   // indexed by Tier
+  std::array<Stat, 2> by_kind;           // indexed by PoolKind
+  std::array<Stat, kTierCount> by_tier;  // indexed by Tier
 
   void increase(PoolKind kind, Tier tier, std::int64_t amount) {
     all.increase(amount);
@@ -58,8 +58,6 @@ struct Stats {
   StatSplit allocation;       // count of blocks handed out
   StatSplit active;           // count of active blocks
   StatSplit segment;          // count of segments (or mapped ranges)
-  StatSplit inactive_split;        // free blocks inside partly used segments
-  StatSplit inactive_split_bytes;  // their bytes
 
   std::int64_t num_alloc_retries = 0;  // allocations that needed a reclaim first
   std::int64_t num_ooms = 0;

@@ -18,4 +18,12 @@ std::uint64_t parse_size(std::string_view text);
 // "1.50 GiB", "512 B": three significant digits, binary units.
 std::string format_bytes(std::uint64_t bytes);
 
+// Parses a bandwidth in bytes per second: "<number>[unit][/s]", e.g. "1200GB/s", "1.2TB/s".
+// Bandwidths are quoted in decimal units, so here K/KB, M/MB, G/GB, T/TB are powers of
+// 1000; KiB, MiB, GiB, TiB stay powers of 1024. Throws ConfigError naming the text.
+std::uint64_t parse_bandwidth(std::string_view text);
+
+// "1.20 TB/s", "50.0 GB/s": three significant digits, decimal units.
+std::string format_bandwidth(std::uint64_t bytes_per_s);
+
 }  // namespace npumem

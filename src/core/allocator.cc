@@ -1,0 +1,112 @@
+// The public facade: locks and forwards to Allocator::Impl.
+#include "npumem/allocator.h"
+
+#include "core/allocator_impl.h"
+#include "npumem/errors.h"
+
+namespace npumem {
+
+Allocator::Allocator(std::shared_ptr<Device> device, Config config)
+    : impl_(std::make_unique<Impl>(std::move(device), config)) {}
+
+Allocator::~Allocator() = default;
+
+void* Allocator::allocate(std::size_t bytes) {
+  return impl_->allocate(bytes);
+}
+
+void Allocator::deallocate(void* ptr) {
+  impl_->deallocate(ptr);
+}
+
+Tier Allocator::tier_of(const void* ptr) const {
+  std::lock_guard lock(impl_->mutex);
+  return impl_->live_block(ptr).segment->tier;
+}
+
+std::size_t Allocator::allocation_size(const void* ptr) const {
+  std::lock_guard lock(impl_->mutex);
+  return impl_->live_block(ptr).requested;
+}
+
+Stats Allocator::stats() const {
+  std::lock_guard lock(impl_->mutex);
+  return impl_->stats;
+}
+
+void Allocator::reset_peak_stats() {
+  std::lock_guard lock(impl_->mutex);
+  impl_->stats.reset_peak();
+  for (auto& pool : impl_->pools) pool->stats.reset_peak();
+}
+
+std::size_t Allocator::empty_cache() {
+  return impl_->empty_cache();
+}
+
+std::vector<SegmentInfo> Allocator::snapshot() const {
+  std::lock_guard lock(impl_->mutex);
+  return impl_->snapshot();
+}
+
+std::uint64_t Allocator::largest_free_block(Tier tier) const {
+  std::lock_guard lock(impl_->mutex);
+  return impl_->largest_free_block(tier);
+}
+
+double Allocator::fragmentation(Tier tier) const {
+  std::lock_guard lock(impl_->mutex);
+  return impl_->fragmentation(tier);
+}
+
+void Allocator::create_pool(const std::string& name, std::uint64_t quota_bytes) {
+  if (name.empty()) throw ConfigError("a pool needs a name");
+  std::lock_guard lock(impl_->mutex);
+  if (impl_->find_pool(name) != nullptr) throw ConfigError("pool '" + name + "' exists already");
+  impl_->pools.push_back(std::make_unique<core::PoolState>(name, quota_bytes));
+}
+
+std::vector<PoolInfo> Allocator::pools() const {
+  std::lock_guard lock(impl_->mutex);
+  std::vector<PoolInfo> infos;
+  for (const auto& pool : impl_->pools)
+    infos.push_back({pool->name, pool->quota_bytes, pool->stats});
+  return infos;
+}
+
+void Allocator::add_observer(std::shared_ptr<AllocatorObserver> observer) {
+  std::lock_guard lock(impl_->mutex);
+  impl_->observers.push_back(std::move(observer));
+}
+
+void Allocator::remove_observer(const std::shared_ptr<AllocatorObserver>& observer) {
+  std::lock_guard lock(impl_->mutex);
+  std::erase(impl_->observers, observer);
+}
+
+Device& Allocator::device() const {
+  return *impl_->device;
+}
+
+const Config& Allocator::config() const {
+  return impl_->config;
+}
+
+PoolScope::PoolScope(Allocator& allocator, const std::string& pool)
+    : previous_owner_(Allocator::Impl::scope_owner()),
+      previous_pool_(Allocator::Impl::scope_pool()) {
+  Allocator::Impl& impl = *allocator.impl_;
+  core::PoolState* state = nullptr;
+  {
+    std::lock_guard lock(impl.mutex);
+    state = impl.find_pool(pool);
+  }
+  if (state == nullptr) throw ConfigError("unknown pool '" + pool + "'; create it first");
+  Allocator::Impl::set_scope(&impl, state);
+}
+
+PoolScope::~PoolScope() {
+  Allocator::Impl::set_scope(previous_owner_, previous_pool_);
+}
+
+}  // namespace npumem

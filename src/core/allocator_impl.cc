@@ -1,0 +1,412 @@
+#include "core/allocator_impl.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <limits>
+
+#include "core/memory_tag.h"
+#include "npumem/errors.h"
+
+namespace npumem {
+
+using core::Block;
+using core::BlockPool;
+using core::PoolState;
+using core::Segment;
+
+namespace {
+
+std::size_t round_up(std::size_t value, std::size_t multiple) {
+  return (value + multiple - 1) / multiple * multiple;
+}
+
+int index(Tier tier) {
+  return static_cast<int>(tier);
+}
+
+// The pool this thread allocates from, per allocator (PoolScope sets it).
+thread_local const Allocator::Impl* scoped_owner = nullptr;
+thread_local PoolState* scoped_pool = nullptr;
+
+}  // namespace
+
+Allocator::Impl::Impl(std::shared_ptr<Device> dev, Config conf)
+    : device(std::move(dev)), config(conf) {
+  if (!device) throw ConfigError("allocator needs a device");
+  if (config.granule < 64 || (config.granule & (config.granule - 1)) != 0) {
+    throw ConfigError("granule must be a power of two of at least 64 bytes, got " +
+                      std::to_string(config.granule));
+  }
+  for (Tier tier : kAllTiers) {
+    const TierInfo info = device->tier_info(tier);
+    const std::uint64_t limit = tier == Tier::hbm ? config.hbm_limit : config.ddr_limit;
+    tier_limit[index(tier)] =
+        info.present ? (limit == 0 ? info.capacity_bytes : std::min(limit, info.capacity_bytes))
+                     : 0;
+    tier_granularity[index(tier)] = std::max<std::uint64_t>(info.granularity_bytes, 1);
+  }
+  pools.push_back(std::make_unique<PoolState>("default", 0));
+}
+
+Allocator::Impl::~Impl() {
+  for (auto& pool : pools) {
+    for (Tier tier : kAllTiers) {
+      for (PoolKind kind : {PoolKind::small, PoolKind::large}) {
+        for (const Segment* s = pool->block_pool(tier, kind).segments(); s != nullptr;
+             s = s->next) {
+          device->free_segment(tier, reinterpret_cast<void*>(s->address), s->size);
+        }
+      }
+    }
+  }
+}
+
+PoolState& Allocator::Impl::current_pool() {
+  return scoped_owner == this && scoped_pool != nullptr ? *scoped_pool : *pools.front();
+}
+
+PoolState* Allocator::Impl::find_pool(const std::string& name) const {
+  for (const auto& pool : pools) {
+    if (pool->name == name) return pool.get();
+  }
+  return nullptr;
+}
+
+void* Allocator::Impl::allocate(std::size_t bytes) {
+  std::lock_guard lock(mutex);
+  PoolState& pool = current_pool();
+  if (bytes > std::numeric_limits<std::size_t>::max() / 2) fail(pool, bytes, bytes, false);
+  const std::size_t size = round_up(std::max<std::size_t>(bytes, 1), config.granule);
+  const PoolKind kind = size <= config.small_size ? PoolKind::small : PoolKind::large;
+  bool quota_refused = false;
+  Block* block = allocate_block(pool, size, kind, quota_refused);
+  if (block == nullptr) fail(pool, bytes, size, quota_refused);
+  block->requested = bytes;
+  block->tag = core::current_tag_id();
+  live.insert(block->address, block);
+  account_block(pool, *block, true);
+  if (!observers.empty()) {
+    notify(EventKind::alloc, block->address, block->size, bytes, block->segment->tier, pool,
+           block->tag);
+  }
+  return reinterpret_cast<void*>(block->address);
+}
+
+// HBM first; DDR when spilling is allowed. Each tier tries its cache, then growth,
+// then a reclaim of cached free segments before the next tier is considered, so a
+// tensor lands in slow memory only when fast memory truly cannot hold it.
+Block* Allocator::Impl::allocate_block(PoolState& pool, std::size_t size, PoolKind kind,
+                                       bool& quota_refused) {
+  for (Tier tier : kAllTiers) {
+    if (tier == Tier::ddr && !config.spill_to_ddr) break;
+    if (tier_limit[index(tier)] == 0) continue;
+    Block* block = allocate_on_tier(pool, tier, size, kind, quota_refused);
+    if (block == nullptr) continue;
+    if (tier == Tier::ddr && tier_limit[index(Tier::hbm)] != 0) {
+      ++stats.num_spills;
+      ++pool.stats.num_spills;
+      if (!observers.empty()) notify(EventKind::spill, block->address, size, size, tier, pool);
+    }
+    return block;
+  }
+  return nullptr;
+}
+
+Block* Allocator::Impl::allocate_on_tier(PoolState& pool, Tier tier, std::size_t size,
+                                         PoolKind kind, bool& quota_refused) {
+  if (Block* block = take_cached(pool, tier, size, kind)) return block;
+  const std::size_t segment = segment_size(tier, kind, size);
+  const double gc = config.garbage_collection_threshold;
+  const std::uint64_t reserved = stats.reserved_bytes.by_tier[index(tier)].current;
+  // Growing past the high-water mark raises the footprint for good: first give back
+  // free cached segments (so the reserved peak tracks the live peak), and likewise
+  // above the garbage-collection threshold.
+  if (reserved + segment > reserved_high_water[index(tier)] ||
+      (gc > 0 && static_cast<double>(reserved + segment) >
+                     gc * static_cast<double>(tier_limit[index(tier)]))) {
+    release_cached(pool, tier);
+  }
+  GrowResult grown = grow(pool, tier, kind, segment);
+  if (grown != GrowResult::ok) {
+    const std::size_t released = grown == GrowResult::quota_refused
+                                     ? release_cached(pool, tier)
+                                     : release_cached_everywhere(tier);
+    if (released == 0) {
+      quota_refused = quota_refused || grown == GrowResult::quota_refused;
+      return nullptr;
+    }
+    ++stats.num_alloc_retries;
+    ++stats.num_reclaims;
+    ++pool.stats.num_alloc_retries;
+    ++pool.stats.num_reclaims;
+    if (!observers.empty()) notify(EventKind::reclaim, 0, released, size, tier, pool);
+    grown = grow(pool, tier, kind, segment);
+    if (grown != GrowResult::ok) {
+      quota_refused = quota_refused || grown == GrowResult::quota_refused;
+      return nullptr;
+    }
+  }
+  return take_cached(pool, tier, size, kind);
+}
+
+Block* Allocator::Impl::take_cached(PoolState& pool, Tier tier, std::size_t size, PoolKind kind) {
+  const std::size_t max_split = config.max_split_size;
+  std::size_t max_block = std::numeric_limits<std::size_t>::max();
+  if (max_split != std::numeric_limits<std::uint64_t>::max()) {
+    // PyTorch's rule: big cached blocks serve only requests of about their size.
+    max_block = size < max_split ? max_split - 1 : size + config.large_segment;
+  }
+  return pool.block_pool(tier, kind).take(size, max_block, config.granule, max_split);
+}
+
+std::size_t Allocator::Impl::segment_size(Tier tier, PoolKind kind, std::size_t size) const {
+  std::size_t bytes = size;
+  if (kind == PoolKind::small) {
+    bytes = std::max<std::size_t>(size, config.small_segment);
+  } else if (size < config.large_segment_threshold) {
+    bytes = std::max<std::size_t>(size, config.large_segment);
+  }
+  return round_up(bytes, tier_granularity[index(tier)]);
+}
+
+Allocator::Impl::GrowResult Allocator::Impl::grow(PoolState& pool, Tier tier, PoolKind kind,
+                                                  std::size_t size) {
+  const auto reserved =
+      static_cast<std::uint64_t>(stats.reserved_bytes.by_tier[index(tier)].current);
+  if (reserved + size > tier_limit[index(tier)]) return GrowResult::limit_refused;
+  if (pool.quota_bytes != 0 && pool.reserved_bytes() + size > pool.quota_bytes) {
+    return GrowResult::quota_refused;
+  }
+  void* address = nullptr;
+  if (device->allocate_segment(tier, size, &address) != DeviceStatus::ok) {
+    return GrowResult::device_refused;
+  }
+  ++stats.num_device_alloc;
+  ++pool.stats.num_device_alloc;
+  const Segment* segment =
+      pool.block_pool(tier, kind).add_segment(reinterpret_cast<std::uintptr_t>(address), size);
+  account_segment(pool, *segment, true);
+  reserved_high_water[index(tier)] = std::max<std::uint64_t>(
+      reserved_high_water[index(tier)],
+      static_cast<std::uint64_t>(stats.reserved_bytes.by_tier[index(tier)].current));
+  return GrowResult::ok;
+}
+
+std::size_t Allocator::Impl::release_cached(PoolState& pool, Tier tier) {
+  std::size_t released = 0;
+  for (PoolKind kind : {PoolKind::small, PoolKind::large}) {
+    released += pool.block_pool(tier, kind).remove_free_segments([&](const Segment& segment) {
+      device->free_segment(tier, reinterpret_cast<void*>(segment.address), segment.size);
+      ++stats.num_device_free;
+      ++pool.stats.num_device_free;
+      account_segment(pool, segment, false);
+    });
+  }
+  return released;
+}
+
+std::size_t Allocator::Impl::release_cached_everywhere(Tier tier) {
+  std::size_t released = 0;
+  for (auto& pool : pools) released += release_cached(*pool, tier);
+  return released;
+}
+
+void Allocator::Impl::account_block(PoolState& pool, const Block& block, bool allocated) {
+  const Tier tier = block.segment->tier;
+  const PoolKind kind = block.segment->kind;
+  const auto size = static_cast<std::int64_t>(block.size);
+  const auto requested = static_cast<std::int64_t>(block.requested);
+  for (Stats* s : {&stats, &pool.stats}) {
+    if (allocated) {
+      s->allocated_bytes.increase(kind, tier, size);
+      s->active_bytes.increase(kind, tier, size);
+      s->requested_bytes.increase(kind, tier, requested);
+      s->allocation.increase(kind, tier, 1);
+      s->active.increase(kind, tier, 1);
+    } else {
+      s->allocated_bytes.decrease(kind, tier, size);
+      s->active_bytes.decrease(kind, tier, size);
+      s->requested_bytes.decrease(kind, tier, requested);
+      s->allocation.decrease(kind, tier, 1);
+      s->active.decrease(kind, tier, 1);
+    }
+  }
+}
+
+void Allocator::Impl::account_segment(PoolState& pool, const Segment& segment, bool added) {
+  const auto size = static_cast<std::int64_t>(segment.size);
+  for (Stats* s : {&stats, &pool.stats}) {
+    if (added) {
+      s->reserved_bytes.increase(segment.kind, segment.tier, size);
+      s->segment.increase(segment.kind, segment.tier, 1);
+    } else {
+      s->reserved_bytes.decrease(segment.kind, segment.tier, size);
+      s->segment.decrease(segment.kind, segment.tier, 1);
+    }
+  }
+  if (!observers.empty()) {
+    notify(added ? EventKind::segment_alloc : EventKind::segment_free, segment.address,
+           segment.size, 0, segment.tier, pool);
+  }
+}
+
+void Allocator::Impl::deallocate(void* ptr) {
+  const auto address = reinterpret_cast<std::uintptr_t>(ptr);
+  std::lock_guard lock(mutex);
+  Block* block = live.erase(address);
+  if (block == nullptr) invalid_free(address);
+  PoolState& pool = *block->segment->pool;
+  account_block(pool, *block, false);
+  if (!observers.empty()) {
+    notify(EventKind::free, block->address, block->size, block->requested, block->segment->tier,
+           pool, block->tag);
+  }
+  pool.block_pool(block->segment->tier, block->segment->kind).release(block);
+}
+
+void Allocator::Impl::invalid_free(std::uintptr_t address) const {
+  char text[64];
+  std::snprintf(text, sizeof text, "0x%llx", static_cast<unsigned long long>(address));
+  for (const auto& pool : pools) {
+    for (Tier tier : kAllTiers) {
+      for (PoolKind kind : {PoolKind::small, PoolKind::large}) {
+        for (const Segment* s = pool->block_pool(tier, kind).segments(); s != nullptr;
+             s = s->next) {
+          if (address < s->address || address >= s->address + s->size) continue;
+          for (const Block* b = s->first; b != nullptr; b = b->next) {
+            if (address == b->address && !b->allocated) {
+              throw InvalidPointer("double free: pointer " + std::string(text) +
+                                   " was already freed (pool '" + pool->name + "', " +
+                                   std::string(tier_name(tier)) + ")");
+            }
+            if (address > b->address && address < b->address + b->size) {
+              throw InvalidPointer("invalid free: pointer " + std::string(text) + " is " +
+                                   std::to_string(address - b->address) +
+                                   " bytes inside a block; free the pointer allocate() returned");
+            }
+          }
+        }
+      }
+    }
+  }
+  throw InvalidPointer("invalid free: pointer " + std::string(text) +
+                       " was not allocated by this allocator");
+}
+
+const Block& Allocator::Impl::live_block(const void* ptr) const {
+  const Block* block = live.find(reinterpret_cast<std::uintptr_t>(ptr));
+  if (block == nullptr) {
+    char text[64];
+    std::snprintf(text, sizeof text, "%p", ptr);
+    throw InvalidPointer("pointer " + std::string(text) + " is not a live allocation");
+  }
+  return *block;
+}
+
+std::size_t Allocator::Impl::empty_cache() {
+  std::lock_guard lock(mutex);
+  std::size_t released = 0;
+  for (Tier tier : kAllTiers) released += release_cached_everywhere(tier);
+  return released;
+}
+
+std::uint64_t Allocator::Impl::largest_free_block(Tier tier) const {
+  std::uint64_t largest = 0;
+  for (const auto& pool : pools) {
+    for (PoolKind kind : {PoolKind::small, PoolKind::large}) {
+      largest = std::max<std::uint64_t>(largest, pool->block_pool(tier, kind).largest_free());
+    }
+  }
+  return largest;
+}
+
+double Allocator::Impl::fragmentation(Tier tier) const {
+  std::uint64_t free_bytes = 0;
+  for (const auto& pool : pools) {
+    for (PoolKind kind : {PoolKind::small, PoolKind::large}) {
+      free_bytes += pool->block_pool(tier, kind).free_bytes();
+    }
+  }
+  if (free_bytes == 0) return 0.0;
+  return 1.0 - static_cast<double>(largest_free_block(tier)) / static_cast<double>(free_bytes);
+}
+
+std::vector<SegmentInfo> Allocator::Impl::snapshot() const {
+  std::vector<SegmentInfo> segments;
+  for (const auto& pool : pools) {
+    for (Tier tier : kAllTiers) {
+      for (PoolKind kind : {PoolKind::small, PoolKind::large}) {
+        for (const Segment* s = pool->block_pool(tier, kind).segments(); s != nullptr;
+             s = s->next) {
+          SegmentInfo info{s->address, s->size, tier, kind, pool->name, {}};
+          for (const Block* b = s->first; b != nullptr; b = b->next) {
+            info.blocks.push_back({b->address, b->size, b->requested, b->allocated,
+                                   std::string(core::tag_text(b->tag))});
+          }
+          segments.push_back(std::move(info));
+        }
+      }
+    }
+  }
+  std::sort(segments.begin(), segments.end(),
+            [](const SegmentInfo& a, const SegmentInfo& b) { return a.address < b.address; });
+  return segments;
+}
+
+core::OomContext Allocator::Impl::oom_context(PoolState& pool, std::size_t bytes, std::size_t size,
+                                              bool quota_refused) const {
+  core::OomContext c;
+  c.requested_bytes = bytes;
+  c.rounded_bytes = size;
+  c.pool = pool.name;
+  c.pool_quota_bytes = pool.quota_bytes;
+  c.pool_reserved_bytes = pool.reserved_bytes();
+  c.quota_refused = quota_refused;
+  c.spill_to_ddr = config.spill_to_ddr;
+  for (Tier tier : kAllTiers) {
+    core::TierMemory& t = c.tiers[index(tier)];
+    const TierInfo info = device->tier_info(tier);
+    t.present = info.present;
+    t.capacity_bytes = info.capacity_bytes;
+    t.limit_bytes = tier_limit[index(tier)];
+    t.reserved_bytes =
+        static_cast<std::uint64_t>(stats.reserved_bytes.by_tier[index(tier)].current);
+    t.allocated_bytes =
+        static_cast<std::uint64_t>(stats.allocated_bytes.by_tier[index(tier)].current);
+    t.free_cached_bytes = t.reserved_bytes - t.allocated_bytes;
+    t.largest_free_bytes = largest_free_block(tier);
+    t.fragmentation = fragmentation(tier);
+  }
+  return c;
+}
+
+void Allocator::Impl::fail(PoolState& pool, std::size_t bytes, std::size_t size,
+                           bool quota_refused) {
+  ++stats.num_ooms;
+  ++pool.stats.num_ooms;
+  if (!observers.empty()) notify(EventKind::oom, 0, size, bytes, Tier::hbm, pool);
+  throw OutOfMemory(core::explain_out_of_memory(oom_context(pool, bytes, size, quota_refused)),
+                    bytes, pool.name);
+}
+
+void Allocator::Impl::notify(EventKind kind, std::uint64_t address, std::uint64_t bytes,
+                             std::uint64_t requested, Tier tier, const PoolState& pool,
+                             std::uint32_t tag) const {
+  const Event event{kind, address, bytes, requested, tier, pool.name, core::tag_text(tag)};
+  for (const auto& observer : observers) observer->on_event(event);
+}
+
+void Allocator::Impl::set_scope(const Impl* owner, PoolState* pool) {
+  scoped_owner = owner;
+  scoped_pool = pool;
+}
+
+const Allocator::Impl* Allocator::Impl::scope_owner() {
+  return scoped_owner;
+}
+
+PoolState* Allocator::Impl::scope_pool() {
+  return scoped_pool;
+}
+
+}  // namespace npumem

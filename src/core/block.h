@@ -1,0 +1,41 @@
+// Blocks and segments: the allocator's record of device memory. Blocks of one
+// segment form a doubly linked list in address order that covers it exactly.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "npumem/device.h"
+#include "npumem/stats.h"
+
+namespace npumem::core {
+
+struct Segment;
+struct PoolState;
+
+struct Block {
+  std::uintptr_t address = 0;
+  std::size_t size = 0;
+  std::size_t requested = 0;  // caller's bytes while allocated
+  Block* prev = nullptr;      // address neighbours in the segment
+  Block* next = nullptr;
+  Block* free_prev = nullptr;  // links in a free-index bucket
+  Block* free_next = nullptr;
+  Segment* segment = nullptr;
+  std::uint32_t tag = 0;  // interned memory tag (0: none)
+  bool allocated = false;
+};
+
+struct Segment {
+  std::uintptr_t address = 0;
+  std::size_t size = 0;
+  Tier tier = Tier::hbm;
+  PoolKind kind = PoolKind::large;
+  PoolState* pool = nullptr;
+  Block* first = nullptr;
+  std::size_t allocated_blocks = 0;
+  Segment* prev = nullptr;  // links in the owning block pool's segment list
+  Segment* next = nullptr;
+};
+
+}  // namespace npumem::core

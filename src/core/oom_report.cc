@@ -1,0 +1,76 @@
+#include "core/oom_report.h"
+
+#include <cstdio>
+#include <sstream>
+
+#include "npumem/units.h"
+
+namespace npumem::core {
+
+namespace {
+
+std::string percent(double fraction) {
+  char text[16];
+  std::snprintf(text, sizeof text, "%.1f%%", fraction * 100.0);
+  return text;
+}
+
+std::string advice(const OomContext& c) {
+  const TierMemory& hbm = c.tiers[static_cast<int>(Tier::hbm)];
+  const TierMemory& ddr = c.tiers[static_cast<int>(Tier::ddr)];
+  if (c.quota_refused) {
+    return "Advice: the pool's quota is spent; raise the quota of pool '" + c.pool +
+           "' or free its tensors.";
+  }
+  for (const TierMemory* tier : {&hbm, &ddr}) {
+    if (tier->present && tier->free_cached_bytes >= c.rounded_bytes &&
+        tier->largest_free_bytes < c.rounded_bytes) {
+      return "Advice: enough memory is free but fragmented; try expandable_segments:true, or "
+             "max_split_size to keep large cached blocks whole.";
+    }
+  }
+  if (!c.spill_to_ddr && ddr.present && ddr.limit_bytes > ddr.reserved_bytes + c.rounded_bytes) {
+    return "Advice: DDR has room; allow spilling with spill_to_ddr:true.";
+  }
+  return "Advice: the live tensors need more than the device holds; reduce the batch size, "
+         "shard the model (npumem plan shard) or recompute activations (npumem plan recompute).";
+}
+
+}  // namespace
+
+std::string explain_out_of_memory(const OomContext& c) {
+  std::ostringstream out;
+  out << "out of memory: cannot allocate " << format_bytes(c.requested_bytes) << " ("
+      << c.requested_bytes << " bytes requested, " << c.rounded_bytes << " rounded) in pool '"
+      << c.pool << "'";
+  if (c.pool_quota_bytes != 0) {
+    out << " (quota " << format_bytes(c.pool_quota_bytes) << ", reserved "
+        << format_bytes(c.pool_reserved_bytes) << ")";
+  }
+  out << ".\n";
+  char line[256];
+  std::snprintf(line, sizeof line, "  %-4s %12s %12s %12s %12s %12s %13s %14s\n", "tier",
+                "capacity", "limit", "reserved", "allocated", "free cached", "largest free",
+                "fragmentation");
+  out << line;
+  for (Tier tier : kAllTiers) {
+    const TierMemory& t = c.tiers[static_cast<int>(tier)];
+    if (!t.present) {
+      std::snprintf(line, sizeof line, "  %-4s %12s\n", std::string(tier_name(tier)).c_str(),
+                    "absent");
+    } else {
+      std::snprintf(line, sizeof line, "  %-4s %12s %12s %12s %12s %12s %13s %14s\n",
+                    std::string(tier_name(tier)).c_str(), format_bytes(t.capacity_bytes).c_str(),
+                    format_bytes(t.limit_bytes).c_str(), format_bytes(t.reserved_bytes).c_str(),
+                    format_bytes(t.allocated_bytes).c_str(),
+                    format_bytes(t.free_cached_bytes).c_str(),
+                    format_bytes(t.largest_free_bytes).c_str(), percent(t.fragmentation).c_str());
+    }
+    out << line;
+  }
+  if (!c.spill_to_ddr) out << "  (spilling to DDR is disabled)\n";
+  out << advice(c);
+  return out.str();
+}
+
+}  // namespace npumem::core

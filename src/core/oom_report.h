@@ -1,0 +1,37 @@
+// The text of an out-of-memory error: what was asked, what each tier holds, why
+// it could not be served, and one line of advice.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+
+#include "npumem/device.h"
+
+namespace npumem::core {
+
+struct TierMemory {
+  bool present = false;
+  std::uint64_t capacity_bytes = 0;  // the device's
+  std::uint64_t limit_bytes = 0;     // what this allocator may reserve
+  std::uint64_t reserved_bytes = 0;
+  std::uint64_t allocated_bytes = 0;
+  std::uint64_t free_cached_bytes = 0;
+  std::uint64_t largest_free_bytes = 0;
+  double fragmentation = 0;
+};
+
+struct OomContext {
+  std::uint64_t requested_bytes = 0;
+  std::uint64_t rounded_bytes = 0;
+  std::string pool;
+  std::uint64_t pool_quota_bytes = 0;
+  std::uint64_t pool_reserved_bytes = 0;
+  bool quota_refused = false;  // the pool's quota, not the device, stopped the growth
+  bool spill_to_ddr = true;
+  std::array<TierMemory, kTierCount> tiers;
+};
+
+std::string explain_out_of_memory(const OomContext& context);
+
+}  // namespace npumem::core

@@ -1,0 +1,38 @@
+// Live pointer -> block lookup: open addressing with linear probing and
+// backward-shift deletion. Device memory has no room for headers (and backing
+// "none" has no pages at all), so the allocator keeps this side table instead.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "core/block.h"
+
+namespace npumem::core {
+
+class PointerMap {
+ public:
+  PointerMap();
+  void insert(std::uintptr_t address, Block* block);
+  Block* find(std::uintptr_t address) const;
+  // Removes and returns the block, or nullptr when the address is not present.
+  Block* erase(std::uintptr_t address);
+  std::size_t size() const { return size_; }
+
+ private:
+  struct Slot {
+    std::uintptr_t address = 0;  // 0: empty (no block starts at address 0)
+    Block* block = nullptr;
+  };
+  std::size_t home(std::uintptr_t address) const;
+  std::size_t find_slot(std::uintptr_t address) const;  // index of address or of an empty slot
+  void grow();
+
+  std::vector<Slot> slots_;
+  std::size_t mask_ = 0;
+  unsigned shift_ = 0;  // 64 - log2(slot count): keeps the hash's high bits
+  std::size_t size_ = 0;
+};
+
+}  // namespace npumem::core

@@ -1,0 +1,40 @@
+// A pool: its own block pools per tier and kind, its quota and its statistics.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "core/block_pool.h"
+#include "npumem/stats.h"
+
+namespace npumem::core {
+
+struct PoolState {
+  PoolState(std::string pool_name, std::uint64_t quota)
+      : name(std::move(pool_name)), quota_bytes(quota) {
+    for (Tier tier : kAllTiers) {
+      for (PoolKind kind : {PoolKind::small, PoolKind::large}) {
+        blocks[static_cast<int>(tier)][static_cast<int>(kind)] =
+            std::make_unique<BlockPool>(tier, kind, this);
+      }
+    }
+  }
+  BlockPool& block_pool(Tier tier, PoolKind kind) {
+    return *blocks[static_cast<int>(tier)][static_cast<int>(kind)];
+  }
+  const BlockPool& block_pool(Tier tier, PoolKind kind) const {
+    return *blocks[static_cast<int>(tier)][static_cast<int>(kind)];
+  }
+  std::uint64_t reserved_bytes() const {
+    return static_cast<std::uint64_t>(stats.reserved_bytes.all.current);
+  }
+
+  std::string name;
+  std::uint64_t quota_bytes;  // 0: no quota
+  Stats stats;
+  std::array<std::array<std::unique_ptr<BlockPool>, 2>, kTierCount> blocks;
+};
+
+}  // namespace npumem::core

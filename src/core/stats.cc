@@ -1,0 +1,58 @@
+#include "npumem/stats.h"
+
+namespace npumem {
+
+void StatSplit::reset_peak() {
+  all.reset_peak();
+  for (Stat& stat : by_kind) stat.reset_peak();
+  for (Stat& stat : by_tier) stat.reset_peak();
+}
+
+void Stats::reset_peak() {
+  for (StatSplit* split : {&allocated_bytes, &active_bytes, &requested_bytes, &reserved_bytes,
+                           &allocation, &active, &segment}) {
+    split->reset_peak();
+  }
+}
+
+namespace {
+
+void add_stat(std::map<std::string, std::int64_t>& out, const std::string& prefix,
+              const Stat& stat) {
+  out[prefix + ".current"] = stat.current;
+  out[prefix + ".peak"] = stat.peak;
+  out[prefix + ".allocated"] = stat.allocated;
+  out[prefix + ".freed"] = stat.freed;
+}
+
+void add_split(std::map<std::string, std::int64_t>& out, const std::string& name,
+               const StatSplit& split) {
+  add_stat(out, name + ".all", split.all);
+  add_stat(out, name + ".small_pool", split.by_kind[static_cast<int>(PoolKind::small)]);
+  add_stat(out, name + ".large_pool", split.by_kind[static_cast<int>(PoolKind::large)]);
+  for (Tier tier : kAllTiers) {
+    add_stat(out, name + "." + std::string(tier_name(tier)), split.by_tier[static_cast<int>(tier)]);
+  }
+}
+
+}  // namespace
+
+std::map<std::string, std::int64_t> Stats::as_map() const {
+  std::map<std::string, std::int64_t> out;
+  add_split(out, "allocated_bytes", allocated_bytes);
+  add_split(out, "active_bytes", active_bytes);
+  add_split(out, "requested_bytes", requested_bytes);
+  add_split(out, "reserved_bytes", reserved_bytes);
+  add_split(out, "allocation", allocation);
+  add_split(out, "active", active);
+  add_split(out, "segment", segment);
+  out["num_alloc_retries"] = num_alloc_retries;
+  out["num_ooms"] = num_ooms;
+  out["num_device_alloc"] = num_device_alloc;
+  out["num_device_free"] = num_device_free;
+  out["num_spills"] = num_spills;
+  out["num_reclaims"] = num_reclaims;
+  return out;
+}
+
+}  // namespace npumem
