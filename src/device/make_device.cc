@@ -1,0 +1,52 @@
+// make_device: the one place that turns a device spec string into a device.
+#include <array>
+
+#include "host_device.h"
+#include "npumem/device.h"
+#include "npumem/errors.h"
+#include "sim_device.h"
+#include "sim_spec.h"
+
+namespace npumem {
+namespace {
+
+constexpr std::string_view kAccepted = "sim[:key=value,...], host, cuda[:N]";
+
+// Each backend claims the specs whose first word (before ':') is its name.
+struct Backend {
+  std::string_view name;
+  std::shared_ptr<Device> (*make)(std::string_view spec);
+};
+
+std::shared_ptr<Device> make_sim(std::string_view spec) {
+  return std::make_shared<SimDevice>(parse_sim_spec(spec));
+}
+
+std::shared_ptr<Device> make_host(std::string_view spec) {
+  if (spec != "host") {
+    throw ConfigError("bad device spec '" + std::string(spec) + "': 'host' takes no options");
+  }
+  return std::make_shared<HostDevice>();
+}
+
+// A CUDA backend registers here when npumem is built with CUDA; this build has none.
+std::shared_ptr<Device> make_cuda(std::string_view spec) {
+  throw ConfigError("bad device spec '" + std::string(spec) +
+                    "': CUDA support was not built into npumem; use sim or host");
+}
+
+constexpr std::array<Backend, 3> kBackends = {
+    {{"sim", make_sim}, {"host", make_host}, {"cuda", make_cuda}}};
+
+}  // namespace
+
+std::shared_ptr<Device> make_device(std::string_view spec) {
+  const std::string_view word = spec.substr(0, spec.find(':'));
+  for (const Backend& backend : kBackends) {
+    if (backend.name == word) return backend.make(spec);
+  }
+  throw ConfigError("bad device spec '" + std::string(spec) + "': unknown device '" +
+                    std::string(word) + "' (accepted: " + std::string(kAccepted) + ")");
+}
+
+}  // namespace npumem
