@@ -41,11 +41,11 @@ void FreeIndex::remove(Block* block) {
   --count_;
 }
 
-Block* FreeIndex::best_in_bucket(unsigned bucket, std::size_t min_size,
-                                 std::size_t max_size) const {
+Block* FreeIndex::best_in_bucket(unsigned bucket, std::size_t min_size, std::size_t max_size,
+                                 unsigned scan_limit) const {
   Block* best = nullptr;
   unsigned scanned = 0;
-  for (Block* b = heads_[bucket]; b != nullptr && scanned < kScanLimit; b = b->free_next) {
+  for (Block* b = heads_[bucket]; b != nullptr && scanned < scan_limit; b = b->free_next) {
     ++scanned;
     if (b->size < min_size || b->size > max_size) continue;
     if (best == nullptr || b->size < best->size ||
@@ -73,13 +73,14 @@ unsigned FreeIndex::next_bucket_after(unsigned bucket) const {
 
 Block* FreeIndex::find(std::size_t min_size, std::size_t max_size) const {
   if (min_size == 0 || first_level_map_ == 0) return nullptr;
-  unsigned bucket = bucket_of(min_size);
-  if (heads_[bucket] != nullptr) {
-    if (Block* fit = best_in_bucket(bucket, min_size, max_size)) return fit;
+  const unsigned home = bucket_of(min_size);
+  if (heads_[home] != nullptr) {
+    if (Block* fit = best_in_bucket(home, min_size, max_size, kScanLimit)) return fit;
   }
-  bucket = next_bucket_after(bucket);
-  if (bucket == kNoBucket) return nullptr;
-  return best_in_bucket(bucket, min_size, max_size);
+  const unsigned above = next_bucket_after(home);
+  if (above != kNoBucket) return best_in_bucket(above, min_size, max_size, kScanLimit);
+  // Nothing larger exists: a fit can only hide past the scan bound of the home bucket.
+  return best_in_bucket(home, min_size, max_size, ~0u);
 }
 
 Block* FreeIndex::largest() const {

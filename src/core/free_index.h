@@ -17,8 +17,8 @@ class FreeIndex {
  public:
   void insert(Block* block);
   void remove(Block* block);
-  // A free block with min_size <= size <= max_size, preferring the smallest, then the
-  // lowest address among those scanned; nullptr when none is found.
+  // A free block with min_size <= size <= max_size: the smallest among those scanned
+  // (an exact fit ends the scan), the lower address on ties; nullptr when none is found.
   Block* find(std::size_t min_size, std::size_t max_size) const;
   bool empty() const { return first_level_map_ == 0; }
   std::size_t count() const { return count_; }
@@ -32,7 +32,8 @@ class FreeIndex {
   static constexpr unsigned kScanLimit = 16;
 
   static unsigned bucket_of(std::size_t size);
-  Block* best_in_bucket(unsigned bucket, std::size_t min_size, std::size_t max_size) const;
+  Block* best_in_bucket(unsigned bucket, std::size_t min_size, std::size_t max_size,
+                        unsigned scan_limit) const;
   unsigned next_bucket_after(unsigned bucket) const;  // kNoBucket when none
 
   static constexpr unsigned kNoBucket = kFirstLevelCount * kSecondLevelCount;

@@ -1,0 +1,367 @@
+#include "npumem/allocator.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <random>
+
+#include "device/sim_device.h"
+#include "invariants.h"
+#include "npumem/errors.h"
+#include "npumem/units.h"
+
+namespace npumem {
+namespace {
+
+using testing::expect_consistent;
+
+std::shared_ptr<SimDevice> sim(std::uint64_t hbm, std::uint64_t ddr) {
+  SimSpec spec;
+  spec.hbm_bytes = hbm;
+  spec.ddr_bytes = ddr;
+  return std::make_shared<SimDevice>(spec);
+}
+
+TEST(Allocator, RoundsToGranuleAndCountsRequestedBytes) {
+  Allocator allocator(sim(1 * GiB, 0));
+  void* p = allocator.allocate(1000);
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(p) % 512, 0u);
+  const Stats stats = allocator.stats();
+  EXPECT_EQ(stats.allocated_bytes.all.current, 1024);
+  EXPECT_EQ(stats.requested_bytes.all.current, 1000);
+  EXPECT_EQ(stats.allocated_bytes.by_kind[static_cast<int>(PoolKind::small)].current, 1024);
+  EXPECT_EQ(stats.reserved_bytes.all.current, 2 * static_cast<std::int64_t>(MiB));
+  EXPECT_EQ(allocator.allocation_size(p), 1000u);
+  allocator.deallocate(p);
+  EXPECT_EQ(allocator.stats().allocated_bytes.all.current, 0);
+  EXPECT_EQ(allocator.stats().allocated_bytes.all.freed, 1024);
+}
+
+TEST(Allocator, GranuleOf256WorksToo) {
+  Config config;
+  config.granule = 256;
+  Allocator allocator(sim(1 * GiB, 0), config);
+  void* p = allocator.allocate(300);
+  EXPECT_EQ(allocator.stats().allocated_bytes.all.current, 512);
+  void* q = allocator.allocate(200);
+  EXPECT_EQ(allocator.stats().allocated_bytes.all.current, 768);
+  allocator.deallocate(p);
+  allocator.deallocate(q);
+}
+
+TEST(Allocator, SmallAndLargeRequestsUseSeparateSegments) {
+  Allocator allocator(sim(1 * GiB, 0));
+  void* small = allocator.allocate(4096);
+  void* large = allocator.allocate(4 * MiB);
+  const auto segments = allocator.snapshot();
+  ASSERT_EQ(segments.size(), 2u);
+  for (const SegmentInfo& s : segments) {
+    const auto address = reinterpret_cast<std::uint64_t>(s.kind == PoolKind::small ? small : large);
+    EXPECT_GE(address, s.address);
+    EXPECT_LT(address, s.address + s.size);
+  }
+  allocator.deallocate(small);
+  allocator.deallocate(large);
+}
+
+TEST(Allocator, ReusesCachedBlocksWithoutDeviceCalls) {
+  auto device = sim(1 * GiB, 0);
+  Allocator allocator(device);
+  void* p = allocator.allocate(8 * MiB);
+  allocator.deallocate(p);
+  const auto calls = device->call_counts().segment_allocs;
+  void* q = allocator.allocate(8 * MiB);
+  EXPECT_EQ(q, p);
+  EXPECT_EQ(device->call_counts().segment_allocs, calls);
+  allocator.deallocate(q);
+}
+
+TEST(Allocator, SplitsAndCoalesces) {
+  Allocator allocator(sim(1 * GiB, 0));
+  std::vector<void*> blocks;
+  for (int i = 0; i < 4; ++i) blocks.push_back(allocator.allocate(2 * MiB));
+  ASSERT_EQ(allocator.snapshot().size(), 1u);  // one 20 MiB segment split four ways
+  allocator.deallocate(blocks[1]);
+  allocator.deallocate(blocks[2]);
+  auto segments = allocator.snapshot();
+  ASSERT_EQ(segments[0].blocks.size(), 4u);  // a, [b+c], d, tail
+  EXPECT_EQ(segments[0].blocks[1].size, 4 * MiB);
+  allocator.deallocate(blocks[0]);
+  allocator.deallocate(blocks[3]);
+  segments = allocator.snapshot();
+  ASSERT_EQ(segments[0].blocks.size(), 1u);
+  EXPECT_EQ(segments[0].blocks[0].size, 20 * MiB);
+}
+
+TEST(Allocator, InvariantsHoldThroughALongRandomSequence) {
+  auto device = sim(256 * MiB, 256 * MiB);
+  Allocator allocator(device);
+  std::mt19937_64 rng(42);
+  std::map<void*, std::size_t> live;
+  std::vector<void*> order;
+  for (int step = 0; step < 4000; ++step) {
+    if (!order.empty() && (rng() % 100 < 45 || live.size() > 300)) {
+      const std::size_t i = rng() % order.size();
+      allocator.deallocate(order[i]);
+      live.erase(order[i]);
+      order[i] = order.back();
+      order.pop_back();
+    } else {
+      const bool large = rng() % 4 == 0;
+      const std::size_t bytes = large ? MiB + rng() % (12 * MiB) : 1 + rng() % (256 * KiB);
+      try {
+        void* p = allocator.allocate(bytes);
+        live[p] = bytes;
+        order.push_back(p);
+      } catch (const OutOfMemory&) {
+      }
+    }
+    if (step % 97 == 0) {
+      expect_consistent(allocator, live);
+      if (::testing::Test::HasFatalFailure()) return;
+    }
+    if (step % 1000 == 999) allocator.empty_cache();
+  }
+  expect_consistent(allocator, live);
+  for (void* p : order) allocator.deallocate(p);
+  allocator.empty_cache();
+  EXPECT_EQ(allocator.stats().reserved_bytes.all.current, 0);
+  EXPECT_EQ(device->tier_info(Tier::hbm).used_bytes, 0u);
+  EXPECT_EQ(device->tier_info(Tier::ddr).used_bytes, 0u);
+}
+
+TEST(Allocator, SpillsToDdrWhenHbmIsFull) {
+  Allocator allocator(sim(64 * MiB, 256 * MiB));
+  void* a = allocator.allocate(48 * MiB);
+  void* b = allocator.allocate(48 * MiB);
+  EXPECT_EQ(allocator.tier_of(a), Tier::hbm);
+  EXPECT_EQ(allocator.tier_of(b), Tier::ddr);
+  const Stats stats = allocator.stats();
+  EXPECT_EQ(stats.num_spills, 1);
+  EXPECT_EQ(stats.allocated_bytes.by_tier[static_cast<int>(Tier::ddr)].current,
+            static_cast<std::int64_t>(48 * MiB));
+  allocator.deallocate(b);  // returns to the DDR tier's pool
+  EXPECT_EQ(allocator.stats().allocated_bytes.by_tier[static_cast<int>(Tier::ddr)].current, 0);
+  allocator.deallocate(a);
+}
+
+TEST(Allocator, ReclaimsHbmCacheBeforeSpilling) {
+  Allocator allocator(sim(64 * MiB, 256 * MiB));
+  void* a = allocator.allocate(40 * MiB);
+  allocator.deallocate(a);  // 40 MiB cached on HBM, too small for what comes next
+  void* b = allocator.allocate(60 * MiB);
+  EXPECT_EQ(allocator.tier_of(b), Tier::hbm);
+  EXPECT_EQ(allocator.stats().num_spills, 0);
+  allocator.deallocate(b);
+}
+
+TEST(Allocator, SpillingCanBeDisabled) {
+  Config config;
+  config.spill_to_ddr = false;
+  Allocator allocator(sim(64 * MiB, 256 * MiB), config);
+  void* a = allocator.allocate(48 * MiB);
+  EXPECT_THROW(allocator.allocate(48 * MiB), OutOfMemory);
+  allocator.deallocate(a);
+}
+
+TEST(Allocator, OutOfMemoryExplainsItself) {
+  Allocator allocator(sim(64 * MiB, 32 * MiB));
+  void* a = allocator.allocate(40 * MiB);
+  try {
+    allocator.allocate(50 * MiB);
+    FAIL() << "expected OutOfMemory";
+  } catch (const OutOfMemory& e) {
+    const std::string message = e.what();
+    EXPECT_EQ(e.requested_bytes(), 50 * MiB);
+    EXPECT_EQ(e.pool(), "default");
+    EXPECT_NE(message.find("50.0 MiB"), std::string::npos) << message;
+    EXPECT_NE(message.find("hbm"), std::string::npos) << message;
+    EXPECT_NE(message.find("ddr"), std::string::npos) << message;
+    EXPECT_NE(message.find("capacity"), std::string::npos) << message;
+    EXPECT_NE(message.find("64.0 MiB"), std::string::npos) << message;
+    EXPECT_NE(message.find("largest free"), std::string::npos) << message;
+    EXPECT_NE(message.find("fragmentation"), std::string::npos) << message;
+    EXPECT_NE(message.find("Advice:"), std::string::npos) << message;
+  }
+  EXPECT_EQ(allocator.stats().num_ooms, 1);
+  allocator.deallocate(a);
+}
+
+TEST(Allocator, OutOfMemoryAdvisesOnFragmentation) {
+  Config config;
+  config.large_segment = 32 * MiB;
+  config.large_segment_threshold = 32 * MiB;
+  Allocator allocator(sim(64 * MiB, 0), config);
+  std::vector<void*> blocks;
+  for (int i = 0; i < 16; ++i) blocks.push_back(allocator.allocate(4 * MiB));
+  for (int i = 0; i < 16; i += 2) allocator.deallocate(blocks[i]);  // 32 MiB free in 4 MiB holes
+  try {
+    allocator.allocate(16 * MiB);
+    FAIL() << "expected OutOfMemory";
+  } catch (const OutOfMemory& e) {
+    EXPECT_NE(std::string(e.what()).find("fragmented"), std::string::npos) << e.what();
+  }
+  EXPECT_GT(allocator.fragmentation(Tier::hbm), 0.8);
+  for (int i = 1; i < 16; i += 2) allocator.deallocate(blocks[i]);
+}
+
+TEST(Allocator, DoubleFreeIsDetectedAndChangesNothing) {
+  Allocator allocator(sim(1 * GiB, 0));
+  void* p = allocator.allocate(4096);
+  void* q = allocator.allocate(4096);
+  allocator.deallocate(p);
+  const auto before = allocator.stats().as_map();
+  try {
+    allocator.deallocate(p);
+    FAIL() << "expected InvalidPointer";
+  } catch (const InvalidPointer& e) {
+    EXPECT_NE(std::string(e.what()).find("double free"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(allocator.stats().as_map(), before);
+  expect_consistent(allocator, {{q, 4096}});
+  allocator.deallocate(q);
+}
+
+TEST(Allocator, ForeignAndInteriorPointersAreRejected) {
+  Allocator allocator(sim(1 * GiB, 0));
+  int on_stack = 0;
+  void* p = allocator.allocate(4096);
+  EXPECT_THROW(allocator.deallocate(&on_stack), InvalidPointer);
+  try {
+    allocator.deallocate(static_cast<char*>(p) + 512);
+    FAIL() << "expected InvalidPointer";
+  } catch (const InvalidPointer& e) {
+    EXPECT_NE(std::string(e.what()).find("inside a block"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(allocator.deallocate(nullptr), InvalidPointer);
+  EXPECT_THROW(allocator.tier_of(&on_stack), InvalidPointer);
+  expect_consistent(allocator, {{p, 4096}});
+  allocator.deallocate(p);
+}
+
+TEST(Allocator, EmptyCacheReleasesFreeSegmentsOnly) {
+  auto device = sim(1 * GiB, 0);
+  Allocator allocator(device);
+  void* keep = allocator.allocate(30 * MiB);
+  void* drop = allocator.allocate(40 * MiB);
+  allocator.deallocate(drop);
+  EXPECT_EQ(allocator.empty_cache(), 40 * MiB);
+  EXPECT_EQ(allocator.stats().reserved_bytes.all.current, static_cast<std::int64_t>(30 * MiB));
+  EXPECT_EQ(device->tier_info(Tier::hbm).used_bytes, 30 * MiB);
+  EXPECT_EQ(allocator.stats().num_device_free, 1);
+  allocator.deallocate(keep);
+}
+
+TEST(Allocator, ResetPeakKeepsCurrent) {
+  Allocator allocator(sim(1 * GiB, 0));
+  void* a = allocator.allocate(8 * MiB);
+  void* b = allocator.allocate(8 * MiB);
+  allocator.deallocate(b);
+  EXPECT_EQ(allocator.stats().allocated_bytes.all.peak, static_cast<std::int64_t>(16 * MiB));
+  allocator.reset_peak_stats();
+  EXPECT_EQ(allocator.stats().allocated_bytes.all.peak, static_cast<std::int64_t>(8 * MiB));
+  allocator.deallocate(a);
+}
+
+TEST(Allocator, MaxSplitSizeKeepsLargeBlocksWhole) {
+  for (const bool limit_splits : {false, true}) {
+    Config config;
+    if (limit_splits) config.max_split_size = 48 * MiB;
+    Allocator allocator(sim(1 * GiB, 0), config);
+    allocator.deallocate(allocator.allocate(200 * MiB));  // raise the high-water mark
+    allocator.empty_cache();
+    void* big = allocator.allocate(64 * MiB);
+    allocator.deallocate(big);
+    void* small = allocator.allocate(4 * MiB);
+    EXPECT_EQ(small == big, !limit_splits) << "max_split_size set: " << limit_splits;
+    allocator.deallocate(small);
+  }
+}
+
+TEST(Allocator, InjectedDeviceFaultsEndInRetryOrCleanOom) {
+  SimSpec spec;
+  spec.hbm_bytes = 512 * MiB;
+  spec.ddr_bytes = 512 * MiB;
+  spec.faults.probability = 0.3;
+  spec.faults.seed = 5;
+  auto device = std::make_shared<SimDevice>(spec);
+  std::mt19937_64 rng(3);
+  std::map<void*, std::size_t> live;
+  int ooms = 0;
+  {
+    Allocator allocator(device);
+    for (int step = 0; step < 2000; ++step) {
+      if (!live.empty() && rng() % 2 == 0) {
+        auto it = live.begin();
+        std::advance(it, static_cast<long>(rng() % live.size()));
+        allocator.deallocate(it->first);
+        live.erase(it);
+      } else {
+        const std::size_t bytes = 1 + rng() % (24 * MiB);
+        try {
+          live[allocator.allocate(bytes)] = bytes;
+        } catch (const OutOfMemory&) {
+          ++ooms;
+        }
+      }
+    }
+    expect_consistent(allocator, live);
+    EXPECT_EQ(allocator.stats().num_ooms, ooms);
+    for (const auto& [p, bytes] : live) allocator.deallocate(p);
+    allocator.empty_cache();
+    EXPECT_EQ(allocator.stats().reserved_bytes.all.current, 0);
+  }
+  EXPECT_GT(device->call_counts().injected_failures, 0u);
+  EXPECT_EQ(device->tier_info(Tier::hbm).used_bytes, 0u);  // nothing leaked
+  EXPECT_EQ(device->tier_info(Tier::ddr).used_bytes, 0u);
+}
+
+TEST(Allocator, EveryNthSegmentFailureIsRetriedOnDdr) {
+  SimSpec spec;
+  spec.hbm_bytes = 1 * GiB;
+  spec.ddr_bytes = 1 * GiB;
+  spec.faults.every = 2;
+  auto device = std::make_shared<SimDevice>(spec);
+  Allocator allocator(device);
+  void* a = allocator.allocate(30 * MiB);  // call 1: ok on HBM
+  void* b = allocator.allocate(30 * MiB);  // call 2 fails on HBM, call 3 succeeds on DDR
+  EXPECT_EQ(allocator.tier_of(a), Tier::hbm);
+  EXPECT_EQ(allocator.tier_of(b), Tier::ddr);
+  allocator.deallocate(a);
+  allocator.deallocate(b);
+}
+
+TEST(Allocator, DestructorReturnsEverySegment) {
+  auto device = sim(1 * GiB, 1 * GiB);
+  {
+    Allocator allocator(device);
+    allocator.allocate(5 * MiB);
+    allocator.allocate(100);
+  }
+  EXPECT_EQ(device->tier_info(Tier::hbm).used_bytes, 0u);
+}
+
+TEST(Allocator, ZeroByteAllocationsAreUnique) {
+  Allocator allocator(sim(1 * GiB, 0));
+  void* a = allocator.allocate(0);
+  void* b = allocator.allocate(0);
+  EXPECT_NE(a, b);
+  EXPECT_EQ(allocator.allocation_size(a), 0u);
+  allocator.deallocate(a);
+  allocator.deallocate(b);
+}
+
+TEST(Allocator, HostBackedMemoryIsWritable) {
+  SimSpec spec;
+  spec.hbm_bytes = 256 * MiB;
+  spec.ddr_bytes = 0;
+  spec.backing = Backing::host;
+  Allocator allocator(std::make_shared<SimDevice>(spec));
+  auto* bytes = static_cast<unsigned char*>(allocator.allocate(3 * MiB));
+  for (std::size_t i = 0; i < 3 * MiB; i += 4096) bytes[i] = static_cast<unsigned char>(i >> 12);
+  EXPECT_EQ(bytes[4096 * 7], 7);
+  allocator.deallocate(bytes);
+}
+
+}  // namespace
+}  // namespace npumem

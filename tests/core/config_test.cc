@@ -1,0 +1,96 @@
+#include "npumem/config.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+
+#include "npumem/errors.h"
+#include "npumem/units.h"
+
+namespace npumem {
+namespace {
+
+TEST(Config, ParsesEveryKey) {
+  const Config c = parse_config(
+      "strategy:static,granule:256,small_size:512KiB,small_segment:4MiB,large_segment:32MiB,"
+      "large_segment_threshold:16MiB,spill_to_ddr:false,max_split_size:200MiB,"
+      "garbage_collection_threshold:0.75,expandable_small_granule:4MiB,"
+      "expandable_large_granule:64MiB,static_size:8GiB,static_fallback:true,hbm:16GiB,ddr:1GiB");
+  EXPECT_EQ(c.strategy, Strategy::static_arena);
+  EXPECT_EQ(c.granule, 256u);
+  EXPECT_EQ(c.small_size, 512 * KiB);
+  EXPECT_EQ(c.small_segment, 4 * MiB);
+  EXPECT_EQ(c.large_segment, 32 * MiB);
+  EXPECT_EQ(c.large_segment_threshold, 16 * MiB);
+  EXPECT_FALSE(c.spill_to_ddr);
+  EXPECT_EQ(c.max_split_size, 200 * MiB);
+  EXPECT_DOUBLE_EQ(c.garbage_collection_threshold, 0.75);
+  EXPECT_EQ(c.expandable_small_granule, 4 * MiB);
+  EXPECT_EQ(c.expandable_large_granule, 64 * MiB);
+  EXPECT_EQ(c.static_size, 8 * GiB);
+  EXPECT_TRUE(c.static_fallback);
+  EXPECT_EQ(c.hbm_limit, 16 * GiB);
+  EXPECT_EQ(c.ddr_limit, 1 * GiB);
+}
+
+TEST(Config, ExpandableSegmentsSwitchesStrategy) {
+  EXPECT_EQ(parse_config("expandable_segments:true").strategy, Strategy::expandable);
+  EXPECT_EQ(parse_config("expandable_segments:true,expandable_segments:false").strategy,
+            Strategy::caching);
+}
+
+TEST(Config, RoundTripsThroughText) {
+  Config c;
+  c.strategy = Strategy::expandable;
+  c.granule = 1024;
+  c.garbage_collection_threshold = 0.6;
+  c.max_split_size = 123 * MiB;
+  const Config back = parse_config(to_string(c));
+  EXPECT_EQ(to_string(back), to_string(c));
+  EXPECT_EQ(back.strategy, Strategy::expandable);
+  EXPECT_DOUBLE_EQ(back.garbage_collection_threshold, 0.6);
+}
+
+TEST(Config, SpacesAndEmptyItemsAreTolerated) {
+  EXPECT_EQ(parse_config(" granule : 1024 ,, spill_to_ddr:0 ").granule, 1024u);
+  EXPECT_EQ(parse_config("").granule, Config{}.granule);
+}
+
+void expect_error(const std::string& text, const std::string& fragment) {
+  try {
+    parse_config(text);
+    FAIL() << "accepted " << text;
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
+  }
+}
+
+TEST(Config, BadInputNamesTheKeyAndTheAcceptedValues) {
+  expect_error("colour:blue", "unknown key 'colour'");
+  expect_error("colour:blue", "granule");  // lists the known keys
+  expect_error("granule", "not key:value");
+  expect_error("strategy:fast", "caching, expandable, static");
+  expect_error("granule:1000", "power of two");
+  expect_error("granule:32", "at least 64");
+  expect_error("granule:lots", "'granule'");
+  expect_error("spill_to_ddr:maybe", "true, false");
+  expect_error("static_fallback:yes", "'static_fallback'");
+  expect_error("garbage_collection_threshold:1.5", "strictly between 0 and 1");
+  expect_error("garbage_collection_threshold:abc", "garbage_collection_threshold");
+  expect_error("max_split_size:0", "'max_split_size'");
+  expect_error("hbm:-1", "'hbm'");
+  expect_error("ddr:12XB", "'ddr'");
+  expect_error("small_size:", "'small_size'");
+}
+
+TEST(Config, ReadsTheEnvironment) {
+  ::setenv("NPUMEM_ALLOC_CONF", "granule:2048", 1);
+  EXPECT_EQ(config_from_environment().granule, 2048u);
+  ::setenv("NPUMEM_ALLOC_CONF", "granule:x", 1);
+  EXPECT_THROW(config_from_environment(), ConfigError);
+  ::unsetenv("NPUMEM_ALLOC_CONF");
+  EXPECT_EQ(config_from_environment().granule, 512u);
+}
+
+}  // namespace
+}  // namespace npumem

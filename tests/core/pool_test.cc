@@ -1,0 +1,114 @@
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <thread>
+
+#include "device/sim_device.h"
+#include "npumem/allocator.h"
+#include "npumem/errors.h"
+#include "npumem/units.h"
+
+namespace npumem {
+namespace {
+
+std::shared_ptr<Device> device() {
+  SimSpec spec;
+  spec.hbm_bytes = 1 * GiB;
+  spec.ddr_bytes = 0;
+  return std::make_shared<SimDevice>(spec);
+}
+
+TEST(Pool, ScopeRoutesAllocationsAndStatsArePerPool) {
+  Allocator allocator(device());
+  allocator.create_pool("model_a", 0);
+  void* outside = allocator.allocate(MiB);
+  void* inside = nullptr;
+  {
+    PoolScope scope(allocator, "model_a");
+    inside = allocator.allocate(3 * MiB);
+  }
+  void* after = allocator.allocate(MiB);
+  for (const PoolInfo& pool : allocator.pools()) {
+    const auto allocated = pool.stats.allocated_bytes.all.current;
+    const std::uint64_t expected = pool.name == "model_a" ? 3 * MiB : 2 * MiB;
+    EXPECT_EQ(allocated, static_cast<std::int64_t>(expected)) << pool.name;
+  }
+  for (const SegmentInfo& s : allocator.snapshot()) {
+    const auto inside_address = reinterpret_cast<std::uint64_t>(inside);
+    const bool holds_inside = inside_address >= s.address && inside_address < s.address + s.size;
+    EXPECT_EQ(holds_inside, s.pool == "model_a");
+  }
+  allocator.deallocate(outside);
+  allocator.deallocate(inside);
+  allocator.deallocate(after);
+}
+
+TEST(Pool, OnePoolsCacheNeverServesAnother) {
+  Allocator allocator(device());
+  allocator.create_pool("a");
+  allocator.create_pool("b");
+  void* from_a = nullptr;
+  {
+    PoolScope scope(allocator, "a");
+    from_a = allocator.allocate(8 * MiB);
+    allocator.deallocate(from_a);
+  }
+  PoolScope scope(allocator, "b");
+  void* from_b = allocator.allocate(8 * MiB);
+  EXPECT_NE(from_b, from_a);
+  allocator.deallocate(from_b);
+}
+
+TEST(Pool, QuotaIsEnforcedAndNamesThePool) {
+  Allocator allocator(device());
+  allocator.create_pool("small_model", 64 * MiB);
+  PoolScope scope(allocator, "small_model");
+  void* a = allocator.allocate(40 * MiB);
+  try {
+    allocator.allocate(40 * MiB);
+    FAIL() << "expected OutOfMemory";
+  } catch (const OutOfMemory& e) {
+    EXPECT_EQ(e.pool(), "small_model");
+    EXPECT_NE(std::string(e.what()).find("quota"), std::string::npos) << e.what();
+  }
+  allocator.deallocate(a);
+  void* b = allocator.allocate(60 * MiB);  // reclaims its own cache to fit the quota
+  EXPECT_LE(allocator.pools()[1].stats.reserved_bytes.all.current,
+            static_cast<std::int64_t>(64 * MiB));
+  allocator.deallocate(b);
+}
+
+TEST(Pool, QuotaHoldsUnderTwoThreads) {
+  Allocator allocator(device());
+  allocator.create_pool("capped", 96 * MiB);
+  std::atomic<std::int64_t> ooms{0};
+  auto work = [&] {
+    PoolScope scope(allocator, "capped");
+    for (int i = 0; i < 300; ++i) {
+      try {
+        void* p = allocator.allocate((1 + i % 7) * 3 * MiB);
+        allocator.deallocate(p);
+      } catch (const OutOfMemory&) {
+        ++ooms;
+      }
+    }
+  };
+  std::thread t1(work), t2(work);
+  t1.join();
+  t2.join();
+  const PoolInfo capped = allocator.pools()[1];
+  EXPECT_LE(capped.stats.reserved_bytes.all.peak, static_cast<std::int64_t>(96 * MiB));
+  EXPECT_EQ(capped.stats.num_ooms, ooms.load());
+  EXPECT_EQ(capped.stats.allocated_bytes.all.current, 0);
+}
+
+TEST(Pool, UnknownAndDuplicatePoolsAreErrors) {
+  Allocator allocator(device());
+  EXPECT_THROW(PoolScope(allocator, "nope"), ConfigError);
+  allocator.create_pool("x");
+  EXPECT_THROW(allocator.create_pool("x"), ConfigError);
+  EXPECT_THROW(allocator.create_pool(""), ConfigError);
+}
+
+}  // namespace
+}  // namespace npumem
