@@ -118,6 +118,7 @@ class ReplayRun {
     result_.allocations = trace_.allocations;
     result_.peak_requested_bytes = peak_live_bytes(trace_);
     result_.stats = allocator_.stats();
+    result_.pools = allocator_.pools();
     for (const Tier tier : kAllTiers) {
       const TierInfo info = allocator_.device().tier_info(tier);
       const auto index = static_cast<std::size_t>(tier);

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "npumem/allocator.h"
 #include "npumem/config.h"
 #include "npumem/device.h"
 #include "npumem/stats.h"
@@ -45,6 +46,7 @@ struct ReplayResult {
   std::size_t iterations = 0;              // `i` markers passed
   std::uint64_t peak_requested_bytes = 0;  // peak live bytes, from the trace alone
   Stats stats;                             // the allocator's, at the end of the replay
+  std::vector<PoolInfo> pools;             // every pool with its stats, default first
   std::array<TierFigures, kTierCount> tiers;
   double ns_per_event = 0.0;  // wall time of the replay loop per event replayed
   std::vector<std::uint64_t> allocation_latencies_ns;  // when record_latencies

@@ -8,11 +8,21 @@
 namespace npumem::cli {
 namespace {
 
-nlohmann::json tier_json(const TierFigures& tier) {
+nlohmann::ordered_json tier_json(const TierFigures& tier) {
   return {{"present", tier.present},
           {"capacity_bytes", tier.capacity_bytes},
           {"peak_reserved_bytes", tier.peak_reserved_bytes},
           {"peak_allocated_bytes", tier.peak_allocated_bytes}};
+}
+
+nlohmann::ordered_json pools_json(const std::vector<PoolInfo>& pools) {
+  nlohmann::ordered_json json = nlohmann::ordered_json::object();
+  for (const PoolInfo& pool : pools) {
+    json[pool.name] = {{"peak_requested_bytes", pool.stats.requested_bytes.all.peak},
+                       {"peak_allocated_bytes", pool.stats.allocated_bytes.all.peak},
+                       {"peak_reserved_bytes", pool.stats.reserved_bytes.all.peak}};
+  }
+  return json;
 }
 
 // 1234567 -> "1,234,567"
@@ -50,11 +60,22 @@ void add_tier_table(std::ostringstream& out, const ReplayResult& result) {
   }
 }
 
+void add_pool_table(std::ostringstream& out, const std::vector<PoolInfo>& pools) {
+  out << "\n  " << padded("pool", 16) << padded("peak requested", 16)
+      << padded("peak allocated", 16) << "peak reserved\n";
+  for (const PoolInfo& pool : pools) {
+    out << "  " << padded(pool.name, 16)
+        << padded(format_bytes(static_cast<std::uint64_t>(pool.stats.requested_bytes.all.peak)), 16)
+        << padded(format_bytes(static_cast<std::uint64_t>(pool.stats.allocated_bytes.all.peak)), 16)
+        << format_bytes(static_cast<std::uint64_t>(pool.stats.reserved_bytes.all.peak)) << "\n";
+  }
+}
+
 }  // namespace
 
-nlohmann::json replay_report_json(const ReplayReport& report) {
+nlohmann::ordered_json replay_report_json(const ReplayReport& report) {
   const ReplayResult& result = report.result;
-  nlohmann::json json = {
+  nlohmann::ordered_json json = {
       {"trace", report.trace_path},
       {"device", result.device_name},
       {"strategy", std::string(strategy_name(result.strategy))},
@@ -75,6 +96,7 @@ nlohmann::json replay_report_json(const ReplayReport& report) {
       {"ooms", result.stats.num_ooms},
       {"ns_per_event", result.ns_per_event},
   };
+  if (result.pools.size() > 1) json["pools"] = pools_json(result.pools);
   if (!result.allocation_latencies_ns.empty()) {
     const LatencySummary latency = summarize_latencies(result.allocation_latencies_ns);
     json["allocation_latency_ns"] = {
@@ -117,6 +139,7 @@ std::string replay_report_text(const ReplayReport& report) {
                  with_commas(*report.min_hbm_capacity_bytes) + " bytes, no DDR)");
   }
   add_tier_table(out, result);
+  if (result.pools.size() > 1) add_pool_table(out, result.pools);
   return out.str();
 }
 

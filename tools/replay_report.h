@@ -16,7 +16,8 @@ struct ReplayReport {
   std::optional<std::uint64_t> min_hbm_capacity_bytes;  // when --min-capacity was given
 };
 
-nlohmann::json replay_report_json(const ReplayReport& report);
+// Keys in reading order; "pools" only when the trace used named pools.
+nlohmann::ordered_json replay_report_json(const ReplayReport& report);
 
 // The table, one figure per line, sizes via format_bytes; ends with a newline.
 std::string replay_report_text(const ReplayReport& report);

@@ -1,0 +1,63 @@
+#include "min_capacity.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "npumem/errors.h"
+#include "npumem/units.h"
+#include "trace.h"
+
+namespace npumem::cli {
+namespace {
+
+TEST(MinCapacityTest, HbmOnlySpecReplacesTheTierSizesAndKeepsOtherKeys) {
+  EXPECT_EQ(hbm_only_spec("sim", 5 * MiB), "sim:hbm=5242880,ddr=0");
+  EXPECT_EQ(hbm_only_spec("sim:hbm=1GiB,backing=host, ddr =2GiB,granularity=1MiB", 3 * MiB),
+            "sim:hbm=3145728,ddr=0,backing=host,granularity=1MiB");
+}
+
+TEST(MinCapacityTest, HbmOnlySpecNeedsASimDevice) {
+  EXPECT_THROW(hbm_only_spec("host", MiB), ConfigError);
+  EXPECT_THROW(hbm_only_spec("simulator", MiB), ConfigError);
+}
+
+bool completes_on(const Trace& trace, std::uint64_t hbm_bytes) {
+  ReplayOptions options;
+  options.device_spec = hbm_only_spec("sim:granularity=1MiB", hbm_bytes);
+  return replay_trace(trace, options).completed();
+}
+
+TEST(MinCapacityTest, FindsTheSmallestCompletingHbmToOneMiB) {
+  // 12 MiB + 12 MiB + 3 MiB live at the peak.
+  const Trace trace =
+      parse_trace("a 1 12582912\na 2 12582912\nf 1\na 3 3145728\na 4 12582912\n", "t.trace");
+  ReplayOptions options;
+  options.device_spec = "sim:granularity=1MiB";
+  std::vector<std::uint64_t> probes;
+  const std::uint64_t capacity = min_hbm_capacity(
+      trace, options, [&probes](std::uint64_t hbm_bytes) { probes.push_back(hbm_bytes); });
+  EXPECT_EQ(capacity % kCapacityStep, 0u);
+  EXPECT_GE(capacity, peak_live_bytes(trace));
+  EXPECT_TRUE(completes_on(trace, capacity));
+  EXPECT_FALSE(completes_on(trace, capacity - kCapacityStep));
+  EXPECT_FALSE(probes.empty());
+}
+
+TEST(MinCapacityTest, FailsClearlyWhenNoCapacityCompletesTheTrace) {
+  // An allocator limited to 2 MiB of HBM cannot hold a 4 MiB request on any device.
+  const Trace trace = parse_trace("a 1 4194304\n", "t.trace");
+  ReplayOptions options;
+  options.config.hbm_limit = 2 * MiB;
+  try {
+    min_hbm_capacity(trace, options);
+    FAIL() << "expected an Error";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "the trace does not complete on any HBM up to 256 MiB (64x its peak of live bytes)");
+  }
+}
+
+}  // namespace
+}  // namespace npumem::cli

@@ -1,0 +1,179 @@
+// `npumem replay` as a user runs it: the built binary on the shared traces and on
+// small traces written here.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <unordered_map>
+
+#include "run_npumem.h"
+
+namespace npumem::cli {
+namespace {
+
+using testing::run_npumem;
+
+const std::filesystem::path kSharedTraces = NPUMEM_SHARED_DIR "/traces";
+const char* const kSharedTraceNames[] = {"resnet50_train", "mobilenet_v2_infer", "vit_b_16_infer",
+                                         "bert_train_dynpad"};
+
+// The peak of live requested bytes, read straight from the text (not through trace.h).
+std::uint64_t peak_live_bytes_of_file(const std::filesystem::path& path) {
+  std::ifstream file(path);
+  std::unordered_map<std::string, std::uint64_t> live;
+  std::uint64_t total = 0;
+  std::uint64_t peak = 0;
+  for (std::string line; std::getline(file, line);) {
+    std::istringstream fields(line);
+    std::string op, id;
+    std::uint64_t bytes = 0;
+    fields >> op >> id;
+    if (op == "a" && fields >> bytes) {
+      live[id] = bytes;
+      total += bytes;
+      peak = std::max(peak, total);
+    } else if (op == "f") {
+      total -= live[id];
+      live.erase(id);
+    }
+  }
+  return peak;
+}
+
+class TempTrace {
+ public:
+  explicit TempTrace(const std::string& text)
+      : path_(std::filesystem::temp_directory_path() /
+              ("npumem_replay_cli_" + std::to_string(::getpid()) + "_" +
+               std::to_string(counter_++) + ".trace")) {
+    std::ofstream(path_) << text;
+  }
+  ~TempTrace() { std::filesystem::remove(path_); }
+  std::string path() const { return path_.string(); }
+
+ private:
+  static inline int counter_ = 0;
+  std::filesystem::path path_;
+};
+
+// Three 12 MiB requests: above large_segment_threshold, each gets its own segment.
+const std::string kThreeLarge = "a 1 12582912\na 2 12582912\na 3 12582912\n";
+
+TEST(ReplayCliTest, ReportsPeakRequestedEqualToTheTracePeakOnEverySharedTrace) {
+  if (!std::filesystem::exists(kSharedTraces)) GTEST_SKIP() << "no " << kSharedTraces;
+  for (const char* name : kSharedTraceNames) {
+    const auto path = kSharedTraces / (std::string(name) + ".trace");
+    const auto run = run_npumem("replay " + path.string() + " --json");
+    ASSERT_EQ(run.exit_code, 0) << name << ": " << run.err;
+    const auto json = nlohmann::json::parse(run.out);
+    EXPECT_EQ(json["peak_requested_bytes"].get<std::uint64_t>(), peak_live_bytes_of_file(path))
+        << name;
+    EXPECT_EQ(json["completed"], true) << name;
+    EXPECT_GE(json["overhead_ratio"].get<double>(), 1.0) << name;
+  }
+}
+
+TEST(ReplayCliTest, JsonHasTheDocumentedFields) {
+  const TempTrace trace("# small\na 1 1000\na 2 2000\nf 1\n");
+  const auto run = run_npumem("replay " + trace.path() + " --json");
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const auto json = nlohmann::json::parse(run.out);
+  for (const char* key : {"events", "allocations", "peak_requested_bytes", "peak_reserved_bytes",
+                          "overhead_ratio", "spills", "reclaims", "ooms", "ns_per_event"}) {
+    EXPECT_TRUE(json.contains(key)) << key;
+  }
+  for (const char* tier : {"hbm", "ddr"}) {
+    for (const char* key : {"capacity_bytes", "peak_reserved_bytes", "peak_allocated_bytes"}) {
+      EXPECT_TRUE(json["tiers"][tier].contains(key)) << tier << "." << key;
+    }
+  }
+  EXPECT_EQ(json["events"], 3);
+  EXPECT_EQ(json["allocations"], 2);
+  EXPECT_EQ(json["peak_requested_bytes"], 3000);
+  EXPECT_EQ(json["tiers"]["hbm"]["capacity_bytes"], 64ull << 30);  // the sim default
+}
+
+TEST(ReplayCliTest, PrintsAReadableReportByDefault) {
+  const TempTrace trace("a 1 1000\n");
+  const auto run = run_npumem("replay " + trace.path());
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  for (const char* label : {"peak requested", "peak reserved", "overhead ratio", "spills",
+                            "reclaims", "OOMs", "ns per event", "hbm", "ddr"}) {
+    EXPECT_NE(run.out.find(label), std::string::npos) << label << " in\n" << run.out;
+  }
+  EXPECT_EQ(run.err, "");  // no progress bar when stderr is not a terminal
+}
+
+TEST(ReplayCliTest, ASmallHbmSpillsToDdr) {
+  const TempTrace trace(kThreeLarge);
+  const auto run =
+      run_npumem("replay " + trace.path() + " --device sim:hbm=16MiB,ddr=64MiB --json");
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const auto json = nlohmann::json::parse(run.out);
+  EXPECT_GT(json["spills"].get<int>(), 0);
+  EXPECT_GT(json["tiers"]["ddr"]["peak_allocated_bytes"].get<std::uint64_t>(), 0u);
+  EXPECT_EQ(json["completed"], true);
+}
+
+TEST(ReplayCliTest, ATooSmallDeviceExitsThreeWithTheExplanation) {
+  const TempTrace trace(kThreeLarge);
+  const auto run = run_npumem("replay " + trace.path() + " --device sim:hbm=16MiB,ddr=16MiB");
+  EXPECT_EQ(run.exit_code, 3);
+  EXPECT_NE(run.err.find("out of memory"), std::string::npos) << run.err;
+  EXPECT_NE(run.err.find("hbm"), std::string::npos) << run.err;
+  EXPECT_NE(run.err.find("ddr"), std::string::npos) << run.err;
+  EXPECT_NE(run.out.find("stopped by out of memory"), std::string::npos) << run.out;
+}
+
+TEST(ReplayCliTest, AMalformedTraceExitsTwoNamingFileAndLine) {
+  const TempTrace trace("a 1 100\n# fine\nf 2\n");
+  const auto run = run_npumem("replay " + trace.path());
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_NE(run.err.find(trace.path() + ":3: free of unknown id 2"), std::string::npos) << run.err;
+  EXPECT_EQ(run.out, "");
+}
+
+TEST(ReplayCliTest, BadOptionsExitTwo) {
+  const TempTrace trace("a 1 100\n");
+  EXPECT_EQ(run_npumem("replay /nonexistent.trace").exit_code, 2);
+  EXPECT_EQ(run_npumem("replay " + trace.path() + " --strategy greedy").exit_code, 2);
+  const auto bad_device = run_npumem("replay " + trace.path() + " --device sim:hbm=lots");
+  EXPECT_EQ(bad_device.exit_code, 2);
+  EXPECT_NE(bad_device.err.find("hbm"), std::string::npos) << bad_device.err;
+  const auto bad_conf = run_npumem("replay " + trace.path() + " --conf no_such_knob:1");
+  EXPECT_EQ(bad_conf.exit_code, 2);
+  EXPECT_NE(bad_conf.err.find("no_such_knob"), std::string::npos) << bad_conf.err;
+}
+
+TEST(ReplayCliTest, StrategyAndConfReachTheAllocator) {
+  const TempTrace trace(kThreeLarge);
+  const auto run = run_npumem("replay " + trace.path() + " --strategy expandable --json");
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(nlohmann::json::parse(run.out)["strategy"], "expandable");
+  const std::string small_hbm = " --device sim:hbm=16MiB,ddr=64MiB";
+  EXPECT_EQ(run_npumem("replay " + trace.path() + small_hbm).exit_code, 0);
+  EXPECT_EQ(
+      run_npumem("replay " + trace.path() + small_hbm + " --conf spill_to_ddr:false").exit_code, 3);
+}
+
+TEST(ReplayCliTest, MinCapacityReportsTheSmallestHbm) {
+  const TempTrace trace(kThreeLarge);
+  const auto run = run_npumem("replay " + trace.path() + " --min-capacity --json");
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const auto json = nlohmann::json::parse(run.out);
+  const auto capacity = json["min_hbm_capacity_bytes"].get<std::uint64_t>();
+  EXPECT_GE(capacity, 3 * 12582912u);
+  EXPECT_EQ(capacity % (1u << 20), 0u);
+  const auto device = "sim:hbm=" + std::to_string(capacity) + ",ddr=0";
+  EXPECT_EQ(run_npumem("replay " + trace.path() + " --device " + device).exit_code, 0);
+  const auto smaller = "sim:hbm=" + std::to_string(capacity - (1u << 20)) + ",ddr=0";
+  EXPECT_EQ(run_npumem("replay " + trace.path() + " --device " + smaller).exit_code, 3);
+}
+
+}  // namespace
+}  // namespace npumem::cli

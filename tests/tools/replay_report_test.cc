@@ -1,0 +1,74 @@
+#include "replay_report.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "npumem/units.h"
+
+namespace npumem::cli {
+namespace {
+
+ReplayReport sample_report() {
+  ReplayReport report;
+  report.trace_path = "model.trace";
+  ReplayResult& result = report.result;
+  result.device_name = "sim:0";
+  result.events = 1234567;
+  result.events_replayed = 1234567;
+  result.allocations = 600000;
+  result.peak_requested_bytes = 100 * MiB;
+  result.stats.reserved_bytes.all.peak = 110 * MiB;
+  result.stats.allocated_bytes.all.peak = 101 * MiB;
+  result.stats.num_spills = 4;
+  result.tiers[0] = {true, 1 * GiB, 110 * MiB, 101 * MiB};
+  result.tiers[1] = {true, 2 * GiB, 0, 0};
+  result.ns_per_event = 12.34;
+  return report;
+}
+
+TEST(ReplayReportTest, JsonHasEveryFigureOfTheReport) {
+  ReplayReport report = sample_report();
+  report.min_hbm_capacity_bytes = 105 * MiB;
+  const auto json = replay_report_json(report);
+  EXPECT_EQ(json["events"], 1234567);
+  EXPECT_EQ(json["allocations"], 600000);
+  EXPECT_EQ(json["peak_requested_bytes"], 100 * MiB);
+  EXPECT_EQ(json["peak_reserved_bytes"], 110 * MiB);
+  EXPECT_DOUBLE_EQ(json["overhead_ratio"].get<double>(), 1.1);
+  EXPECT_EQ(json["tiers"]["hbm"]["capacity_bytes"], 1 * GiB);
+  EXPECT_EQ(json["tiers"]["hbm"]["peak_reserved_bytes"], 110 * MiB);
+  EXPECT_EQ(json["tiers"]["hbm"]["peak_allocated_bytes"], 101 * MiB);
+  EXPECT_EQ(json["tiers"]["ddr"]["capacity_bytes"], 2 * GiB);
+  EXPECT_EQ(json["spills"], 4);
+  EXPECT_EQ(json["reclaims"], 0);
+  EXPECT_EQ(json["ooms"], 0);
+  EXPECT_DOUBLE_EQ(json["ns_per_event"].get<double>(), 12.34);
+  EXPECT_EQ(json["min_hbm_capacity_bytes"], 105 * MiB);
+  EXPECT_EQ(json["completed"], true);
+  EXPECT_FALSE(json.contains("out_of_memory"));
+  EXPECT_FALSE(json.contains("pools"));
+}
+
+TEST(ReplayReportTest, JsonCarriesTheOutOfMemoryExplanation) {
+  ReplayReport report = sample_report();
+  report.result.out_of_memory = "out of memory: cannot allocate";
+  const auto json = replay_report_json(report);
+  EXPECT_EQ(json["completed"], false);
+  EXPECT_EQ(json["out_of_memory"], "out of memory: cannot allocate");
+}
+
+TEST(ReplayReportTest, TextShowsReadableFigures) {
+  const std::string text = replay_report_text(sample_report());
+  EXPECT_NE(text.find("model.trace on sim:0 (caching)"), std::string::npos) << text;
+  EXPECT_NE(text.find("1,234,567 of 1,234,567 (600,000 allocations"), std::string::npos) << text;
+  EXPECT_NE(text.find("peak requested        " + format_bytes(100 * MiB)), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("overhead ratio        1.100"), std::string::npos) << text;
+  EXPECT_NE(text.find("ns per event          12.3"), std::string::npos) << text;
+  EXPECT_NE(text.find("hbm     " + format_bytes(1 * GiB)), std::string::npos) << text;
+  EXPECT_EQ(text.find("min HBM capacity"), std::string::npos) << text;
+}
+
+}  // namespace
+}  // namespace npumem::cli

@@ -1,0 +1,139 @@
+#include "replay.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "npumem/errors.h"
+#include "npumem/units.h"
+#include "trace.h"
+
+namespace npumem::cli {
+namespace {
+
+// Requests above Config::large_segment_threshold get a segment of their own size, so
+// these fill a small tier predictably.
+constexpr std::uint64_t kLarge = 12 * MiB;
+
+std::string large_allocs(int count) {
+  std::string text;
+  for (int id = 0; id < count; ++id) {
+    text += "a " + std::to_string(id) + " " + std::to_string(kLarge) + "\n";
+  }
+  return text;
+}
+
+ReplayResult replay_text(const std::string& text, const std::string& spec = "sim") {
+  ReplayOptions options;
+  options.device_spec = spec;
+  return replay_trace(parse_trace(text, "t.trace"), options);
+}
+
+TEST(ReplayTest, PeakRequestedIsThePeakOfLiveBytesAndTheAllocatorAgrees) {
+  const ReplayResult result = replay_text("a 1 1000\na 2 3000\nf 1\na 3 5000\nf 2\nf 3\na 4 10\n");
+  ASSERT_TRUE(result.completed());
+  EXPECT_EQ(result.peak_requested_bytes, 8000u);
+  EXPECT_EQ(result.stats.requested_bytes.all.peak, 8000);
+  EXPECT_GE(result.peak_allocated_bytes(), 8000u);
+  EXPECT_GE(result.peak_reserved_bytes(), result.peak_allocated_bytes());
+  EXPECT_EQ(result.events, 7u);
+  EXPECT_EQ(result.events_replayed, 7u);
+  EXPECT_EQ(result.allocations, 4u);
+  EXPECT_GT(result.ns_per_event, 0.0);
+  EXPECT_DOUBLE_EQ(result.overhead_ratio(),
+                   static_cast<double>(result.peak_reserved_bytes()) / 8000.0);
+}
+
+TEST(ReplayTest, ReportsTheDeviceAndItsTiers) {
+  const ReplayResult result = replay_text("a 1 100\n", "sim:hbm=1GiB,ddr=2GiB");
+  EXPECT_EQ(result.device_name, "sim:0");
+  EXPECT_EQ(result.strategy, Strategy::caching);
+  const TierFigures& hbm = result.tiers[static_cast<std::size_t>(Tier::hbm)];
+  const TierFigures& ddr = result.tiers[static_cast<std::size_t>(Tier::ddr)];
+  EXPECT_TRUE(hbm.present);
+  EXPECT_EQ(hbm.capacity_bytes, 1 * GiB);
+  EXPECT_GT(hbm.peak_reserved_bytes, 0u);
+  EXPECT_GE(hbm.peak_allocated_bytes, 100u);
+  EXPECT_EQ(ddr.capacity_bytes, 2 * GiB);
+  EXPECT_EQ(ddr.peak_reserved_bytes, 0u);
+}
+
+TEST(ReplayTest, ASmallHbmSpillsToDdrAndCompletes) {
+  const ReplayResult result = replay_text(large_allocs(3), "sim:hbm=16MiB,ddr=64MiB");
+  ASSERT_TRUE(result.completed()) << *result.out_of_memory;
+  EXPECT_GT(result.stats.num_spills, 0);
+  EXPECT_GE(result.tiers[static_cast<std::size_t>(Tier::ddr)].peak_allocated_bytes, kLarge);
+}
+
+TEST(ReplayTest, OutOfMemoryStopsTheReplayWithTheExplanation) {
+  const ReplayResult result = replay_text(large_allocs(4) + "f 0\n", "sim:hbm=16MiB,ddr=16MiB");
+  ASSERT_FALSE(result.completed());
+  EXPECT_NE(result.out_of_memory->find("out of memory"), std::string::npos)
+      << *result.out_of_memory;
+  EXPECT_EQ(result.events, 5u);
+  EXPECT_EQ(result.events_replayed, 2u);  // the third allocation failed
+  EXPECT_EQ(result.stats.num_ooms, 1);
+}
+
+TEST(ReplayTest, PoolSwitchesRouteAllocationsToNamedPools) {
+  const ReplayResult result =
+      replay_text("a 1 100\np model_a\na 2 2000\np default\na 3 300\np model_a\na 4 4000\n");
+  ASSERT_TRUE(result.completed());
+  ASSERT_EQ(result.pools.size(), 2u);
+  for (const PoolInfo& pool : result.pools) {
+    const std::int64_t expected = pool.name == "model_a" ? 6000 : 400;
+    EXPECT_EQ(pool.stats.requested_bytes.all.peak, expected) << pool.name;
+  }
+}
+
+TEST(ReplayTest, CountsIterationMarkers) {
+  EXPECT_EQ(replay_text("i\na 1 10\ni\nf 1\ni\n").iterations, 3u);
+}
+
+TEST(ReplayTest, RecordsOneLatencyPerAllocationWhenAsked) {
+  ReplayOptions options;
+  options.record_latencies = true;
+  const ReplayResult result =
+      replay_trace(parse_trace("a 1 10\na 2 20\nf 1\na 3 30\n", "t.trace"), options);
+  EXPECT_EQ(result.allocation_latencies_ns.size(), 3u);
+  EXPECT_TRUE(replay_text("a 1 10\n").allocation_latencies_ns.empty());
+}
+
+TEST(ReplayTest, ReportsProgressEndingAtTheTotal) {
+  std::vector<std::pair<std::size_t, std::size_t>> calls;
+  ReplayOptions options;
+  options.progress = [&calls](std::size_t done, std::size_t total) {
+    calls.emplace_back(done, total);
+  };
+  replay_trace(parse_trace("a 1 10\nf 1\n", "t.trace"), options);
+  ASSERT_FALSE(calls.empty());
+  EXPECT_EQ(calls.back(), std::make_pair(std::size_t{2}, std::size_t{2}));
+}
+
+TEST(ReplayTest, UsesTheConfiguredStrategy) {
+  ReplayOptions options;
+  options.config.strategy = Strategy::expandable;
+  const ReplayResult result = replay_trace(parse_trace("a 1 10\nf 1\n", "t.trace"), options);
+  EXPECT_TRUE(result.completed());
+  EXPECT_EQ(result.strategy, Strategy::expandable);
+}
+
+TEST(ReplayTest, RejectsABadDeviceSpec) {
+  EXPECT_THROW(replay_text("a 1 10\n", "sim:hbm=lots"), ConfigError);
+}
+
+TEST(ReplayTest, SummarizesLatenciesByNearestRank) {
+  std::vector<std::uint64_t> latencies;
+  for (std::uint64_t i = 100; i >= 1; --i) latencies.push_back(i);
+  const LatencySummary summary = summarize_latencies(latencies);
+  EXPECT_EQ(summary.p50_ns, 50u);
+  EXPECT_EQ(summary.p99_ns, 99u);
+  EXPECT_EQ(summary.max_ns, 100u);
+  EXPECT_EQ(summarize_latencies({7}).p50_ns, 7u);
+  EXPECT_EQ(summarize_latencies({}).max_ns, 0u);
+}
+
+}  // namespace
+}  // namespace npumem::cli
