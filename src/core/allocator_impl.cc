@@ -159,14 +159,30 @@ Block* Allocator::Impl::take_cached(PoolState& pool, Tier tier, std::size_t size
   return pool.block_pool(tier, kind).take(size, max_block, config.granule, max_split);
 }
 
+// Mid-sized requests share segments of about large_segment bytes. Same-sized
+// tensors (a model's weights, a layer's activations) tend to come in runs, so the
+// segment holds a whole number of the request with the least rounding waste.
 std::size_t Allocator::Impl::segment_size(Tier tier, PoolKind kind, std::size_t size) const {
-  std::size_t bytes = size;
+  const std::size_t granularity = tier_granularity[index(tier)];
   if (kind == PoolKind::small) {
-    bytes = std::max<std::size_t>(size, config.small_segment);
-  } else if (size < config.large_segment_threshold) {
-    bytes = std::max<std::size_t>(size, config.large_segment);
+    return round_up(std::max<std::size_t>(size, config.small_segment), granularity);
   }
-  return round_up(bytes, tier_granularity[index(tier)]);
+  if (size >= config.large_segment_threshold || size >= config.large_segment) {
+    return round_up(size, granularity);
+  }
+  std::size_t best_segment = 0;
+  std::size_t best_used = 0;
+  for (std::size_t count = config.large_segment / size; count >= 1; --count) {
+    const std::size_t segment = round_up(count * size, granularity);
+    const std::size_t used = count * size;
+    // Smaller waste fraction wins ((segment - used) / segment); ties keep the larger.
+    if (best_segment == 0 ||
+        (segment - used) * best_segment < (best_segment - best_used) * segment) {
+      best_segment = segment;
+      best_used = used;
+    }
+  }
+  return best_segment;
 }
 
 Allocator::Impl::GrowResult Allocator::Impl::grow(PoolState& pool, Tier tier, PoolKind kind,
