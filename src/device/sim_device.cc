@@ -42,6 +42,7 @@ std::string SimDevice::name() const {
 TierInfo SimDevice::tier_info(Tier tier) const {
   TierInfo info;
   info.tier = tier;
+  if (index(tier) >= kTierCount) return info;  // not a tier: reported absent
   info.capacity_bytes = spec_.capacity(tier);
   info.present = info.capacity_bytes != 0;
   info.bandwidth_bytes_per_s = spec_.bandwidth(tier);

@@ -42,6 +42,11 @@ TEST(SimDevice, AbsentTierIsNotPresentAndRefusesSegments) {
   EXPECT_EQ(device.allocate_segment(Tier::ddr, 2 * MiB, &ptr), DeviceStatus::invalid_argument);
 }
 
+TEST(SimDevice, AValueOutsideTheTierEnumIsAnAbsentTier) {
+  SimDevice device = make_sim("sim");
+  EXPECT_FALSE(device.has_tier(static_cast<Tier>(7)));
+}
+
 TEST(SimDevice, ConstructorRejectsAnInvalidSpec) {
   SimSpec spec;
   spec.granularity = 3 * MiB;
