@@ -1,0 +1,115 @@
+// Per-process stats pages for `npumem smi` and `npumem mon`: a publisher copies the
+// stats of registered allocators into a small shared-memory page (/dev/shm/npumem.<pid>)
+// on a timer thread, never on the allocation path; readers scan the pages, skip
+// and remove those of processes that have died.
+#pragma once
+
+#include <array>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "npumem/allocator.h"
+
+namespace npumem {
+
+inline constexpr std::string_view kStatsPagePrefix = "npumem.";
+
+struct PublishedTier {
+  Tier tier = Tier::hbm;
+  bool present = false;
+  std::uint64_t capacity_bytes = 0;
+  std::uint64_t reserved_bytes = 0;
+  std::uint64_t allocated_bytes = 0;
+  std::uint64_t peak_reserved_bytes = 0;
+  std::uint64_t peak_allocated_bytes = 0;
+};
+
+struct PublishedDevice {
+  std::string name;                             // "sim:0"
+  std::array<PublishedTier, kTierCount> tiers;  // indexed by Tier
+  std::uint64_t num_ooms = 0;
+  std::uint64_t num_alloc_retries = 0;
+};
+
+struct ProcessStats {
+  int pid = 0;
+  std::string process_name;
+  std::string page_name;
+  std::uint64_t update_count = 0;
+  std::int64_t updated_unix_ns = 0;
+  std::vector<PublishedDevice> devices;
+};
+
+class StatsPublisher {
+ public:
+  struct Options {
+    std::chrono::milliseconds interval{250};
+    std::string page_name;  // empty: "npumem.<pid>"
+  };
+
+  // Creates the page. Throws Error when the system refuses it.
+  StatsPublisher();
+  explicit StatsPublisher(Options options);
+  // Stops the timer and removes the page.
+  ~StatsPublisher();
+  StatsPublisher(const StatsPublisher&) = delete;
+  StatsPublisher& operator=(const StatsPublisher&) = delete;
+
+  // An allocator's place on the page while it lives; ending it frees the place.
+  class Registration {
+   public:
+    Registration() = default;
+    Registration(Registration&& other) noexcept;
+    Registration& operator=(Registration&& other) noexcept;
+    ~Registration();
+
+   private:
+    friend class StatsPublisher;
+    Registration(StatsPublisher* publisher, std::size_t slot)
+        : publisher_(publisher), slot_(slot) {}
+    void reset();
+
+    StatsPublisher* publisher_ = nullptr;
+    std::size_t slot_ = 0;
+  };
+
+  // Publishes `allocator` until the registration ends (before the allocator dies).
+  // Throws Error when every device place on the page (8) is taken.
+  [[nodiscard]] Registration publish(const Allocator& allocator);
+  // Copies the stats now rather than at the next tick.
+  void publish_now();
+  const std::string& page_name() const { return page_name_; }
+
+ private:
+  struct Shared;  // the mapped page (layout in src/observe/stats_page_layout.h)
+
+  void unregister(std::size_t slot);
+  void run();
+  void write_locked();
+
+  const std::chrono::milliseconds interval_;
+  const std::string page_name_;
+  std::unique_ptr<Shared> shared_;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  bool stopping_ = false;
+  std::vector<const Allocator*> allocators_;  // by slot; nullptr when free
+  std::thread thread_;
+};
+
+// The page name of this process: "npumem.<pid>".
+std::string default_stats_page_name();
+
+// Reads every page whose name starts with `prefix`, by pid. Pages of processes that
+// no longer exist are removed; pages still being created or of another version are
+// skipped.
+std::vector<ProcessStats> read_stats_pages(std::string_view prefix = kStatsPagePrefix);
+
+}  // namespace npumem

@@ -1,0 +1,132 @@
+#include "npumem/leak_detector.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <limits>
+
+#include "npumem/errors.h"
+#include "observe/backtrace.h"
+
+namespace npumem {
+namespace {
+
+constexpr std::size_t kMaxFrames = 64;
+// Frames of the detector itself above the allocator's notify: on_event, group_of.
+constexpr std::size_t kDetectorFrames = 2;
+
+std::uint64_t as_bytes(std::int64_t value) {
+  return value > 0 ? static_cast<std::uint64_t>(value) : 0;
+}
+
+double growth_between(std::uint64_t baseline, std::uint64_t final_bytes) {
+  if (baseline == 0) return final_bytes == 0 ? 0.0 : std::numeric_limits<double>::infinity();
+  return (static_cast<double>(final_bytes) - static_cast<double>(baseline)) /
+         static_cast<double>(baseline);
+}
+
+}  // namespace
+
+LeakDetector::LeakDetector(LeakOptions options) : options_(options) {
+  if (!(options_.threshold >= 0.0)) {
+    throw ConfigError("leak threshold must be a fraction of at least 0, got " +
+                      std::to_string(options_.threshold));
+  }
+  if (options_.max_frames > kMaxFrames) {
+    throw ConfigError("leak max_frames must be at most " + std::to_string(kMaxFrames) + ", got " +
+                      std::to_string(options_.max_frames));
+  }
+}
+
+std::shared_ptr<LeakDetector> LeakDetector::attach(Allocator& allocator, LeakOptions options) {
+  auto detector = std::make_shared<LeakDetector>(options);
+  allocator.add_observer(detector);
+  detector->mark_baseline(allocator);
+  return detector;
+}
+
+void LeakDetector::on_event(const Event& event) {
+  std::lock_guard lock(mutex_);
+  if (event.kind == EventKind::alloc) {
+    allocated_bytes_ += event.bytes;
+    live_[event.address] = {event.bytes, event.requested_bytes, iteration_, group_of(event)};
+  } else if (event.kind == EventKind::free) {
+    allocated_bytes_ -= std::min(allocated_bytes_, event.bytes);
+    live_.erase(event.address);
+  }
+}
+
+[[gnu::noinline]] std::uint32_t LeakDetector::group_of(const Event& event) {
+  std::array<const void*, kMaxFrames> frames{};
+  std::size_t count = 0;
+  if (options_.backtraces) {
+    count = observe::capture_backtrace(frames.data(), options_.max_frames, kDetectorFrames);
+  }
+  GroupKey key{std::string(event.tag), std::string(event.pool),
+               std::vector<const void*>(frames.begin(), frames.begin() + count)};
+  const auto [found, inserted] =
+      group_ids_.try_emplace(std::move(key), static_cast<std::uint32_t>(groups_.size()));
+  if (inserted) groups_.push_back(&found->first);
+  return found->second;
+}
+
+void LeakDetector::mark_baseline(const Allocator& allocator) {
+  const Stats stats = allocator.stats();
+  std::lock_guard lock(mutex_);
+  baseline_bytes_ = as_bytes(stats.allocated_bytes.all.current);
+  allocated_bytes_ = baseline_bytes_;
+  iteration_ = 0;
+  samples_.clear();
+  live_.clear();
+}
+
+void LeakDetector::tick() {
+  std::lock_guard lock(mutex_);
+  samples_.push_back(allocated_bytes_);
+  ++iteration_;
+}
+
+LeakReport LeakDetector::report() const {
+  std::lock_guard lock(mutex_);
+  LeakReport report;
+  report.iterations = iteration_;
+  report.baseline_bytes = baseline_bytes_;
+  report.final_bytes = samples_.empty() ? allocated_bytes_ : samples_.back();
+  report.growth = growth_between(report.baseline_bytes, report.final_bytes);
+  report.threshold = options_.threshold;
+  report.leaking = report.growth > options_.threshold;
+  report.samples = samples_;
+  std::vector<LeakGroup> groups(groups_.size());
+  std::vector<std::vector<bool>> seen(groups_.size(), std::vector<bool>(iteration_ + 1, false));
+  observe::FrameNames frame_names;
+  for (const auto& [address, allocation] : live_) {
+    LeakGroup& group = groups[allocation.group];
+    if (group.count == 0) {
+      const auto& [tag, pool, frames] = *groups_[allocation.group];
+      group.tag = tag;
+      group.pool = pool;
+      for (const void* frame : frames) group.frames.push_back(frame_names(frame));
+      group.first_iteration = allocation.iteration;
+    }
+    ++group.count;
+    group.bytes += allocation.bytes;
+    group.requested_bytes += allocation.requested_bytes;
+    group.first_iteration = std::min(group.first_iteration, allocation.iteration);
+    group.last_iteration = std::max(group.last_iteration, allocation.iteration);
+    if (!seen[allocation.group][allocation.iteration]) {
+      seen[allocation.group][allocation.iteration] = true;
+      ++group.iterations;
+    }
+  }
+  const std::size_t recurring_from = std::max<std::size_t>(2, (iteration_ + 1) / 2);
+  for (LeakGroup& group : groups) {
+    if (group.count == 0) continue;
+    group.recurring = group.iterations >= recurring_from;
+    report.survivors.push_back(std::move(group));
+  }
+  std::sort(report.survivors.begin(), report.survivors.end(),
+            [](const LeakGroup& a, const LeakGroup& b) { return a.bytes > b.bytes; });
+  return report;
+}
+
+}  // namespace npumem

@@ -1,0 +1,68 @@
+// The layout of a stats page in shared memory, shared by the publisher (one writer
+// per page) and any number of readers in other processes. Every field that changes
+// is a lock-free atomic word; a sequence counter (a seqlock: odd while the publisher
+// writes) lets a reader take a consistent copy without blocking the writer.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <type_traits>
+
+#include "npumem/device.h"
+
+namespace npumem::observe {
+
+inline constexpr std::uint32_t kStatsPageMagic = 0x4d55504e;  // "NPUM"
+inline constexpr std::uint32_t kStatsPageVersion = 1;
+inline constexpr std::size_t kPageDevices = 8;
+inline constexpr std::size_t kPageTextBytes = 64;
+
+using PageWord = std::atomic<std::uint64_t>;
+static_assert(PageWord::is_always_lock_free, "stats pages need lock-free 64-bit atomics");
+
+// Text that may change while readers look (device names): one atomic byte each.
+struct PageText {
+  std::array<std::atomic<char>, kPageTextBytes> chars;
+};
+
+struct PageTier {
+  PageWord present;
+  PageWord capacity_bytes;
+  PageWord reserved_bytes;
+  PageWord allocated_bytes;
+  PageWord peak_reserved_bytes;
+  PageWord peak_allocated_bytes;
+};
+
+struct PageDevice {
+  PageWord in_use;
+  PageText name;
+  std::array<PageTier, kTierCount> tiers;
+  PageWord num_ooms;
+  PageWord num_alloc_retries;
+};
+
+struct StatsPageLayout {
+  // Written once before `magic` is set (release); fixed afterwards.
+  std::atomic<std::uint32_t> magic;
+  std::uint32_t version;
+  std::int32_t pid;
+  std::array<char, kPageTextBytes> process_name;
+  // Changing fields, under the seqlock.
+  PageWord sequence;
+  PageWord update_count;
+  std::atomic<std::int64_t> updated_unix_ns;
+  std::array<PageDevice, kPageDevices> devices;
+};
+
+static_assert(std::is_standard_layout_v<StatsPageLayout>);
+
+// Truncates to kPageTextBytes - 1 bytes; the rest is zeroed.
+void store_text(PageText& text, std::string_view value);
+std::string load_text(const PageText& text);
+
+}  // namespace npumem::observe

@@ -1,0 +1,116 @@
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "npumem/errors.h"
+#include "npumem/history.h"
+#include "npumem/units.h"
+
+namespace npumem {
+namespace {
+
+std::vector<EventKind> kinds_of(const std::vector<HistoryEntry>& entries) {
+  std::vector<EventKind> kinds;
+  for (const HistoryEntry& entry : entries) kinds.push_back(entry.kind);
+  return kinds;
+}
+
+TEST(HistoryRecorder, RecordsEventsInOrderWithSizesTierPoolAndTag) {
+  Allocator allocator(make_device("sim:hbm=64MiB,ddr=0"));
+  auto recorder = record_history(allocator);
+  void* p = nullptr;
+  {
+    ScopedMemoryTag tag("attention");
+    p = allocator.allocate(3000);
+  }
+  allocator.deallocate(p);
+
+  const auto entries = recorder->entries();
+  ASSERT_EQ(kinds_of(entries), (std::vector<EventKind>{EventKind::segment_alloc,
+                                                       EventKind::alloc, EventKind::free}));
+  const HistoryEntry& alloc = entries[1];
+  EXPECT_EQ(alloc.sequence, 1u);
+  EXPECT_EQ(alloc.address, reinterpret_cast<std::uint64_t>(p));
+  EXPECT_EQ(alloc.bytes, 3072u);
+  EXPECT_EQ(alloc.requested_bytes, 3000u);
+  EXPECT_EQ(alloc.tier, Tier::hbm);
+  EXPECT_EQ(alloc.pool, "default");
+  EXPECT_EQ(alloc.tag, "attention");
+  EXPECT_EQ(alloc.tier_allocated_bytes, 3072u);
+  EXPECT_EQ(alloc.tier_reserved_bytes, 2 * MiB);
+  EXPECT_EQ(entries[0].tier_allocated_bytes, 0u);
+  EXPECT_EQ(entries[2].tier_allocated_bytes, 0u);
+  EXPECT_EQ(entries[2].tag, "attention");  // a free carries its block's tag
+  EXPECT_LE(entries[0].time_ns, entries[2].time_ns);
+  EXPECT_TRUE(alloc.frames.empty());
+  EXPECT_EQ(recorder->recorded(), 3u);
+  EXPECT_EQ(recorder->dropped(), 0u);
+}
+
+TEST(HistoryRecorder, RingKeepsTheNewestEntries) {
+  Allocator allocator(make_device("sim:hbm=64MiB,ddr=0"));
+  void* warm = allocator.allocate(1024);  // the segment exists before recording
+  auto recorder = record_history(allocator, {.max_entries = 4});
+  for (int i = 0; i < 5; ++i) allocator.deallocate(allocator.allocate(512));
+  const auto entries = recorder->entries();
+  ASSERT_EQ(entries.size(), 4u);
+  EXPECT_EQ(recorder->recorded(), 10u);
+  EXPECT_EQ(recorder->dropped(), 6u);
+  EXPECT_EQ(entries.front().sequence, 6u);
+  EXPECT_EQ(entries.back().sequence, 9u);
+  EXPECT_EQ(kinds_of(entries), (std::vector<EventKind>{EventKind::alloc, EventKind::free,
+                                                       EventKind::alloc, EventKind::free}));
+  // Totals start from the allocator's state when recording began.
+  EXPECT_EQ(entries[0].tier_allocated_bytes, 1536u);
+  EXPECT_EQ(entries[1].tier_allocated_bytes, 1024u);
+  allocator.deallocate(warm);
+}
+
+TEST(HistoryRecorder, RecordsSpillsReclaimsAndOoms) {
+  Allocator allocator(make_device("sim:hbm=64MiB,ddr=64MiB"));
+  allocator.create_pool("other");
+  auto recorder = record_history(allocator);
+  {
+    PoolScope scope(allocator, "other");
+    allocator.deallocate(allocator.allocate(40 * MiB));  // stays cached in "other"
+  }
+  void* held = allocator.allocate(30 * MiB);     // HBM is full: reclaims "other"'s cache
+  void* spilled = allocator.allocate(50 * MiB);  // no room in HBM: DDR
+  EXPECT_THROW(allocator.allocate(1024 * MiB), OutOfMemory);
+  const auto entries = recorder->entries();
+  const auto kinds = kinds_of(entries);
+  for (const EventKind kind : {EventKind::reclaim, EventKind::spill, EventKind::oom}) {
+    EXPECT_NE(std::find(kinds.begin(), kinds.end(), kind), kinds.end()) << event_kind_name(kind);
+  }
+  EXPECT_EQ(entries.back().kind, EventKind::oom);
+  EXPECT_EQ(entries.back().requested_bytes, 1024 * MiB);
+  allocator.deallocate(held);
+  allocator.deallocate(spilled);
+}
+
+TEST(HistoryRecorder, CapturesBacktracesWhenAsked) {
+  Allocator allocator(make_device("sim:hbm=64MiB,ddr=0"));
+  auto recorder = record_history(allocator, {.max_entries = 16, .backtraces = true, .max_frames = 4});
+  allocator.deallocate(allocator.allocate(512));
+  for (const HistoryEntry& entry : recorder->entries()) {
+    EXPECT_GT(entry.frames.size(), 0u);
+    EXPECT_LE(entry.frames.size(), 4u);
+  }
+}
+
+TEST(HistoryRecorder, StopsWhenRemoved) {
+  Allocator allocator(make_device("sim:hbm=64MiB,ddr=0"));
+  auto recorder = record_history(allocator);
+  allocator.remove_observer(recorder);
+  allocator.deallocate(allocator.allocate(512));
+  EXPECT_EQ(recorder->recorded(), 0u);
+}
+
+TEST(HistoryRecorder, RejectsAnEmptyRing) {
+  EXPECT_THROW(HistoryRecorder({.max_entries = 0}), ConfigError);
+  EXPECT_THROW(HistoryRecorder({.max_entries = 8, .backtraces = true, .max_frames = 65}),
+               ConfigError);
+}
+
+}  // namespace
+}  // namespace npumem

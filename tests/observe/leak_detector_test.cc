@@ -1,0 +1,127 @@
+#include "npumem/leak_detector.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "npumem/errors.h"
+#include "npumem/units.h"
+
+namespace npumem {
+namespace {
+
+// One training-like iteration: activations come and go; `leak` bytes stay behind.
+void iterate(Allocator& allocator, std::vector<void*>& kept, std::size_t leak) {
+  ScopedMemoryTag tag("activations");
+  void* a = allocator.allocate(2 * MiB);
+  void* b = allocator.allocate(3 * MiB);
+  if (leak != 0) {
+    ScopedMemoryTag leaking("kv_cache");
+    kept.push_back(allocator.allocate(leak));
+  }
+  allocator.deallocate(a);
+  allocator.deallocate(b);
+}
+
+TEST(LeakDetector, FlagsGrowthAboveTheThresholdAndNamesTheLeakingTag) {
+  Allocator allocator(make_device("sim:hbm=256MiB,ddr=0"));
+  void* weights = allocator.allocate(8 * MiB);
+  auto detector = LeakDetector::attach(allocator);
+  std::vector<void*> kept;
+  for (int i = 0; i < 10; ++i) {
+    iterate(allocator, kept, 128 * KiB);
+    detector->tick();
+  }
+  const LeakReport report = detector->report();
+  EXPECT_EQ(report.iterations, 10u);
+  EXPECT_EQ(report.baseline_bytes, 8 * MiB);
+  EXPECT_EQ(report.final_bytes, 8 * MiB + 10 * 128 * KiB);
+  EXPECT_NEAR(report.growth, 0.15625, 1e-9);
+  EXPECT_TRUE(report.leaking);
+  ASSERT_EQ(report.samples.size(), 10u);
+  EXPECT_EQ(report.samples[0], 8 * MiB + 128 * KiB);
+  ASSERT_EQ(report.survivors.size(), 1u);
+  const LeakGroup& group = report.survivors[0];
+  EXPECT_EQ(group.tag, "kv_cache");
+  EXPECT_EQ(group.pool, "default");
+  EXPECT_EQ(group.count, 10u);
+  EXPECT_EQ(group.bytes, 10 * 128 * KiB);
+  EXPECT_EQ(group.iterations, 10u);
+  EXPECT_EQ(group.first_iteration, 0u);
+  EXPECT_EQ(group.last_iteration, 9u);
+  EXPECT_TRUE(group.recurring);
+  for (void* p : kept) allocator.deallocate(p);
+  allocator.deallocate(weights);
+}
+
+TEST(LeakDetector, SteadyLoopIsNoLeak) {
+  Allocator allocator(make_device("sim:hbm=256MiB,ddr=0"));
+  void* weights = allocator.allocate(8 * MiB);
+  auto detector = LeakDetector::attach(allocator);
+  std::vector<void*> kept;
+  for (int i = 0; i < 5; ++i) {
+    iterate(allocator, kept, 0);
+    detector->tick();
+  }
+  const LeakReport report = detector->report();
+  EXPECT_FALSE(report.leaking);
+  EXPECT_EQ(report.growth, 0.0);
+  EXPECT_TRUE(report.survivors.empty());
+  allocator.deallocate(weights);
+}
+
+TEST(LeakDetector, SmallGrowthBelowTheThresholdStillListsSurvivors) {
+  Allocator allocator(make_device("sim:hbm=256MiB,ddr=0"));
+  void* weights = allocator.allocate(64 * MiB);
+  auto detector = LeakDetector::attach(allocator, {.threshold = 0.10});
+  std::vector<void*> kept;
+  for (int i = 0; i < 4; ++i) {
+    iterate(allocator, kept, 512);
+    detector->tick();
+  }
+  const LeakReport report = detector->report();
+  EXPECT_FALSE(report.leaking);
+  ASSERT_EQ(report.survivors.size(), 1u);
+  EXPECT_EQ(report.survivors[0].tag, "kv_cache");
+  EXPECT_TRUE(report.survivors[0].recurring);
+  for (void* p : kept) allocator.deallocate(p);
+  allocator.deallocate(weights);
+}
+
+TEST(LeakDetector, GroupsByBacktraceWhenAsked) {
+  Allocator allocator(make_device("sim:hbm=256MiB,ddr=0"));
+  auto detector = LeakDetector::attach(allocator, {.backtraces = true, .max_frames = 8});
+  std::vector<void*> kept;
+  for (int i = 0; i < 3; ++i) kept.push_back(allocator.allocate(512));  // one call site
+  kept.push_back(allocator.allocate(512));                                // another
+  const LeakReport report = detector->report();
+  ASSERT_EQ(report.survivors.size(), 2u);
+  EXPECT_EQ(report.survivors[0].count + report.survivors[1].count, 4u);
+  EXPECT_FALSE(report.survivors[0].frames.empty());
+  EXPECT_TRUE(std::isinf(report.growth));  // from nothing allocated
+  EXPECT_TRUE(report.leaking);
+  for (void* p : kept) allocator.deallocate(p);
+}
+
+TEST(LeakDetector, BaselineForgetsEarlierAllocations) {
+  Allocator allocator(make_device("sim:hbm=256MiB,ddr=0"));
+  auto detector = LeakDetector::attach(allocator);
+  void* before = allocator.allocate(1 * MiB);
+  detector->mark_baseline(allocator);
+  void* after = allocator.allocate(2 * MiB);
+  allocator.deallocate(before);
+  const LeakReport report = detector->report();
+  EXPECT_EQ(report.baseline_bytes, 1 * MiB);
+  EXPECT_EQ(report.final_bytes, 2 * MiB);
+  ASSERT_EQ(report.survivors.size(), 1u);
+  EXPECT_EQ(report.survivors[0].bytes, 2 * MiB);
+  allocator.deallocate(after);
+}
+
+TEST(LeakDetector, RejectsANegativeThreshold) {
+  EXPECT_THROW(LeakDetector({.threshold = -0.1}), ConfigError);
+  EXPECT_THROW(LeakDetector({.threshold = std::nan("")}), ConfigError);
+}
+
+}  // namespace
+}  // namespace npumem

@@ -1,0 +1,50 @@
+#include <gtest/gtest.h>
+
+#include "npumem/errors.h"
+#include "npumem/monitor.h"
+#include "npumem/units.h"
+
+namespace npumem {
+namespace {
+
+// The row of a metric in the summary, e.g. "| Allocated memory      | ...".
+std::string row_of(const std::string& summary, const std::string& name) {
+  const std::size_t start = summary.find("| " + name);
+  if (start == std::string::npos) return "";
+  return summary.substr(start, summary.find('\n', start) - start);
+}
+
+TEST(MemorySummary, ShowsCurrentPeakTotalsPerSplit) {
+  Allocator allocator(make_device("sim:hbm=64MiB,ddr=0"));
+  void* a = allocator.allocate(2 * MiB);
+  void* b = allocator.allocate(1 * MiB);
+  allocator.deallocate(a);
+  const std::string summary = memory_summary(allocator);
+
+  EXPECT_NE(summary.find("device sim:0"), std::string::npos);
+  EXPECT_NE(summary.find("Cur Usage"), std::string::npos);
+  // Allocated: current 1 MiB, peak 3 MiB, 3 MiB allocated in total, 2 MiB freed.
+  EXPECT_EQ(row_of(summary, "Allocated memory"),
+            "| Allocated memory      |   1.00 MiB |   3.00 MiB |   3.00 MiB |   2.00 MiB |");
+  EXPECT_EQ(row_of(summary, "Allocations"),
+            "| Allocations           |          1 |          2 |          2 |          1 |");
+  for (const char* name :
+       {"Active memory", "Requested memory", "Reserved memory", "Active allocs", "Segments",
+        "      from large pool", "      from small pool", "      on hbm", "      on ddr"}) {
+    EXPECT_FALSE(row_of(summary, name).empty()) << name;
+  }
+  allocator.deallocate(b);
+}
+
+TEST(MemorySummary, CountsOomsAndListsEveryPool) {
+  Allocator allocator(make_device("sim:hbm=64MiB,ddr=0"));
+  allocator.create_pool("kv_cache", 32 * MiB);
+  EXPECT_THROW(allocator.allocate(128 * MiB), OutOfMemory);
+  const std::string summary = memory_summary(allocator);
+  EXPECT_NE(summary.find("OOMs: 1 | alloc retries: 0"), std::string::npos) << summary;
+  EXPECT_NE(summary.find("pool \"default\" (quota none)"), std::string::npos);
+  EXPECT_NE(summary.find("pool \"kv_cache\" (quota 32.0 MiB)"), std::string::npos) << summary;
+}
+
+}  // namespace
+}  // namespace npumem

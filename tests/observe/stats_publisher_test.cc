@@ -1,0 +1,116 @@
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <thread>
+
+#include "npumem/errors.h"
+#include "npumem/stats_page.h"
+#include "npumem/units.h"
+
+namespace npumem {
+namespace {
+
+std::string prefix() {
+  return "npumem_test." + std::to_string(::getpid()) + ".";
+}
+
+StatsPublisher::Options options(const char* what, int interval_ms = 10) {
+  return {std::chrono::milliseconds(interval_ms), prefix() + what};
+}
+
+const ProcessStats* find_page(const std::vector<ProcessStats>& pages, const std::string& name) {
+  for (const ProcessStats& page : pages) {
+    if (page.page_name == name) return &page;
+  }
+  return nullptr;
+}
+
+TEST(StatsPublisher, PublishesRegisteredAllocatorsAndRemovesThePageAtTheEnd) {
+  Allocator allocator(make_device("sim:hbm=64MiB,ddr=32MiB"));
+  void* p = allocator.allocate(4 * MiB);
+  std::string name;
+  {
+    StatsPublisher publisher(options("basic"));
+    name = publisher.page_name();
+    const auto registration = publisher.publish(allocator);
+    const auto pages = read_stats_pages(prefix());
+    const ProcessStats* page = find_page(pages, name);
+    ASSERT_NE(page, nullptr);
+    EXPECT_EQ(page->pid, ::getpid());
+    EXPECT_FALSE(page->process_name.empty());
+    EXPECT_GE(page->update_count, 1u);
+    EXPECT_GT(page->updated_unix_ns, 0);
+    ASSERT_EQ(page->devices.size(), 1u);
+    const PublishedDevice& device = page->devices[0];
+    EXPECT_EQ(device.name, "sim:0");
+    const PublishedTier& hbm = device.tiers[0];
+    EXPECT_TRUE(hbm.present);
+    EXPECT_EQ(hbm.capacity_bytes, 64 * MiB);
+    EXPECT_EQ(hbm.allocated_bytes, 4 * MiB);
+    EXPECT_EQ(hbm.reserved_bytes, 20 * MiB);
+    EXPECT_EQ(hbm.peak_allocated_bytes, 4 * MiB);
+    EXPECT_EQ(device.tiers[1].capacity_bytes, 32 * MiB);
+    EXPECT_EQ(device.tiers[1].allocated_bytes, 0u);
+  }
+  EXPECT_FALSE(std::filesystem::exists("/dev/shm/" + name));
+  allocator.deallocate(p);
+}
+
+TEST(StatsPublisher, TheTimerCarriesNewFigures) {
+  Allocator allocator(make_device("sim:hbm=64MiB,ddr=0"));
+  StatsPublisher publisher(options("timer"));
+  const auto registration = publisher.publish(allocator);
+  void* p = allocator.allocate(6 * MiB);
+  std::uint64_t seen = 0;
+  for (int i = 0; i < 500 && seen != 6 * MiB; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    const auto pages = read_stats_pages(prefix());
+    const ProcessStats* page = find_page(pages, publisher.page_name());
+    ASSERT_NE(page, nullptr);
+    seen = page->devices.at(0).tiers[0].allocated_bytes;
+  }
+  EXPECT_EQ(seen, 6 * MiB);
+  allocator.deallocate(p);
+}
+
+TEST(StatsPublisher, EndedRegistrationsLeaveThePage) {
+  Allocator first(make_device("sim:hbm=64MiB,ddr=0"));
+  Allocator second(make_device("sim:id=1,hbm=64MiB,ddr=0"));
+  StatsPublisher publisher(options("two", 1000));
+  auto keep = publisher.publish(first);
+  {
+    const auto temporary = publisher.publish(second);
+    const auto pages = read_stats_pages(prefix());
+    ASSERT_EQ(find_page(pages, publisher.page_name())->devices.size(), 2u);
+    EXPECT_EQ(find_page(pages, publisher.page_name())->devices[1].name, "sim:1");
+  }
+  const auto pages = read_stats_pages(prefix());
+  const ProcessStats* page = find_page(pages, publisher.page_name());
+  ASSERT_EQ(page->devices.size(), 1u);
+  EXPECT_EQ(page->devices[0].name, "sim:0");
+}
+
+TEST(StatsPublisher, AtMostEightAllocatorsPerPage) {
+  std::vector<std::unique_ptr<Allocator>> allocators;
+  StatsPublisher publisher(options("full", 1000));
+  std::vector<StatsPublisher::Registration> registrations;
+  for (int i = 0; i < 8; ++i) {
+    allocators.push_back(std::make_unique<Allocator>(make_device("sim:hbm=64MiB,ddr=0")));
+    registrations.push_back(publisher.publish(*allocators.back()));
+  }
+  Allocator ninth(make_device("sim:hbm=64MiB,ddr=0"));
+  EXPECT_THROW((void)publisher.publish(ninth), Error);
+}
+
+TEST(StatsPublisher, RejectsANonPositiveInterval) {
+  EXPECT_THROW(StatsPublisher(options("zero", 0)), ConfigError);
+}
+
+TEST(StatsPublisher, DefaultPageNameCarriesThePid) {
+  EXPECT_EQ(default_stats_page_name(), "npumem." + std::to_string(::getpid()));
+}
+
+}  // namespace
+}  // namespace npumem
