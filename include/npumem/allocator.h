@@ -25,6 +25,7 @@ struct BlockInfo {
   std::uint64_t size = 0;
   std::uint64_t requested_bytes = 0;  // 0 for free blocks
   bool allocated = false;
+  bool mapped = true;  // false: free address space of an expandable range, no memory
   std::string tag;
 };
 
@@ -55,6 +56,10 @@ class Allocator {
   void* allocate(std::size_t bytes);
   // Throws InvalidPointer for a pointer not live in this allocator (changing nothing).
   void deallocate(void* ptr);
+  // Grows or shrinks a live allocation in place (growing needs a free neighbour, as
+  // aclrtMemReuse); returns false, changing nothing, when it cannot. Throws
+  // InvalidPointer for a pointer that is not live.
+  bool resize(void* ptr, std::size_t bytes);
 
   Tier tier_of(const void* ptr) const;                 // throws InvalidPointer
   std::size_t allocation_size(const void* ptr) const;  // requested bytes; throws
@@ -76,7 +81,10 @@ class Allocator {
   void remove_observer(const std::shared_ptr<AllocatorObserver>& observer);
 
   Device& device() const;
+  // The settings in effect (the strategy after any fallback).
   const Config& config() const;
+  // Problems met at construction that did not stop it, e.g. a strategy fallback.
+  std::vector<std::string> warnings() const;
 
   struct Impl;
 

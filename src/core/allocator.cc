@@ -19,6 +19,8 @@ void Allocator::deallocate(void* ptr) {
   impl_->deallocate(ptr);
 }
 
+bool Allocator::resize(void* ptr, std::size_t bytes) { return impl_->resize(ptr, bytes); }
+
 Tier Allocator::tier_of(const void* ptr) const {
   std::lock_guard lock(impl_->mutex);
   return impl_->live_block(ptr).segment->tier;
@@ -63,7 +65,7 @@ void Allocator::create_pool(const std::string& name, std::uint64_t quota_bytes) 
   if (name.empty()) throw ConfigError("a pool needs a name");
   std::lock_guard lock(impl_->mutex);
   if (impl_->find_pool(name) != nullptr) throw ConfigError("pool '" + name + "' exists already");
-  impl_->pools.push_back(std::make_unique<core::PoolState>(name, quota_bytes));
+  impl_->create_pool(name, quota_bytes);
 }
 
 std::vector<PoolInfo> Allocator::pools() const {
@@ -90,6 +92,11 @@ Device& Allocator::device() const {
 
 const Config& Allocator::config() const {
   return impl_->config;
+}
+
+std::vector<std::string> Allocator::warnings() const {
+  std::lock_guard lock(impl_->mutex);
+  return impl_->warnings;
 }
 
 PoolScope::PoolScope(Allocator& allocator, const std::string& pool)

@@ -4,21 +4,23 @@
 #include <cstdio>
 #include <limits>
 
+#include "core/align.h"
+#include "core/caching_source.h"
+#include "core/expandable_source.h"
 #include "core/memory_tag.h"
+#include "core/static_source.h"
 #include "npumem/errors.h"
 
 namespace npumem {
 
 using core::Block;
 using core::BlockPool;
+using core::GrowResult;
 using core::PoolState;
+using core::round_up;
 using core::Segment;
 
 namespace {
-
-std::size_t round_up(std::size_t value, std::size_t multiple) {
-  return (value + multiple - 1) / multiple * multiple;
-}
 
 int index(Tier tier) {
   return static_cast<int>(tier);
@@ -45,20 +47,54 @@ Allocator::Impl::Impl(std::shared_ptr<Device> dev, Config conf)
                      : 0;
     tier_granularity[index(tier)] = std::max<std::uint64_t>(info.granularity_bytes, 1);
   }
-  pools.push_back(std::make_unique<PoolState>("default", 0));
+  if (config.strategy == Strategy::expandable && !device->supports_virtual_memory()) {
+    warnings.push_back("expandable_segments is not supported by device " + device->name() +
+                       " (no virtual-memory calls); using the caching strategy");
+    config.strategy = Strategy::caching;
+  }
+  switch (config.strategy) {
+    case Strategy::caching:
+      source = std::make_unique<core::CachingSource>(*this);
+      break;
+    case Strategy::expandable:
+      source = std::make_unique<core::ExpandableSource>(*this);
+      break;
+    case Strategy::static_arena:
+      source = std::make_unique<core::StaticSource>(*this);
+      break;
+  }
+  try {
+    create_pool("default", 0);
+  } catch (...) {
+    release_everything();
+    throw;
+  }
 }
 
 Allocator::Impl::~Impl() {
+  release_everything();
+}
+
+void Allocator::Impl::release_everything() {
   for (auto& pool : pools) {
     for (Tier tier : kAllTiers) {
       for (PoolKind kind : {PoolKind::small, PoolKind::large}) {
-        for (const Segment* s = pool->block_pool(tier, kind).segments(); s != nullptr;
-             s = s->next) {
-          device->free_segment(tier, reinterpret_cast<void*>(s->address), s->size);
-        }
+        source->release_all(*pool, pool->block_pool(tier, kind));
       }
     }
   }
+}
+
+PoolState& Allocator::Impl::create_pool(const std::string& name, std::uint64_t quota_bytes) {
+  pools.push_back(std::make_unique<PoolState>(name, quota_bytes));
+  try {
+    source->pool_created(*pools.back());
+  } catch (...) {
+    source->release_all(*pools.back(), pools.back()->block_pool(Tier::hbm, PoolKind::large));
+    pools.pop_back();
+    throw;
+  }
+  return *pools.back();
 }
 
 PoolState& Allocator::Impl::current_pool() {
@@ -75,12 +111,11 @@ PoolState* Allocator::Impl::find_pool(const std::string& name) const {
 void* Allocator::Impl::allocate(std::size_t bytes) {
   std::lock_guard lock(mutex);
   PoolState& pool = current_pool();
-  if (bytes > std::numeric_limits<std::size_t>::max() / 2) fail(pool, bytes, bytes, false);
+  if (bytes > std::numeric_limits<std::size_t>::max() / 2) fail(pool, bytes, bytes, {});
   const std::size_t size = round_up(std::max<std::size_t>(bytes, 1), config.granule);
-  const PoolKind kind = size <= config.small_size ? PoolKind::small : PoolKind::large;
-  bool quota_refused = false;
-  Block* block = allocate_block(pool, size, kind, quota_refused);
-  if (block == nullptr) fail(pool, bytes, size, quota_refused);
+  Refusal refusal;
+  Block* block = allocate_block(pool, size, source->kind_for(size), refusal);
+  if (block == nullptr) fail(pool, bytes, size, refusal);
   block->requested = bytes;
   block->tag = core::current_tag_id();
   live.insert(block->address, block);
@@ -93,14 +128,14 @@ void* Allocator::Impl::allocate(std::size_t bytes) {
 }
 
 // HBM first; DDR when spilling is allowed. Each tier tries its cache, then growth,
-// then a reclaim of cached free segments before the next tier is considered, so a
+// then a reclaim of cached free memory before the next tier is considered, so a
 // tensor lands in slow memory only when fast memory truly cannot hold it.
 Block* Allocator::Impl::allocate_block(PoolState& pool, std::size_t size, PoolKind kind,
-                                       bool& quota_refused) {
+                                       Refusal& refusal) {
   for (Tier tier : kAllTiers) {
     if (tier == Tier::ddr && !config.spill_to_ddr) break;
     if (tier_limit[index(tier)] == 0) continue;
-    Block* block = allocate_on_tier(pool, tier, size, kind, quota_refused);
+    Block* block = allocate_on_tier(pool, tier, size, kind, refusal);
     if (block == nullptr) continue;
     if (tier == Tier::ddr && tier_limit[index(Tier::hbm)] != 0) {
       ++stats.num_spills;
@@ -113,40 +148,41 @@ Block* Allocator::Impl::allocate_block(PoolState& pool, std::size_t size, PoolKi
 }
 
 Block* Allocator::Impl::allocate_on_tier(PoolState& pool, Tier tier, std::size_t size,
-                                         PoolKind kind, bool& quota_refused) {
+                                         PoolKind kind, Refusal& refusal) {
   if (Block* block = take_cached(pool, tier, size, kind)) return block;
-  const std::size_t segment = segment_size(tier, kind, size);
-  const double gc = config.garbage_collection_threshold;
-  const std::uint64_t reserved = stats.reserved_bytes.by_tier[index(tier)].current;
-  // Growing past the high-water mark raises the footprint for good: first give back
-  // free cached segments (so the reserved peak tracks the live peak), and likewise
-  // above the garbage-collection threshold.
-  if (reserved + segment > reserved_high_water[index(tier)] ||
-      (gc > 0 && static_cast<double>(reserved + segment) >
-                     gc * static_cast<double>(tier_limit[index(tier)]))) {
-    release_cached(pool, tier);
-  }
-  GrowResult grown = grow(pool, tier, kind, segment);
+  GrowResult grown = grow(pool, tier, kind, size);
   if (grown != GrowResult::ok) {
+    // A quota only frees by releasing the pool's own cache; anything else by every pool's.
     const std::size_t released = grown == GrowResult::quota_refused
                                      ? release_cached(pool, tier)
                                      : release_cached_everywhere(tier);
-    if (released == 0) {
-      quota_refused = quota_refused || grown == GrowResult::quota_refused;
-      return nullptr;
-    }
-    ++stats.num_alloc_retries;
-    ++stats.num_reclaims;
-    ++pool.stats.num_alloc_retries;
-    ++pool.stats.num_reclaims;
-    if (!observers.empty()) notify(EventKind::reclaim, 0, released, size, tier, pool);
-    grown = grow(pool, tier, kind, segment);
-    if (grown != GrowResult::ok) {
-      quota_refused = quota_refused || grown == GrowResult::quota_refused;
-      return nullptr;
+    if (released != 0) {
+      ++stats.num_alloc_retries;
+      ++stats.num_reclaims;
+      ++pool.stats.num_alloc_retries;
+      ++pool.stats.num_reclaims;
+      notify(EventKind::reclaim, 0, released, size, tier, pool);
+      grown = grow(pool, tier, kind, size);
     }
   }
+  if (grown != GrowResult::ok) {
+    refusal.quota = refusal.quota || grown == GrowResult::quota_refused;
+    refusal.arena = refusal.arena || grown == GrowResult::arena_exhausted;
+    return nullptr;
+  }
   return take_cached(pool, tier, size, kind);
+}
+
+GrowResult Allocator::Impl::grow(PoolState& pool, Tier tier, PoolKind kind, std::size_t size) {
+  const double threshold = config.garbage_collection_threshold;
+  const auto reserved = static_cast<double>(stats.reserved_bytes.by_tier[index(tier)].current);
+  // PyTorch's garbage_collection_threshold: above this share of the limit, give back
+  // cached memory before taking more.
+  if (threshold > 0 && reserved + static_cast<double>(size) >
+                           threshold * static_cast<double>(tier_limit[index(tier)])) {
+    release_cached(pool, tier);
+  }
+  return source->grow(pool, pool.block_pool(tier, kind), size);
 }
 
 Block* Allocator::Impl::take_cached(PoolState& pool, Tier tier, std::size_t size, PoolKind kind) {
@@ -159,64 +195,55 @@ Block* Allocator::Impl::take_cached(PoolState& pool, Tier tier, std::size_t size
   return pool.block_pool(tier, kind).take(size, max_block, config.granule, max_split);
 }
 
-// Mid-sized requests share segments of about large_segment bytes. Same-sized
-// tensors (a model's weights, a layer's activations) tend to come in runs, so the
-// segment holds a whole number of the request with the least rounding waste.
-std::size_t Allocator::Impl::segment_size(Tier tier, PoolKind kind, std::size_t size) const {
-  const std::size_t granularity = tier_granularity[index(tier)];
-  if (kind == PoolKind::small) {
-    return round_up(std::max<std::size_t>(size, config.small_segment), granularity);
-  }
-  if (size >= config.large_segment_threshold || size >= config.large_segment) {
-    return round_up(size, granularity);
-  }
-  std::size_t best_segment = 0;
-  std::size_t best_used = 0;
-  for (std::size_t count = config.large_segment / size; count >= 1; --count) {
-    const std::size_t segment = round_up(count * size, granularity);
-    const std::size_t used = count * size;
-    // Smaller waste fraction wins ((segment - used) / segment); ties keep the larger.
-    if (best_segment == 0 ||
-        (segment - used) * best_segment < (best_segment - best_used) * segment) {
-      best_segment = segment;
-      best_used = used;
-    }
-  }
-  return best_segment;
-}
-
-Allocator::Impl::GrowResult Allocator::Impl::grow(PoolState& pool, Tier tier, PoolKind kind,
-                                                  std::size_t size) {
+GrowResult Allocator::Impl::admit(const PoolState& pool, Tier tier, std::size_t bytes) const {
   const auto reserved =
       static_cast<std::uint64_t>(stats.reserved_bytes.by_tier[index(tier)].current);
-  if (reserved + size > tier_limit[index(tier)]) return GrowResult::limit_refused;
-  if (pool.quota_bytes != 0 && pool.reserved_bytes() + size > pool.quota_bytes) {
+  if (reserved + bytes > tier_limit[index(tier)]) return GrowResult::limit_refused;
+  if (pool.quota_bytes != 0 && pool.reserved_bytes() + bytes > pool.quota_bytes) {
     return GrowResult::quota_refused;
   }
-  void* address = nullptr;
-  if (device->allocate_segment(tier, size, &address) != DeviceStatus::ok) {
-    return GrowResult::device_refused;
+  return GrowResult::ok;
+}
+
+bool Allocator::Impl::would_raise_high_water(Tier tier, std::size_t bytes) const {
+  const auto reserved =
+      static_cast<std::uint64_t>(stats.reserved_bytes.by_tier[index(tier)].current);
+  return reserved + bytes > reserved_high_water[index(tier)];
+}
+
+void Allocator::Impl::add_reserved(PoolState& pool, Tier tier, PoolKind kind, std::int64_t bytes) {
+  for (Stats* s : {&stats, &pool.stats}) {
+    if (bytes >= 0) {
+      s->reserved_bytes.increase(kind, tier, bytes);
+    } else {
+      s->reserved_bytes.decrease(kind, tier, -bytes);
+    }
   }
-  ++stats.num_device_alloc;
-  ++pool.stats.num_device_alloc;
-  const Segment* segment =
-      pool.block_pool(tier, kind).add_segment(reinterpret_cast<std::uintptr_t>(address), size);
-  account_segment(pool, *segment, true);
   reserved_high_water[index(tier)] = std::max<std::uint64_t>(
       reserved_high_water[index(tier)],
       static_cast<std::uint64_t>(stats.reserved_bytes.by_tier[index(tier)].current));
-  return GrowResult::ok;
+}
+
+void Allocator::Impl::add_segments(PoolState& pool, Tier tier, PoolKind kind, std::int64_t count) {
+  for (Stats* s : {&stats, &pool.stats}) {
+    if (count >= 0) {
+      s->segment.increase(kind, tier, count);
+    } else {
+      s->segment.decrease(kind, tier, -count);
+    }
+  }
+}
+
+void Allocator::Impl::count_device_call(PoolState& pool, bool allocation) {
+  for (Stats* s : {&stats, &pool.stats}) {
+    ++(allocation ? s->num_device_alloc : s->num_device_free);
+  }
 }
 
 std::size_t Allocator::Impl::release_cached(PoolState& pool, Tier tier) {
   std::size_t released = 0;
   for (PoolKind kind : {PoolKind::small, PoolKind::large}) {
-    released += pool.block_pool(tier, kind).remove_free_segments([&](const Segment& segment) {
-      device->free_segment(tier, reinterpret_cast<void*>(segment.address), segment.size);
-      ++stats.num_device_free;
-      ++pool.stats.num_device_free;
-      account_segment(pool, segment, false);
-    });
+    released += source->release(pool, pool.block_pool(tier, kind));
   }
   return released;
 }
@@ -249,23 +276,6 @@ void Allocator::Impl::account_block(PoolState& pool, const Block& block, bool al
   }
 }
 
-void Allocator::Impl::account_segment(PoolState& pool, const Segment& segment, bool added) {
-  const auto size = static_cast<std::int64_t>(segment.size);
-  for (Stats* s : {&stats, &pool.stats}) {
-    if (added) {
-      s->reserved_bytes.increase(segment.kind, segment.tier, size);
-      s->segment.increase(segment.kind, segment.tier, 1);
-    } else {
-      s->reserved_bytes.decrease(segment.kind, segment.tier, size);
-      s->segment.decrease(segment.kind, segment.tier, 1);
-    }
-  }
-  if (!observers.empty()) {
-    notify(added ? EventKind::segment_alloc : EventKind::segment_free, segment.address,
-           segment.size, 0, segment.tier, pool);
-  }
-}
-
 void Allocator::Impl::deallocate(void* ptr) {
   const auto address = reinterpret_cast<std::uintptr_t>(ptr);
   std::lock_guard lock(mutex);
@@ -278,6 +288,31 @@ void Allocator::Impl::deallocate(void* ptr) {
            pool, block->tag);
   }
   pool.block_pool(block->segment->tier, block->segment->kind).release(block);
+}
+
+// Accounted as a free of the old block and an allocation of the new one, so stats
+// and observers see resizes like any other allocation.
+bool Allocator::Impl::resize(void* ptr, std::size_t bytes) {
+  std::lock_guard lock(mutex);
+  Block* block = live.find(reinterpret_cast<std::uintptr_t>(ptr));
+  if (block == nullptr) invalid_free(reinterpret_cast<std::uintptr_t>(ptr));
+  if (bytes > std::numeric_limits<std::size_t>::max() / 2) return false;
+  const std::size_t size = round_up(std::max<std::size_t>(bytes, 1), config.granule);
+  PoolState& pool = *block->segment->pool;
+  BlockPool& blocks = pool.block_pool(block->segment->tier, block->segment->kind);
+  account_block(pool, *block, false);
+  if (!observers.empty()) {
+    notify(EventKind::free, block->address, block->size, block->requested, block->segment->tier,
+           pool, block->tag);
+  }
+  const bool resized = blocks.resize(block, size, config.granule);
+  if (resized) block->requested = bytes;
+  account_block(pool, *block, true);
+  if (!observers.empty()) {
+    notify(EventKind::alloc, block->address, block->size, block->requested, block->segment->tier,
+           pool, block->tag);
+  }
+  return resized;
 }
 
 void Allocator::Impl::invalid_free(std::uintptr_t address) const {
@@ -356,7 +391,7 @@ std::vector<SegmentInfo> Allocator::Impl::snapshot() const {
              s = s->next) {
           SegmentInfo info{s->address, s->size, tier, kind, pool->name, {}};
           for (const Block* b = s->first; b != nullptr; b = b->next) {
-            info.blocks.push_back({b->address, b->size, b->requested, b->allocated,
+            info.blocks.push_back({b->address, b->size, b->requested, b->allocated, b->mapped,
                                    std::string(core::tag_text(b->tag))});
           }
           segments.push_back(std::move(info));
@@ -370,14 +405,16 @@ std::vector<SegmentInfo> Allocator::Impl::snapshot() const {
 }
 
 core::OomContext Allocator::Impl::oom_context(PoolState& pool, std::size_t bytes, std::size_t size,
-                                              bool quota_refused) const {
+                                              const Refusal& refusal) const {
   core::OomContext c;
   c.requested_bytes = bytes;
   c.rounded_bytes = size;
   c.pool = pool.name;
   c.pool_quota_bytes = pool.quota_bytes;
   c.pool_reserved_bytes = pool.reserved_bytes();
-  c.quota_refused = quota_refused;
+  c.quota_refused = refusal.quota;
+  c.arena_exhausted = refusal.arena;
+  c.strategy = std::string(strategy_name(config.strategy));
   c.spill_to_ddr = config.spill_to_ddr;
   for (Tier tier : kAllTiers) {
     core::TierMemory& t = c.tiers[index(tier)];
@@ -397,12 +434,12 @@ core::OomContext Allocator::Impl::oom_context(PoolState& pool, std::size_t bytes
 }
 
 void Allocator::Impl::fail(PoolState& pool, std::size_t bytes, std::size_t size,
-                           bool quota_refused) {
+                           const Refusal& refusal) {
   ++stats.num_ooms;
   ++pool.stats.num_ooms;
   if (!observers.empty()) notify(EventKind::oom, 0, size, bytes, Tier::hbm, pool);
-  throw OutOfMemory(core::explain_out_of_memory(oom_context(pool, bytes, size, quota_refused)),
-                    bytes, pool.name);
+  throw OutOfMemory(core::explain_out_of_memory(oom_context(pool, bytes, size, refusal)), bytes,
+                    pool.name);
 }
 
 void Allocator::Impl::notify(EventKind kind, std::uint64_t address, std::uint64_t bytes,

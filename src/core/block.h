@@ -24,6 +24,9 @@ struct Block {
   Segment* segment = nullptr;
   std::uint32_t tag = 0;  // interned memory tag (0: none)
   bool allocated = false;
+  // Free blocks of an expandable range may have no physical memory behind them;
+  // allocated blocks are always mapped.
+  bool mapped = true;
 };
 
 struct Segment {

@@ -3,20 +3,39 @@
 namespace npumem::core {
 
 BlockPool::~BlockPool() {
+  clear();
+}
+
+void BlockPool::clear() {
   while (segments_ != nullptr) drop_segment(segments_);
+}
+
+void BlockPool::file(Block* block) {
+  if (block->mapped) {
+    index_.insert(block);
+    free_bytes_ += block->size;
+  } else {
+    unmapped_.insert(block);
+  }
+}
+
+void BlockPool::unfile(Block* block) {
+  if (block->mapped) {
+    index_.remove(block);
+    free_bytes_ -= block->size;
+  } else {
+    unmapped_.remove(block);
+  }
 }
 
 Block* BlockPool::take(std::size_t size, std::size_t max_block, std::size_t split_remainder,
                        std::size_t unsplittable_from) {
   Block* block = index_.find(size, max_block);
   if (block == nullptr) return nullptr;
-  index_.remove(block);
-  free_bytes_ -= block->size;
+  unfile(block);
   if (block->size - size >= split_remainder && block->size > size &&
       block->size < unsplittable_from) {
-    Block* tail = split(block, size);
-    index_.insert(tail);
-    free_bytes_ += tail->size;
+    file(split(block, size));
   }
   block->allocated = true;
   ++block->segment->allocated_blocks;
@@ -28,6 +47,7 @@ Block* BlockPool::split(Block* block, std::size_t size) {
   tail->address = block->address + size;
   tail->size = block->size - size;
   tail->segment = block->segment;
+  tail->mapped = block->mapped;
   tail->prev = block;
   tail->next = block->next;
   if (block->next != nullptr) block->next->prev = tail;
@@ -36,7 +56,54 @@ Block* BlockPool::split(Block* block, std::size_t size) {
   return tail;
 }
 
-Segment* BlockPool::add_segment(std::uintptr_t address, std::size_t size) {
+void BlockPool::merge_into(Block* into, Block* absorbed) {
+  into->size += absorbed->size;
+  into->next = absorbed->next;
+  if (absorbed->next != nullptr) absorbed->next->prev = into;
+  block_records_.recycle(absorbed);
+}
+
+Block* BlockPool::settle_free(Block* block) {
+  if (Block* next = block->next;
+      next != nullptr && !next->allocated && next->mapped == block->mapped) {
+    unfile(next);
+    merge_into(block, next);
+  }
+  if (Block* prev = block->prev;
+      prev != nullptr && !prev->allocated && prev->mapped == block->mapped) {
+    unfile(prev);
+    merge_into(prev, block);
+    block = prev;
+  }
+  file(block);
+  return block;
+}
+
+Block* BlockPool::release(Block* block) {
+  block->allocated = false;
+  block->requested = 0;
+  block->tag = 0;
+  --block->segment->allocated_blocks;
+  return settle_free(block);
+}
+
+bool BlockPool::resize(Block* block, std::size_t size, std::size_t split_remainder) {
+  if (size <= block->size) {
+    if (block->size - size >= split_remainder) settle_free(split(block, size));
+    return true;
+  }
+  Block* next = block->next;
+  const std::size_t extra = size - block->size;
+  if (next == nullptr || next->allocated || !next->mapped || next->size < extra) return false;
+  unfile(next);
+  if (next->size - extra >= split_remainder) {
+    file(split(next, extra));
+  }
+  merge_into(block, next);
+  return true;
+}
+
+Segment* BlockPool::add_segment(std::uintptr_t address, std::size_t size, bool mapped) {
   auto* segment = new Segment{};
   segment->address = address;
   segment->size = size;
@@ -50,61 +117,54 @@ Segment* BlockPool::add_segment(std::uintptr_t address, std::size_t size) {
   block->address = address;
   block->size = size;
   block->segment = segment;
+  block->mapped = mapped;
   segment->first = block;
-  index_.insert(block);
-  free_bytes_ += size;
-  reserved_bytes_ += size;
+  file(block);
+  if (mapped) reserved_bytes_ += size;
   return segment;
 }
 
-void BlockPool::merge_into(Block* into, Block* absorbed) {
-  into->size += absorbed->size;
-  into->next = absorbed->next;
-  if (absorbed->next != nullptr) absorbed->next->prev = into;
-  block_records_.recycle(absorbed);
+Block* BlockPool::map_front(Block* unmapped, std::size_t bytes) {
+  unfile(unmapped);
+  if (unmapped->size > bytes) file(split(unmapped, bytes));
+  unmapped->mapped = true;
+  reserved_bytes_ += bytes;
+  return settle_free(unmapped);
 }
 
-Block* BlockPool::release(Block* block) {
-  block->allocated = false;
-  block->requested = 0;
-  block->tag = 0;
-  --block->segment->allocated_blocks;
-  free_bytes_ += block->size;
-  if (Block* next = block->next; next != nullptr && !next->allocated) {
-    index_.remove(next);
-    merge_into(block, next);
+void BlockPool::unmap_range(Block* free_block, std::uintptr_t start, std::size_t bytes) {
+  unfile(free_block);
+  Block* middle = free_block;
+  if (start > free_block->address) {
+    middle = split(free_block, start - free_block->address);
+    file(free_block);
   }
-  if (Block* prev = block->prev; prev != nullptr && !prev->allocated) {
-    index_.remove(prev);
-    merge_into(prev, block);
-    block = prev;
-  }
-  index_.insert(block);
-  return block;
+  if (middle->size > bytes) file(split(middle, bytes));
+  middle->mapped = false;
+  reserved_bytes_ -= bytes;
+  settle_free(middle);
 }
 
 void BlockPool::drop_segment(Segment* segment) {
   for (Block* b = segment->first; b != nullptr;) {
     Block* next = b->next;
-    if (!b->allocated) {
-      index_.remove(b);
-      free_bytes_ -= b->size;
-    }
+    if (!b->allocated) unfile(b);
+    if (b->mapped) reserved_bytes_ -= b->size;
     block_records_.recycle(b);
     b = next;
   }
   if (segment->prev != nullptr) segment->prev->next = segment->next;
   if (segment->next != nullptr) segment->next->prev = segment->prev;
   if (segments_ == segment) segments_ = segment->next;
-  reserved_bytes_ -= segment->size;
   delete segment;
 }
 
-std::size_t BlockPool::remove_free_segments(const std::function<void(const Segment&)>& give_back) {
+std::size_t BlockPool::remove_free_segments(const std::function<bool(const Segment&)>& keep,
+                                            const std::function<void(const Segment&)>& give_back) {
   std::size_t removed = 0;
   for (Segment* segment = segments_; segment != nullptr;) {
     Segment* next = segment->next;
-    if (segment->allocated_blocks == 0) {
+    if (segment->allocated_blocks == 0 && !keep(*segment)) {
       give_back(*segment);
       removed += segment->size;
       drop_segment(segment);
@@ -117,14 +177,6 @@ std::size_t BlockPool::remove_free_segments(const std::function<void(const Segme
 std::size_t BlockPool::largest_free() const {
   const Block* largest = index_.largest();
   return largest == nullptr ? 0 : largest->size;
-}
-
-std::size_t BlockPool::free_segment_bytes() const {
-  std::size_t bytes = 0;
-  for (const Segment* s = segments_; s != nullptr; s = s->next) {
-    if (s->allocated_blocks == 0) bytes += s->size;
-  }
-  return bytes;
 }
 
 }  // namespace npumem::core

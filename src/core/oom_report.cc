@@ -18,6 +18,10 @@ std::string percent(double fraction) {
 std::string advice(const OomContext& c) {
   const TierMemory& hbm = c.tiers[static_cast<int>(Tier::hbm)];
   const TierMemory& ddr = c.tiers[static_cast<int>(Tier::ddr)];
+  if (c.arena_exhausted) {
+    return "Advice: the static arena is full; raise static_size (npumem replay --advise "
+           "measures it) or allow static_fallback:true.";
+  }
   if (c.quota_refused) {
     return "Advice: the pool's quota is spent; raise the quota of pool '" + c.pool +
            "' or free its tensors.";
@@ -42,7 +46,7 @@ std::string explain_out_of_memory(const OomContext& c) {
   std::ostringstream out;
   out << "out of memory: cannot allocate " << format_bytes(c.requested_bytes) << " ("
       << c.requested_bytes << " bytes requested, " << c.rounded_bytes << " rounded) in pool '"
-      << c.pool << "'";
+      << c.pool << "' (strategy " << c.strategy << ")";
   if (c.pool_quota_bytes != 0) {
     out << " (quota " << format_bytes(c.pool_quota_bytes) << ", reserved "
         << format_bytes(c.pool_reserved_bytes) << ")";

@@ -27,7 +27,9 @@ struct OomContext {
   std::string pool;
   std::uint64_t pool_quota_bytes = 0;
   std::uint64_t pool_reserved_bytes = 0;
-  bool quota_refused = false;  // the pool's quota, not the device, stopped the growth
+  bool quota_refused = false;    // the pool's quota, not the device, stopped the growth
+  bool arena_exhausted = false;  // the static arena is full and fallback is off
+  std::string strategy;
   bool spill_to_ddr = true;
   std::array<TierMemory, kTierCount> tiers;
 };

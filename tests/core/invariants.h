@@ -22,22 +22,23 @@ inline void expect_consistent(const Allocator& allocator,
   for (const SegmentInfo& segment : segments) {
     ASSERT_GE(segment.address, previous_end) << "segments overlap";
     previous_end = segment.address + segment.size;
-    reserved += static_cast<std::int64_t>(segment.size);
     std::uint64_t cursor = segment.address;
-    bool previous_free = false;
+    const BlockInfo* previous = nullptr;
     for (const BlockInfo& block : segment.blocks) {
       ASSERT_EQ(block.address, cursor) << "blocks do not tile the segment";
       ASSERT_GT(block.size, 0u);
       cursor += block.size;
+      if (block.mapped) reserved += static_cast<std::int64_t>(block.size);
+      ASSERT_TRUE(block.mapped || !block.allocated) << "an allocated block is unmapped";
       if (block.allocated) {
         allocated += static_cast<std::int64_t>(block.size);
         requested += static_cast<std::int64_t>(block.requested_bytes);
         ++blocks_allocated;
         allocated_blocks[block.address] = block.requested_bytes;
-      } else {
-        ASSERT_FALSE(previous_free) << "two free neighbours were not coalesced";
+      } else if (previous != nullptr && !previous->allocated) {
+        ASSERT_NE(previous->mapped, block.mapped) << "two free neighbours were not coalesced";
       }
-      previous_free = !block.allocated;
+      previous = &block;
     }
     ASSERT_EQ(cursor, segment.address + segment.size) << "blocks do not cover the segment";
   }

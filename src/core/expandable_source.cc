@@ -1,0 +1,156 @@
+#include "core/expandable_source.h"
+
+#include <algorithm>
+
+#include "core/align.h"
+#include "core/allocator_impl.h"
+
+namespace npumem::core {
+
+PoolKind ExpandableSource::kind_for(std::size_t size) const {
+  return size <= allocator_.config.small_size ? PoolKind::small : PoolKind::large;
+}
+
+ExpandableSource::Range* ExpandableSource::range_for(PoolState& pool, BlockPool& blocks) {
+  if (auto found = ranges_.find(&blocks); found != ranges_.end()) return &found->second;
+  const Tier tier = blocks.tier();
+  const Config& config = allocator_.config;
+  Range range;
+  range.granule = round_up(blocks.kind() == PoolKind::small ? config.expandable_small_granule
+                                                            : config.expandable_large_granule,
+                           allocator_.granularity(tier));
+  // Twice the tier limit: stitched granules leave holes behind them.
+  range.size =
+      round_up(2 * std::max<std::size_t>(allocator_.limit(tier), range.granule), range.granule);
+  void* base = nullptr;
+  if (allocator_.device->reserve_address(range.size, &base) != DeviceStatus::ok) return nullptr;
+  range.base = reinterpret_cast<std::uintptr_t>(base);
+  range.chunks.resize(range.size / range.granule);
+  blocks.add_segment(range.base, range.size, false);
+  allocator_.add_segments(pool, tier, blocks.kind(), 1);
+  return &ranges_.emplace(&blocks, std::move(range)).first->second;
+}
+
+bool ExpandableSource::take_free_granule(PoolState& pool, BlockPool& blocks, Range& range,
+                                         PhysicalHandle* out) {
+  Block* donor = blocks.largest_free_block();
+  if (donor == nullptr) return false;
+  const std::uintptr_t start = range.base + round_up(donor->address - range.base, range.granule);
+  if (start + range.granule > donor->address + donor->size) return false;
+  const std::size_t index = granule_index(range, start);
+  allocator_.device->unmap(reinterpret_cast<void*>(start), range.granule);
+  allocator_.notify(EventKind::unmap, start, range.granule, 0, blocks.tier(), pool);
+  blocks.unmap_range(donor, start, range.granule);
+  *out = range.chunks[index];
+  range.chunks[index] = {};
+  return true;
+}
+
+GrowResult ExpandableSource::new_granule(PoolState& pool, BlockPool& blocks, Range& range,
+                                         PhysicalHandle* out) {
+  const Tier tier = blocks.tier();
+  if (const GrowResult admitted = allocator_.admit(pool, tier, range.granule);
+      admitted != GrowResult::ok) {
+    return admitted;
+  }
+  if (allocator_.device->create_physical(tier, range.granule, out) != DeviceStatus::ok) {
+    return GrowResult::device_refused;
+  }
+  allocator_.count_device_call(pool, true);
+  allocator_.add_reserved(pool, tier, blocks.kind(), static_cast<std::int64_t>(range.granule));
+  return GrowResult::ok;
+}
+
+void ExpandableSource::drop_chunk(PoolState& pool, BlockPool& blocks, PhysicalHandle handle) {
+  const Range& range = ranges_.at(&blocks);
+  allocator_.device->release_physical(handle);
+  allocator_.count_device_call(pool, false);
+  allocator_.add_reserved(pool, blocks.tier(), blocks.kind(),
+                          -static_cast<std::int64_t>(range.granule));
+}
+
+// Gathers the chunks first (free granules, then new ones), then finds the unmapped
+// stretch, then maps: a failure at any step leaves every block either mapped with
+// its chunk or unmapped, and releases the chunks it could not place.
+GrowResult ExpandableSource::grow(PoolState& pool, BlockPool& blocks, std::size_t size) {
+  Range* range = range_for(pool, blocks);
+  if (range == nullptr) return GrowResult::device_refused;
+  const std::size_t count = round_up(size, range->granule) / range->granule;
+  std::vector<PhysicalHandle> chunks;
+  GrowResult result = GrowResult::ok;
+  while (chunks.size() < count) {
+    PhysicalHandle handle;
+    if (!take_free_granule(pool, blocks, *range, &handle)) {
+      result = new_granule(pool, blocks, *range, &handle);
+      if (result != GrowResult::ok) break;
+    }
+    chunks.push_back(handle);
+  }
+  Block* target = result == GrowResult::ok ? blocks.find_unmapped(count * range->granule) : nullptr;
+  if (target == nullptr && result == GrowResult::ok) result = GrowResult::device_refused;
+  std::size_t placed = 0;
+  for (; result == GrowResult::ok && placed < chunks.size(); ++placed) {
+    const std::uintptr_t address = target->address;
+    if (allocator_.device->map(reinterpret_cast<void*>(address), chunks[placed]) !=
+        DeviceStatus::ok) {
+      result = GrowResult::device_refused;
+      break;
+    }
+    range->chunks[granule_index(*range, address)] = chunks[placed];
+    allocator_.notify(EventKind::map, address, range->granule, 0, blocks.tier(), pool);
+    const Block* mapped = blocks.map_front(target, range->granule);
+    target = mapped->next;
+  }
+  for (std::size_t i = placed; i < chunks.size(); ++i) drop_chunk(pool, blocks, chunks[i]);
+  return result;
+}
+
+std::size_t ExpandableSource::release(PoolState& pool, BlockPool& blocks) {
+  const auto found = ranges_.find(&blocks);
+  if (found == ranges_.end()) return 0;
+  Range& range = found->second;
+  struct Run {
+    Block* block;
+    std::uintptr_t start;
+    std::size_t bytes;
+  };
+  std::vector<Run> runs;
+  for (Block* b = blocks.segments()->first; b != nullptr; b = b->next) {
+    if (b->allocated || !b->mapped) continue;
+    const std::uintptr_t start = range.base + round_up(b->address - range.base, range.granule);
+    const std::uintptr_t end =
+        range.base + (b->address + b->size - range.base) / range.granule * range.granule;
+    if (end > start) runs.push_back({b, start, end - start});
+  }
+  std::size_t released = 0;
+  for (const Run& run : runs) {
+    for (std::uintptr_t a = run.start; a < run.start + run.bytes; a += range.granule) {
+      const std::size_t index = granule_index(range, a);
+      allocator_.device->unmap(reinterpret_cast<void*>(a), range.granule);
+      allocator_.notify(EventKind::unmap, a, range.granule, 0, blocks.tier(), pool);
+      drop_chunk(pool, blocks, range.chunks[index]);
+      range.chunks[index] = {};
+    }
+    blocks.unmap_range(run.block, run.start, run.bytes);
+    released += run.bytes;
+  }
+  return released;
+}
+
+void ExpandableSource::release_all(PoolState& pool, BlockPool& blocks) {
+  const auto found = ranges_.find(&blocks);
+  if (found == ranges_.end()) return;
+  Range& range = found->second;
+  for (std::size_t i = 0; i < range.chunks.size(); ++i) {
+    if (!range.chunks[i]) continue;
+    allocator_.device->unmap(reinterpret_cast<void*>(range.base + i * range.granule),
+                             range.granule);
+    allocator_.device->release_physical(range.chunks[i]);
+  }
+  allocator_.device->release_address(reinterpret_cast<void*>(range.base), range.size);
+  blocks.clear();
+  ranges_.erase(found);
+  static_cast<void>(pool);
+}
+
+}  // namespace npumem::core

@@ -1,0 +1,46 @@
+// The expandable strategy: per pool, tier and kind one reserved virtual range;
+// physical memory is created in granules and mapped where the pool needs it. A
+// large request with no contiguous free block first takes whole free granules from
+// anywhere in the range and maps them side by side in an unmapped stretch
+// ("stitching", as in GMLake), creating new physical memory only for the rest.
+// Reclaim unmaps whole free granules and releases their memory.
+#pragma once
+
+#include <map>
+#include <vector>
+
+#include "core/segment_source.h"
+#include "npumem/allocator.h"
+
+namespace npumem::core {
+
+class ExpandableSource : public SegmentSource {
+ public:
+  explicit ExpandableSource(Allocator::Impl& allocator) : allocator_(allocator) {}
+  GrowResult grow(PoolState& pool, BlockPool& blocks, std::size_t size) override;
+  std::size_t release(PoolState& pool, BlockPool& blocks) override;
+  void release_all(PoolState& pool, BlockPool& blocks) override;
+  PoolKind kind_for(std::size_t size) const override;
+
+ private:
+  struct Range {
+    std::uintptr_t base = 0;
+    std::size_t size = 0;
+    std::size_t granule = 0;
+    std::vector<PhysicalHandle> chunks;  // by granule index; empty handle: unmapped
+  };
+
+  Range* range_for(PoolState& pool, BlockPool& blocks);
+  // Unmaps one whole free granule from a free block and hands over its chunk.
+  bool take_free_granule(PoolState& pool, BlockPool& blocks, Range& range, PhysicalHandle* out);
+  GrowResult new_granule(PoolState& pool, BlockPool& blocks, Range& range, PhysicalHandle* out);
+  void drop_chunk(PoolState& pool, BlockPool& blocks, PhysicalHandle handle);
+  std::size_t granule_index(const Range& range, std::uintptr_t address) const {
+    return (address - range.base) / range.granule;
+  }
+
+  Allocator::Impl& allocator_;
+  std::map<const BlockPool*, Range> ranges_;
+};
+
+}  // namespace npumem::core
