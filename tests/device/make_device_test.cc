@@ -43,11 +43,24 @@ TEST(MakeDevice, HostBuildsAHostDevice) {
   EXPECT_NE(error_of("host:big").find("'host' takes no options"), std::string::npos);
 }
 
+#ifdef NPUMEM_WITH_CUDA
+// Built with the CUDA backend: a GPU when this machine has one, else an error that
+// names the spec.
+TEST(MakeDevice, CudaBuildsAGpuOrSaysWhyNot) {
+  try {
+    const auto device = make_device("cuda:0");
+    EXPECT_EQ(device->name(), "cuda:0");
+  } catch (const ConfigError& error) {
+    EXPECT_NE(std::string(error.what()).find("'cuda:0'"), std::string::npos) << error.what();
+  }
+}
+#else
 TEST(MakeDevice, CudaSaysItWasNotBuilt) {
   for (const char* spec : {"cuda", "cuda:0", "cuda:3"}) {
     EXPECT_NE(error_of(spec).find("CUDA support was not built"), std::string::npos) << spec;
   }
 }
+#endif
 
 TEST(MakeDevice, UnknownDevicesListTheAcceptedOnes) {
   for (const char* spec : {"", "npu:0", "SIM", "simulator"}) {
