@@ -1,0 +1,55 @@
+"""npumem: the tiered caching allocator for AI accelerators (HBM first, then DDR, then
+reclaim, then an OutOfMemoryError that explains itself), with the torch.cuda.memory
+API on npumem devices. Without an accelerator, devices are virtual NPUs ("sim").
+
+    import npumem
+    npumem.init("sim:hbm=1GiB,ddr=4GiB", conf="spill_to_ddr:true")
+    ptr = npumem.caching_allocator_alloc(1 << 20)
+    print(npumem.memory_allocated(), npumem.max_memory_reserved())
+    with npumem.pool("model_a", quota="256MiB"), npumem.tag("weights"):
+        ...
+
+npumem.torch puts npumem behind PyTorch's CPU tensors.
+"""
+
+from npumem._core import ConfigError, Error, InvalidPointerError, OutOfMemoryError, ParseError
+from npumem.devices import get_device, init, initialized_devices, is_initialized
+from npumem.memory import (
+    caching_allocator_alloc,
+    caching_allocator_delete,
+    empty_cache,
+    max_memory_allocated,
+    max_memory_reserved,
+    memory_allocated,
+    memory_reserved,
+    memory_snapshot,
+    memory_stats,
+    reset_peak_memory_stats,
+)
+from npumem.scopes import create_pool, pool, pools, tag
+
+__all__ = [
+    "ConfigError",
+    "Error",
+    "InvalidPointerError",
+    "OutOfMemoryError",
+    "ParseError",
+    "caching_allocator_alloc",
+    "caching_allocator_delete",
+    "create_pool",
+    "empty_cache",
+    "get_device",
+    "init",
+    "initialized_devices",
+    "is_initialized",
+    "max_memory_allocated",
+    "max_memory_reserved",
+    "memory_allocated",
+    "memory_reserved",
+    "memory_snapshot",
+    "memory_stats",
+    "pool",
+    "pools",
+    "reset_peak_memory_stats",
+    "tag",
+]

@@ -1,0 +1,70 @@
+"""npumem devices by index, each with its allocator, made on first use.
+
+A device comes from a device spec ("sim:hbm=16GiB,ddr=32GiB", "host"; see
+docs/DEVICES.md) and a config string ("key:value,..." read over NPUMEM_ALLOC_CONF).
+Unless init() made it first, device N is made from NPUMEM_DEVICE (default "sim").
+Devices live until the process exits: tensors may hold their memory until then.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from typing import Optional, Union
+
+from npumem import _core
+
+DEFAULT_SPEC = "sim"
+
+DeviceLike = Union[int, _core.Device, None]
+
+_creation_lock = threading.Lock()
+
+
+def init(spec: Optional[str] = None, conf: Optional[str] = None, device: int = 0) -> _core.Device:
+    """Makes device `device` from `spec` (default: NPUMEM_DEVICE, else "sim") with the
+    settings `conf` over NPUMEM_ALLOC_CONF. Raises ConfigError for a bad spec or config,
+    or when that device exists already (init must come before first use)."""
+    index = device_index(device)
+    if spec is None:
+        spec = os.environ.get("NPUMEM_DEVICE", DEFAULT_SPEC)
+    with _creation_lock:
+        return _core.create_device(index, spec, conf or "")
+
+
+def get_device(device: DeviceLike = None) -> _core.Device:
+    """The device at `device` (an index, a Device, or None for 0), made now from
+    NPUMEM_DEVICE and NPUMEM_ALLOC_CONF when it does not exist yet."""
+    if isinstance(device, _core.Device):
+        return device
+    index = device_index(device)
+    with _creation_lock:
+        found = _core.find_device(index)
+        if found is not None:
+            return found
+        return _core.create_device(index, os.environ.get("NPUMEM_DEVICE", DEFAULT_SPEC), "")
+
+
+def is_initialized(device: DeviceLike = None) -> bool:
+    """Whether the device exists already (made by init() or by first use)."""
+    if isinstance(device, _core.Device):
+        return True
+    return _core.find_device(device_index(device)) is not None
+
+
+def initialized_devices() -> list[_core.Device]:
+    """Every device made so far, by index."""
+    return [_core.find_device(index) for index in _core.device_indices()]
+
+
+def device_index(device: DeviceLike) -> int:
+    """The index `device` names: None is 0."""
+    if device is None:
+        return 0
+    if isinstance(device, _core.Device):
+        return device.index
+    if isinstance(device, bool) or not isinstance(device, int):
+        raise TypeError(f"a device is an index (int), an npumem Device or None, not {device!r}")
+    if device < 0:
+        raise ValueError(f"device index {device} is negative")
+    return device

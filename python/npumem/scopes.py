@@ -1,0 +1,111 @@
+"""Per-thread scopes: `with npumem.pool("model_a", quota="2GiB"):` routes this thread's
+allocations to a pool with a quota; `with npumem.tag("layer1"):` names the blocks
+this thread allocates (snapshots and leak reports show the tag)."""
+
+from __future__ import annotations
+
+from types import TracebackType
+from typing import Any, Optional, Union
+
+from npumem import _core
+from npumem.devices import DeviceLike, get_device
+
+Size = Union[int, str]
+
+
+def to_bytes(size: Size) -> int:
+    """Bytes from an int or a size such as "512MiB"."""
+    if isinstance(size, bool) or not isinstance(size, (int, str)):
+        raise TypeError(f"a size is a number of bytes or a string such as '512MiB', not {size!r}")
+    if isinstance(size, str):
+        return _core.parse_size(size)
+    if size < 0:
+        raise ValueError(f"size {size} is negative")
+    return size
+
+
+def create_pool(name: str, quota: Size = 0, device: DeviceLike = None) -> None:
+    """Creates a named pool on the device; quota 0 means none. Raises ConfigError when
+    the pool exists already."""
+    get_device(device).create_pool(name, to_bytes(quota))
+
+
+def pools(device: DeviceLike = None) -> list[dict[str, Any]]:
+    """Each pool of the device: name, quota_bytes and its stats (memory_stats keys)."""
+    return get_device(device).pools()
+
+
+class pool:  # noqa: N801 - used like torch.cuda.use_mem_pool, as a lower-case context
+    """Routes this thread's allocations on the device to the pool `name` while in the
+    `with` block; allocations on other threads are unaffected. The pool is created
+    when it does not exist (with `quota`, or none); naming a quota that differs from
+    an existing pool's raises ConfigError."""
+
+    def __init__(self, name: str, quota: Optional[Size] = None, device: DeviceLike = None):
+        self.name = name
+        self.quota_bytes = None if quota is None else to_bytes(quota)
+        self.device = get_device(device)
+        self._scope: Optional[_core.PoolScope] = None
+
+    def __enter__(self) -> "pool":
+        if self._scope is not None:
+            raise _core.Error(f"pool scope '{self.name}' is active already; a scope enters once")
+        self._ensure_pool()
+        self._scope = _core.PoolScope(self.device, self.name)
+        self._scope.enter()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: Optional[type[BaseException]],
+        exc: Optional[BaseException],
+        traceback: Optional[TracebackType],
+    ) -> None:
+        if self._scope is None:
+            raise _core.Error(f"pool scope '{self.name}' is not active")
+        self._scope.exit()
+        self._scope = None
+
+    def stats(self) -> dict[str, int]:
+        """The pool's statistics under memory_stats() keys."""
+        return self._info()["stats"]
+
+    def _info(self) -> dict[str, Any]:
+        for info in self.device.pools():
+            if info["name"] == self.name:
+                return info
+        raise _core.ConfigError(f"pool '{self.name}' does not exist on device {self.device.index}")
+
+    def _ensure_pool(self) -> None:
+        existing = {info["name"]: info for info in self.device.pools()}
+        if self.name not in existing:
+            self.device.create_pool(self.name, self.quota_bytes or 0)
+            return
+        quota = existing[self.name]["quota_bytes"]
+        if self.quota_bytes is not None and self.quota_bytes != quota:
+            raise _core.ConfigError(
+                f"pool '{self.name}' exists with quota {quota} bytes, not {self.quota_bytes}"
+            )
+
+
+class tag:  # noqa: N801 - a context, like torch.autograd.profiler.record_function
+    """Tags the blocks this thread allocates while in the `with` block; the previous
+    tag comes back on exit."""
+
+    def __init__(self, name: str):
+        self.name = name
+        self._previous: Optional[str] = None
+
+    def __enter__(self) -> "tag":
+        self._previous = _core.memory_tag()
+        _core.set_memory_tag(self.name)
+        return self
+
+    def __exit__(
+        self,
+        exc_type: Optional[type[BaseException]],
+        exc: Optional[BaseException],
+        traceback: Optional[TracebackType],
+    ) -> None:
+        _core.set_memory_tag(self._previous or "")
+        self._previous = None

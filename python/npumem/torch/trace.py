@@ -1,0 +1,84 @@
+"""Allocation traces of real PyTorch runs, in the shared format of ../shared/traces:
+`a <id> <bytes>` allocates under a fresh id, `f <id>` frees it, `#` lines are
+comments. record() captures every CPU allocation and free with its exact size."""
+
+from __future__ import annotations
+
+import platform
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import Iterable, Optional
+
+import torch
+
+from npumem import _torch
+
+# (kind, id, bytes): kind "a" (bytes requested) or "f" (bytes 0).
+Event = tuple[str, int, int]
+
+
+@dataclass
+class Recording:
+    """The events of one recording; filled when the `with record()` block ends."""
+
+    events: list[Event] = field(default_factory=list)
+
+    @property
+    def allocations(self) -> int:
+        return sum(1 for kind, _, _ in self.events if kind == "a")
+
+    def peak_live_bytes(self) -> int:
+        """The largest sum of live requested bytes at any point of the recording."""
+        return peak_live_bytes(self.events)
+
+    def write(self, path: str, what: str) -> None:
+        """Writes the trace file with a header naming `what` was run."""
+        write_trace(path, self.events, what)
+
+
+class record:  # noqa: N801 - a context, like torch.autograd.profiler.record_function
+    """Records every PyTorch CPU allocation and free in the `with` block, over the
+    allocator in use (PyTorch's default, or npumem after install()). Allocations made
+    before the block are not recorded, nor are their frees; zero-byte allocations
+    hold no memory and are not recorded."""
+
+    def __init__(self) -> None:
+        self.recording = Recording()
+
+    def __enter__(self) -> Recording:
+        _torch.start_recording()
+        return self.recording
+
+    def __exit__(
+        self,
+        exc_type: Optional[type[BaseException]],
+        exc: Optional[BaseException],
+        traceback: Optional[TracebackType],
+    ) -> None:
+        self.recording.events = _torch.stop_recording()
+
+
+def peak_live_bytes(events: Iterable[Event]) -> int:
+    live: dict[int, int] = {}
+    current = 0
+    peak = 0
+    for kind, ident, size in events:
+        if kind == "a":
+            live[ident] = size
+            current += size
+            peak = max(peak, current)
+        else:
+            current -= live.pop(ident)
+    return peak
+
+
+def write_trace(path: str, events: Iterable[Event], what: str) -> None:
+    header = (
+        f"# what: {what}; PyTorch {torch.__version__} CPU, "
+        f"{torch.get_num_threads()} intra-op threads, Python {platform.python_version()}\n"
+        "# format: 'a <id> <bytes>' allocates, 'f <id>' frees; '#' lines are comments/phase markers\n"
+    )
+    with open(path, "w", encoding="ascii") as out:
+        out.write(header)
+        for kind, ident, size in events:
+            out.write(f"a {ident} {size}\n" if kind == "a" else f"f {ident}\n")

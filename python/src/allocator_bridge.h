@@ -1,0 +1,32 @@
+// The plain-function interface npumem._core hands to npumem._torch in a capsule.
+// _torch calls the one copy of npumem that lives in _core (its device registry,
+// thread-local pool scopes and memory tags) instead of linking a second copy.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace npumem::python {
+
+inline constexpr const char* kAllocatorBridgeCapsule = "npumem._core.AllocatorBridge";
+inline constexpr std::uint32_t kAllocatorBridgeVersion = 1;
+
+struct AllocatorBridge {
+  std::uint32_t version = kAllocatorBridgeVersion;
+  // The npumem::Allocator; it lives until the process ends.
+  void* allocator = nullptr;
+  // Returns the memory, or nullptr with the explanation in *error; *out_of_memory
+  // tells an out-of-memory failure from others. Thread safe; needs no Python lock.
+  void* (*allocate)(void* allocator, std::size_t bytes, std::string* error,
+                    bool* out_of_memory) = nullptr;
+  // Returns false with the explanation in *error for a pointer the allocator does
+  // not hold. Thread safe; needs no Python lock.
+  bool (*deallocate)(void* allocator, void* ptr, std::string* error) = nullptr;
+  // The requested bytes of a live allocation (0 for a pointer it does not hold).
+  std::size_t (*allocation_size)(void* allocator, const void* ptr) = nullptr;
+  // Current allocated and reserved bytes, as the PyTorch profiler wants them.
+  void (*totals)(void* allocator, std::int64_t* allocated, std::int64_t* reserved) = nullptr;
+};
+
+}  // namespace npumem::python

@@ -1,0 +1,189 @@
+// npumem._core.Device: one device of the registry and its allocator, with statistics
+// as flat dicts (torch.cuda.memory_stats keys) and snapshots as lists of dicts.
+#include <pybind11/stl.h>
+
+#include <cstdint>
+#include <string>
+
+#include "bindings.h"
+#include "device_registry.h"
+#include "npumem/config.h"
+#include "npumem/errors.h"
+#include "npumem/units.h"
+
+namespace py = pybind11;
+
+namespace npumem::python {
+namespace {
+
+Tier parse_tier(const std::string& name) {
+  for (const Tier tier : kAllTiers) {
+    if (tier_name(tier) == name) return tier;
+  }
+  throw ConfigError("unknown tier '" + name + "'; tiers: hbm, ddr");
+}
+
+py::dict stats_dict(const Stats& stats) {
+  py::dict result;
+  for (const auto& [key, value] : stats.as_map()) result[py::str(key)] = value;
+  return result;
+}
+
+py::dict block_dict(const BlockInfo& block) {
+  py::dict result;
+  result["address"] = block.address;
+  result["size"] = block.size;
+  result["requested_size"] = block.requested_bytes;
+  result["state"] = block.allocated ? "active_allocated" : "inactive";
+  result["tag"] = block.tag;
+  return result;
+}
+
+// The keys of torch.cuda.memory_snapshot() segments, plus tier and pool.
+py::dict segment_dict(int device, const SegmentInfo& segment) {
+  std::uint64_t allocated = 0;
+  std::uint64_t requested = 0;
+  py::list blocks;
+  for (const BlockInfo& block : segment.blocks) {
+    if (block.allocated) {
+      allocated += block.size;
+      requested += block.requested_bytes;
+    }
+    blocks.append(block_dict(block));
+  }
+  py::dict result;
+  result["device"] = device;
+  result["address"] = segment.address;
+  result["total_size"] = segment.size;
+  result["allocated_size"] = allocated;
+  result["active_size"] = allocated;
+  result["requested_size"] = requested;
+  result["segment_type"] = segment.kind == PoolKind::small ? "small" : "large";
+  result["tier"] = std::string(tier_name(segment.tier));
+  result["pool"] = segment.pool;
+  result["blocks"] = blocks;
+  return result;
+}
+
+py::list snapshot_list(const DeviceEntry& device) {
+  py::list segments;
+  for (const SegmentInfo& segment : device.allocator->snapshot()) {
+    segments.append(segment_dict(device.index, segment));
+  }
+  return segments;
+}
+
+py::list pools_list(const Allocator& allocator) {
+  py::list pools;
+  for (const PoolInfo& pool : allocator.pools()) {
+    py::dict entry;
+    entry["name"] = pool.name;
+    entry["quota_bytes"] = pool.quota_bytes;
+    entry["stats"] = stats_dict(pool.stats);
+    pools.append(entry);
+  }
+  return pools;
+}
+
+py::dict tier_dict(const Device& device, Tier tier) {
+  const TierInfo info = device.tier_info(tier);
+  py::dict result;
+  result["present"] = info.present;
+  result["capacity_bytes"] = info.capacity_bytes;
+  result["used_bytes"] = info.used_bytes;
+  result["bandwidth_bytes_per_s"] = info.bandwidth_bytes_per_s;
+  result["granularity_bytes"] = info.granularity_bytes;
+  return result;
+}
+
+void* to_pointer(std::uintptr_t address) { return reinterpret_cast<void*>(address); }
+
+py::capsule bridge_capsule(DeviceEntry& device) {
+  return py::capsule(static_cast<void*>(&device.bridge), kAllocatorBridgeCapsule);
+}
+
+}  // namespace
+
+void bind_devices(py::module_& module) {
+  using Entry = DeviceEntry;
+  // Entries belong to the registry forever: Python never deletes them.
+  py::class_<Entry, std::unique_ptr<Entry, py::nodelete>>(module, "Device",
+                                                          "A device and its allocator")
+      .def_readonly("index", &Entry::index)
+      .def_readonly("spec", &Entry::spec)
+      .def_readonly("host_accessible", &Entry::host_accessible)
+      .def_property_readonly("name", [](const Entry& e) { return e.allocator->device().name(); })
+      .def_property_readonly("config",
+                             [](const Entry& e) { return to_string(e.allocator->config()); })
+      .def("stats", [](const Entry& e) { return stats_dict(e.allocator->stats()); })
+      .def("reset_peak_stats", [](Entry& e) { e.allocator->reset_peak_stats(); })
+      .def(
+          "empty_cache", [](Entry& e) { return e.allocator->empty_cache(); },
+          py::call_guard<py::gil_scoped_release>())
+      .def("snapshot", [](const Entry& e) { return snapshot_list(e); })
+      .def(
+          "create_pool",
+          [](Entry& e, const std::string& name, std::uint64_t quota_bytes) {
+            e.allocator->create_pool(name, quota_bytes);
+          },
+          py::arg("name"), py::arg("quota_bytes") = 0)
+      .def("pools", [](const Entry& e) { return pools_list(*e.allocator); })
+      .def(
+          "allocate",
+          [](Entry& e, std::size_t bytes) {
+            return reinterpret_cast<std::uintptr_t>(e.allocator->allocate(bytes));
+          },
+          py::arg("bytes"), py::call_guard<py::gil_scoped_release>())
+      .def(
+          "deallocate", [](Entry& e, std::uintptr_t ptr) { e.allocator->deallocate(to_pointer(ptr)); },
+          py::arg("ptr"), py::call_guard<py::gil_scoped_release>())
+      .def(
+          "allocation_size",
+          [](const Entry& e, std::uintptr_t ptr) {
+            return e.allocator->allocation_size(to_pointer(ptr));
+          },
+          py::arg("ptr"))
+      .def(
+          "tier_of",
+          [](const Entry& e, std::uintptr_t ptr) {
+            return std::string(tier_name(e.allocator->tier_of(to_pointer(ptr))));
+          },
+          py::arg("ptr"))
+      .def(
+          "largest_free_block",
+          [](const Entry& e, const std::string& tier) {
+            return e.allocator->largest_free_block(parse_tier(tier));
+          },
+          py::arg("tier"))
+      .def(
+          "fragmentation",
+          [](const Entry& e, const std::string& tier) {
+            return e.allocator->fragmentation(parse_tier(tier));
+          },
+          py::arg("tier"))
+      .def(
+          "tier_info",
+          [](const Entry& e, const std::string& tier) {
+            return tier_dict(e.allocator->device(), parse_tier(tier));
+          },
+          py::arg("tier"))
+      .def("bridge", &bridge_capsule,
+           "A capsule with the allocator's plain-function interface, for npumem._torch");
+
+  module.def(
+      "create_device",
+      [](int index, const std::string& spec, const std::string& conf) -> Entry* {
+        return &create_device(index, spec, conf);
+      },
+      py::arg("index"), py::arg("spec"), py::arg("conf") = "", py::return_value_policy::reference,
+      "Makes device `index` from a device spec; the config is `conf` over NPUMEM_ALLOC_CONF");
+  module.def("find_device", &find_device, py::arg("index"), py::return_value_policy::reference,
+             "The device at `index`, or None");
+  module.def("device_indices", &device_indices);
+  module.def(
+      "parse_size", [](const std::string& text) { return parse_size(text); }, py::arg("text"),
+      "Bytes from a size such as '512MiB' or '4096'");
+  module.def("format_bytes", &format_bytes, py::arg("bytes"), "'1.50 GiB', '512 B'");
+}
+
+}  // namespace npumem::python

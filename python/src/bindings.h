@@ -1,0 +1,12 @@
+// The parts of the extension module npumem._core, each bound by its own file.
+#pragma once
+
+#include <pybind11/pybind11.h>
+
+namespace npumem::python {
+
+void bind_errors(pybind11::module_& module);   // bind_errors.cc
+void bind_devices(pybind11::module_& module);  // bind_devices.cc
+void bind_scopes(pybind11::module_& module);   // bind_scopes.cc: pools and memory tags
+
+}  // namespace npumem::python

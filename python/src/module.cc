@@ -1,0 +1,10 @@
+// npumem._core: the C++ allocator for Python. The package npumem wraps it in the
+// torch.cuda.memory-style API.
+#include "bindings.h"
+
+PYBIND11_MODULE(_core, module) {
+  module.doc() = "npumem's C++ allocator: devices, statistics, snapshots, pools, memory tags";
+  npumem::python::bind_errors(module);
+  npumem::python::bind_devices(module);
+  npumem::python::bind_scopes(module);
+}

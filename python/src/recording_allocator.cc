@@ -1,0 +1,70 @@
+#include "recording_allocator.h"
+
+#include <stdexcept>
+
+namespace npumem::python {
+
+RecordingAllocator& RecordingAllocator::instance() {
+  static auto* recorder = new RecordingAllocator();
+  return *recorder;
+}
+
+void RecordingAllocator::start(c10::Allocator* inner) {
+  std::lock_guard lock(mutex_);
+  if (recording_) throw std::runtime_error("a recording is running already");
+  inner_ = inner;
+  recording_ = true;
+  ++session_;
+  next_id_ = 0;
+  events_.clear();
+}
+
+std::vector<RecordedEvent> RecordingAllocator::stop() {
+  std::lock_guard lock(mutex_);
+  if (!recording_) throw std::runtime_error("no recording is running");
+  recording_ = false;
+  return std::move(events_);
+}
+
+bool RecordingAllocator::recording() const {
+  std::lock_guard lock(mutex_);
+  return recording_;
+}
+
+c10::Allocator* RecordingAllocator::inner() const {
+  std::lock_guard lock(mutex_);
+  return inner_;
+}
+
+c10::DataPtr RecordingAllocator::allocate(std::size_t bytes) const {
+  c10::Allocator* source = inner();
+  c10::DataPtr memory = source->allocate(bytes);
+  if (bytes == 0) return memory;
+  void* ptr = memory.get();
+  const c10::Device device = memory.device();
+  std::lock_guard lock(mutex_);
+  const std::uint64_t id = next_id_++;
+  if (recording_) events_.push_back({true, id, bytes});
+  live_.emplace(ptr, Live{std::move(memory), id, session_});
+  return {ptr, ptr, &free_recorded, device};
+}
+
+c10::DeleterFnPtr RecordingAllocator::raw_deleter() const { return &free_recorded; }
+
+void RecordingAllocator::free_recorded(void* ptr) {
+  RecordingAllocator& self = instance();
+  // Destroyed after the lock is released: the inner deleter may take its own lock.
+  c10::DataPtr memory;
+  {
+    std::lock_guard lock(self.mutex_);
+    const auto found = self.live_.find(ptr);
+    if (found == self.live_.end()) return;
+    if (self.recording_ && found->second.session == self.session_) {
+      self.events_.push_back({false, found->second.id, 0});
+    }
+    memory = std::move(found->second.inner);
+    self.live_.erase(found);
+  }
+}
+
+}  // namespace npumem::python

@@ -1,0 +1,114 @@
+// npumem._torch: puts npumem (or a recorder) behind PyTorch's CPU tensors through
+// c10::SetCPUAllocator, keeping the allocator it replaced to put back.
+#include <c10/core/CPUAllocator.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <stdexcept>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "allocator_bridge.h"
+#include "npumem_cpu_allocator.h"
+#include "recording_allocator.h"
+
+namespace py = pybind11;
+
+namespace npumem::python {
+namespace {
+
+// Above the default CPU allocator's registration (0), so SetCPUAllocator accepts
+// ours; restoring uses the same priority.
+constexpr std::uint8_t kPriority = 100;
+
+struct Installation {
+  NpumemCpuAllocator* allocator = nullptr;  // created once, never destroyed
+  c10::Allocator* previous = nullptr;       // what install() replaced
+};
+
+Installation& installation() {
+  static Installation state;
+  return state;
+}
+
+const AllocatorBridge& bridge_from(const py::capsule& capsule) {
+  if (capsule.name() == nullptr || std::string(capsule.name()) != kAllocatorBridgeCapsule) {
+    throw std::invalid_argument("expected the capsule of npumem._core.Device.bridge()");
+  }
+  const auto* bridge = capsule.get_pointer<AllocatorBridge>();
+  if (bridge->version != kAllocatorBridgeVersion) {
+    throw std::runtime_error("npumem._core and npumem._torch come from different builds");
+  }
+  return *bridge;
+}
+
+// npumem serves the CPU tensors: it is the CPU allocator, or the one a recording wraps.
+bool installed() {
+  const c10::Allocator* ours = installation().allocator;
+  if (ours == nullptr) return false;
+  const RecordingAllocator& recorder = RecordingAllocator::instance();
+  const c10::Allocator* current = c10::GetCPUAllocator();
+  return current == ours || (current == &recorder && recorder.inner() == ours);
+}
+
+void install(const py::capsule& capsule) {
+  const AllocatorBridge& bridge = bridge_from(capsule);
+  Installation& state = installation();
+  if (state.allocator != nullptr && &state.allocator->bridge() != &bridge) {
+    // Deleters find their allocator through one global, so one device serves PyTorch.
+    throw std::runtime_error(
+        "PyTorch's CPU tensors were given another npumem device before; one device per process");
+  }
+  if (RecordingAllocator::instance().recording()) {
+    throw std::runtime_error("stop the allocation recording before installing npumem");
+  }
+  if (installed()) return;
+  if (state.allocator == nullptr) state.allocator = new NpumemCpuAllocator(bridge);
+  state.previous = c10::GetCPUAllocator();
+  c10::SetCPUAllocator(state.allocator, kPriority);
+}
+
+void uninstall() {
+  if (RecordingAllocator::instance().recording()) {
+    throw std::runtime_error("stop the allocation recording before uninstalling npumem");
+  }
+  if (!installed()) return;
+  c10::SetCPUAllocator(installation().previous, kPriority);
+}
+
+void start_recording() {
+  RecordingAllocator& recorder = RecordingAllocator::instance();
+  recorder.start(c10::GetCPUAllocator());
+  c10::SetCPUAllocator(&recorder, kPriority);
+}
+
+// (kind, id, bytes) with kind "a" or "f"; bytes is 0 for frees.
+std::vector<std::tuple<const char*, std::uint64_t, std::uint64_t>> stop_recording() {
+  RecordingAllocator& recorder = RecordingAllocator::instance();
+  std::vector<RecordedEvent> events = recorder.stop();
+  c10::SetCPUAllocator(recorder.inner(), kPriority);
+  std::vector<std::tuple<const char*, std::uint64_t, std::uint64_t>> result;
+  result.reserve(events.size());
+  for (const RecordedEvent& event : events) {
+    result.emplace_back(event.alloc ? "a" : "f", event.id, event.bytes);
+  }
+  return result;
+}
+
+}  // namespace
+}  // namespace npumem::python
+
+PYBIND11_MODULE(_torch, module) {
+  using namespace npumem::python;
+  module.doc() = "PyTorch's CPU allocator hook for npumem (c10::SetCPUAllocator)";
+  module.def("install", &install, py::arg("bridge"),
+             "Serves PyTorch's CPU tensors from the npumem device whose bridge is given");
+  module.def("uninstall", &uninstall, "Puts back the CPU allocator install() replaced");
+  module.def("installed", &installed, "Whether npumem serves PyTorch's CPU tensors now");
+  module.def("start_recording", &start_recording,
+             "Records every CPU allocation and free from now on, over the current allocator");
+  module.def("stop_recording", &stop_recording,
+             "Stops recording; returns the events as (kind, id, bytes) tuples");
+  module.def("recording", [] { return RecordingAllocator::instance().recording(); });
+}

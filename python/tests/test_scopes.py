@@ -1,0 +1,136 @@
+"""Pools with quotas and memory tags as per-thread `with` blocks."""
+
+from __future__ import annotations
+
+import threading
+import unittest
+
+import npumem
+from support import fresh_device
+
+MiB = 1 << 20
+
+
+def pool_stats(device, name: str) -> dict[str, int]:
+    (info,) = [info for info in npumem.pools(device) if info["name"] == name]
+    return info["stats"]
+
+
+def pool_of(device, ptr: int) -> str:
+    for segment in device.snapshot():
+        if any(block["address"] == ptr for block in segment["blocks"]):
+            return segment["pool"]
+    raise AssertionError(f"{ptr:#x} is in no segment")
+
+
+class PoolTest(unittest.TestCase):
+    def test_allocations_in_the_block_go_to_the_pool(self):
+        device = fresh_device()
+        with npumem.pool("model_a", device=device) as scope:
+            inside = npumem.caching_allocator_alloc(1000, device)
+            self.assertEqual(scope.stats()["requested_bytes.all.current"], 1000)
+        outside = npumem.caching_allocator_alloc(1000, device)
+        self.assertEqual(pool_of(device, inside), "model_a")
+        self.assertEqual(pool_of(device, outside), "default")
+        self.assertEqual(pool_stats(device, "default")["requested_bytes.all.current"], 1000)
+
+    def test_quota_refuses_beyond_it(self):
+        device = fresh_device()
+        with npumem.pool("capped", quota="4MiB", device=device):
+            for _ in range(4):
+                npumem.caching_allocator_alloc(1 * MiB, device)
+            with self.assertRaises(npumem.OutOfMemoryError) as raised:
+                npumem.caching_allocator_alloc(1 * MiB, device)
+        self.assertEqual(raised.exception.pool, "capped")
+        self.assertIn("quota", str(raised.exception))
+        npumem.caching_allocator_alloc(1 * MiB, device)  # the default pool has no quota
+
+    def test_an_existing_pool_keeps_its_quota(self):
+        device = fresh_device()
+        npumem.create_pool("fixed", quota=8 * MiB, device=device)
+        with npumem.pool("fixed", device=device):
+            pass
+        with npumem.pool("fixed", quota="8MiB", device=device):
+            pass
+        with self.assertRaisesRegex(npumem.ConfigError, "exists with quota 8388608"):
+            with npumem.pool("fixed", quota="16MiB", device=device):
+                pass
+        with self.assertRaisesRegex(npumem.ConfigError, "exists already"):
+            npumem.create_pool("fixed", device=device)
+
+    def test_nested_pools_restore_the_outer_one(self):
+        device = fresh_device()
+        with npumem.pool("outer", device=device):
+            with npumem.pool("inner", device=device):
+                in_inner = npumem.caching_allocator_alloc(64, device)
+            in_outer = npumem.caching_allocator_alloc(64, device)
+        self.assertEqual(pool_of(device, in_inner), "inner")
+        self.assertEqual(pool_of(device, in_outer), "outer")
+
+    def test_other_threads_keep_the_default_pool(self):
+        device = fresh_device()
+        from_thread: list[int] = []
+        with npumem.pool("main_only", device=device):
+            worker = threading.Thread(
+                target=lambda: from_thread.append(npumem.caching_allocator_alloc(64, device))
+            )
+            worker.start()
+            worker.join()
+            from_main = npumem.caching_allocator_alloc(64, device)
+        self.assertEqual(pool_of(device, from_thread[0]), "default")
+        self.assertEqual(pool_of(device, from_main), "main_only")
+
+    def test_scopes_close_in_reverse_order_only(self):
+        device = fresh_device()
+        first = npumem.pool("first", device=device)
+        second = npumem.pool("second", device=device)
+        first.__enter__()
+        second.__enter__()
+        with self.assertRaisesRegex(npumem.Error, "exits before a scope entered after it"):
+            first.__exit__(None, None, None)
+        second.__exit__(None, None, None)
+        first.__exit__(None, None, None)
+        with self.assertRaisesRegex(npumem.Error, "not active"):
+            first.__exit__(None, None, None)
+        with first:
+            with self.assertRaisesRegex(npumem.Error, "active already"):
+                first.__enter__()
+
+
+class TagTest(unittest.TestCase):
+    def test_blocks_carry_the_tag_of_their_block(self):
+        device = fresh_device()
+        with npumem.tag("encoder"):
+            with npumem.tag("attention"):
+                inner = npumem.caching_allocator_alloc(64, device)
+            outer = npumem.caching_allocator_alloc(64, device)
+        untagged = npumem.caching_allocator_alloc(64, device)
+        tags = {
+            block["address"]: block["tag"]
+            for segment in device.snapshot()
+            for block in segment["blocks"]
+        }
+        self.assertEqual(tags[inner], "attention")
+        self.assertEqual(tags[outer], "encoder")
+        self.assertEqual(tags[untagged], "")
+
+    def test_a_tag_stays_on_its_thread(self):
+        device = fresh_device()
+        from_thread: list[int] = []
+        with npumem.tag("main"):
+            worker = threading.Thread(
+                target=lambda: from_thread.append(npumem.caching_allocator_alloc(64, device))
+            )
+            worker.start()
+            worker.join()
+        (block,) = [
+            block
+            for segment in device.snapshot()
+            for block in segment["blocks"]
+            if block["address"] == from_thread[0]
+        ]
+        self.assertEqual(block["tag"], "")
+
+
+if __name__ == "__main__":
+    unittest.main()
