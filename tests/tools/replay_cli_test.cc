@@ -159,6 +159,12 @@ TEST(ReplayCliTest, StrategyAndConfReachTheAllocator) {
   EXPECT_EQ(run_npumem("replay " + trace.path() + small_hbm).exit_code, 0);
   EXPECT_EQ(
       run_npumem("replay " + trace.path() + small_hbm + " --conf spill_to_ddr:false").exit_code, 3);
+  const std::string no_spill = "NPUMEM_ALLOC_CONF=spill_to_ddr:false";
+  EXPECT_EQ(run_npumem("replay " + trace.path() + small_hbm, no_spill).exit_code, 3);
+  // --conf applies over the environment.
+  EXPECT_EQ(run_npumem("replay " + trace.path() + small_hbm + " --conf spill_to_ddr:true", no_spill)
+                .exit_code,
+            0);
 }
 
 TEST(ReplayCliTest, MinCapacityReportsTheSmallestHbm) {

@@ -25,14 +25,15 @@ inline std::string read_file(const std::filesystem::path& path) {
   return text.str();
 }
 
-// `arguments` go through the shell as written; quote paths with spaces.
-inline CommandOutput run_npumem(const std::string& arguments) {
+// `arguments` go through the shell as written; quote paths with spaces. `environment`
+// ("NAME=value ...") is set for the command only.
+inline CommandOutput run_npumem(const std::string& arguments, const std::string& environment = "") {
   const std::filesystem::path dir = std::filesystem::temp_directory_path();
   const std::string tag = std::to_string(::getpid());
   const auto out_path = dir / ("npumem_cli_test_" + tag + ".out");
   const auto err_path = dir / ("npumem_cli_test_" + tag + ".err");
-  const std::string command = std::string(NPUMEM_BIN_DIR) + "/npumem " + arguments + " >" +
-                              out_path.string() + " 2>" + err_path.string();
+  const std::string command = environment + " " + std::string(NPUMEM_BIN_DIR) + "/npumem " +
+                              arguments + " >" + out_path.string() + " 2>" + err_path.string();
   const int status = std::system(command.c_str());
   CommandOutput output;
   output.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
