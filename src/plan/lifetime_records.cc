@@ -1,0 +1,95 @@
+// Parsing of tensor lifetime records (`<bytes> <first_op> <last_op>` per line).
+#include <charconv>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "npumem/errors.h"
+#include "npumem/plan.h"
+
+namespace npumem::plan {
+namespace {
+
+constexpr std::size_t kFields = 3;
+
+bool is_blank(char c) {
+  return c == ' ' || c == '\t' || c == '\r';
+}
+
+// Splits a line into up to kFields + 1 fields (one more than allowed, to see extras).
+std::vector<std::string_view> split_fields(std::string_view line) {
+  std::vector<std::string_view> fields;
+  std::size_t pos = 0;
+  while (fields.size() <= kFields) {
+    while (pos < line.size() && is_blank(line[pos])) ++pos;
+    if (pos == line.size()) break;
+    const std::size_t start = pos;
+    while (pos < line.size() && !is_blank(line[pos])) ++pos;
+    fields.push_back(line.substr(start, pos - start));
+  }
+  return fields;
+}
+
+class RecordParser {
+ public:
+  RecordParser(const std::string& source, std::size_t line) : source_(source), line_(line) {}
+
+  TensorLifetime parse(std::string_view text) const {
+    const std::vector<std::string_view> fields = split_fields(text);
+    if (fields.size() != kFields) {
+      fail("expected 3 fields '<bytes> <first_op> <last_op>', found " +
+           std::string(fields.size() > kFields ? "more" : std::to_string(fields.size())));
+    }
+    TensorLifetime tensor;
+    tensor.bytes = number(fields[0], "bytes");
+    tensor.first_op = number(fields[1], "first_op");
+    tensor.last_op = number(fields[2], "last_op");
+    if (tensor.last_op < tensor.first_op) {
+      fail("last_op " + std::to_string(tensor.last_op) + " is before first_op " +
+           std::to_string(tensor.first_op));
+    }
+    return tensor;
+  }
+
+ private:
+  std::uint64_t number(std::string_view field, const std::string& what) const {
+    if (field.front() == '-') fail(what + " is negative: '" + std::string(field) + "'");
+    std::uint64_t value = 0;
+    const auto [end, error] = std::from_chars(field.data(), field.data() + field.size(), value);
+    if (error == std::errc::result_out_of_range) {
+      fail(what + " '" + std::string(field) + "' exceeds 2^64-1");
+    }
+    if (error != std::errc() || end != field.data() + field.size()) {
+      fail(what + " is not a non-negative integer: '" + std::string(field) + "'");
+    }
+    return value;
+  }
+
+  [[noreturn]] void fail(const std::string& problem) const {
+    throw ParseError(source_, line_, problem);
+  }
+
+  const std::string& source_;
+  std::size_t line_;
+};
+
+}  // namespace
+
+std::vector<TensorLifetime> parse_lifetime_records(std::string_view text,
+                                                   const std::string& source) {
+  std::vector<TensorLifetime> tensors;
+  std::size_t line_number = 0;
+  while (!text.empty()) {
+    ++line_number;
+    const std::size_t end = text.find('\n');
+    const std::string_view line = text.substr(0, end);
+    text = end == std::string_view::npos ? std::string_view() : text.substr(end + 1);
+    const std::size_t start = line.find_first_not_of(" \t\r");
+    if (start == std::string_view::npos || line[start] == '#') continue;
+    tensors.push_back(RecordParser(source, line_number).parse(line));
+  }
+  return tensors;
+}
+
+}  // namespace npumem::plan
