@@ -31,18 +31,43 @@ ExpandableSource::Range* ExpandableSource::range_for(PoolState& pool, BlockPool&
   return &ranges_.emplace(&blocks, std::move(range)).first->second;
 }
 
-bool ExpandableSource::take_free_granule(PoolState& pool, BlockPool& blocks, Range& range,
+std::uintptr_t ExpandableSource::first_whole_granule(const Range& range, const Block& block) {
+  return range.base + round_up(block.address - range.base, range.granule);
+}
+
+Block* ExpandableSource::granule_donor(BlockPool& blocks, const Range& range) const {
+  const auto holds_granule = [&](const Block& b) {
+    return !b.allocated && b.mapped &&
+           first_whole_granule(range, b) + range.granule <= b.address + b.size;
+  };
+  Block* largest = blocks.largest_free_block();
+  if (largest == nullptr || largest->size < range.granule) return nullptr;
+  if (holds_granule(*largest)) return largest;
+  for (Block* b = blocks.segments()->first; b != nullptr; b = b->next) {
+    if (holds_granule(*b)) return b;
+  }
+  return nullptr;
+}
+
+bool ExpandableSource::take_free_granule(PoolState& pool, BlockPool& donor, const BlockPool& taker,
                                          PhysicalHandle* out) {
-  Block* donor = blocks.largest_free_block();
-  if (donor == nullptr) return false;
-  const std::uintptr_t start = range.base + round_up(donor->address - range.base, range.granule);
-  if (start + range.granule > donor->address + donor->size) return false;
+  const auto found = ranges_.find(&donor);
+  if (found == ranges_.end()) return false;
+  Range& range = found->second;
+  Block* block = granule_donor(donor, range);
+  if (block == nullptr) return false;
+  const std::uintptr_t start = first_whole_granule(range, *block);
   const std::size_t index = granule_index(range, start);
   allocator_.device->unmap(reinterpret_cast<void*>(start), range.granule);
-  allocator_.notify(EventKind::unmap, start, range.granule, 0, blocks.tier(), pool);
-  blocks.unmap_range(donor, start, range.granule);
+  allocator_.notify(EventKind::unmap, start, range.granule, 0, donor.tier(), pool);
+  donor.unmap_range(block, start, range.granule);
   *out = range.chunks[index];
   range.chunks[index] = {};
+  if (&donor != &taker) {
+    const auto bytes = static_cast<std::int64_t>(range.granule);
+    allocator_.add_reserved(pool, donor.tier(), donor.kind(), -bytes);
+    allocator_.add_reserved(pool, taker.tier(), taker.kind(), bytes);
+  }
   return true;
 }
 
@@ -78,9 +103,15 @@ GrowResult ExpandableSource::grow(PoolState& pool, BlockPool& blocks, std::size_
   const std::size_t count = round_up(size, range->granule) / range->granule;
   std::vector<PhysicalHandle> chunks;
   GrowResult result = GrowResult::ok;
+  BlockPool& sibling = pool.block_pool(
+      blocks.tier(), blocks.kind() == PoolKind::small ? PoolKind::large : PoolKind::small);
+  const auto sibling_range = ranges_.find(&sibling);
+  const bool share_with_sibling =
+      sibling_range != ranges_.end() && sibling_range->second.granule == range->granule;
   while (chunks.size() < count) {
     PhysicalHandle handle;
-    if (!take_free_granule(pool, blocks, *range, &handle)) {
+    if (!take_free_granule(pool, blocks, blocks, &handle) &&
+        !(share_with_sibling && take_free_granule(pool, sibling, blocks, &handle))) {
       result = new_granule(pool, blocks, *range, &handle);
       if (result != GrowResult::ok) break;
     }

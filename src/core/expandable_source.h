@@ -31,8 +31,14 @@ class ExpandableSource : public SegmentSource {
   };
 
   Range* range_for(PoolState& pool, BlockPool& blocks);
-  // Unmaps one whole free granule from a free block and hands over its chunk.
-  bool take_free_granule(PoolState& pool, BlockPool& blocks, Range& range, PhysicalHandle* out);
+  // Unmaps one whole free granule of `donor` and hands over its chunk, re-accounting
+  // its bytes to `taker` when that is the sibling pool kind.
+  bool take_free_granule(PoolState& pool, BlockPool& donor, const BlockPool& taker,
+                         PhysicalHandle* out);
+  // A free mapped block of `blocks` holding a whole granule, or nullptr.
+  Block* granule_donor(BlockPool& blocks, const Range& range) const;
+  // The start of the first whole granule inside a free block (or its end when none).
+  static std::uintptr_t first_whole_granule(const Range& range, const Block& block);
   GrowResult new_granule(PoolState& pool, BlockPool& blocks, Range& range, PhysicalHandle* out);
   void drop_chunk(PoolState& pool, BlockPool& blocks, PhysicalHandle handle);
   std::size_t granule_index(const Range& range, std::uintptr_t address) const {
