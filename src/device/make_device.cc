@@ -6,6 +6,9 @@
 #include "npumem/errors.h"
 #include "sim_device.h"
 #include "sim_spec.h"
+#ifdef NPUMEM_WITH_CUDA
+#include "cuda_device.h"
+#endif
 
 namespace npumem {
 namespace {
@@ -29,11 +32,17 @@ std::shared_ptr<Device> make_host(std::string_view spec) {
   return std::make_shared<HostDevice>();
 }
 
+#ifdef NPUMEM_WITH_CUDA
+std::shared_ptr<Device> make_cuda(std::string_view spec) {
+  return std::make_shared<CudaDevice>(CudaDevice::parse_ordinal(spec));
+}
+#else
 // A CUDA backend registers here when npumem is built with CUDA; this build has none.
 std::shared_ptr<Device> make_cuda(std::string_view spec) {
   throw ConfigError("bad device spec '" + std::string(spec) +
                     "': CUDA support was not built into npumem; use sim or host");
 }
+#endif
 
 constexpr std::array<Backend, 3> kBackends = {
     {{"sim", make_sim}, {"host", make_host}, {"cuda", make_cuda}}};

@@ -1,0 +1,140 @@
+/* npumem's C ABI: for FFI, ctypes and framework plug-ins.
+ *
+ * Two ways in:
+ *  - npumem_malloc / npumem_free have the exact signatures of PyTorch's
+ *    CUDAPluggableAllocator and torch_npu's NPUPluggableAllocator, so libnpumem.so
+ *    loads there unchanged. They route to one process-wide allocator per device
+ *    index, made on first use from NPUMEM_DEVICE (a device spec, default "sim") and
+ *    NPUMEM_ALLOC_CONF, or earlier by npumem_init().
+ *  - Handles: npumem_allocator_create() makes an allocator the caller owns.
+ *
+ * Errors are status codes plus a message (npumem_last_error()); no call throws.
+ * The calls that return a status, and npumem_malloc / npumem_free, replace this
+ * thread's last error: it is empty after a success. docs/C_API.md has the details and the
+ * snapshot JSON schema. */
+#ifndef NPUMEM_NPUMEM_H
+#define NPUMEM_NPUMEM_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#if defined(__GNUC__)
+#define NPUMEM_API __attribute__((visibility("default")))
+#else
+#define NPUMEM_API
+#endif
+
+/* C++ callers see what C callers rely on: nothing is thrown across the ABI. */
+#ifdef __cplusplus
+#define NPUMEM_NOEXCEPT noexcept
+extern "C" {
+#else
+#define NPUMEM_NOEXCEPT
+#endif
+
+typedef enum npumem_status {
+  NPUMEM_OK = 0,
+  NPUMEM_OUT_OF_MEMORY = 1,    /* no tier, cache release or quota could serve it */
+  NPUMEM_INVALID_POINTER = 2,  /* not live in this allocator (e.g. a double free) */
+  NPUMEM_INVALID_CONFIG = 3,   /* a bad device spec or config string */
+  NPUMEM_INVALID_ARGUMENT = 4, /* NULL where a value is needed, a bad index or key */
+  NPUMEM_INTERNAL = 5          /* a bug or a host failure; the message says which */
+} npumem_status_t;
+
+typedef struct npumem_allocator npumem_allocator_t;
+
+/* The main figures of Stats (include/npumem/stats.h), over all pools and tiers
+ * unless the name says a tier. Byte counts are rounded block sizes except
+ * requested_bytes. npumem_stat() reads any other figure by its PyTorch key. */
+typedef struct npumem_stats {
+  int64_t allocated_bytes;
+  int64_t allocated_bytes_peak;
+  int64_t requested_bytes;
+  int64_t reserved_bytes;
+  int64_t reserved_bytes_peak;
+  int64_t allocations; /* blocks handed out now */
+  int64_t segments;    /* segments (or mapped ranges) held now */
+  int64_t hbm_allocated_bytes;
+  int64_t hbm_reserved_bytes;
+  int64_t ddr_allocated_bytes;
+  int64_t ddr_reserved_bytes;
+  int64_t num_alloc_retries;
+  int64_t num_ooms;
+  int64_t num_spills;
+  int64_t num_reclaims;
+  int64_t num_device_alloc;
+  int64_t num_device_free;
+} npumem_stats_t;
+
+/* "0.1.0": the version of the loaded library. */
+NPUMEM_API const char* npumem_version(void) NPUMEM_NOEXCEPT;
+/* "ok", "out_of_memory", ...; "unknown" for a value outside the enum. */
+NPUMEM_API const char* npumem_status_name(npumem_status_t status) NPUMEM_NOEXCEPT;
+/* This thread's message of its last call: "" after a success. Valid until the
+ * thread's next npumem call. */
+NPUMEM_API const char* npumem_last_error(void) NPUMEM_NOEXCEPT;
+
+/* ---- The pluggable-allocator entry points and the process-wide allocators ---- */
+
+/* void* my_malloc(ssize_t size, int device, cudaStream_t stream) of PyTorch. Returns
+ * NULL on failure (and sets the last error). The stream is ignored: blocks are not
+ * stream-ordered. */
+NPUMEM_API void* npumem_malloc(ssize_t size, int device, void* stream) NPUMEM_NOEXCEPT;
+/* void my_free(void* ptr, ssize_t size, int device, cudaStream_t stream). NULL is a
+ * no-op; a pointer not live on that device sets the last error and changes nothing.
+ * size and stream are ignored: the allocator knows each block's size. */
+NPUMEM_API void npumem_free(void* ptr, ssize_t size, int device, void* stream) NPUMEM_NOEXCEPT;
+
+/* Makes the process-wide allocator of a device index before first use. NULL spec or
+ * conf: read NPUMEM_DEVICE / NPUMEM_ALLOC_CONF. INVALID_ARGUMENT when the index
+ * already has one. */
+NPUMEM_API npumem_status_t npumem_init(int device, const char* spec,
+                                       const char* conf) NPUMEM_NOEXCEPT;
+/* The process-wide allocator of a device index (made now if it does not exist yet),
+ * for the stats, snapshot and empty_cache calls below. It lives until the process
+ * exits and cannot be destroyed. */
+NPUMEM_API npumem_status_t npumem_device_allocator(int device,
+                                                   npumem_allocator_t** out) NPUMEM_NOEXCEPT;
+
+/* ---- Allocators the caller owns ---- */
+
+/* spec: a device spec ("sim:hbm=1GiB", "host", "cuda:0"); conf: "key:value,..." as
+ * NPUMEM_ALLOC_CONF, or NULL or "" for the defaults. */
+NPUMEM_API npumem_status_t npumem_allocator_create(const char* spec, const char* conf,
+                                                   npumem_allocator_t** out) NPUMEM_NOEXCEPT;
+/* Releases the allocator and all its memory; pointers from it become invalid.
+ * NULL is a no-op. */
+NPUMEM_API npumem_status_t npumem_allocator_destroy(npumem_allocator_t* allocator) NPUMEM_NOEXCEPT;
+
+/* ---- Calls on any allocator handle ---- */
+
+/* *out is NULL on failure. size 0 gives a unique valid pointer. */
+NPUMEM_API npumem_status_t npumem_allocate(npumem_allocator_t* allocator, size_t size,
+                                           void** out) NPUMEM_NOEXCEPT;
+/* NULL is a no-op; a pointer not live here is INVALID_POINTER and changes nothing. */
+NPUMEM_API npumem_status_t npumem_deallocate(npumem_allocator_t* allocator,
+                                             void* ptr) NPUMEM_NOEXCEPT;
+
+NPUMEM_API npumem_status_t npumem_stats(npumem_allocator_t* allocator,
+                                        npumem_stats_t* out) NPUMEM_NOEXCEPT;
+/* One figure by its torch.cuda.memory_stats() key, e.g. "allocated_bytes.all.current",
+ * "reserved_bytes.hbm.peak", "num_ooms". An unknown key is INVALID_ARGUMENT. */
+NPUMEM_API npumem_status_t npumem_stat(npumem_allocator_t* allocator, const char* key,
+                                       int64_t* out) NPUMEM_NOEXCEPT;
+NPUMEM_API npumem_status_t npumem_reset_peak_stats(npumem_allocator_t* allocator) NPUMEM_NOEXCEPT;
+/* Releases every cached free segment; released (may be NULL) gets the bytes. */
+NPUMEM_API npumem_status_t npumem_empty_cache(npumem_allocator_t* allocator,
+                                              size_t* released) NPUMEM_NOEXCEPT;
+/* Segments, blocks and stats as JSON (schema in docs/C_API.md). Free *out with
+ * npumem_string_free(). */
+NPUMEM_API npumem_status_t npumem_snapshot_json(npumem_allocator_t* allocator,
+                                                char** out) NPUMEM_NOEXCEPT;
+/* Frees a string this library returned; NULL is a no-op. */
+NPUMEM_API void npumem_string_free(char* text) NPUMEM_NOEXCEPT;
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* NPUMEM_NPUMEM_H */

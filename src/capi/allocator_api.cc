@@ -1,0 +1,156 @@
+// The handle-based calls: allocators the caller owns, and the calls on any handle.
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include "capi/abi_guard.h"
+#include "capi/handle.h"
+#include "capi/snapshot_json.h"
+#include "npumem/npumem.h"
+
+namespace npumem::capi {
+
+Allocator& allocator_of(npumem_allocator_t* handle) {
+  return required(handle, "allocator").allocator;
+}
+
+namespace {
+
+void fill(const Stats& stats, npumem_stats_t& out) {
+  const auto tier = [](const StatSplit& split, Tier t) {
+    return split.by_tier[static_cast<int>(t)].current;
+  };
+  out = npumem_stats_t{};
+  out.allocated_bytes = stats.allocated_bytes.all.current;
+  out.allocated_bytes_peak = stats.allocated_bytes.all.peak;
+  out.requested_bytes = stats.requested_bytes.all.current;
+  out.reserved_bytes = stats.reserved_bytes.all.current;
+  out.reserved_bytes_peak = stats.reserved_bytes.all.peak;
+  out.allocations = stats.allocation.all.current;
+  out.segments = stats.segment.all.current;
+  out.hbm_allocated_bytes = tier(stats.allocated_bytes, Tier::hbm);
+  out.hbm_reserved_bytes = tier(stats.reserved_bytes, Tier::hbm);
+  out.ddr_allocated_bytes = tier(stats.allocated_bytes, Tier::ddr);
+  out.ddr_reserved_bytes = tier(stats.reserved_bytes, Tier::ddr);
+  out.num_alloc_retries = stats.num_alloc_retries;
+  out.num_ooms = stats.num_ooms;
+  out.num_spills = stats.num_spills;
+  out.num_reclaims = stats.num_reclaims;
+  out.num_device_alloc = stats.num_device_alloc;
+  out.num_device_free = stats.num_device_free;
+}
+
+// A copy of text in memory npumem_string_free releases.
+char* c_string(const std::string& text) {
+  char* copy = static_cast<char*>(std::malloc(text.size() + 1));
+  if (copy == nullptr) throw std::bad_alloc();
+  std::memcpy(copy, text.c_str(), text.size() + 1);
+  return copy;
+}
+
+}  // namespace
+}  // namespace npumem::capi
+
+using npumem::capi::allocator_of;
+using npumem::capi::ArgumentError;
+using npumem::capi::guarded;
+using npumem::capi::required;
+
+extern "C" {
+
+npumem_status_t npumem_allocator_create(const char* spec, const char* conf,
+                                        npumem_allocator_t** out) noexcept {
+  return guarded([&] {
+    npumem_allocator_t*& result = required(out, "out");
+    result = nullptr;
+    const char* device_spec = &required(spec, "spec");
+    const npumem::Config config = conf == nullptr ? npumem::Config{} : npumem::parse_config(conf);
+    result = new npumem_allocator(npumem::make_device(device_spec), config,
+                                  /*process_wide_allocator=*/false);
+    return NPUMEM_OK;
+  });
+}
+
+npumem_status_t npumem_allocator_destroy(npumem_allocator_t* allocator) noexcept {
+  return guarded([&] {
+    if (allocator == nullptr) return NPUMEM_OK;
+    if (allocator->process_wide) {
+      throw ArgumentError(
+          "npumem_allocator_destroy: this is a process-wide allocator (from "
+          "npumem_device_allocator); it lives until the process exits");
+    }
+    delete allocator;
+    return NPUMEM_OK;
+  });
+}
+
+npumem_status_t npumem_allocate(npumem_allocator_t* allocator, size_t size, void** out) noexcept {
+  return guarded([&] {
+    void*& result = required(out, "out");
+    result = nullptr;
+    result = allocator_of(allocator).allocate(size);
+    return NPUMEM_OK;
+  });
+}
+
+npumem_status_t npumem_deallocate(npumem_allocator_t* allocator, void* ptr) noexcept {
+  return guarded([&] {
+    npumem::Allocator& target = allocator_of(allocator);
+    if (ptr != nullptr) target.deallocate(ptr);
+    return NPUMEM_OK;
+  });
+}
+
+npumem_status_t npumem_stats(npumem_allocator_t* allocator, npumem_stats_t* out) noexcept {
+  return guarded([&] {
+    npumem_stats_t& result = required(out, "out");
+    npumem::capi::fill(allocator_of(allocator).stats(), result);
+    return NPUMEM_OK;
+  });
+}
+
+npumem_status_t npumem_stat(npumem_allocator_t* allocator, const char* key, int64_t* out) noexcept {
+  return guarded([&] {
+    int64_t& result = required(out, "out");
+    const std::string name = &required(key, "key");
+    const auto stats = allocator_of(allocator).stats().as_map();
+    const auto found = stats.find(name);
+    if (found == stats.end()) {
+      throw ArgumentError("unknown stat key '" + name +
+                          "'; keys look like allocated_bytes.all.current, "
+                          "reserved_bytes.hbm.peak, num_ooms (see docs/C_API.md)");
+    }
+    result = found->second;
+    return NPUMEM_OK;
+  });
+}
+
+npumem_status_t npumem_reset_peak_stats(npumem_allocator_t* allocator) noexcept {
+  return guarded([&] {
+    allocator_of(allocator).reset_peak_stats();
+    return NPUMEM_OK;
+  });
+}
+
+npumem_status_t npumem_empty_cache(npumem_allocator_t* allocator, size_t* released) noexcept {
+  return guarded([&] {
+    const std::size_t bytes = allocator_of(allocator).empty_cache();
+    if (released != nullptr) *released = bytes;
+    return NPUMEM_OK;
+  });
+}
+
+npumem_status_t npumem_snapshot_json(npumem_allocator_t* allocator, char** out) noexcept {
+  return guarded([&] {
+    char*& result = required(out, "out");
+    result = nullptr;
+    result = npumem::capi::c_string(npumem::capi::snapshot_json(allocator_of(allocator)));
+    return NPUMEM_OK;
+  });
+}
+
+void npumem_string_free(char* text) noexcept {
+  std::free(text);
+}
+
+}  // extern "C"

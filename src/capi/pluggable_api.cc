@@ -1,0 +1,67 @@
+// The pluggable-allocator entry points (PyTorch's CUDAPluggableAllocator signatures)
+// and the calls that reach the process-wide allocators behind them.
+#include <cstdio>
+
+#include "capi/abi_guard.h"
+#include "capi/device_registry.h"
+#include "npumem/npumem.h"
+
+namespace {
+
+using npumem::capi::ArgumentError;
+using npumem::capi::guarded;
+
+std::string pointer_text(const void* ptr) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%p", ptr);
+  return text;
+}
+
+}  // namespace
+
+extern "C" {
+
+void* npumem_malloc(ssize_t size, int device, void* /*stream*/) noexcept {
+  void* result = nullptr;
+  guarded([&] {
+    if (size < 0) {
+      throw ArgumentError("npumem_malloc: size " + std::to_string(size) + " is negative");
+    }
+    result =
+        npumem::capi::device_allocator(device).allocator.allocate(static_cast<std::size_t>(size));
+    return NPUMEM_OK;
+  });
+  return result;
+}
+
+void npumem_free(void* ptr, ssize_t /*size*/, int device, void* /*stream*/) noexcept {
+  guarded([&] {
+    if (ptr == nullptr) return NPUMEM_OK;
+    npumem_allocator* handle = npumem::capi::find_device_allocator(device);
+    if (handle == nullptr) {
+      throw npumem::InvalidPointer("invalid free: pointer " + pointer_text(ptr) +
+                                   " was not allocated on device " + std::to_string(device) +
+                                   " (it has no allocator yet)");
+    }
+    handle->allocator.deallocate(ptr);
+    return NPUMEM_OK;
+  });
+}
+
+npumem_status_t npumem_init(int device, const char* spec, const char* conf) noexcept {
+  return guarded([&] {
+    npumem::capi::init_device_allocator(device, spec, conf);
+    return NPUMEM_OK;
+  });
+}
+
+npumem_status_t npumem_device_allocator(int device, npumem_allocator_t** out) noexcept {
+  return guarded([&] {
+    npumem_allocator_t*& result = npumem::capi::required(out, "out");
+    result = nullptr;
+    result = &npumem::capi::device_allocator(device);
+    return NPUMEM_OK;
+  });
+}
+
+}  // extern "C"
