@@ -86,6 +86,7 @@ class LeakDetector : public AllocatorObserver {
   std::unordered_map<std::uint64_t, Allocation> live_;  // by address, since the baseline
   std::map<GroupKey, std::uint32_t> group_ids_;
   std::vector<const GroupKey*> groups_;
+  std::uint32_t last_group_ = 0;  // valid once groups_ is not empty
 };
 
 // The seeds' lines (baseline, final, growth, verdict) and the survivor groups.

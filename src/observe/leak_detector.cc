@@ -57,6 +57,11 @@ void LeakDetector::on_event(const Event& event) {
 }
 
 [[gnu::noinline]] std::uint32_t LeakDetector::group_of(const Event& event) {
+  // Without backtraces, runs of allocations share a tag and pool: no key to build.
+  if (!options_.backtraces && !groups_.empty()) {
+    const auto& [tag, pool, frames] = *groups_[last_group_];
+    if (tag == event.tag && pool == event.pool) return last_group_;
+  }
   std::array<const void*, kMaxFrames> frames{};
   std::size_t count = 0;
   if (options_.backtraces) {
@@ -67,7 +72,8 @@ void LeakDetector::on_event(const Event& event) {
   const auto [found, inserted] =
       group_ids_.try_emplace(std::move(key), static_cast<std::uint32_t>(groups_.size()));
   if (inserted) groups_.push_back(&found->first);
-  return found->second;
+  last_group_ = found->second;
+  return last_group_;
 }
 
 void LeakDetector::mark_baseline(const Allocator& allocator) {

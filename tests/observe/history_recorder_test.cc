@@ -26,8 +26,8 @@ TEST(HistoryRecorder, RecordsEventsInOrderWithSizesTierPoolAndTag) {
   allocator.deallocate(p);
 
   const auto entries = recorder->entries();
-  ASSERT_EQ(kinds_of(entries), (std::vector<EventKind>{EventKind::segment_alloc,
-                                                       EventKind::alloc, EventKind::free}));
+  ASSERT_EQ(kinds_of(entries),
+            (std::vector<EventKind>{EventKind::segment_alloc, EventKind::alloc, EventKind::free}));
   const HistoryEntry& alloc = entries[1];
   EXPECT_EQ(alloc.sequence, 1u);
   EXPECT_EQ(alloc.address, reinterpret_cast<std::uint64_t>(p));
@@ -90,7 +90,8 @@ TEST(HistoryRecorder, RecordsSpillsReclaimsAndOoms) {
 
 TEST(HistoryRecorder, CapturesBacktracesWhenAsked) {
   Allocator allocator(make_device("sim:hbm=64MiB,ddr=0"));
-  auto recorder = record_history(allocator, {.max_entries = 16, .backtraces = true, .max_frames = 4});
+  auto recorder =
+      record_history(allocator, {.max_entries = 16, .backtraces = true, .max_frames = 4});
   allocator.deallocate(allocator.allocate(512));
   for (const HistoryEntry& entry : recorder->entries()) {
     EXPECT_GT(entry.frames.size(), 0u);

@@ -93,7 +93,7 @@ TEST(LeakDetector, GroupsByBacktraceWhenAsked) {
   auto detector = LeakDetector::attach(allocator, {.backtraces = true, .max_frames = 8});
   std::vector<void*> kept;
   for (int i = 0; i < 3; ++i) kept.push_back(allocator.allocate(512));  // one call site
-  kept.push_back(allocator.allocate(512));                                // another
+  kept.push_back(allocator.allocate(512));                              // another
   const LeakReport report = detector->report();
   ASSERT_EQ(report.survivors.size(), 2u);
   EXPECT_EQ(report.survivors[0].count + report.survivors[1].count, 4u);

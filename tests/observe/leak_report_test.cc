@@ -35,8 +35,7 @@ TEST(LeakReport, PrintsTheSeedsLinesAndTheSurvivors) {
   EXPECT_NE(text.find("leak check over 10 iterations"), std::string::npos) << text;
   EXPECT_NE(text.find("baseline allocated: 8.00 MiB"), std::string::npos) << text;
   EXPECT_NE(text.find("final allocated:    9.00 MiB"), std::string::npos) << text;
-  EXPECT_NE(text.find("growth:             +12.5% (threshold +10.0%)"), std::string::npos)
-      << text;
+  EXPECT_NE(text.find("growth:             +12.5% (threshold +10.0%)"), std::string::npos) << text;
   EXPECT_NE(text.find("LEAK SUSPECTED"), std::string::npos);
   EXPECT_NE(text.find("tag 'kv_cache', pool 'default': 10 allocations, 1.00 MiB"),
             std::string::npos)
@@ -51,8 +50,7 @@ TEST(LeakReport, SaysWhenThereIsNoLeak) {
   report.iterations = 3;
   const std::string text = to_string(report);
   EXPECT_NE(text.find("verdict: no leak"), std::string::npos) << text;
-  EXPECT_NE(text.find("no allocation made since the baseline is still alive"),
-            std::string::npos);
+  EXPECT_NE(text.find("no allocation made since the baseline is still alive"), std::string::npos);
 }
 
 TEST(LeakReport, GrowthFromNothingIsInfinite) {
