@@ -32,6 +32,7 @@ if(IS_ABSOLUTE ${CMAKE_INSTALL_LIBDIR} OR IS_ABSOLUTE ${CMAKE_INSTALL_INCLUDEDIR
   set(npumem_pc_prefix ${CMAKE_INSTALL_PREFIX})
 else()
   file(RELATIVE_PATH npumem_pc_up /prefix/${CMAKE_INSTALL_LIBDIR}/pkgconfig /prefix)
+  string(REGEX REPLACE "/$" "" npumem_pc_up ${npumem_pc_up})
   set(npumem_pc_prefix "\${pcfiledir}/${npumem_pc_up}")
 endif()
 set(npumem_pc_private_libs -pthread)

@@ -10,8 +10,7 @@
  *
  * Errors are status codes plus a message (npumem_last_error()); no call throws.
  * The calls that return a status, and npumem_malloc / npumem_free, replace this
- * thread's last error: it is empty after a success. docs/C_API.md has the details and the
- * snapshot JSON schema. */
+ * thread's last error: it is empty after a success. docs/C_API.md has the details. */
 #ifndef NPUMEM_NPUMEM_H
 #define NPUMEM_NPUMEM_H
 
@@ -126,8 +125,9 @@ NPUMEM_API npumem_status_t npumem_reset_peak_stats(npumem_allocator_t* allocator
 /* Releases every cached free segment; released (may be NULL) gets the bytes. */
 NPUMEM_API npumem_status_t npumem_empty_cache(npumem_allocator_t* allocator,
                                               size_t* released) NPUMEM_NOEXCEPT;
-/* Segments, blocks and stats as JSON (schema in docs/C_API.md). Free *out with
- * npumem_string_free(). */
+/* The allocator's snapshot as JSON: device, stats, pools, segments with their blocks
+ * (write_snapshot_json of npumem/snapshot.h; schema in docs/OBSERVABILITY.md). Free
+ * *out with npumem_string_free(). */
 NPUMEM_API npumem_status_t npumem_snapshot_json(npumem_allocator_t* allocator,
                                                 char** out) NPUMEM_NOEXCEPT;
 /* Frees a string this library returned; NULL is a no-op. */

@@ -2,11 +2,12 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <sstream>
 
 #include "capi/abi_guard.h"
 #include "capi/handle.h"
-#include "capi/snapshot_json.h"
 #include "npumem/npumem.h"
+#include "npumem/snapshot.h"
 
 namespace npumem::capi {
 
@@ -144,7 +145,9 @@ npumem_status_t npumem_snapshot_json(npumem_allocator_t* allocator, char** out) 
   return guarded([&] {
     char*& result = required(out, "out");
     result = nullptr;
-    result = npumem::capi::c_string(npumem::capi::snapshot_json(allocator_of(allocator)));
+    std::ostringstream json;
+    npumem::write_snapshot_json(npumem::memory_snapshot(allocator_of(allocator)), json);
+    result = npumem::capi::c_string(json.str());
     return NPUMEM_OK;
   });
 }

@@ -1,5 +1,5 @@
-// npumem_snapshot_json: valid JSON whose segments, blocks, pools and stats are the
-// allocator's own, field for field.
+// npumem_snapshot_json: valid JSON (the observe layer's snapshot format) whose
+// segments, blocks, pools and stats are the allocator's own, field for field.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -26,7 +26,7 @@ void expect_matches(const json& block, const npumem::BlockInfo& info) {
   EXPECT_EQ(block.at("address").get<std::uint64_t>(), info.address);
   EXPECT_EQ(block.at("size").get<std::uint64_t>(), info.size);
   EXPECT_EQ(block.at("requested_bytes").get<std::uint64_t>(), info.requested_bytes);
-  EXPECT_EQ(block.at("allocated").get<bool>(), info.allocated);
+  EXPECT_EQ(block.at("state").get<std::string>(), info.allocated ? "allocated" : "free");
   EXPECT_EQ(block.at("tag").get<std::string>(), info.tag);
 }
 
@@ -58,7 +58,8 @@ class CapiSnapshot : public ::testing::Test {
 
 TEST_F(CapiSnapshot, AnEmptyAllocatorHasNoSegments) {
   const json snapshot = snapshot_of(handle_);
-  EXPECT_EQ(snapshot.at("device").get<std::string>(), "sim:0");
+  EXPECT_EQ(snapshot.at("format").get<std::string>(), "npumem.snapshot");
+  EXPECT_EQ(snapshot.at("device").at("name").get<std::string>(), "sim:0");
   EXPECT_EQ(snapshot.at("config").get<std::string>(), npumem::to_string(npumem::Config{}));
   EXPECT_TRUE(snapshot.at("segments").empty());
   ASSERT_EQ(snapshot.at("pools").size(), 1U);

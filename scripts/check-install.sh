@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# Installs npumem into a temporary prefix (`cmake --install --prefix`, so the package
+# must be relocatable), then builds the consumers in examples/ against it: with
+# find_package(npumem) (shared and static library) and, for the C one, with
+# pkg-config. Runs each and checks what it prints. Extra arguments go to the
+# configure step of npumem itself (e.g. -DNPUMEM_WITH_CUDA=OFF).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh
+work=$(mktemp -d "${TMPDIR:-/tmp}/npumem-check-install.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+prefix=$work/prefix
+jobs=$(nproc)
+
+cmake -S . -B "$work/build" -G Ninja -DNPUMEM_BUILD_TESTS=OFF -DNPUMEM_BUILD_TOOLS=OFF \
+  -DNPUMEM_BUILD_BENCH=OFF -DNPUMEM_BUILD_PYTHON=OFF "$@"
+cmake --build "$work/build" -j "$jobs"
+cmake --install "$work/build" --prefix "$prefix"
+
+# expect FILE LINE...: each LINE must be a whole line of FILE, and no line may say
+# BELOW (reserved bytes below allocated ones).
+expect() {
+  local file=$1 line
+  shift
+  for line in "$@"; do
+    if ! grep -qxF -- "$line" "$file"; then
+      echo "check-install: '$line' missing from the output of ${file##*/}:" >&2
+      cat "$file" >&2
+      exit 1
+    fi
+  done
+  if grep -q BELOW "$file"; then
+    echo "check-install: reserved below allocated in ${file##*/}:" >&2
+    cat "$file" >&2
+    exit 1
+  fi
+  sed "s/^/  ${file##*/}: /" "$file"
+}
+
+c_lines=(
+  "npumem $(sed -n 's/^project(npumem VERSION \([0-9.]*\).*/\1/p' CMakeLists.txt)"
+  "live: allocated_bytes 76546048, allocations 3, peak allocations 3"
+  "2 GiB request: out_of_memory"
+  "snapshot: segments"
+  "second free: invalid_pointer"
+  "freed: allocated_bytes 0, allocations 0, peak allocations 3"
+  "c_consumer: ok"
+)
+cpp_lines=(
+  "allocated 1.17 GiB, spills 1, activations on ddr"
+  "refused 4.00 GiB"
+  "double free caught"
+  "cpp_consumer: ok"
+)
+
+echo "check-install: C consumer, find_package"
+cmake -S examples/c_consumer -B "$work/c" -G Ninja -DCMAKE_PREFIX_PATH="$prefix"
+cmake --build "$work/c"
+"$work/c/c_consumer" >"$work/c.out"
+expect "$work/c.out" "${c_lines[@]}"
+
+for target in npumem::npumem npumem::npumem_static; do
+  echo "check-install: C++ consumer, find_package, $target"
+  dir=$work/cpp-${target#npumem::}
+  cmake -S examples/cpp_consumer -B "$dir" -G Ninja -DCMAKE_PREFIX_PATH="$prefix" \
+    -DNPUMEM_TARGET="$target"
+  cmake --build "$dir"
+  "$dir/cpp_consumer" >"$dir.out"
+  expect "$dir.out" "${cpp_lines[@]}"
+done
+
+echo "check-install: C consumer, pkg-config"
+pc_file=$(find "$prefix" -name npumem.pc -print -quit)
+export PKG_CONFIG_PATH=${pc_file%/*}
+libdir=$(pkg-config --variable=libdir npumem)
+# shellcheck disable=SC2046 # the flags are words
+cc -std=c99 -Wall -Wextra -Wpedantic -Werror examples/c_consumer/main.c -o "$work/c_pkg" \
+  $(pkg-config --cflags --libs npumem) -Wl,-rpath,"$libdir"
+"$work/c_pkg" >"$work/c_pkg.out"
+expect "$work/c_pkg.out" "${c_lines[@]}"
+
+echo "check-install: ok (headers, libnpumem.so, libnpumem.a, CMake package, npumem.pc)"
