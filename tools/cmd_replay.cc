@@ -12,6 +12,7 @@
 #include "npumem/units.h"
 #include "progress.h"
 #include "replay.h"
+#include "replay_observers.h"
 #include "replay_report.h"
 #include "trace.h"
 
@@ -29,6 +30,7 @@ struct ReplayCommandOptions {
   bool json = false;
   bool min_capacity = false;
   bool latency = false;
+  ReplayObserverOptions observe;
 };
 
 std::vector<std::string> strategy_names() {
@@ -58,7 +60,9 @@ std::uint64_t find_min_capacity(const Trace& trace, const ReplayOptions& options
 
 int run_replay(const ReplayCommandOptions& options) {
   const Trace trace = read_trace(options.trace_path);
+  ReplayObservers observers(options.observe, trace);
   ReplayOptions replay_options;
+  replay_options.hooks = observers.hooks();
   replay_options.device_spec = options.device_spec;
   replay_options.config = build_config(options);
   replay_options.record_latencies = options.latency;
@@ -71,6 +75,7 @@ int run_replay(const ReplayCommandOptions& options) {
     };
     report.result = replay_trace(trace, replay_options);
     replay_options.progress = nullptr;
+    replay_options.hooks = {};
   }
   if (options.min_capacity)
     report.min_hbm_capacity_bytes = find_min_capacity(trace, replay_options);
@@ -79,11 +84,13 @@ int run_replay(const ReplayCommandOptions& options) {
   } else {
     std::cout << replay_report_text(report);
   }
+  const auto& leaks = observers.leak_report();
+  if (leaks) (options.json ? std::cerr : std::cout) << to_string(*leaks);
   if (report.result.out_of_memory) {
     std::cerr << "npumem: " << *report.result.out_of_memory << "\n";
     return kExitOutOfMemory;
   }
-  return kExitOk;
+  return leaks && leaks->leaking ? kExitLeak : kExitOk;
 }
 
 }  // namespace
@@ -106,6 +113,7 @@ void add_replay_command(CLI::App& app, int& exit_code) {
   command->add_flag("--min-capacity", options->min_capacity,
                     "also find the smallest HBM (no DDR) that completes the trace, to 1 MiB");
   command->add_flag("--latency", options->latency, "time each allocation (p50, p99, max)");
+  add_replay_observer_options(*command, options->observe);
   command->callback([options, &exit_code] { exit_code = run_replay(*options); });
 }
 

@@ -10,6 +10,9 @@ int main(int argc, char** argv) {
   int exit_code = npumem::cli::kExitOk;
   npumem::cli::add_replay_command(app, exit_code);
   npumem::cli::add_plan_command(app, exit_code);
+  npumem::cli::add_viz_command(app, exit_code);
+  npumem::cli::add_smi_command(app, exit_code);
+  npumem::cli::add_mon_command(app, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

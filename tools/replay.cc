@@ -36,6 +36,7 @@ class ReplayRun {
   }
 
   ReplayResult run() {
+    if (options_.hooks.on_start) options_.hooks.on_start(allocator_);
     const Clock::time_point start = Clock::now();
     replay_events();
     const std::uint64_t loop_ns = elapsed_ns(start, Clock::now());
@@ -44,6 +45,7 @@ class ReplayRun {
           static_cast<double>(loop_ns) / static_cast<double>(result_.events_replayed);
     }
     collect_figures();
+    if (options_.hooks.on_finish) options_.hooks.on_finish(allocator_);
     return std::move(result_);
   }
 
@@ -85,6 +87,10 @@ class ReplayRun {
         return 0;
       case TraceOp::iteration:
         ++result_.iterations;
+        if (options_.hooks.on_iteration) options_.hooks.on_iteration(allocator_);
+        return 0;
+      case TraceOp::tag:
+        set_memory_tag(trace_.tags[event.index]);
         return 0;
     }
     return 0;
@@ -138,7 +144,8 @@ class ReplayRun {
   Allocator allocator_;
   std::vector<void*> pointers_;
   std::vector<bool> pool_ready_;
-  std::optional<PoolScope> pool_scope_;  // declared after allocator_: ends before it
+  std::optional<PoolScope> pool_scope_;       // declared after allocator_: ends before it
+  ScopedMemoryTag caller_tag_{memory_tag()};  // restores it after the trace's `t` lines
   ReplayResult result_;
 };
 

@@ -22,12 +22,22 @@ namespace npumem::cli {
 // Called every few thousand events with (events done, events in the trace).
 using ReplayProgress = std::function<void(std::size_t done, std::size_t total)>;
 
+// Callbacks around one replay for observers (npumem replay --record, --leak-check,
+// --hold): with the allocator once it is made, at every `i` marker, and at the end
+// (also after an OOM) before the allocator is destroyed.
+struct ReplayHooks {
+  std::function<void(Allocator&)> on_start;
+  std::function<void(Allocator&)> on_iteration;
+  std::function<void(Allocator&)> on_finish;
+};
+
 struct ReplayOptions {
   std::string device_spec = "sim";
   Config config;
   // Times every allocation on its own (adds clock reads to the timed loop).
   bool record_latencies = false;
   ReplayProgress progress;
+  ReplayHooks hooks;
 };
 
 struct TierFigures {

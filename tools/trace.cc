@@ -67,8 +67,11 @@ class TraceParser {
       expect_arguments(fields, 0, "no arguments");
       trace_.events.push_back({TraceOp::iteration, 0, 0});
       ++trace_.iterations;
+    } else if (op == "t") {
+      if (fields.count > 2) expect_arguments(fields, 1, "[<tag>]");
+      add_tag(fields.count == 2 ? fields.items[1] : std::string_view{});
     } else {
-      fail("unknown op " + quoted(op) + " (expected a, f, p, i or a # comment)");
+      fail("unknown op " + quoted(op) + " (expected a, f, p, i, t or a # comment)");
     }
   }
 
@@ -150,9 +153,17 @@ class TraceParser {
     trace_.events.push_back({TraceOp::pool, it->second, 0});
   }
 
+  void add_tag(std::string_view text) {
+    auto [it, inserted] =
+        tag_indices_.try_emplace(std::string(text), static_cast<std::uint32_t>(trace_.tags.size()));
+    if (inserted) trace_.tags.emplace_back(text);
+    trace_.events.push_back({TraceOp::tag, it->second, 0});
+  }
+
   Trace trace_;
   std::unordered_map<std::uint64_t, IdState> ids_;
   std::unordered_map<std::string, std::uint32_t> pool_indices_;
+  std::unordered_map<std::string, std::uint32_t> tag_indices_;
   std::uint64_t live_bytes_ = 0;
   std::size_t line_number_ = 0;
 };

@@ -15,12 +15,14 @@ enum class TraceOp : std::uint8_t {
   free,       // `f <id>`
   pool,       // `p <name>`: later allocations go to this pool
   iteration,  // `i`: an iteration boundary
+  tag,        // `t [<tag>]`: later allocations carry this memory tag (none: no tag)
 };
 
 struct TraceEvent {
   TraceOp op = TraceOp::alloc;
   // alloc/free: the allocation's slot (0, 1, 2, ... in allocation order), so a free
-  // finds its pointer by index; pool: the index into Trace::pools; iteration: 0.
+  // finds its pointer by index; pool: the index into Trace::pools; iteration: 0;
+  // tag: the index into Trace::tags.
   std::uint32_t index = 0;
   // alloc/free: the allocation's requested bytes; otherwise 0.
   std::uint64_t bytes = 0;
@@ -30,6 +32,7 @@ struct Trace {
   std::string source;  // file name used in error messages and reports
   std::vector<TraceEvent> events;
   std::vector<std::string> pools;  // names referenced by `p`, in first-use order
+  std::vector<std::string> tags;   // texts referenced by `t`, in first-use order
   std::size_t allocations = 0;     // alloc events; also the number of slots
   std::size_t frees = 0;
   std::size_t iterations = 0;

@@ -14,7 +14,7 @@ double microseconds(std::uint64_t ns) {
 
 bool changes_totals(EventKind kind) {
   return kind == EventKind::alloc || kind == EventKind::free || kind == EventKind::segment_alloc ||
-         kind == EventKind::segment_free;
+         kind == EventKind::segment_free || kind == EventKind::map || kind == EventKind::unmap;
 }
 
 bool is_instant(EventKind kind) {

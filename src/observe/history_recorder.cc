@@ -83,14 +83,15 @@ void HistoryRecorder::update_totals(const Event& event) {
     case EventKind::free:
       allocated_[tier] -= std::min(allocated_[tier], event.bytes);
       break;
+    // Physical memory held: segments (caching, static) or mapped granules (expandable).
     case EventKind::segment_alloc:
+    case EventKind::map:
       reserved_[tier] += event.bytes;
       break;
     case EventKind::segment_free:
+    case EventKind::unmap:
       reserved_[tier] -= std::min(reserved_[tier], event.bytes);
       break;
-    case EventKind::map:
-    case EventKind::unmap:
     case EventKind::spill:
     case EventKind::reclaim:
     case EventKind::oom:

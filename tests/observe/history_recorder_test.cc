@@ -1,6 +1,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <initializer_list>
+#include <vector>
 
 #include "npumem/errors.h"
 #include "npumem/history.h"
@@ -86,6 +88,32 @@ TEST(HistoryRecorder, RecordsSpillsReclaimsAndOoms) {
   EXPECT_EQ(entries.back().requested_bytes, 1024 * MiB);
   allocator.deallocate(held);
   allocator.deallocate(spilled);
+}
+
+TEST(HistoryRecorder, TierTotalsFollowTheStatsWithEveryStrategy) {
+  for (const Strategy strategy : {Strategy::caching, Strategy::expandable}) {
+    Config config;
+    config.strategy = strategy;
+    Allocator allocator(make_device("sim:hbm=256MiB,ddr=0"), config);
+    auto recorder = record_history(allocator);
+    std::vector<void*> live;
+    for (const std::size_t bytes :
+         std::initializer_list<std::size_t>{1000, 3 * MiB, 30 * MiB, 200 * KiB, 50 * MiB}) {
+      live.push_back(allocator.allocate(bytes));
+    }
+    allocator.deallocate(live[2]);
+    allocator.deallocate(live[4]);
+    allocator.empty_cache();
+    const Stats stats = allocator.stats();
+    const HistoryEntry last = recorder->entries().back();
+    EXPECT_EQ(static_cast<std::int64_t>(last.tier_allocated_bytes),
+              stats.allocated_bytes.by_tier[0].current)
+        << strategy_name(strategy);
+    EXPECT_EQ(static_cast<std::int64_t>(last.tier_reserved_bytes),
+              stats.reserved_bytes.by_tier[0].current)
+        << strategy_name(strategy);
+    for (void* p : {live[0], live[1], live[3]}) allocator.deallocate(p);
+  }
 }
 
 TEST(HistoryRecorder, CapturesBacktracesWhenAsked) {

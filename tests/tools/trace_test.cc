@@ -66,6 +66,17 @@ TEST(TraceTest, PoolSwitchesAndIterationMarkersBecomeEvents) {
   EXPECT_EQ(trace.memory_events(), 1u);
 }
 
+TEST(TraceTest, TagLinesBecomeEventsAndAnEmptyTagClears) {
+  const Trace trace = parse_trace("t layer.1\na 1 8\nt\nt layer.1\n", "t.trace");
+  ASSERT_EQ(trace.tags, (std::vector<std::string>{"layer.1", ""}));
+  ASSERT_EQ(trace.events.size(), 4u);
+  EXPECT_EQ(trace.events[0].op, TraceOp::tag);
+  EXPECT_EQ(trace.events[0].index, 0u);
+  EXPECT_EQ(trace.events[2].index, 1u);
+  EXPECT_EQ(trace.events[3].index, 0u);
+  EXPECT_EQ(parse_error("t a b\n"), "t.trace:1: 't' has extra fields after [<tag>]: 'b'");
+}
+
 TEST(TraceTest, PeakLiveBytesFollowsAllocationsAndFrees) {
   const Trace trace = parse_trace("a 1 100\na 2 50\nf 1\na 3 120\na 4 10\nf 2\n", "t.trace");
   EXPECT_EQ(peak_live_bytes(trace), 180u);  // 50 + 120 + 10
@@ -74,9 +85,9 @@ TEST(TraceTest, PeakLiveBytesFollowsAllocationsAndFrees) {
 
 TEST(TraceTest, ErrorsNameFileLineAndProblem) {
   EXPECT_EQ(parse_error("a 1 10\nx 2\n"),
-            "t.trace:2: unknown op 'x' (expected a, f, p, i or a # comment)");
+            "t.trace:2: unknown op 'x' (expected a, f, p, i, t or a # comment)");
   EXPECT_EQ(parse_error("alloc 1 2\n"),
-            "t.trace:1: unknown op 'alloc' (expected a, f, p, i or a # comment)");
+            "t.trace:1: unknown op 'alloc' (expected a, f, p, i, t or a # comment)");
 }
 
 TEST(TraceTest, RejectsMissingFields) {

@@ -1,0 +1,72 @@
+#include "html_timeline.h"
+
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "npumem/errors.h"
+#include "npumem/snapshot.h"
+#include "npumem/units.h"
+
+namespace npumem::cli {
+namespace {
+
+nlohmann::json snapshot_with_tag(const std::string& tag) {
+  Allocator allocator(make_device("sim:hbm=64MiB,ddr=0"));
+  auto recorder = record_history(allocator);
+  ScopedMemoryTag scoped(tag);
+  void* p = allocator.allocate(1 * MiB);
+  std::ostringstream out;
+  write_snapshot_json(memory_snapshot(allocator, recorder.get()), out);
+  allocator.deallocate(p);
+  return nlohmann::json::parse(out.str());
+}
+
+TEST(HtmlTimeline, IsOneSelfContainedPageWithTheSnapshotInside) {
+  const nlohmann::json snapshot = snapshot_with_tag("attention");
+  check_snapshot(snapshot);
+  const std::string page = render_html_timeline(snapshot, "run <1>.json");
+  EXPECT_EQ(page.rfind("<!DOCTYPE html>", 0), 0u);
+  EXPECT_NE(page.find("<title>npumem: run &lt;1&gt;.json</title>"), std::string::npos);
+  EXPECT_NE(page.find("data-rendered=\"pending\""), std::string::npos);
+  EXPECT_NE(page.find("<canvas id=\"timeline\""), std::string::npos);
+  EXPECT_NE(page.find("<svg id=\"segments\""), std::string::npos);
+  EXPECT_NE(page.find("\"attention\""), std::string::npos);
+  // Nothing is fetched: no external scripts, styles or images.
+  EXPECT_EQ(page.find("src="), std::string::npos);
+  EXPECT_EQ(page.find("href="), std::string::npos);
+  EXPECT_EQ(page.find("http://"), page.find("http://www.w3.org/2000/svg"));
+}
+
+TEST(HtmlTimeline, TagsCannotCloseTheScriptElement) {
+  const std::string page =
+      render_html_timeline(snapshot_with_tag("</script><script>alert(1)"), "x");
+  EXPECT_EQ(page.find("</script><script>alert"), std::string::npos);
+  EXPECT_NE(page.find("\\u003c/script>\\u003cscript>alert(1)"), std::string::npos);
+}
+
+TEST(HtmlTimeline, RejectsWhatIsNotASnapshot) {
+  nlohmann::json snapshot = snapshot_with_tag("");
+  EXPECT_THROW(check_snapshot(nlohmann::json::array()), Error);
+  EXPECT_THROW(check_snapshot({{"format", "other"}}), Error);
+  nlohmann::json future = snapshot;
+  future["version"] = 99;
+  try {
+    check_snapshot(future);
+    FAIL() << "expected an Error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("unsupported snapshot version 99"), std::string::npos);
+  }
+  nlohmann::json broken = snapshot;
+  broken["history"].erase("entries");
+  try {
+    check_snapshot(broken);
+    FAIL() << "expected an Error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("history.'entries' is missing"), std::string::npos)
+        << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace npumem::cli

@@ -1,0 +1,68 @@
+#include "mon_view.h"
+
+#include <gtest/gtest.h>
+
+#include "npumem/units.h"
+
+namespace npumem::cli {
+namespace {
+
+std::vector<DeviceView> one_device(double used_fraction) {
+  ProcessStats process;
+  process.pid = 42;
+  process.process_name = "train";
+  PublishedDevice device;
+  device.name = "sim:0";
+  const auto used = static_cast<std::uint64_t>(used_fraction * static_cast<double>(64 * GiB));
+  device.tiers[0] = {Tier::hbm, true, 64 * GiB, used, used / 2, used, used};
+  device.tiers[1] = {Tier::ddr, false, 0, 0, 0, 0, 0};
+  process.devices.push_back(device);
+  return device_views({process});
+}
+
+TEST(MonView, BarsFillByFraction) {
+  EXPECT_EQ(usage_bar(0.0, 10), "[..........]");
+  EXPECT_EQ(usage_bar(0.5, 10), "[#####.....]");
+  EXPECT_EQ(usage_bar(1.7, 4), "[####]");
+}
+
+TEST(MonView, SparklineScalesFromLowToFullBlock) {
+  EXPECT_EQ(sparkline({0.0, 0.5, 1.0}), "\u2581\u2585\u2588");
+  EXPECT_EQ(sparkline({}), "");
+}
+
+TEST(MonView, HistoryKeepsTheLastSamplesPerDeviceTier) {
+  UsageHistory history(2);
+  history.add(one_device(0.25));
+  history.add(one_device(0.5));
+  history.add(one_device(0.75));
+  const auto& samples = history.of("sim:0", Tier::hbm);
+  ASSERT_EQ(samples.size(), 2u);
+  EXPECT_DOUBLE_EQ(samples[0], 0.5);
+  EXPECT_DOUBLE_EQ(samples[1], 0.75);
+  EXPECT_TRUE(history.of("sim:0", Tier::ddr).empty());  // absent tier
+}
+
+TEST(MonView, ScreenShowsBarsSparklineAndProcesses) {
+  UsageHistory history(60);
+  history.add(one_device(0.5));
+  const std::string screen = mon_screen(one_device(0.5), history, "12:00:00", 1.0);
+  EXPECT_NE(screen.find("device 0  sim:0   processes 1"), std::string::npos) << screen;
+  EXPECT_NE(screen.find("hbm  [" + std::string(15, '#') + std::string(15, '.') + "]  50.0%"),
+            std::string::npos)
+      << screen;
+  EXPECT_NE(screen.find("\u2585"), std::string::npos);
+  EXPECT_NE(screen.find("pid 42"), std::string::npos);
+  EXPECT_EQ(screen.find("ddr"), std::string::npos);
+  EXPECT_NE(mon_screen({}, history, "12:00:00", 1.0).find("no process is using npumem"),
+            std::string::npos);
+}
+
+TEST(MonView, LineIsOneLinePerRefresh) {
+  const std::string line = mon_line(one_device(0.25), "12:00:00");
+  EXPECT_EQ(line, "12:00:00  sim:0 procs 1 hbm 16.0 GiB/64.0 GiB  25.0%\n");
+  EXPECT_EQ(mon_line({}, "12:00:00"), "12:00:00  no process is using npumem\n");
+}
+
+}  // namespace
+}  // namespace npumem::cli

@@ -1,0 +1,130 @@
+// `npumem smi` and `npumem mon` against a real process: a replay held open with --hold.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "run_npumem.h"
+
+extern char** environ;
+
+namespace npumem::cli {
+namespace {
+
+using testing::run_npumem;
+
+const std::string kTrace = std::string(NPUMEM_SHARED_DIR) + "/traces/vit_b_16_infer.trace";
+
+// Starts `npumem replay kTrace --hold SECONDS` in the background.
+pid_t start_held_replay(const std::string& seconds) {
+  const std::string program = std::string(NPUMEM_BIN_DIR) + "/npumem";
+  std::vector<std::string> args = {program, "replay", kTrace, "--hold", seconds};
+  std::vector<char*> argv;
+  for (std::string& arg : args) argv.push_back(arg.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
+  pid_t pid = 0;
+  const int error = posix_spawn(&pid, program.c_str(), &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  return error == 0 ? pid : -1;
+}
+
+// The process entry of `pid` in `smi --json`, or null.
+nlohmann::json process_in_smi(pid_t pid) {
+  const auto smi = run_npumem("smi --json");
+  EXPECT_EQ(smi.exit_code, 0) << smi.err;
+  const auto json = nlohmann::json::parse(smi.out);
+  for (const auto& device : json.at("devices")) {
+    for (const auto& process : device.at("processes")) {
+      if (process.at("pid") == pid) {
+        nlohmann::json found = process;
+        found["device_id"] = device.at("id");
+        found["device"] = device.at("name");
+        return found;
+      }
+    }
+  }
+  return nullptr;
+}
+
+// Waits until smi sees the replay's page with its final figures.
+nlohmann::json wait_for_allocations(pid_t pid) {
+  for (int attempt = 0; attempt < 200; ++attempt) {
+    nlohmann::json process = process_in_smi(pid);
+    if (!process.is_null() && process.at("allocated_bytes").get<std::uint64_t>() > 0) {
+      return process;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return nullptr;
+}
+
+TEST(SmiCliTest, SeesARunningReplayAndForgetsItWhenItExits) {
+  const pid_t replay = start_held_replay("3");
+  ASSERT_GT(replay, 0);
+  const nlohmann::json process = wait_for_allocations(replay);
+  ASSERT_FALSE(process.is_null()) << "smi never showed pid " << replay;
+  EXPECT_EQ(process.at("name"), "npumem");
+  EXPECT_EQ(process.at("device"), "sim:0");
+  EXPECT_GE(process.at("reserved_bytes").get<std::uint64_t>(),
+            process.at("allocated_bytes").get<std::uint64_t>());
+  EXPECT_GE(process.at("peak_allocated_bytes").get<std::uint64_t>(),
+            process.at("allocated_bytes").get<std::uint64_t>());
+
+  const auto table = run_npumem("smi");
+  EXPECT_EQ(table.exit_code, 0);
+  EXPECT_NE(table.out.find("npumem-smi"), std::string::npos);
+  EXPECT_NE(table.out.find(" " + std::to_string(replay) + " "), std::string::npos) << table.out;
+  const std::string id = std::to_string(process.at("device_id").get<int>());
+  const auto detail = run_npumem("smi -t memory -i " + id);
+  EXPECT_EQ(detail.exit_code, 0) << detail.err;
+  EXPECT_NE(detail.out.find("Process " + std::to_string(replay) + " (npumem)"), std::string::npos)
+      << detail.out;
+  const auto mon = run_npumem("mon --count 2 --interval 0.1");
+  EXPECT_EQ(mon.exit_code, 0);
+  EXPECT_EQ(std::count(mon.out.begin(), mon.out.end(), '\n'), 2) << mon.out;
+  EXPECT_NE(mon.out.find("sim:0 procs"), std::string::npos) << mon.out;
+
+  int status = 0;
+  ASSERT_EQ(::waitpid(replay, &status, 0), replay);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  EXPECT_TRUE(process_in_smi(replay).is_null());
+  EXPECT_FALSE(std::filesystem::exists("/dev/shm/npumem." + std::to_string(replay)));
+}
+
+TEST(SmiCliTest, PagesOfKilledProcessesAreCleanedUp) {
+  const pid_t replay = start_held_replay("60");
+  ASSERT_GT(replay, 0);
+  ASSERT_FALSE(wait_for_allocations(replay).is_null());
+  ::kill(replay, SIGKILL);
+  int status = 0;
+  ASSERT_EQ(::waitpid(replay, &status, 0), replay);
+  const std::string page = "/dev/shm/npumem." + std::to_string(replay);
+  EXPECT_TRUE(std::filesystem::exists(page));  // nobody removed it at exit
+  EXPECT_TRUE(process_in_smi(replay).is_null());
+  EXPECT_FALSE(std::filesystem::exists(page));
+}
+
+TEST(SmiCliTest, BadRequestsGetAClearError) {
+  const auto unknown = run_npumem("smi -t memory -i 4096");
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_NE(unknown.err.find("no device with id 4096"), std::string::npos) << unknown.err;
+  const auto no_id = run_npumem("smi -t memory");
+  EXPECT_EQ(no_id.exit_code, 2);
+  EXPECT_NE(no_id.err.find("needs -i ID"), std::string::npos) << no_id.err;
+  EXPECT_EQ(run_npumem("smi -t power -i 0").exit_code, 2);
+}
+
+}  // namespace
+}  // namespace npumem::cli

@@ -1,0 +1,118 @@
+#include "smi_view.h"
+
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "npumem/errors.h"
+#include "npumem/units.h"
+
+namespace npumem::cli {
+namespace {
+
+PublishedDevice device(const std::string& name, std::uint64_t hbm_reserved,
+                       std::uint64_t hbm_allocated) {
+  PublishedDevice published;
+  published.name = name;
+  published.tiers[0] = {Tier::hbm,     true,         64 * GiB,           hbm_reserved,
+                        hbm_allocated, hbm_reserved, hbm_allocated + MiB};
+  published.tiers[1] = {Tier::ddr, true, 128 * GiB, 0, 0, 0, 0};
+  return published;
+}
+
+ProcessStats process(int pid, const std::string& name, std::vector<PublishedDevice> devices) {
+  ProcessStats stats;
+  stats.pid = pid;
+  stats.process_name = name;
+  stats.devices = std::move(devices);
+  return stats;
+}
+
+std::vector<DeviceView> two_processes() {
+  return device_views(
+      {process(200, "train", {device("sim:0", 8 * GiB, 6 * GiB)}),
+       process(100, "infer",
+               {device("sim:0", 4 * GiB, 3 * GiB), device("sim:1", 1 * GiB, 1 * GiB)})});
+}
+
+TEST(SmiView, GroupsProcessesByDeviceAndSumsTheirUse) {
+  const std::vector<DeviceView> devices = two_processes();
+  ASSERT_EQ(devices.size(), 2u);
+  const DeviceView& first = devices[0];
+  EXPECT_EQ(first.id, 0);
+  EXPECT_EQ(first.name, "sim:0");
+  ASSERT_EQ(first.processes.size(), 2u);
+  EXPECT_EQ(first.processes[0].pid, 100);  // by pid
+  EXPECT_EQ(first.processes[1].name, "train");
+  const TierView& hbm = first.tiers[0];
+  EXPECT_EQ(hbm.total_bytes, 64 * GiB);
+  EXPECT_EQ(hbm.used_bytes, 12 * GiB);
+  EXPECT_EQ(hbm.allocated_bytes, 9 * GiB);
+  EXPECT_EQ(hbm.free_bytes, 52 * GiB);
+  EXPECT_DOUBLE_EQ(hbm.utilization, 12.0 / 64.0);
+  EXPECT_EQ(first.processes[1].peak_allocated_bytes, 6 * GiB + MiB);
+  EXPECT_EQ(devices[1].name, "sim:1");
+  EXPECT_EQ(devices[1].id, 1);
+}
+
+TEST(SmiView, TableLooksLikeNpuSmi) {
+  const std::string table = smi_table(two_processes(), "2026-11-29 17:03:04");
+  std::istringstream lines(table);
+  std::string line;
+  std::size_t width = 0;
+  while (std::getline(lines, line)) {
+    if (line.empty()) continue;
+    if (width == 0) width = line.size();
+    EXPECT_EQ(line.size(), width) << line;  // every line as wide as the frame
+  }
+  EXPECT_NE(table.find("npumem-smi"), std::string::npos);
+  EXPECT_NE(table.find("2026-11-29 17:03:04"), std::string::npos);
+  EXPECT_NE(table.find("| 0     | sim:0            | hbm  |     64.0 GiB |     12.0 GiB |     "
+                       "52.0 GiB |     18.8% |"),
+            std::string::npos)
+      << table;
+  EXPECT_NE(table.find("| 0     | 200      | train               |      8.00 GiB |       6.00 GiB"),
+            std::string::npos)
+      << table;
+}
+
+TEST(SmiView, EmptyTableSaysSo) {
+  const std::string table = smi_table({}, "now");
+  EXPECT_NE(table.find("No devices in use"), std::string::npos);
+  EXPECT_NE(table.find("No running processes found"), std::string::npos);
+}
+
+TEST(SmiView, MemoryDetailOfOneDevice) {
+  const std::string detail = smi_memory_detail(two_processes()[0]);
+  EXPECT_NE(detail.find("NPU ID                           : 0"), std::string::npos) << detail;
+  EXPECT_NE(detail.find("Tier hbm"), std::string::npos);
+  EXPECT_NE(detail.find("    Used (reserved)              : 12.0 GiB"), std::string::npos)
+      << detail;
+  EXPECT_NE(detail.find("Process 200 (train)"), std::string::npos);
+}
+
+TEST(SmiView, JsonHasDevicesTiersAndProcesses) {
+  const nlohmann::json json = smi_json(two_processes());
+  const auto& device = json.at("devices").at(0);
+  EXPECT_EQ(device.at("name"), "sim:0");
+  EXPECT_EQ(device.at("tiers").at(0).at("used_bytes"), 12 * GiB);
+  EXPECT_EQ(device.at("tiers").at(1).at("tier"), "ddr");
+  EXPECT_EQ(device.at("processes").at(1).at("pid"), 200);
+  EXPECT_EQ(device.at("processes").at(1).at("reserved_bytes"), 8 * GiB);
+  EXPECT_EQ(device.at("processes").at(1).at("tiers").size(), 2u);
+}
+
+TEST(SmiView, UnknownIdsNameTheIdsThereAre) {
+  const auto devices = two_processes();
+  EXPECT_EQ(device_by_id(devices, 1).name, "sim:1");
+  try {
+    device_by_id(devices, 5);
+    FAIL() << "expected an Error";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "no device with id 5 (ids 0..1)");
+  }
+  EXPECT_THROW(device_by_id({}, 0), Error);
+}
+
+}  // namespace
+}  // namespace npumem::cli

@@ -1,0 +1,327 @@
+#include "html_timeline.h"
+
+#include "npumem/errors.h"
+#include "npumem/snapshot.h"
+
+namespace npumem::cli {
+namespace {
+
+constexpr const char* kStyle = R"css(
+body{font:13px system-ui,sans-serif;margin:16px;color:#222;background:#fafafa}
+h1{font-size:18px;margin:0 0 4px}h2{font-size:15px;margin:20px 0 6px}
+.meta{color:#555}#error{color:#b00;font-weight:bold}
+canvas,svg{border:1px solid #ccc;background:#fff;display:block}
+table{border-collapse:collapse;background:#fff}
+td,th{padding:2px 10px;border-bottom:1px solid #eee;text-align:right}
+td.l,th.l{text-align:left}
+.legend span{display:inline-block;margin:4px 14px 0 0}
+.legend i{display:inline-block;width:10px;height:10px;margin-right:4px;vertical-align:middle}
+)css";
+
+constexpr const char* kBody = R"html(
+<h1>npumem memory timeline</h1>
+<div class="meta" id="meta"></div>
+<div id="error"></div>
+<h2>Memory over time, stacked by allocation</h2>
+<canvas id="timeline" width="1300" height="420"></canvas>
+<div class="legend" id="legend"></div>
+<h2>Segments</h2>
+<div class="meta" id="segmeta"></div>
+<svg id="segments" width="1300" height="20"></svg>
+<h2>Largest live blocks at the peak</h2>
+<div class="meta" id="peakmeta"></div>
+<table id="largest"></table>
+)html";
+
+// Draws the page from the snapshot in <script id="snapshot">.
+constexpr const char* kScript = R"js(
+"use strict";
+window.addEventListener("error", function (e) {
+  document.body.dataset.rendered = "error";
+  document.body.dataset.error = String(e.message);
+  document.getElementById("error").textContent = "error: " + e.message;
+});
+(function () {
+  var snap = JSON.parse(document.getElementById("snapshot").textContent);
+  var plotted = 0;
+  var SVG = "http://www.w3.org/2000/svg";
+
+  function fmt(b) {
+    var units = ["B", "KiB", "MiB", "GiB", "TiB"], i = 0;
+    while (b >= 1024 && i < units.length - 1) { b /= 1024; i++; }
+    return (i ? b.toPrecision(3) : String(b)) + " " + units[i];
+  }
+  function hue(text) {
+    var h = 7;
+    for (var i = 0; i < text.length; i++) h = (h * 31 + text.charCodeAt(i)) >>> 0;
+    return h % 360;
+  }
+  // A tag's hue, varied per allocation so that neighbours stay apart.
+  function color(tag, n) {
+    return "hsl(" + hue(tag || "(untagged)") + "," + (50 + (n % 3) * 15) + "%," +
+           (45 + (n % 4) * 7) + "%)";
+  }
+  function el(name, attrs, parent) {
+    var node = document.createElementNS(SVG, name);
+    for (var k in attrs) node.setAttribute(k, attrs[k]);
+    parent.appendChild(node);
+    return node;
+  }
+
+  // Allocations out of the history: live over [start, end) in event numbers.
+  var entries = snap.history.entries, n = entries.length;
+  var allocs = [], open = new Map(), tierAlloc = {}, tierResv = {};
+  var totalAlloc = new Float64Array(n), totalResv = new Float64Array(n);
+  for (var i = 0; i < n; i++) {
+    var e = entries[i];
+    if (e.kind === "alloc") {
+      var a = { start: i, end: n, size: e.bytes, requested: e.requested_bytes, tag: e.tag,
+                pool: e.pool, tier: e.tier, address: e.address, n: allocs.length };
+      allocs.push(a);
+      open.set(e.address, a);
+    } else if (e.kind === "free" && open.has(e.address)) {
+      open.get(e.address).end = i;
+      open.delete(e.address);
+    }
+    tierAlloc[e.tier] = e.tier_allocated_bytes;
+    tierResv[e.tier] = e.tier_reserved_bytes;
+    for (var t in tierAlloc) { totalAlloc[i] += tierAlloc[t]; totalResv[i] += tierResv[t]; }
+  }
+  var peak = 0;
+  for (i = 1; i < n; i++) if (totalAlloc[i] > totalAlloc[peak]) peak = i;
+
+  document.getElementById("meta").textContent =
+    "device " + snap.device.name + " \u00b7 " + snap.config + " \u00b7 peak allocated " +
+    fmt(snap.stats["allocated_bytes.all.peak"]) + " \u00b7 peak reserved " +
+    fmt(snap.stats["reserved_bytes.all.peak"]) + " \u00b7 " +
+    (snap.history.recorded ? n + " events" +
+      (snap.history.dropped ? " (" + snap.history.dropped + " older ones dropped)" : "")
+      : "no history recorded (replay with --record)");
+
+  function drawTimeline() {
+    var canvas = document.getElementById("timeline"), ctx = canvas.getContext("2d");
+    var W = canvas.width, H = canvas.height, L = 80, R = 10, T = 12, B = 30;
+    var pw = W - L - R, ph = H - T - B;
+    ctx.fillStyle = "#fff";
+    ctx.fillRect(0, 0, W, H);
+    ctx.font = "12px sans-serif";
+    if (n === 0) {
+      ctx.fillStyle = "#555";
+      ctx.fillText("no history recorded", L + 10, T + 20);
+      return;
+    }
+    var maxY = 1;
+    for (i = 0; i < n; i++) maxY = Math.max(maxY, totalAlloc[i], totalResv[i]);
+    var cols = Math.min(pw, n), colW = pw / cols;
+    var byEnd = allocs.slice().sort(function (x, y) { return x.end - y.end; });
+    var live = new Map(), added = 0, removed = 0, bytesSeen = {};
+    var reservedLine = [];
+    for (var c = 0; c < cols; c++) {
+      var idx = Math.floor((c + 1) * n / cols) - 1;
+      while (added < allocs.length && allocs[added].start <= idx) {
+        live.set(allocs[added].n, allocs[added]);
+        added++;
+      }
+      while (removed < byEnd.length && byEnd[removed].end <= idx) {
+        live.delete(byEnd[removed].n);
+        removed++;
+      }
+      var x = L + c * colW, y = T + ph, tracked = 0, small = 0;
+      live.forEach(function (a) { tracked += a.size; });
+      // Allocations made before recording began (or dropped from the ring).
+      var base = Math.max(0, totalAlloc[idx] - tracked);
+      function bar(bytes, style) {
+        var h = bytes / maxY * ph;
+        ctx.fillStyle = style;
+        ctx.fillRect(x, y - h, colW + 0.6, h);
+        y -= h;
+        plotted++;
+      }
+      if (base > 0) bar(base, "#9a9a9a");
+      live.forEach(function (a) {
+        if (a.size / maxY * ph < 0.75) { small += a.size; return; }
+        if (small > 0) { bar(small, "#c8c8c8"); small = 0; }
+        bar(a.size, color(a.tag, a.n));
+      });
+      if (small > 0) bar(small, "#c8c8c8");
+      reservedLine.push([x + colW / 2, T + ph - totalResv[idx] / maxY * ph]);
+    }
+    ctx.strokeStyle = "#000";
+    ctx.lineWidth = 1.5;
+    ctx.beginPath();
+    reservedLine.forEach(function (p, k) { if (k) ctx.lineTo(p[0], p[1]); else ctx.moveTo(p[0], p[1]); });
+    ctx.stroke();
+    plotted++;
+    var px = L + (peak + 0.5) / n * pw;
+    ctx.strokeStyle = "#d00";
+    ctx.setLineDash([4, 3]);
+    ctx.beginPath(); ctx.moveTo(px, T); ctx.lineTo(px, T + ph); ctx.stroke();
+    ctx.setLineDash([]);
+    ctx.fillStyle = "#222";
+    ctx.strokeStyle = "#888";
+    ctx.lineWidth = 1;
+    for (var k = 0; k <= 5; k++) {
+      var v = maxY * k / 5, yy = T + ph - ph * k / 5;
+      ctx.fillText(fmt(Math.round(v)), 4, yy + 4);
+      ctx.beginPath(); ctx.moveTo(L - 4, yy); ctx.lineTo(L, yy); ctx.stroke();
+    }
+    for (k = 0; k <= 10; k++) {
+      var ex = Math.round((n - 1) * k / 10);
+      ctx.fillText(String(ex), L + pw * k / 10 - 10, H - 10);
+    }
+    ctx.fillText("event #   (black line: reserved; dashed red: peak allocated)", L + pw / 2 - 150, H - 10 + 0);
+  }
+
+  function drawLegend() {
+    var byTag = {};
+    allocs.forEach(function (a) { if (a.start <= peak && a.end > peak) byTag[a.tag] = (byTag[a.tag] || 0) + a.size; });
+    var tags = Object.keys(byTag).sort(function (x, y) { return byTag[y] - byTag[x]; }).slice(0, 12);
+    var legend = document.getElementById("legend");
+    tags.forEach(function (tag) {
+      var span = document.createElement("span"), sw = document.createElement("i");
+      sw.style.background = color(tag, 0);
+      span.appendChild(sw);
+      span.appendChild(document.createTextNode((tag || "(untagged)") + ": " + fmt(byTag[tag]) + " at the peak"));
+      legend.appendChild(span);
+    });
+  }
+
+  function drawSegments() {
+    var svg = document.getElementById("segments"), W = 1300, rowH = 16, labelW = 230;
+    var segs = snap.segments.slice(0, 400), maxSize = 1;
+    segs.forEach(function (s) { maxSize = Math.max(maxSize, s.size); });
+    document.getElementById("segmeta").textContent = snap.segments.length + " segments at snapshot time" +
+      (snap.segments.length > segs.length ? " (first " + segs.length + " shown)" : "") +
+      "; coloured: allocated blocks, grey: free";
+    svg.setAttribute("height", String(Math.max(20, segs.length * rowH + 4)));
+    segs.forEach(function (s, r) {
+      var y = 2 + r * rowH, barW = (W - labelW - 10) * s.size / maxSize;
+      var label = el("text", { x: 4, y: y + 11, "font-size": 11 }, svg);
+      label.textContent = s.tier + " " + s.pool + " " + s.kind + " " + fmt(s.size);
+      s.blocks.forEach(function (b, j) {
+        var bx = labelW + (b.address - s.address) / s.size * barW;
+        var rect = el("rect", { x: bx, y: y, width: Math.max(0.5, b.size / s.size * barW), height: rowH - 3,
+          fill: b.state === "allocated" ? color(b.tag, j) : "#e6e6e6", stroke: "#fff", "stroke-width": 0.3 }, svg);
+        el("title", {}, rect).textContent = b.state + " " + fmt(b.size) + (b.tag ? " (" + b.tag + ")" : "");
+        plotted++;
+      });
+    });
+  }
+
+  function drawLargest() {
+    var rows = [], note;
+    if (n > 0) {
+      rows = allocs.filter(function (a) { return a.start <= peak && a.end > peak; });
+      note = "at event " + peak + ", when " + fmt(totalAlloc[peak]) + " was allocated";
+    } else {
+      snap.segments.forEach(function (s) {
+        s.blocks.forEach(function (b) {
+          if (b.state === "allocated") rows.push({ size: b.size, requested: b.requested_bytes, tag: b.tag,
+            pool: s.pool, tier: s.tier, address: b.address, start: null });
+        });
+      });
+      note = "no history: the live blocks at snapshot time";
+    }
+    rows.sort(function (x, y) { return y.size - x.size; });
+    document.getElementById("peakmeta").textContent = note;
+    var table = document.getElementById("largest");
+    table.innerHTML = "<tr><th>size</th><th>requested</th><th class=l>tag</th><th class=l>pool</th>" +
+      "<th class=l>tier</th><th class=l>address</th><th>allocated at event</th></tr>";
+    rows.slice(0, 20).forEach(function (a) {
+      var tr = table.insertRow();
+      [fmt(a.size), fmt(a.requested), a.tag || "(untagged)", a.pool, a.tier,
+       "0x" + a.address.toString(16), a.start === null ? "" : String(a.start)].forEach(function (v, k) {
+        var td = tr.insertCell();
+        td.textContent = v;
+        if (k >= 2 && k <= 5) td.className = "l";
+      });
+    });
+  }
+
+  drawTimeline();
+  drawLegend();
+  drawSegments();
+  drawLargest();
+  document.body.dataset.plotted = String(plotted);
+  if (document.body.dataset.rendered !== "error") document.body.dataset.rendered = "ok";
+})();
+)js";
+
+// JSON inside <script>: "<" only occurs in strings, where \u003c means the same and
+// cannot close the element.
+std::string script_safe(const std::string& json) {
+  std::string safe;
+  safe.reserve(json.size());
+  for (const char c : json) {
+    if (c == '<') {
+      safe += "\\u003c";
+    } else {
+      safe += c;
+    }
+  }
+  return safe;
+}
+
+std::string html_escaped(const std::string& text) {
+  std::string escaped;
+  for (const char c : text) {
+    switch (c) {
+      case '<':
+        escaped += "&lt;";
+        break;
+      case '>':
+        escaped += "&gt;";
+        break;
+      case '&':
+        escaped += "&amp;";
+        break;
+      case '"':
+        escaped += "&quot;";
+        break;
+      default:
+        escaped += c;
+    }
+  }
+  return escaped;
+}
+
+void require(const nlohmann::json& object, const char* key, nlohmann::json::value_t type,
+             const std::string& where) {
+  if (!object.is_object() || !object.contains(key) || object.at(key).type() != type) {
+    throw Error("not an npumem snapshot: " + where + "'" + key +
+                "' is missing or of the wrong type");
+  }
+}
+
+}  // namespace
+
+void check_snapshot(const nlohmann::json& snapshot) {
+  using Type = nlohmann::json::value_t;
+  if (!snapshot.is_object() || snapshot.value("format", "") != "npumem.snapshot") {
+    throw Error("not an npumem snapshot: \"format\" is not \"npumem.snapshot\"");
+  }
+  const auto version = snapshot.find("version");
+  if (version == snapshot.end() || !version->is_number_integer() || *version != kSnapshotVersion) {
+    throw Error("unsupported snapshot version " +
+                (version == snapshot.end() ? std::string("(none)") : version->dump()) +
+                " (this npumem reads version " + std::to_string(kSnapshotVersion) + ")");
+  }
+  require(snapshot, "device", Type::object, "");
+  require(snapshot.at("device"), "name", Type::string, "device.");
+  require(snapshot, "config", Type::string, "");
+  require(snapshot, "stats", Type::object, "");
+  require(snapshot, "segments", Type::array, "");
+  require(snapshot, "history", Type::object, "");
+  require(snapshot.at("history"), "entries", Type::array, "history.");
+}
+
+std::string render_html_timeline(const nlohmann::json& snapshot, const std::string& title) {
+  return "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<title>npumem: " +
+         html_escaped(title) + "</title>\n<style>" + kStyle + "</style></head>\n" +
+         "<body data-rendered=\"pending\">" + kBody +
+         "<script type=\"application/json\" id=\"snapshot\">" +
+         script_safe(snapshot.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)) +
+         "</script>\n<script>" + kScript + "</script>\n</body></html>\n";
+}
+
+}  // namespace npumem::cli

@@ -1,0 +1,127 @@
+#include "replay_observers.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <thread>
+
+#include "npumem/errors.h"
+#include "npumem/snapshot.h"
+
+namespace npumem::cli {
+namespace {
+
+// Writes through `write` into `path`; throws Error naming the file when it fails.
+template <typename Write>
+void write_file(const std::string& path, const char* what, Write write) {
+  std::ofstream out(path, std::ios::binary);
+  if (!out)
+    throw Error("cannot write " + std::string(what) + " " + path + ": " + std::strerror(errno));
+  write(out);
+  out.close();
+  if (!out) throw Error("cannot write " + std::string(what) + " " + path + ": write failed");
+}
+
+}  // namespace
+
+void add_replay_observer_options(CLI::App& command, ReplayObserverOptions& options) {
+  command.add_option("--record", options.record_path,
+                     "write a memory snapshot with the recorded history (JSON; see `npumem viz`)");
+  command.add_option("--chrome-trace", options.chrome_trace_path,
+                     "write the history as a Chrome Trace Event file (Perfetto, chrome://tracing)");
+  command
+      .add_option("--history-entries", options.history_entries,
+                  "events the history keeps (the oldest are dropped)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  command.add_flag("--leak-check", options.leak_check,
+                   "baseline at the first `i` line, judge growth at the last, name survivors");
+  command
+      .add_option("--leak-threshold", options.leak_threshold,
+                  "growth of allocated bytes that counts as a leak")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  command
+      .add_option("--hold", options.hold_seconds,
+                  "keep the finished replay alive this many seconds (visible to `npumem smi`)")
+      ->check(CLI::NonNegativeNumber);
+}
+
+ReplayObservers::ReplayObservers(ReplayObserverOptions options, const Trace& trace)
+    : options_(std::move(options)), trace_iterations_(trace.iterations) {
+  // Fail before a long replay rather than after it.
+  for (const std::string& path : {options_.record_path, options_.chrome_trace_path}) {
+    if (!path.empty()) write_file(path, "output", [](std::ostream&) {});
+  }
+  if (options_.leak_check && trace_iterations_ < 2) {
+    throw Error("--leak-check needs iteration markers: " + trace.source + " has " +
+                std::to_string(trace_iterations_) +
+                " `i` lines, and the check needs at least two (a baseline and an end)");
+  }
+}
+
+ReplayHooks ReplayObservers::hooks() {
+  return {[this](Allocator& allocator) { start(allocator); },
+          [this](Allocator& allocator) { iteration(allocator); },
+          [this](Allocator& allocator) { finish(allocator); }};
+}
+
+void ReplayObservers::start(Allocator& allocator) {
+  try {
+    publisher_ = std::make_unique<StatsPublisher>();
+    registration_ = publisher_->publish(allocator);
+  } catch (const Error& e) {
+    std::cerr << "npumem: not publishing stats for `npumem smi`: " << e.what() << "\n";
+  }
+  if (!options_.record_path.empty() || !options_.chrome_trace_path.empty()) {
+    recorder_ = record_history(allocator, {.max_entries = options_.history_entries});
+  }
+}
+
+// The first `i` is the baseline (what came before is setup); the last one ends the check.
+void ReplayObservers::iteration(Allocator& allocator) {
+  if (!options_.leak_check) return;
+  ++iterations_seen_;
+  if (iterations_seen_ == 1) {
+    leaks_ = LeakDetector::attach(allocator, {.threshold = options_.leak_threshold});
+    return;
+  }
+  leaks_->tick();
+  if (iterations_seen_ == trace_iterations_) leak_report_ = leaks_->report();
+}
+
+void ReplayObservers::finish(Allocator& allocator) {
+  if (leaks_ && !leak_report_) leak_report_ = leaks_->report();  // stopped early (OOM)
+  write_files(allocator);
+  if (publisher_) publisher_->publish_now();
+  hold();
+  registration_ = {};
+}
+
+void ReplayObservers::write_files(const Allocator& allocator) const {
+  if (!recorder_) return;
+  const MemorySnapshot snapshot = memory_snapshot(allocator, recorder_.get());
+  if (!options_.record_path.empty()) {
+    write_file(options_.record_path, "snapshot",
+               [&](std::ostream& out) { write_snapshot_json(snapshot, out); });
+    std::cerr << "npumem: snapshot with " << snapshot.history.entries.size()
+              << " history events written to " << options_.record_path << "\n";
+  }
+  if (!options_.chrome_trace_path.empty()) {
+    write_file(options_.chrome_trace_path, "Chrome trace",
+               [&](std::ostream& out) { write_chrome_trace(snapshot, out); });
+    std::cerr << "npumem: Chrome trace written to " << options_.chrome_trace_path << "\n";
+  }
+}
+
+void ReplayObservers::hold() const {
+  if (options_.hold_seconds <= 0.0) return;
+  std::cerr << "npumem: replay done; holding for " << options_.hold_seconds << " s (pid "
+            << ::getpid() << ", see `npumem smi`)\n";
+  std::this_thread::sleep_for(std::chrono::duration<double>(options_.hold_seconds));
+}
+
+}  // namespace npumem::cli

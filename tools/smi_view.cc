@@ -1,0 +1,254 @@
+#include "smi_view.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <map>
+#include <sstream>
+
+#include "npumem/errors.h"
+#include "npumem/units.h"
+
+namespace npumem::cli {
+namespace {
+
+constexpr int kTableWidth = 92;
+
+std::string percent(double fraction) {
+  char text[16];
+  std::snprintf(text, sizeof text, "%.1f%%", fraction * 100.0);
+  return text;
+}
+
+std::string cell(const std::string& text, int width, bool right = false) {
+  char out[256];
+  std::snprintf(out, sizeof out, right ? " %*s |" : " %-*s |", width - 2, text.c_str());
+  return out;
+}
+
+std::string rule(const std::vector<int>& widths, char c) {
+  std::string line = "+";
+  for (const int width : widths) line += std::string(static_cast<std::size_t>(width), c) + "+";
+  return line + "\n";
+}
+
+ProcessView process_view(const ProcessStats& process, const PublishedDevice& device) {
+  ProcessView view{process.pid, process.process_name, device.tiers, 0, 0, 0, 0, device.num_ooms};
+  for (const PublishedTier& tier : device.tiers) {
+    view.reserved_bytes += tier.reserved_bytes;
+    view.allocated_bytes += tier.allocated_bytes;
+    view.peak_allocated_bytes += tier.peak_allocated_bytes;
+    view.peak_reserved_bytes += tier.peak_reserved_bytes;
+  }
+  return view;
+}
+
+void add_process(DeviceView& device, const ProcessView& process) {
+  for (std::size_t t = 0; t < kTierCount; ++t) {
+    const PublishedTier& published = process.tiers[t];
+    TierView& tier = device.tiers[t];
+    tier.tier = published.tier;
+    tier.present = tier.present || published.present;
+    tier.total_bytes = std::max(tier.total_bytes, published.capacity_bytes);
+    tier.used_bytes += published.reserved_bytes;
+    tier.allocated_bytes += published.allocated_bytes;
+  }
+  device.num_ooms += process.num_ooms;
+  device.processes.push_back(process);
+}
+
+void finish_tiers(DeviceView& device) {
+  for (TierView& tier : device.tiers) {
+    tier.free_bytes = tier.total_bytes > tier.used_bytes ? tier.total_bytes - tier.used_bytes : 0;
+    tier.utilization = tier.total_bytes == 0 ? 0.0
+                                             : static_cast<double>(tier.used_bytes) /
+                                                   static_cast<double>(tier.total_bytes);
+  }
+}
+
+nlohmann::json tier_json(const TierView& tier) {
+  return {{"tier", tier_name(tier.tier)},
+          {"present", tier.present},
+          {"total_bytes", tier.total_bytes},
+          {"used_bytes", tier.used_bytes},
+          {"allocated_bytes", tier.allocated_bytes},
+          {"free_bytes", tier.free_bytes},
+          {"utilization", tier.utilization}};
+}
+
+nlohmann::json process_json(const ProcessView& process) {
+  nlohmann::json tiers = nlohmann::json::array();
+  for (const PublishedTier& tier : process.tiers) {
+    if (!tier.present) continue;
+    tiers.push_back({{"tier", tier_name(tier.tier)},
+                     {"reserved_bytes", tier.reserved_bytes},
+                     {"allocated_bytes", tier.allocated_bytes},
+                     {"peak_reserved_bytes", tier.peak_reserved_bytes},
+                     {"peak_allocated_bytes", tier.peak_allocated_bytes}});
+  }
+  return {{"pid", process.pid},
+          {"name", process.name},
+          {"reserved_bytes", process.reserved_bytes},
+          {"allocated_bytes", process.allocated_bytes},
+          {"peak_allocated_bytes", process.peak_allocated_bytes},
+          {"peak_reserved_bytes", process.peak_reserved_bytes},
+          {"num_ooms", process.num_ooms},
+          {"tiers", tiers}};
+}
+
+std::string device_rows(const DeviceView& device, const std::vector<int>& widths) {
+  std::string rows;
+  bool first = true;
+  for (const TierView& tier : device.tiers) {
+    if (!tier.present) continue;
+    rows += "|" + cell(first ? std::to_string(device.id) : "", widths[0]) +
+            cell(first ? device.name : "", widths[1]) +
+            cell(std::string(tier_name(tier.tier)), widths[2]) +
+            cell(format_bytes(tier.total_bytes), widths[3], true) +
+            cell(format_bytes(tier.used_bytes), widths[4], true) +
+            cell(format_bytes(tier.free_bytes), widths[5], true) +
+            cell(percent(tier.utilization), widths[6], true) + "\n";
+    first = false;
+  }
+  return rows;
+}
+
+std::string process_table(const std::vector<DeviceView>& devices) {
+  const std::vector<int> widths = {7, 10, 21, 15, 16, 16};  // as wide as kTableWidth
+  std::string table = rule(widths, '-') + "|" + cell("ID", widths[0]) + cell("PID", widths[1]) +
+                      cell("Process name", widths[2]) + cell("Reserved", widths[3], true) +
+                      cell("Allocated", widths[4], true) + cell("Peak", widths[5], true) + "\n" +
+                      rule(widths, '=');
+  bool any = false;
+  for (const DeviceView& device : devices) {
+    for (const ProcessView& process : device.processes) {
+      table += "|" + cell(std::to_string(device.id), widths[0]) +
+               cell(std::to_string(process.pid), widths[1]) + cell(process.name, widths[2]) +
+               cell(format_bytes(process.reserved_bytes), widths[3], true) +
+               cell(format_bytes(process.allocated_bytes), widths[4], true) +
+               cell(format_bytes(process.peak_allocated_bytes), widths[5], true) + "\n";
+      any = true;
+    }
+  }
+  if (!any) {
+    char line[128];
+    std::snprintf(line, sizeof line, "| %-*s |\n", kTableWidth - 4, "No running processes found");
+    table += line;
+  }
+  return table + rule(widths, '-');
+}
+
+}  // namespace
+
+std::vector<DeviceView> device_views(const std::vector<ProcessStats>& processes) {
+  std::map<std::string, DeviceView> by_name;
+  for (const ProcessStats& process : processes) {
+    for (const PublishedDevice& device : process.devices) {
+      DeviceView& view = by_name[device.name];
+      view.name = device.name;
+      add_process(view, process_view(process, device));
+    }
+  }
+  std::vector<DeviceView> devices;
+  for (auto& [name, view] : by_name) {
+    view.id = static_cast<int>(devices.size());
+    finish_tiers(view);
+    std::sort(view.processes.begin(), view.processes.end(),
+              [](const ProcessView& a, const ProcessView& b) { return a.pid < b.pid; });
+    devices.push_back(std::move(view));
+  }
+  return devices;
+}
+
+std::string smi_table(const std::vector<DeviceView>& devices, const std::string& now) {
+  const std::vector<int> widths = {7, 18, 6, 14, 14, 14, 11};  // as wide as kTableWidth
+  char title[160];
+  std::snprintf(title, sizeof title, "| %-*s%*s |\n", 40, "npumem-smi", kTableWidth - 44,
+                now.c_str());
+  std::string table = rule({kTableWidth - 2}, '-') + title + rule(widths, '-') + "|" +
+                      cell("ID", widths[0]) + cell("Name", widths[1]) + cell("Tier", widths[2]) +
+                      cell("Total", widths[3], true) + cell("Used", widths[4], true) +
+                      cell("Free", widths[5], true) + cell("Util", widths[6], true) + "\n" +
+                      rule(widths, '=');
+  for (const DeviceView& device : devices) table += device_rows(device, widths) + rule(widths, '-');
+  if (devices.empty()) {
+    char line[128];
+    std::snprintf(line, sizeof line, "| %-*s |\n", kTableWidth - 4, "No devices in use");
+    table += line + rule(widths, '-');
+  }
+  return table + "\n" + process_table(devices);
+}
+
+std::string smi_memory_detail(const DeviceView& device) {
+  std::ostringstream out;
+  char line[160];
+  const auto field = [&](int indent, const std::string& name, const std::string& value) {
+    std::snprintf(line, sizeof line, "%*s%-*s : %s\n", indent, "", 32 - indent, name.c_str(),
+                  value.c_str());
+    out << line;
+  };
+  field(0, "NPU ID", std::to_string(device.id));
+  field(0, "Name", device.name);
+  field(0, "Processes", std::to_string(device.processes.size()));
+  field(0, "OOMs", std::to_string(device.num_ooms));
+  for (const TierView& tier : device.tiers) {
+    if (!tier.present) continue;
+    out << "Tier " << tier_name(tier.tier) << "\n";
+    field(4, "Total", format_bytes(tier.total_bytes));
+    field(4, "Used (reserved)", format_bytes(tier.used_bytes));
+    field(4, "Allocated", format_bytes(tier.allocated_bytes));
+    field(4, "Free", format_bytes(tier.free_bytes));
+    field(4, "Utilization", percent(tier.utilization));
+  }
+  for (const ProcessView& process : device.processes) {
+    out << "Process " << process.pid << " (" << process.name << ")\n";
+    for (const PublishedTier& tier : process.tiers) {
+      if (!tier.present) continue;
+      field(4, std::string(tier_name(tier.tier)) + " reserved / peak",
+            format_bytes(tier.reserved_bytes) + " / " + format_bytes(tier.peak_reserved_bytes));
+      field(4, std::string(tier_name(tier.tier)) + " allocated / peak",
+            format_bytes(tier.allocated_bytes) + " / " + format_bytes(tier.peak_allocated_bytes));
+    }
+    field(4, "OOMs", std::to_string(process.num_ooms));
+  }
+  return out.str();
+}
+
+nlohmann::json smi_json(const std::vector<DeviceView>& devices) {
+  nlohmann::json list = nlohmann::json::array();
+  for (const DeviceView& device : devices) {
+    nlohmann::json tiers = nlohmann::json::array();
+    for (const TierView& tier : device.tiers) {
+      if (tier.present) tiers.push_back(tier_json(tier));
+    }
+    nlohmann::json processes = nlohmann::json::array();
+    for (const ProcessView& process : device.processes) processes.push_back(process_json(process));
+    list.push_back({{"id", device.id},
+                    {"name", device.name},
+                    {"num_ooms", device.num_ooms},
+                    {"tiers", tiers},
+                    {"processes", processes}});
+  }
+  return {{"devices", list}};
+}
+
+const DeviceView& device_by_id(const std::vector<DeviceView>& devices, int id) {
+  for (const DeviceView& device : devices) {
+    if (device.id == id) return device;
+  }
+  throw Error("no device with id " + std::to_string(id) +
+              (devices.empty() ? std::string(": no process is using npumem")
+                               : " (ids 0.." + std::to_string(devices.size() - 1) + ")"));
+}
+
+std::string local_time_text() {
+  const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm local{};
+  localtime_r(&now, &local);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%d %H:%M:%S", &local);
+  return text;
+}
+
+}  // namespace npumem::cli
