@@ -33,20 +33,22 @@ std::vector<std::uint64_t> conflict_counts(const PlanInstance& instance) {
   return counts;
 }
 
-// Placed tensors sorted by offset; the first-fit/best-fit gap scan walks this list.
+// A placed tensor, with what the gap scan reads kept inline (the scan is the hot loop).
 struct PlacedTensor {
   std::uint64_t offset;
-  std::uint32_t tensor;
+  std::uint64_t end;
+  std::uint32_t first;
+  std::uint32_t last;
 };
 
-std::uint64_t choose_offset(const PlanInstance& instance, const std::vector<PlacedTensor>& placed,
-                            const PlanTensor& tensor, GapRule rule) {
+// placed: sorted by offset.
+std::uint64_t choose_offset(const std::vector<PlacedTensor>& placed, const PlanTensor& tensor,
+                            GapRule rule) {
   std::uint64_t gap_start = 0;  // lowest free byte below the next overlapping tensor
   std::uint64_t best_offset = kNoFit;
   std::uint64_t best_gap = kNoFit;
   for (const PlacedTensor& other : placed) {
-    const PlanTensor& placed_tensor = instance.tensors[other.tensor];
-    if (!lifetimes_overlap(placed_tensor, tensor)) continue;
+    if (other.first > tensor.last || tensor.first > other.last) continue;
     if (other.offset > gap_start && other.offset - gap_start >= tensor.size) {
       if (rule == GapRule::first_fit) return gap_start;
       if (other.offset - gap_start < best_gap) {
@@ -54,7 +56,7 @@ std::uint64_t choose_offset(const PlanInstance& instance, const std::vector<Plac
         best_offset = gap_start;
       }
     }
-    gap_start = std::max(gap_start, other.offset + placed_tensor.size);
+    gap_start = std::max(gap_start, other.end);
   }
   return best_offset != kNoFit ? best_offset : gap_start;
 }
@@ -89,7 +91,7 @@ std::uint64_t place_in_order(const PlanInstance& instance, std::span<const std::
   std::uint64_t arena = 0;
   for (const std::uint32_t index : order) {
     const PlanTensor& tensor = instance.tensors[index];
-    const std::uint64_t offset = choose_offset(instance, placed, tensor, rule);
+    const std::uint64_t offset = choose_offset(placed, tensor, rule);
     const std::uint64_t end = add_or_no_fit(offset, tensor.size);
     if (end == kNoFit) return kNoFit;
     offsets[index] = offset;
@@ -97,7 +99,7 @@ std::uint64_t place_in_order(const PlanInstance& instance, std::span<const std::
     const auto position = std::upper_bound(
         placed.begin(), placed.end(), offset,
         [](std::uint64_t value, const PlacedTensor& p) { return value < p.offset; });
-    placed.insert(position, PlacedTensor{offset, index});
+    placed.insert(position, PlacedTensor{offset, end, tensor.first, tensor.last});
   }
   return arena;
 }

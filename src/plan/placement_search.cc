@@ -16,6 +16,9 @@ namespace {
 // (tens of milliseconds).
 constexpr std::size_t kExactMaxTensors = 16;
 constexpr std::uint64_t kExactNodeBudget = 50'000;
+// The greedy orders scan all placed tensors per tensor (quadratic time); above this size
+// they take longer than the skyline runs they would displace, and lose to them.
+constexpr std::size_t kGreedyMaxTensors = 4096;
 // The randomised search only restarts for this many iterations, then also hill-climbs.
 constexpr std::uint64_t kRestartOnlyIterations = 32;
 
@@ -55,18 +58,31 @@ class PlacementSearch {
         features_(priority_features(instance, live)) {}
 
   Placement run() {
-    try_greedy_orders();
     try_skyline_weights();
-    if (!done() && instance_.tensors.size() <= kExactMaxTensors) try_exact();
-    while (!done() && best_.search_iterations < limits_.max_iterations) search_step();
+    if (instance_.tensors.size() <= kGreedyMaxTensors) try_greedy_orders();
+    if (may_start() && instance_.tensors.size() <= kExactMaxTensors) try_exact();
+    while (may_start() && best_.search_iterations < limits_.max_iterations) {
+      timed([this] { search_step(); });
+    }
     best_.proven_optimal = best_.proven_optimal || best_.arena <= lower_bound_;
     return std::move(best_);
   }
 
  private:
-  bool done() const {
-    return best_.proven_optimal || best_.arena <= lower_bound_ ||
-           std::chrono::steady_clock::now() >= limits_.deadline;
+  using Clock = std::chrono::steady_clock;
+
+  // Whether another step may start: not once the plan is proven optimal, nor when a step
+  // as long as the longest so far would end past the deadline.
+  bool may_start() const {
+    if (best_.proven_optimal || best_.arena <= lower_bound_) return false;
+    return limits_.deadline - Clock::now() > longest_step_;
+  }
+
+  template <class Step>
+  void timed(Step step) {
+    const Clock::time_point start = Clock::now();
+    step();
+    longest_step_ = std::max(longest_step_, Clock::now() - start);
   }
 
   // Keeps the plan in offsets_ when it beats the best so far.
@@ -77,25 +93,29 @@ class PlacementSearch {
     best_.algorithm = algorithm;
   }
 
-  // The first heuristic always runs, so a plan exists even past the deadline.
   void try_greedy_orders() {
     for (const NamedOrder& greedy : kGreedyOrders) {
-      if (!best_.offsets.empty() && done()) return;
-      consider(place_in_order(instance_, greedy.order(instance_), greedy.rule, offsets_),
-               greedy.name);
+      if (!may_start()) return;
+      timed([&] {
+        consider(place_in_order(instance_, greedy.order(instance_), greedy.rule, offsets_),
+                 greedy.name);
+      });
     }
   }
 
+  // The first skyline always runs, so a plan exists even past the deadline.
   void try_skyline_weights() {
     for (const NamedWeights& named : kSkylineWeights) {
-      if (done()) return;
-      std::vector<double> priorities = weighted_priorities(features_, named.weights);
-      const std::uint64_t arena = packer_.pack(priorities, kNoFit, offsets_);
-      consider(arena, named.name);
-      if (arena < incumbent_arena_) {
-        incumbent_arena_ = arena;
-        incumbent_priorities_ = std::move(priorities);
-      }
+      if (incumbent_arena_ != kNoFit && !may_start()) return;
+      timed([&] {
+        std::vector<double> priorities = weighted_priorities(features_, named.weights);
+        const std::uint64_t arena = packer_.pack(priorities, kNoFit, offsets_);
+        consider(arena, named.name);
+        if (arena < incumbent_arena_) {
+          incumbent_arena_ = arena;
+          incumbent_priorities_ = std::move(priorities);
+        }
+      });
     }
   }
 
@@ -143,6 +163,7 @@ class PlacementSearch {
   // The best skyline priorities so far, the hill climb's starting point.
   std::vector<double> incumbent_priorities_;
   std::uint64_t incumbent_arena_ = kNoFit;
+  Clock::duration longest_step_{0};
 };
 
 }  // namespace

@@ -13,6 +13,9 @@ SkylinePacker::SkylinePacker(const PlanInstance& instance)
     const PlanTensor& y = instance.tensors[b];
     return x.first != y.first ? x.first < y.first : x.last < y.last;
   });
+  for (const std::uint32_t tensor : by_first_) {
+    last_by_position_.push_back(instance.tensors[tensor].last);
+  }
   group_begin_.assign(instance.op_count + 1, 0);
   for (const PlanTensor& tensor : instance.tensors) ++group_begin_[tensor.first + 1];
   std::partial_sum(group_begin_.begin(), group_begin_.end(), group_begin_.begin());
@@ -22,8 +25,12 @@ std::uint64_t SkylinePacker::pack(std::span<const double> priorities, std::uint6
                                   std::vector<std::uint64_t>& offsets) {
   offsets.assign(instance_.tensors.size(), 0);
   if (instance_.tensors.empty()) return 0;
-  group_head_.assign(group_begin_.begin(), group_begin_.end() - 1);
   placed_.assign(by_first_.size(), false);
+  best_upto_.assign(by_first_.size(), kNone);
+  shortest_last_.assign(instance_.op_count, kNoOp);
+  for (std::uint32_t op = 0; op < instance_.op_count; ++op) {
+    update_best_upto(group_begin_[op], op, priorities);
+  }
   skyline_.assign(1, Stretch{0, instance_.op_count - 1, 0});
   std::uint64_t arena = 0;
   std::size_t unplaced = instance_.tensors.size();
@@ -36,6 +43,7 @@ std::uint64_t SkylinePacker::pack(std::span<const double> priorities, std::uint6
     }
     const std::uint32_t tensor = by_first_[candidate];
     placed_[candidate] = true;
+    update_best_upto(candidate, instance_.tensors[tensor].first, priorities);
     --unplaced;
     offsets[tensor] = skyline_[lowest].height;
     const std::uint64_t end = add_or_no_fit(offsets[tensor], instance_.tensors[tensor].size);
@@ -56,19 +64,42 @@ std::size_t SkylinePacker::lowest_stretch() const {
 }
 
 std::size_t SkylinePacker::best_candidate(const Stretch& stretch,
-                                          std::span<const double> priorities) {
+                                          std::span<const double> priorities) const {
   std::size_t best = kNone;
   for (std::uint32_t op = stretch.first; op <= stretch.last; ++op) {
-    std::size_t& head = group_head_[op];
-    while (head < group_begin_[op + 1] && placed_[head]) ++head;
-    for (std::size_t i = head; i < group_begin_[op + 1]; ++i) {
-      const std::uint32_t tensor = by_first_[i];
-      if (instance_.tensors[tensor].last > stretch.last) break;
-      if (placed_[i]) continue;
-      if (best == kNone || priorities[tensor] > priorities[by_first_[best]]) best = i;
+    if (shortest_last_[op] > stretch.last) continue;
+    const auto group_begin =
+        last_by_position_.begin() + static_cast<std::ptrdiff_t>(group_begin_[op]);
+    const auto group_end =
+        last_by_position_.begin() + static_cast<std::ptrdiff_t>(group_begin_[op + 1]);
+    const auto fitting_end = std::upper_bound(group_begin, group_end, stretch.last);
+    if (fitting_end == group_begin) continue;
+    const std::size_t candidate =
+        best_upto_[static_cast<std::size_t>(fitting_end - 1 - last_by_position_.begin())];
+    if (candidate == kNone) continue;
+    if (best == kNone || priorities[by_first_[candidate]] > priorities[by_first_[best]]) {
+      best = candidate;
     }
   }
   return best;
+}
+
+void SkylinePacker::update_best_upto(std::size_t position, std::uint32_t group,
+                                     std::span<const double> priorities) {
+  std::size_t best = position > group_begin_[group] ? best_upto_[position - 1] : kNone;
+  for (std::size_t i = position; i < group_begin_[group + 1]; ++i) {
+    if (!placed_[i] && (best == kNone || priorities[by_first_[i]] > priorities[by_first_[best]])) {
+      best = i;
+    }
+    best_upto_[i] = best;
+  }
+  // Entries are sorted by last op, so the first unplaced one is the shortest.
+  shortest_last_[group] = kNoOp;
+  for (std::size_t i = group_begin_[group]; i < group_begin_[group + 1]; ++i) {
+    if (placed_[i]) continue;
+    shortest_last_[group] = last_by_position_[i];
+    break;
+  }
 }
 
 void SkylinePacker::raise_to_neighbour(std::size_t index) {

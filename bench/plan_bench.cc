@@ -1,0 +1,124 @@
+// Static memory plans on every shared lifetime record file and on dense random sets:
+// prints per instance the tensors, lower bound, naive size, npumem's arena, its ratio to
+// the lower bound, the plan time, and beside them the published greedy planners' ratios
+// (TFLite's greedy by size with best fit, TFLite Micro's greedy first fit).
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "npumem/plan.h"
+#include "plan/order_placement.h"
+#include "plan/plan_instance.h"
+#include "plan/random_lifetimes.h"
+
+namespace npumem::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct BenchOptions {
+  std::string records_dir = NPUMEM_SHARED_DIR "/records";
+  double time_limit_s = 1.0;
+  std::uint64_t random_seeds = 5;
+  std::uint64_t large_tensors = 10'000;
+};
+
+std::string read_file(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+double greedy_ratio(std::span<const plan::TensorLifetime> tensors, plan::GapRule rule,
+                    std::uint64_t lower_bound) {
+  const plan::PlanInstance instance = plan::make_plan_instance(tensors, 64);
+  std::vector<std::uint64_t> offsets;
+  const std::uint64_t arena =
+      plan::place_in_order(instance, plan::order_by_size(instance), rule, offsets);
+  return lower_bound == 0 ? 1.0 : static_cast<double>(arena) / static_cast<double>(lower_bound);
+}
+
+void print_header() {
+  std::printf("%-28s %8s %14s %14s %14s %8s %9s %9s %9s  %s\n", "instance", "tensors",
+              "lower_bound_B", "naive_B", "arena_B", "ratio", "plan_ms", "tflite", "tfl_micro",
+              "algorithm");
+}
+
+void print_row(const std::string& name, std::span<const plan::TensorLifetime> tensors,
+               double time_limit_s) {
+  plan::MemoryPlanOptions options;
+  options.time_limit = std::chrono::duration_cast<std::chrono::nanoseconds>(
+      std::chrono::duration<double>(time_limit_s));
+  const Clock::time_point start = Clock::now();
+  const plan::MemoryPlan memory_plan = plan::plan_memory(tensors, options);
+  const double plan_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+  const std::uint64_t bound = memory_plan.lower_bound_bytes;
+  std::printf("%-28s %8zu %14llu %14llu %14llu %8.4f %9.1f %9.4f %9.4f  %s\n", name.c_str(),
+              tensors.size(), static_cast<unsigned long long>(bound),
+              static_cast<unsigned long long>(memory_plan.naive_bytes),
+              static_cast<unsigned long long>(memory_plan.arena_bytes), memory_plan.ratio(),
+              plan_ms, greedy_ratio(tensors, plan::GapRule::best_fit, bound),
+              greedy_ratio(tensors, plan::GapRule::first_fit, bound),
+              memory_plan.algorithm.c_str());
+}
+
+// The .records files of a directory, sorted; none (with a note) when it does not exist.
+std::vector<std::filesystem::path> record_files(const std::string& directory) {
+  std::vector<std::filesystem::path> files;
+  if (!std::filesystem::is_directory(directory)) {
+    std::fprintf(stderr, "plan_bench: no directory %s; random sets only\n", directory.c_str());
+    return files;
+  }
+  for (const auto& entry : std::filesystem::directory_iterator(directory)) {
+    if (entry.path().extension() == ".records") files.push_back(entry.path());
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+void run(const BenchOptions& options) {
+  print_header();
+  for (const std::filesystem::path& file : record_files(options.records_dir)) {
+    const std::vector<plan::TensorLifetime> tensors =
+        plan::parse_lifetime_records(read_file(file), file.string());
+    print_row(file.stem().string(), tensors, options.time_limit_s);
+  }
+  for (std::uint64_t seed = 1; seed <= options.random_seeds; ++seed) {
+    plan::RandomLifetimeSpec spec;
+    spec.seed = seed;
+    print_row("dense_2000x400_seed" + std::to_string(seed), plan::random_lifetimes(spec),
+              options.time_limit_s);
+  }
+  for (const std::uint64_t ops : {400u, 2000u}) {
+    plan::RandomLifetimeSpec spec;
+    spec.tensors = options.large_tensors;
+    spec.ops = ops;
+    print_row("dense_" + std::to_string(spec.tensors) + "x" + std::to_string(ops),
+              plan::random_lifetimes(spec), options.time_limit_s);
+  }
+}
+
+}  // namespace
+}  // namespace npumem::bench
+
+int main(int argc, char** argv) {
+  npumem::bench::BenchOptions options;
+  CLI::App app{"Static memory plans: npumem against the lower bound and published greedy planners"};
+  app.add_option("--records", options.records_dir, "directory of .records files")
+      ->capture_default_str();
+  app.add_option("--time-limit", options.time_limit_s, "seconds per plan")->capture_default_str();
+  app.add_option("--random-seeds", options.random_seeds, "dense random sets of 2,000 tensors")
+      ->capture_default_str();
+  app.add_option("--large-tensors", options.large_tensors, "tensors in the large random sets")
+      ->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+  npumem::bench::run(options);
+  return 0;
+}

@@ -1,0 +1,180 @@
+// `npumem plan memory|shard|recompute`: offline plans (see docs/PLANNING.md). This file
+// reads the inputs and prints; the planners are pure functions in src/plan.
+#include <chrono>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "commands.h"
+#include "npumem/errors.h"
+#include "npumem/plan.h"
+#include "npumem/units.h"
+#include "plan_model_json.h"
+#include "plan_report.h"
+
+namespace npumem::cli {
+namespace {
+
+struct MemoryCommandOptions {
+  std::string records_path;
+  std::string alignment = "64";
+  double time_limit_s = 1.0;
+  std::uint64_t iterations = plan::MemoryPlanOptions{}.max_search_iterations;
+  std::uint64_t seed = 1;
+  bool json = false;
+  bool offsets = false;
+};
+
+struct LayerCommandOptions {
+  std::string model_path;
+  std::string budget;
+  std::string load_bandwidth = "50GB/s";
+  std::string hbm_bandwidth = "1.2TB/s";
+  bool json = false;
+};
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw Error("cannot read " + path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+void print(const nlohmann::json& json_report, const std::string& text_report, bool as_json) {
+  if (as_json) {
+    std::cout << json_report.dump(2) << "\n";
+  } else {
+    std::cout << text_report;
+  }
+}
+
+int run_memory(const MemoryCommandOptions& options) {
+  const std::vector<plan::TensorLifetime> tensors =
+      plan::parse_lifetime_records(read_text(options.records_path), options.records_path);
+  plan::MemoryPlanOptions plan_options;
+  plan_options.alignment = parse_size(options.alignment);
+  plan_options.time_limit = std::chrono::duration_cast<std::chrono::nanoseconds>(
+      std::chrono::duration<double>(options.time_limit_s));
+  plan_options.max_search_iterations = options.iterations;
+  plan_options.seed = options.seed;
+  const auto start = std::chrono::steady_clock::now();
+  MemoryReport report;
+  report.plan = plan::plan_memory(tensors, plan_options);
+  report.plan_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  report.records_path = options.records_path;
+  report.tensors = tensors;
+  report.alignment = plan_options.alignment;
+  report.with_offsets = options.offsets;
+  print(memory_report_json(report), memory_report_text(report), options.json);
+  return kExitOk;
+}
+
+plan::LayerTiming layer_timing(const LayerCommandOptions& options, const ModelFile& model) {
+  plan::LayerTiming timing;
+  timing.hbm_bytes_per_s = static_cast<double>(parse_bandwidth(options.hbm_bandwidth));
+  timing.input_bytes = model.input_bytes;
+  return timing;
+}
+
+int run_shard(const LayerCommandOptions& options) {
+  const ModelFile model = read_model_json(options.model_path);
+  ShardReport report;
+  report.model_path = options.model_path;
+  report.model = &model;
+  report.options.hbm_budget_bytes = parse_size(options.budget);
+  report.options.load_bytes_per_s = static_cast<double>(parse_bandwidth(options.load_bandwidth));
+  report.options.timing = layer_timing(options, model);
+  report.plan = plan::plan_shards(model.layers, report.options);
+  report.fewest = plan::simulate_shards(
+      model.layers, plan::fewest_shard_starts(model.layers, report.options), report.options);
+  print(shard_report_json(report), shard_report_text(report), options.json);
+  return kExitOk;
+}
+
+int run_recompute(const LayerCommandOptions& options) {
+  const ModelFile model = read_model_json(options.model_path);
+  RecomputeReport report;
+  report.model_path = options.model_path;
+  report.model = &model;
+  plan::RecomputeOptions plan_options;
+  plan_options.activation_budget_bytes = parse_size(options.budget);
+  plan_options.timing = layer_timing(options, model);
+  report.budget_bytes = plan_options.activation_budget_bytes;
+  report.plan = plan::plan_recompute(model.layers, plan_options);
+  report.keep_all = plan::evaluate_checkpoints(
+      model.layers, std::vector<bool>(model.layers.size(), true), plan_options.timing);
+  report.sqrt_n = plan::sqrt_n_checkpoints(model.layers, plan_options.timing);
+  print(recompute_report_json(report), recompute_report_text(report), options.json);
+  return kExitOk;
+}
+
+void add_memory_command(CLI::App& plan_command, int& exit_code) {
+  auto options = std::make_shared<MemoryCommandOptions>();
+  CLI::App* command = plan_command.add_subcommand(
+      "memory", "Static memory plan: an offset per tensor from lifetime records");
+  command
+      ->add_option("records", options->records_path, "records file: <bytes> <first_op> <last_op>")
+      ->required()
+      ->check(CLI::ExistingFile);
+  command->add_option("--alignment", options->alignment, "offset and size alignment (power of two)")
+      ->capture_default_str();
+  command->add_option("--time-limit", options->time_limit_s, "seconds the search may take")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  command->add_option("--iterations", options->iterations,
+                      "most randomised search iterations (with --seed: reproducible plans)");
+  command->add_option("--seed", options->seed, "seed of the randomised search")
+      ->capture_default_str();
+  command->add_flag("--json", options->json, "print one JSON object");
+  command->add_flag("--offsets", options->offsets, "also print each tensor's offset");
+  command->callback([options, &exit_code] { exit_code = run_memory(*options); });
+}
+
+void add_layer_options(CLI::App* command, LayerCommandOptions& options) {
+  command->add_option("model", options.model_path, "model JSON (tools/extract_model.py writes it)")
+      ->required()
+      ->check(CLI::ExistingFile);
+  command
+      ->add_option("--hbm-bandwidth", options.hbm_bandwidth,
+                   "estimates the time of layers without compute_ms (memory-bound)")
+      ->capture_default_str();
+  command->add_flag("--json", options.json, "print one JSON object");
+}
+
+void add_shard_command(CLI::App& plan_command, int& exit_code) {
+  auto options = std::make_shared<LayerCommandOptions>();
+  CLI::App* command = plan_command.add_subcommand(
+      "shard", "Shard plan: consecutive layer groups double-buffered from DDR into HBM");
+  add_layer_options(command, *options);
+  command->add_option("--hbm", options->budget, "HBM budget for weights and activations")
+      ->required();
+  command->add_option("--bandwidth", options->load_bandwidth, "DDR to HBM bandwidth")
+      ->capture_default_str();
+  command->callback([options, &exit_code] { exit_code = run_shard(*options); });
+}
+
+void add_recompute_command(CLI::App& plan_command, int& exit_code) {
+  auto options = std::make_shared<LayerCommandOptions>();
+  CLI::App* command = plan_command.add_subcommand(
+      "recompute", "Recompute plan: which activations training keeps under a memory budget");
+  add_layer_options(command, *options);
+  command->add_option("--budget", options->budget, "activation memory budget")->required();
+  command->callback([options, &exit_code] { exit_code = run_recompute(*options); });
+}
+
+}  // namespace
+
+void add_plan_command(CLI::App& app, int& exit_code) {
+  CLI::App* command = app.add_subcommand("plan", "Offline plans: static memory, shards, recompute");
+  command->require_subcommand(1);
+  add_memory_command(*command, exit_code);
+  add_shard_command(*command, exit_code);
+  add_recompute_command(*command, exit_code);
+}
+
+}  // namespace npumem::cli

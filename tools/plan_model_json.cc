@@ -1,0 +1,128 @@
+#include "plan_model_json.h"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "npumem/errors.h"
+
+namespace npumem::cli {
+namespace {
+
+using nlohmann::json;
+
+constexpr const char* kModelKeys[] = {"model", "input_bytes", "layers"};
+constexpr const char* kLayerKeys[] = {"name", "weight_bytes", "activation_bytes", "compute_ms"};
+
+// Errors name the file and where in the document the problem is.
+class ModelReader {
+ public:
+  explicit ModelReader(const std::string& source) : source_(source) {}
+
+  ModelFile read(const json& document) const {
+    if (!document.is_object()) fail("", "must be a JSON object with a \"layers\" array");
+    check_keys(document, kModelKeys, "");
+    ModelFile model;
+    if (document.contains("model")) model.name = string_field(document, "model", "");
+    if (document.contains("input_bytes")) {
+      model.input_bytes = bytes_field(document, "input_bytes", "");
+    }
+    if (!document.contains("layers") || !document["layers"].is_array()) {
+      fail("layers", "must be an array of layers");
+    }
+    const json& layers = document["layers"];
+    for (std::size_t i = 0; i < layers.size(); ++i) {
+      model.layers.push_back(read_layer(layers[i], "layers[" + std::to_string(i) + "]"));
+    }
+    return model;
+  }
+
+ private:
+  plan::Layer read_layer(const json& item, const std::string& where) const {
+    if (!item.is_object()) fail(where, "must be an object");
+    check_keys(item, kLayerKeys, where);
+    plan::Layer layer;
+    layer.name = string_field(item, "name", where);
+    layer.weight_bytes = bytes_field(item, "weight_bytes", where);
+    layer.activation_bytes = bytes_field(item, "activation_bytes", where);
+    if (item.contains("compute_ms")) {
+      const json& value = item["compute_ms"];
+      if (!value.is_number() || !(value.get<double>() >= 0) ||
+          !std::isfinite(value.get<double>())) {
+        fail(where + ".compute_ms", "must be a number >= 0, got " + value.dump());
+      }
+      layer.compute_seconds = value.get<double>() / 1000.0;
+    }
+    return layer;
+  }
+
+  template <std::size_t N>
+  void check_keys(const json& object, const char* const (&known)[N],
+                  const std::string& where) const {
+    for (const auto& [key, value] : object.items()) {
+      if (std::find_if(std::begin(known), std::end(known),
+                       [&](const char* name) { return key == name; }) == std::end(known)) {
+        std::string expected;
+        for (const char* name : known) expected += std::string(expected.empty() ? "" : ", ") + name;
+        fail(join(where, key), "unknown key (expected " + expected + ")");
+      }
+    }
+  }
+
+  std::string string_field(const json& object, const char* key, const std::string& where) const {
+    if (!object.contains(key) || !object[key].is_string())
+      fail(join(where, key), "must be a string");
+    return object[key].get<std::string>();
+  }
+
+  std::uint64_t bytes_field(const json& object, const char* key, const std::string& where) const {
+    if (!object.contains(key)) fail(join(where, key), "is missing");
+    const json& value = object[key];
+    if (!value.is_number_unsigned()) {
+      fail(join(where, key), "must be a non-negative integer, got " + value.dump());
+    }
+    return value.get<std::uint64_t>();
+  }
+
+  static std::string join(const std::string& where, const std::string& key) {
+    return where.empty() ? key : where + "." + key;
+  }
+
+  [[noreturn]] void fail(const std::string& where, const std::string& problem) const {
+    throw Error(source_ + ": " + (where.empty() ? "the document" : where) + " " + problem);
+  }
+
+  const std::string& source_;
+};
+
+// The 1-based line of a byte offset, for syntax errors.
+std::size_t line_of(std::string_view text, std::size_t offset) {
+  offset = std::min(offset, text.size());
+  return 1 + static_cast<std::size_t>(std::count(text.begin(), text.begin() + offset, '\n'));
+}
+
+}  // namespace
+
+ModelFile parse_model_json(std::string_view text, const std::string& source) {
+  json document;
+  try {
+    document = json::parse(text);
+  } catch (const json::parse_error& e) {
+    // byte is 1-based: the position just after the offending character.
+    throw ParseError(source, line_of(text, e.byte == 0 ? 0 : e.byte - 1),
+                     "malformed JSON: " + std::string(e.what()));
+  }
+  return ModelReader(source).read(document);
+}
+
+ModelFile read_model_json(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw Error("cannot read model file " + path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return parse_model_json(text.str(), path);
+}
+
+}  // namespace npumem::cli
