@@ -26,19 +26,33 @@ from npumem.memory import (
     memory_stats,
     reset_peak_memory_stats,
 )
+from npumem.observe import (
+    LeakDetector,
+    MemoryHistory,
+    Monitor,
+    chrome_trace,
+    html_timeline,
+    memory_summary,
+    snapshot_json,
+)
 from npumem.scopes import create_pool, pool, pools, tag
 
 __all__ = [
     "ConfigError",
     "Error",
     "InvalidPointerError",
+    "LeakDetector",
+    "MemoryHistory",
+    "Monitor",
     "OutOfMemoryError",
     "ParseError",
     "caching_allocator_alloc",
     "caching_allocator_delete",
+    "chrome_trace",
     "create_pool",
     "empty_cache",
     "get_device",
+    "html_timeline",
     "init",
     "initialized_devices",
     "is_initialized",
@@ -48,8 +62,10 @@ __all__ = [
     "memory_reserved",
     "memory_snapshot",
     "memory_stats",
+    "memory_summary",
     "pool",
     "pools",
     "reset_peak_memory_stats",
+    "snapshot_json",
     "tag",
 ]

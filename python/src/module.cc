@@ -3,8 +3,12 @@
 #include "bindings.h"
 
 PYBIND11_MODULE(_core, module) {
-  module.doc() = "npumem's C++ allocator: devices, statistics, snapshots, pools, memory tags";
+  module.doc() = "npumem's C++ allocator: devices, statistics, snapshots, pools, memory tags, observers";
   npumem::python::bind_errors(module);
   npumem::python::bind_devices(module);
   npumem::python::bind_scopes(module);
+  npumem::python::bind_observe(module);
+#ifdef NPUMEM_PYTHON_HTML_TIMELINE
+  npumem::python::bind_timeline(module);
+#endif
 }

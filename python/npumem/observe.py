@@ -1,0 +1,152 @@
+"""Seeing memory: labelled snapshots and their report (Monitor), leak detection
+(LeakDetector), the allocator's event history, a torch.cuda.memory_summary()-style
+table, and the whole picture as JSON, as a Chrome trace, or as an HTML timeline.
+All of it is the C++ observe layer's, on a device of the registry."""
+
+from __future__ import annotations
+
+from types import TracebackType
+from typing import Any, Optional
+
+from npumem import _core
+from npumem.devices import DeviceLike, get_device
+
+
+def memory_summary(device: DeviceLike = None) -> str:
+    """A table like torch.cuda.memory_summary(): current, peak, total allocated and
+    freed bytes and counts, split by pool kind and tier, then one section per pool."""
+    return _core.memory_summary(get_device(device))
+
+
+class Monitor:
+    """Labelled snapshots of a device's memory and a report of them:
+
+        monitor = npumem.Monitor()
+        monitor.snapshot("start"); ...; monitor.snapshot("after forward")
+        print(monitor.report())
+    """
+
+    def __init__(self, device: DeviceLike = None):
+        self.device = get_device(device)
+        self._monitor = _core.Monitor(self.device)
+
+    def snapshot(self, label: str) -> dict[str, Any]:
+        """Records allocated, reserved and their peaks now (in all and per tier)."""
+        return self._monitor.snapshot(label)
+
+    @property
+    def snapshots(self) -> list[dict[str, Any]]:
+        return self._monitor.snapshots()
+
+    def report(self) -> str:
+        """One row per snapshot: label, allocated, reserved, peak, seconds since the first."""
+        return self._monitor.report()
+
+    def memory_summary(self) -> str:
+        return self._monitor.memory_summary()
+
+    def empty_cache(self) -> str:
+        """Releases the device's cache; says what it gave back and the fragmentation
+        before and after."""
+        return self._monitor.empty_cache()
+
+
+class LeakDetector:
+    """Watches a device from a baseline: tick() ends an iteration, report() judges the
+    growth of allocated bytes against `threshold` and names the allocations made since
+    the baseline that are still alive, grouped by memory tag, pool (and native
+    backtrace with `backtraces`). Attached until close() or the end of its `with`."""
+
+    def __init__(self, device: DeviceLike = None, threshold: float = 0.10, backtraces: bool = False):
+        self.device = get_device(device)
+        self._detector: Optional[_core.LeakDetector] = _core.LeakDetector(
+            self.device, threshold, backtraces
+        )
+
+    def mark_baseline(self) -> None:
+        """Starts over: allocated bytes now are the baseline."""
+        self._attached().mark_baseline()
+
+    def tick(self) -> None:
+        """Ends an iteration: samples allocated bytes."""
+        self._attached().tick()
+
+    def report(self) -> dict[str, Any]:
+        """iterations, baseline_bytes, final_bytes, growth, threshold, leaking, samples,
+        survivors (groups: tag, pool, frames, count, bytes, requested_bytes, ...) and
+        text, the report as the C++ layer prints it."""
+        return self._attached().report()
+
+    def close(self) -> None:
+        """Detaches from the device; the detector stops seeing allocations."""
+        if self._detector is not None:
+            self._detector.detach()
+            self._detector = None
+
+    def __enter__(self) -> "LeakDetector":
+        return self
+
+    def __exit__(
+        self,
+        exc_type: Optional[type[BaseException]],
+        exc: Optional[BaseException],
+        traceback: Optional[TracebackType],
+    ) -> None:
+        self.close()
+
+    def _attached(self) -> _core.LeakDetector:
+        if self._detector is None:
+            raise _core.Error("the leak detector is closed")
+        return self._detector
+
+
+class MemoryHistory:
+    """Records a device's allocator events (time, sizes, tier, pool, memory tag) in a
+    ring of `max_entries`, like torch.cuda.memory._record_memory_history, until stop().
+    Snapshots taken with it carry the history (the HTML timeline draws it)."""
+
+    def __init__(self, device: DeviceLike = None, max_entries: int = 100_000, backtraces: bool = False):
+        self.device = get_device(device)
+        self._recorder = _core.HistoryRecorder(self.device, max_entries, backtraces)
+
+    def stop(self) -> None:
+        self._recorder.stop()
+
+    @property
+    def recorded(self) -> int:
+        return self._recorder.recorded
+
+    @property
+    def dropped(self) -> int:
+        return self._recorder.dropped
+
+    def snapshot_json(self) -> str:
+        return snapshot_json(self.device, self)
+
+    def chrome_trace(self) -> str:
+        return chrome_trace(self.device, self)
+
+    def html_timeline(self, title: str) -> str:
+        return html_timeline(self.device, self, title)
+
+
+def snapshot_json(device: DeviceLike = None, history: Optional[MemoryHistory] = None) -> str:
+    """The device's stats, pools, segments and blocks (and history) as one JSON object,
+    the format `npumem viz` reads (docs/OBSERVABILITY.md)."""
+    return _core.snapshot_json(get_device(device), history._recorder if history else None)
+
+
+def chrome_trace(device: DeviceLike = None, history: Optional[MemoryHistory] = None) -> str:
+    """Chrome Trace Event JSON (Perfetto, chrome://tracing): allocated and reserved bytes
+    per tier over the history, with OOMs, reclaims and spills as instant events."""
+    return _core.chrome_trace(get_device(device), history._recorder if history else None)
+
+
+def html_timeline(
+    device: DeviceLike = None, history: Optional[MemoryHistory] = None, title: str = "npumem"
+) -> str:
+    """The HTML timeline `npumem viz` draws, as one self-contained page. Raises Error
+    when npumem was built without the tools layer, which renders it."""
+    if not hasattr(_core, "html_timeline"):
+        raise _core.Error("this npumem was built without the HTML timeline (NPUMEM_BUILD_TOOLS=OFF)")
+    return _core.html_timeline(snapshot_json(device, history), title)

@@ -1,0 +1,60 @@
+"""python3 -m npumem.torch: run a PyTorch script on npumem, or capture its trace.
+
+  run [--device SPEC] [--conf CONF] [--html OUT.html] SCRIPT.py [ARGS...]
+      Serves the script's CPU tensors from npumem, then prints the monitor report
+      (snapshots start and end), the peaks, and a leak check.
+  capture [-o OUT.trace] SCRIPT.py [ARGS...]
+      Records every CPU allocation and free of the script (PyTorch's own allocator)
+      as an allocation trace in the shared format, for `npumem replay`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Optional
+
+from npumem.torch.commands import capture, run
+
+
+def parser() -> argparse.ArgumentParser:
+    top = argparse.ArgumentParser(
+        prog="python3 -m npumem.torch",
+        description="Run PyTorch scripts with npumem behind their CPU tensors.",
+    )
+    commands = top.add_subparsers(dest="command", required=True)
+
+    run_parser = commands.add_parser(
+        "run", help="run a script on npumem; report peaks, snapshots and leaks at exit"
+    )
+    run_parser.add_argument(
+        "--device", help="device spec with host backing (default: NPUMEM_DEVICE, else "
+        "sim:hbm=4GiB,ddr=16GiB,backing=host)"
+    )
+    run_parser.add_argument("--conf", help="settings 'key:value,...' over NPUMEM_ALLOC_CONF")
+    run_parser.add_argument("--html", metavar="OUT.html", help="also write the memory timeline")
+    run_parser.add_argument("script", help="the Python script")
+    run_parser.add_argument("args", nargs=argparse.REMAINDER, help="the script's arguments")
+
+    capture_parser = commands.add_parser(
+        "capture", help="record a script's CPU allocations as an allocation trace"
+    )
+    capture_parser.add_argument(
+        "-o", "--output", metavar="OUT.trace", help="trace file (default: SCRIPT's name .trace)"
+    )
+    capture_parser.add_argument("script", help="the Python script")
+    capture_parser.add_argument("args", nargs=argparse.REMAINDER, help="the script's arguments")
+    return top
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    options = parser().parse_args(argv)
+    if options.command == "run":
+        return run(options.script, options.args, options.device, options.conf, options.html)
+    output = options.output or os.path.splitext(os.path.basename(options.script))[0] + ".trace"
+    return capture(options.script, options.args, output)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,76 @@
+"""The commands of `python3 -m npumem.torch`: run (report at exit) and capture."""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from typing import Optional
+
+import npumem
+from npumem import _core
+from npumem.torch import install, record
+from npumem.torch.script_runner import run_script
+
+
+def run(
+    script: str, args: list[str], spec: Optional[str], conf: Optional[str], html: Optional[str]
+) -> int:
+    """Runs the script with npumem behind its CPU tensors; prints the monitor report,
+    the peaks and a leak check (and writes the HTML timeline); returns its status."""
+    device = install(spec, conf)
+    monitor = npumem.Monitor(device)
+    history = npumem.MemoryHistory(device) if html else None
+    with npumem.LeakDetector(device) as leaks:
+        monitor.snapshot("start")
+        status = run_script(script, args)
+        monitor.snapshot("end")
+        leaks.tick()
+        leak_report = leaks.report()
+    if history is not None:
+        history.stop()
+    out = sys.stdout
+    out.write(f"\nnpumem: {script} exited with status {status} on {device.name} ({device.spec})\n")
+    out.write(monitor.report())
+    out.write(peaks_text(npumem.memory_stats(device)))
+    out.write(leak_report["text"])
+    if history is not None and html is not None:
+        with open(html, "w", encoding="utf-8") as page:
+            page.write(history.html_timeline(title=f"npumem run {script}"))
+        out.write(f"timeline written to {html}\n")
+    out.flush()
+    return status
+
+
+def capture(script: str, args: list[str], output: str) -> int:
+    """Runs the script under PyTorch's own allocator, recording every CPU allocation
+    and free; writes the trace (allocations alive at the end stay unfreed in it)."""
+    with record() as recording:
+        status = run_script(script, args)
+    recording.write(output, what=" ".join(shlex.quote(part) for part in ["python3", script, *args]))
+    sys.stdout.write(
+        f"npumem: wrote {output}: {recording.allocations} allocations, {len(recording.events)} "
+        f"events, peak live {_core.format_bytes(recording.peak_live_bytes())} "
+        f"({recording.peak_live_bytes()} bytes)\n"
+    )
+    return status
+
+
+def peaks_text(stats: dict[str, int]) -> str:
+    """The peaks since start (or the last reset), in all and per tier, with exact bytes."""
+
+    def figure(name: str, key: str) -> str:
+        value = stats[key]
+        return f"  {name:<24}{_core.format_bytes(value):>12}  ({value:,} bytes)\n"
+
+    lines = ["peaks\n"]
+    lines.append(figure("peak allocated", "allocated_bytes.all.peak"))
+    lines.append(figure("peak requested", "requested_bytes.all.peak"))
+    lines.append(figure("peak reserved", "reserved_bytes.all.peak"))
+    for tier in ("hbm", "ddr"):
+        lines.append(figure(f"{tier} peak allocated", f"allocated_bytes.{tier}.peak"))
+        lines.append(figure(f"{tier} peak reserved", f"reserved_bytes.{tier}.peak"))
+    lines.append(
+        f"  spills {stats['num_spills']:,}, reclaims {stats['num_reclaims']:,}, "
+        f"out-of-memory errors {stats['num_ooms']:,}\n"
+    )
+    return "".join(lines)

@@ -1,0 +1,42 @@
+"""Runs a Python script as `python3 SCRIPT.py args` would, inside this process."""
+
+from __future__ import annotations
+
+import gc
+import os
+import runpy
+import sys
+import traceback
+
+
+def run_script(path: str, args: list[str]) -> int:
+    """Runs the script as __main__ with sys.argv = [path, *args] and its folder first on
+    sys.path; returns its exit status (1 after an uncaught exception, whose traceback
+    goes to stderr). The script's globals are dropped and garbage collected before
+    returning, so only what something else keeps alive survives it."""
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"no script {path}")
+    saved_argv, saved_path = sys.argv, list(sys.path)
+    sys.argv = [path, *args]
+    sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
+    try:
+        runpy.run_path(path, run_name="__main__")
+        status = 0
+    except SystemExit as exit_request:
+        status = _exit_status(exit_request.code)
+    except Exception:  # noqa: BLE001 - the script's own failure, reported like python3 does
+        traceback.print_exc()
+        status = 1
+    finally:
+        sys.argv, sys.path[:] = saved_argv, saved_path
+    gc.collect()
+    return status
+
+
+def _exit_status(code: object) -> int:
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code
+    print(code, file=sys.stderr)
+    return 1

@@ -1,0 +1,179 @@
+// The observe layer for Python: Monitor (labelled snapshots and their report),
+// LeakDetector, history recording, memory_summary, and the snapshot as JSON and as a
+// Chrome trace. Each object works on one device of the registry.
+#include <pybind11/stl.h>
+
+#include <chrono>
+#include <memory>
+#include <sstream>
+#include <string>
+
+#include "bindings.h"
+#include "device_registry.h"
+#include "npumem/history.h"
+#include "npumem/leak_detector.h"
+#include "npumem/monitor.h"
+#include "npumem/snapshot.h"
+
+namespace py = pybind11;
+
+namespace npumem::python {
+namespace {
+
+py::dict usage_dict(const TierUsage& usage) {
+  py::dict result;
+  result["allocated_bytes"] = usage.allocated_bytes;
+  result["reserved_bytes"] = usage.reserved_bytes;
+  result["peak_allocated_bytes"] = usage.peak_allocated_bytes;
+  result["peak_reserved_bytes"] = usage.peak_reserved_bytes;
+  return result;
+}
+
+py::dict labelled_dict(const LabelledSnapshot& snapshot) {
+  py::dict result = usage_dict(snapshot.total);
+  result["label"] = snapshot.label;
+  result["time"] = std::chrono::duration<double>(snapshot.time.time_since_epoch()).count();
+  py::dict tiers;
+  for (const Tier tier : kAllTiers) {
+    tiers[py::str(std::string(tier_name(tier)))] =
+        usage_dict(snapshot.tiers[static_cast<std::size_t>(tier)]);
+  }
+  result["tiers"] = tiers;
+  return result;
+}
+
+py::dict leak_group_dict(const LeakGroup& group) {
+  py::dict result;
+  result["tag"] = group.tag;
+  result["pool"] = group.pool;
+  result["frames"] = group.frames;
+  result["count"] = group.count;
+  result["bytes"] = group.bytes;
+  result["requested_bytes"] = group.requested_bytes;
+  result["iterations"] = group.iterations;
+  result["first_iteration"] = group.first_iteration;
+  result["last_iteration"] = group.last_iteration;
+  result["recurring"] = group.recurring;
+  return result;
+}
+
+py::dict leak_report_dict(const LeakReport& report) {
+  py::dict result;
+  result["iterations"] = report.iterations;
+  result["baseline_bytes"] = report.baseline_bytes;
+  result["final_bytes"] = report.final_bytes;
+  result["growth"] = report.growth;
+  result["threshold"] = report.threshold;
+  result["leaking"] = report.leaking;
+  result["samples"] = report.samples;
+  py::list survivors;
+  for (const LeakGroup& group : report.survivors) survivors.append(leak_group_dict(group));
+  result["survivors"] = survivors;
+  result["text"] = to_string(report);
+  return result;
+}
+
+// A Monitor of a registry device (which outlives it).
+class PythonMonitor {
+ public:
+  explicit PythonMonitor(DeviceEntry& device) : monitor_(*device.allocator) {}
+  py::dict snapshot(std::string label) { return labelled_dict(monitor_.snapshot(std::move(label))); }
+  py::list snapshots() const {
+    py::list result;
+    for (const LabelledSnapshot& snapshot : monitor_.snapshots()) result.append(labelled_dict(snapshot));
+    return result;
+  }
+  std::string report() const { return monitor_.report(); }
+  std::string memory_summary() const { return monitor_.memory_summary(); }
+  std::string empty_cache() { return to_string(monitor_.empty_cache()); }
+
+ private:
+  Monitor monitor_;
+};
+
+// A LeakDetector attached to a device until detach().
+class PythonLeakDetector {
+ public:
+  PythonLeakDetector(DeviceEntry& device, double threshold, bool backtraces)
+      : device_(device),
+        detector_(LeakDetector::attach(*device.allocator, {threshold, backtraces})) {}
+  void mark_baseline() { detector_->mark_baseline(*device_.allocator); }
+  void tick() { detector_->tick(); }
+  py::dict report() const { return leak_report_dict(detector_->report()); }
+  void detach() { device_.allocator->remove_observer(detector_); }
+
+ private:
+  DeviceEntry& device_;
+  std::shared_ptr<LeakDetector> detector_;
+};
+
+// A HistoryRecorder attached to a device until stop().
+class PythonHistory {
+ public:
+  PythonHistory(DeviceEntry& device, std::size_t max_entries, bool backtraces)
+      : device_(device),
+        recorder_(record_history(*device.allocator, {max_entries, backtraces})) {}
+  void stop() { device_.allocator->remove_observer(recorder_); }
+  std::uint64_t recorded() const { return recorder_->recorded(); }
+  std::uint64_t dropped() const { return recorder_->dropped(); }
+  const HistoryRecorder& recorder() const { return *recorder_; }
+
+ private:
+  DeviceEntry& device_;
+  std::shared_ptr<HistoryRecorder> recorder_;
+};
+
+MemorySnapshot take_snapshot(const DeviceEntry& device, const PythonHistory* history) {
+  return memory_snapshot(*device.allocator, history ? &history->recorder() : nullptr);
+}
+
+}  // namespace
+
+void bind_observe(py::module_& module) {
+  py::class_<PythonMonitor>(module, "Monitor", "Labelled snapshots of a device and their report")
+      .def(py::init<DeviceEntry&>(), py::arg("device"), py::keep_alive<1, 2>())
+      .def("snapshot", &PythonMonitor::snapshot, py::arg("label"))
+      .def("snapshots", &PythonMonitor::snapshots)
+      .def("report", &PythonMonitor::report)
+      .def("memory_summary", &PythonMonitor::memory_summary)
+      .def("empty_cache", &PythonMonitor::empty_cache,
+           "Releases the cache; returns what it gave back, before and after");
+
+  py::class_<PythonLeakDetector>(module, "LeakDetector",
+                                 "Judges growth since a baseline and names the survivors")
+      .def(py::init<DeviceEntry&, double, bool>(), py::arg("device"), py::arg("threshold"),
+           py::arg("backtraces"), py::keep_alive<1, 2>())
+      .def("mark_baseline", &PythonLeakDetector::mark_baseline)
+      .def("tick", &PythonLeakDetector::tick)
+      .def("report", &PythonLeakDetector::report)
+      .def("detach", &PythonLeakDetector::detach);
+
+  py::class_<PythonHistory>(module, "HistoryRecorder", "The allocator's events, in a ring")
+      .def(py::init<DeviceEntry&, std::size_t, bool>(), py::arg("device"), py::arg("max_entries"),
+           py::arg("backtraces"), py::keep_alive<1, 2>())
+      .def("stop", &PythonHistory::stop)
+      .def_property_readonly("recorded", &PythonHistory::recorded)
+      .def_property_readonly("dropped", &PythonHistory::dropped);
+
+  module.def(
+      "memory_summary", [](const DeviceEntry& device) { return memory_summary(*device.allocator); },
+      py::arg("device"));
+  module.def(
+      "snapshot_json",
+      [](const DeviceEntry& device, const PythonHistory* history) {
+        std::ostringstream out;
+        write_snapshot_json(take_snapshot(device, history), out);
+        return out.str();
+      },
+      py::arg("device"), py::arg("history") = nullptr);
+  module.def(
+      "chrome_trace",
+      [](const DeviceEntry& device, const PythonHistory* history) {
+        std::ostringstream out;
+        write_chrome_trace(take_snapshot(device, history), out);
+        return out.str();
+      },
+      py::arg("device"), py::arg("history") = nullptr);
+}
+
+}  // namespace npumem::python
