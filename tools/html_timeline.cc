@@ -9,7 +9,8 @@ namespace {
 constexpr const char* kStyle = R"css(
 body{font:13px system-ui,sans-serif;margin:16px;color:#222;background:#fafafa}
 h1{font-size:18px;margin:0 0 4px}h2{font-size:15px;margin:20px 0 6px}
-.meta{color:#555}#error{color:#b00;font-weight:bold}
+.meta{color:#555}.config{font-size:11px;overflow-wrap:anywhere;max-width:1300px}
+#error{color:#b00;font-weight:bold}
 canvas,svg{border:1px solid #ccc;background:#fff;display:block}
 table{border-collapse:collapse;background:#fff}
 td,th{padding:2px 10px;border-bottom:1px solid #eee;text-align:right}
@@ -21,8 +22,10 @@ td.l,th.l{text-align:left}
 constexpr const char* kBody = R"html(
 <h1>npumem memory timeline</h1>
 <div class="meta" id="meta"></div>
+<div class="meta config" id="config"></div>
 <div id="error"></div>
 <h2>Memory over time, stacked by allocation</h2>
+<div class="meta">x: event number; black line: reserved bytes; dashed red line: the peak of allocated bytes</div>
 <canvas id="timeline" width="1300" height="420"></canvas>
 <div class="legend" id="legend"></div>
 <h2>Segments</h2>
@@ -47,19 +50,21 @@ window.addEventListener("error", function (e) {
   var SVG = "http://www.w3.org/2000/svg";
 
   function fmt(b) {
-    var units = ["B", "KiB", "MiB", "GiB", "TiB"], i = 0;
+    var units = ["B", "KiB", "MiB", "GiB", "TiB"], i = 0;  // as npumem prints sizes
     while (b >= 1024 && i < units.length - 1) { b /= 1024; i++; }
-    return (i ? b.toPrecision(3) : String(b)) + " " + units[i];
+    if (i === 0) return String(b) + " B";
+    return (b < 10 ? b.toFixed(2) : b < 100 ? b.toFixed(1) : b.toFixed(0)) + " " + units[i];
   }
   function hue(text) {
     var h = 7;
     for (var i = 0; i < text.length; i++) h = (h * 31 + text.charCodeAt(i)) >>> 0;
     return h % 360;
   }
-  // A tag's hue, varied per allocation so that neighbours stay apart.
-  function color(tag, n) {
-    return "hsl(" + hue(tag || "(untagged)") + "," + (50 + (n % 3) * 15) + "%," +
-           (45 + (n % 4) * 7) + "%)";
+  // A tag's hue (untagged: a hue per power-of-two size), varied per allocation so
+  // that neighbours stay apart.
+  function color(tag, size, n) {
+    var h = tag ? hue(tag) : (Math.round(Math.log2(Math.max(size, 1))) * 47) % 360;
+    return "hsl(" + h + "," + (50 + (n % 3) * 15) + "%," + (45 + (n % 4) * 7) + "%)";
   }
   function el(name, attrs, parent) {
     var node = document.createElementNS(SVG, name);
@@ -90,8 +95,9 @@ window.addEventListener("error", function (e) {
   var peak = 0;
   for (i = 1; i < n; i++) if (totalAlloc[i] > totalAlloc[peak]) peak = i;
 
+  document.getElementById("config").textContent = snap.config;
   document.getElementById("meta").textContent =
-    "device " + snap.device.name + " \u00b7 " + snap.config + " \u00b7 peak allocated " +
+    "device " + snap.device.name + " \u00b7 peak allocated " +
     fmt(snap.stats["allocated_bytes.all.peak"]) + " \u00b7 peak reserved " +
     fmt(snap.stats["reserved_bytes.all.peak"]) + " \u00b7 " +
     (snap.history.recorded ? n + " events" +
@@ -141,7 +147,7 @@ window.addEventListener("error", function (e) {
       live.forEach(function (a) {
         if (a.size / maxY * ph < 0.75) { small += a.size; return; }
         if (small > 0) { bar(small, "#c8c8c8"); small = 0; }
-        bar(a.size, color(a.tag, a.n));
+        bar(a.size, color(a.tag, a.size, a.n));
       });
       if (small > 0) bar(small, "#c8c8c8");
       reservedLine.push([x + colW / 2, T + ph - totalResv[idx] / maxY * ph]);
@@ -166,10 +172,10 @@ window.addEventListener("error", function (e) {
       ctx.beginPath(); ctx.moveTo(L - 4, yy); ctx.lineTo(L, yy); ctx.stroke();
     }
     for (k = 0; k <= 10; k++) {
-      var ex = Math.round((n - 1) * k / 10);
-      ctx.fillText(String(ex), L + pw * k / 10 - 10, H - 10);
+      var label = String(Math.round((n - 1) * k / 10));
+      var width = ctx.measureText(label).width;
+      ctx.fillText(label, L + pw * k / 10 - (k === 10 ? width : k === 0 ? 0 : width / 2), H - 10);
     }
-    ctx.fillText("event #   (black line: reserved; dashed red: peak allocated)", L + pw / 2 - 150, H - 10 + 0);
   }
 
   function drawLegend() {
@@ -179,9 +185,10 @@ window.addEventListener("error", function (e) {
     var legend = document.getElementById("legend");
     tags.forEach(function (tag) {
       var span = document.createElement("span"), sw = document.createElement("i");
-      sw.style.background = color(tag, 0);
+      sw.style.background = tag ? color(tag, 0, 0) : "linear-gradient(90deg,#d66,#6d6,#66d)";
       span.appendChild(sw);
-      span.appendChild(document.createTextNode((tag || "(untagged)") + ": " + fmt(byTag[tag]) + " at the peak"));
+      span.appendChild(document.createTextNode((tag || "untagged (coloured by size)") + ": " +
+        fmt(byTag[tag]) + " at the peak"));
       legend.appendChild(span);
     });
   }
@@ -201,7 +208,7 @@ window.addEventListener("error", function (e) {
       s.blocks.forEach(function (b, j) {
         var bx = labelW + (b.address - s.address) / s.size * barW;
         var rect = el("rect", { x: bx, y: y, width: Math.max(0.5, b.size / s.size * barW), height: rowH - 3,
-          fill: b.state === "allocated" ? color(b.tag, j) : "#e6e6e6", stroke: "#fff", "stroke-width": 0.3 }, svg);
+          fill: b.state === "allocated" ? color(b.tag, b.size, j) : "#e6e6e6", stroke: "#fff", "stroke-width": 0.3 }, svg);
         el("title", {}, rect).textContent = b.state + " " + fmt(b.size) + (b.tag ? " (" + b.tag + ")" : "");
         plotted++;
       });
