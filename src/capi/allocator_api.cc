@@ -64,9 +64,9 @@ npumem_status_t npumem_allocator_create(const char* spec, const char* conf,
   return guarded([&] {
     npumem_allocator_t*& result = required(out, "out");
     result = nullptr;
-    const char* device_spec = &required(spec, "spec");
+    if (spec == nullptr) throw ArgumentError("spec is NULL");
     const npumem::Config config = conf == nullptr ? npumem::Config{} : npumem::parse_config(conf);
-    result = new npumem_allocator(npumem::make_device(device_spec), config,
+    result = new npumem_allocator(npumem::make_device(spec), config,
                                   /*process_wide_allocator=*/false);
     return NPUMEM_OK;
   });
@@ -113,7 +113,8 @@ npumem_status_t npumem_stats(npumem_allocator_t* allocator, npumem_stats_t* out)
 npumem_status_t npumem_stat(npumem_allocator_t* allocator, const char* key, int64_t* out) noexcept {
   return guarded([&] {
     int64_t& result = required(out, "out");
-    const std::string name = &required(key, "key");
+    if (key == nullptr) throw ArgumentError("key is NULL");
+    const std::string name = key;
     const auto stats = allocator_of(allocator).stats().as_map();
     const auto found = stats.find(name);
     if (found == stats.end()) {

@@ -5,23 +5,26 @@
 #include <elf.h>
 #include <gtest/gtest.h>
 
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <iterator>
 #include <memory>
-#include <regex>
 #include <set>
+#include <sstream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace {
 
 std::string file_text(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  std::string text(std::filesystem::file_size(path), '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  return text;
 }
 
 template <typename T>
@@ -63,32 +66,58 @@ std::set<std::string> exported_symbols() {
 }
 
 // The global symbols the static library defines, demangled (binutils' nm reads it).
+// Weak functions are left out: they are inline functions of the headers, which every
+// user compiles for itself.
 std::set<std::string> archive_symbols() {
-  const std::string command =
-      std::string("nm --defined-only --extern-only --demangle --format=just-symbols '") +
-      NPUMEM_STATIC_LIBRARY + "' 2>/dev/null";
+  const std::string command = std::string("nm --defined-only --extern-only --demangle '") +
+                              NPUMEM_STATIC_LIBRARY + "' 2>/dev/null";
   std::unique_ptr<FILE, decltype(&pclose)> pipe(popen(command.c_str(), "r"), &pclose);
   std::set<std::string> names;
   if (!pipe) return names;
+  // Lines are "<16 hex digits> <type letter> <name>".
+  constexpr std::size_t kType = 17;
+  constexpr std::size_t kName = 19;
   std::string line;
   for (int c = std::fgetc(pipe.get()); c != EOF; c = std::fgetc(pipe.get())) {
     if (c != '\n') {
       line += static_cast<char>(c);
-    } else if (!line.empty()) {
-      names.insert(line);
-      line.clear();
+      continue;
     }
+    const bool weak_function = line.size() > kType && (line[kType] == 'W' || line[kType] == 'w');
+    if (line.size() > kName && !weak_function && line.find("npumem") != std::string::npos) {
+      names.insert(line.substr(kName));
+    }
+    line.clear();
   }
   return names;
 }
 
-std::set<std::string> matches(const std::string& text, const std::regex& pattern) {
-  std::set<std::string> found;
-  for (auto it = std::sregex_iterator(text.begin(), text.end(), pattern);
-       it != std::sregex_iterator(); ++it) {
-    found.insert((*it)[1]);
+bool is_identifier_char(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_';
+}
+
+std::string identifier_at(std::string_view text, std::size_t at) {
+  std::size_t end = at;
+  while (end < text.size() && is_identifier_char(text[end])) ++end;
+  return std::string(text.substr(at, end - at));
+}
+
+std::string identifier_before(std::string_view text, std::size_t end) {
+  std::size_t start = end;
+  while (start > 0 && is_identifier_char(text[start - 1])) --start;
+  return std::string(text.substr(start, end - start));
+}
+
+// Every name X of "npumem::X" or "npumem::plan::X" in text.
+std::set<std::string> npumem_names_in(std::string_view text) {
+  std::set<std::string> names;
+  for (std::size_t at = text.find("npumem::"); at != std::string_view::npos;
+       at = text.find("npumem::", at + 1)) {
+    std::size_t name = at + std::string_view("npumem::").size();
+    if (text.substr(name).starts_with("plan::")) name += std::string_view("plan::").size();
+    names.insert(identifier_at(text, name));
   }
-  return found;
+  return names;
 }
 
 std::vector<std::filesystem::path> cpp_public_headers() {
@@ -107,17 +136,42 @@ struct PublicApi {
   std::set<std::string> classes;
   std::set<std::string> functions;
 
-  bool contains(const std::string& symbol) const {
-    static const std::regex scoped(
-        R"(^(?:(?:vtable|typeinfo|typeinfo name) for )?npumem::(?:plan::)?(\w+)(::|\(|\[abi|$))");
-    std::smatch match;
-    if (!std::regex_search(symbol, match, scoped)) return false;
-    if (symbol.find("Allocator::Impl") != std::string::npos) return false;
-    if (match[2] == "::" || match[2].length() == 0) return classes.contains(match[1]);
-    if (!functions.contains(match[1])) return false;
-    static const std::regex named_type(R"(npumem::(?:plan::)?(\w+))");
-    const std::string parameters = symbol.substr(symbol.find('('));
-    for (const std::string& type : matches(parameters, named_type)) {
+  // Reads the unindented declarations of a header.
+  void add_declarations(const std::string& header_text) {
+    std::istringstream lines(header_text);
+    for (std::string line; std::getline(lines, line);) {
+      if (line.empty() || !std::isalpha(static_cast<unsigned char>(line[0]))) continue;
+      for (const std::string_view keyword : {"class ", "struct ", "enum class ", "using "}) {
+        if (!line.starts_with(keyword)) continue;
+        const std::string name = identifier_at(line, keyword.size());
+        types.insert(name);
+        if (keyword == "class " || keyword == "struct ") classes.insert(name);
+      }
+      const std::size_t call = line.find('(');
+      const bool declaration = !line.starts_with("using ") && !line.starts_with("namespace ") &&
+                               line.find('=') > call && line.find(';') > call;
+      if (call != std::string::npos && declaration) functions.insert(identifier_before(line, call));
+    }
+  }
+
+  bool contains(std::string_view symbol) const {
+    for (const std::string_view prefix : {"vtable for ", "typeinfo for ", "typeinfo name for "}) {
+      if (symbol.starts_with(prefix)) {
+        symbol.remove_prefix(prefix.size());
+        break;
+      }
+    }
+    if (!symbol.starts_with("npumem::")) return false;
+    std::size_t at = std::string_view("npumem::").size();
+    if (symbol.substr(at).starts_with("plan::")) at += std::string_view("plan::").size();
+    const std::string name = identifier_at(symbol, at);
+    const std::string_view rest = symbol.substr(at + name.size());
+    if (rest.empty()) return classes.contains(name);
+    if (rest.starts_with("::")) return classes.contains(name) && !rest.starts_with("::Impl::");
+    if (!functions.contains(name)) return false;
+    const std::size_t parameters = rest.find('(');
+    if (parameters == std::string_view::npos) return false;
+    for (const std::string& type : npumem_names_in(rest.substr(parameters))) {
       if (!types.contains(type)) return false;
     }
     return true;
@@ -129,16 +183,7 @@ class CapiExports : public ::testing::Test {
   void SetUp() override {
     exported_ = exported_symbols();
     ASSERT_FALSE(exported_.empty());
-    static const std::regex class_declaration(R"((?:^|\n)(?:class|struct) (\w+))");
-    static const std::regex type_declaration(R"((?:^|\n)(?:class|struct|enum class|using) (\w+))");
-    static const std::regex function_declaration(
-        R"((?:^|\n)(?!using |namespace )[A-Za-z][^\n(;=]*?\b(\w+)\()");
-    for (const auto& header : cpp_public_headers()) {
-      const std::string text = file_text(header);
-      api_.classes.merge(matches(text, class_declaration));
-      api_.types.merge(matches(text, type_declaration));
-      api_.functions.merge(matches(text, function_declaration));
-    }
+    for (const auto& header : cpp_public_headers()) api_.add_declarations(file_text(header));
     ASSERT_TRUE(api_.classes.contains("Allocator"));
     ASSERT_TRUE(api_.types.contains("Tier"));
     ASSERT_TRUE(api_.functions.contains("make_device"));
@@ -149,8 +194,13 @@ class CapiExports : public ::testing::Test {
 };
 
 TEST_F(CapiExports, EveryFunctionOfTheCHeaderIsExported) {
-  const std::set<std::string> declared =
-      matches(file_text(NPUMEM_PUBLIC_HEADERS "/npumem.h"), std::regex(R"(\b(npumem_\w+)\()"));
+  const std::string header = file_text(NPUMEM_PUBLIC_HEADERS "/npumem.h");
+  std::set<std::string> declared;
+  for (std::size_t call = header.find('('); call != std::string::npos;
+       call = header.find('(', call + 1)) {
+    const std::string name = identifier_before(header, call);
+    if (name.starts_with("npumem_")) declared.insert(name);
+  }
   EXPECT_GE(declared.size(), 17U) << "the header's declarations were not found";
   for (const std::string& name : declared) EXPECT_TRUE(exported_.contains(name)) << name;
 }
