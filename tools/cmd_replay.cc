@@ -60,6 +60,8 @@ std::uint64_t find_min_capacity(const Trace& trace, const ReplayOptions& options
 
 int run_replay(const ReplayCommandOptions& options) {
   const Trace trace = read_trace(options.trace_path);
+  // Rejects a device --min-capacity cannot resize before spending time on the replay.
+  if (options.min_capacity) hbm_only_spec(options.device_spec, kCapacityStep);
   ReplayObservers observers(options.observe, trace);
   ReplayOptions replay_options;
   replay_options.hooks = observers.hooks();

@@ -167,6 +167,15 @@ TEST(ReplayCliTest, StrategyAndConfReachTheAllocator) {
             0);
 }
 
+TEST(ReplayCliTest, MinCapacityNeedsASimDeviceAndSaysSoBeforeReplaying) {
+  const TempTrace trace("a 1 100\n");
+  const auto run = run_npumem("replay " + trace.path() + " --min-capacity --device host");
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_NE(run.err.find("--min-capacity needs a sim device spec, not 'host'"), std::string::npos)
+      << run.err;
+  EXPECT_EQ(run.out, "");
+}
+
 TEST(ReplayCliTest, MinCapacityReportsTheSmallestHbm) {
   const TempTrace trace(kThreeLarge);
   const auto run = run_npumem("replay " + trace.path() + " --min-capacity --json");
