@@ -19,7 +19,9 @@ void Allocator::deallocate(void* ptr) {
   impl_->deallocate(ptr);
 }
 
-bool Allocator::resize(void* ptr, std::size_t bytes) { return impl_->resize(ptr, bytes); }
+bool Allocator::resize(void* ptr, std::size_t bytes) {
+  return impl_->resize(ptr, bytes);
+}
 
 Tier Allocator::tier_of(const void* ptr) const {
   std::lock_guard lock(impl_->mutex);
@@ -33,7 +35,7 @@ std::size_t Allocator::allocation_size(const void* ptr) const {
 
 Stats Allocator::stats() const {
   std::lock_guard lock(impl_->mutex);
-  return impl_->stats;
+  return impl_->public_stats(nullptr);
 }
 
 void Allocator::reset_peak_stats() {
@@ -72,7 +74,7 @@ std::vector<PoolInfo> Allocator::pools() const {
   std::lock_guard lock(impl_->mutex);
   std::vector<PoolInfo> infos;
   for (const auto& pool : impl_->pools)
-    infos.push_back({pool->name, pool->quota_bytes, pool->stats});
+    infos.push_back({pool->name, pool->quota_bytes, impl_->public_stats(pool.get())});
   return infos;
 }
 

@@ -86,6 +86,11 @@ void Allocator::Impl::release_everything() {
 }
 
 PoolState& Allocator::Impl::create_pool(const std::string& name, std::uint64_t quota_bytes) {
+  if (!pools.empty() && !per_pool_stats) {
+    // Until now every allocation was the default pool's: its stats are the totals.
+    pools.front()->stats = stats;
+    per_pool_stats = true;
+  }
   pools.push_back(std::make_unique<PoolState>(name, quota_bytes));
   try {
     source->pool_created(*pools.back());
@@ -113,9 +118,12 @@ void* Allocator::Impl::allocate(std::size_t bytes) {
   PoolState& pool = current_pool();
   if (bytes > std::numeric_limits<std::size_t>::max() / 2) fail(pool, bytes, bytes, {});
   const std::size_t size = round_up(std::max<std::size_t>(bytes, 1), config.granule);
-  Refusal refusal;
-  Block* block = allocate_block(pool, size, source->kind_for(size), refusal);
-  if (block == nullptr) fail(pool, bytes, size, refusal);
+  Block* block = recycled.take(size, &pool);
+  if (block == nullptr) {
+    Refusal refusal;
+    block = allocate_block(pool, size, source->kind_for(size), refusal);
+    if (block == nullptr) fail(pool, bytes, size, refusal);
+  }
   block->requested = bytes;
   block->tag = core::current_tag_id();
   live.insert(block->address, block);
@@ -150,6 +158,10 @@ Block* Allocator::Impl::allocate_block(PoolState& pool, std::size_t size, PoolKi
 Block* Allocator::Impl::allocate_on_tier(PoolState& pool, Tier tier, std::size_t size,
                                          PoolKind kind, Refusal& refusal) {
   if (Block* block = take_cached(pool, tier, size, kind)) return block;
+  if (!recycled.empty()) {
+    flush_recycled();
+    if (Block* block = take_cached(pool, tier, size, kind)) return block;
+  }
   GrowResult grown = grow(pool, tier, kind, size);
   if (grown != GrowResult::ok) {
     // A quota only frees by releasing the pool's own cache; anything else by every pool's.
@@ -240,7 +252,14 @@ void Allocator::Impl::count_device_call(PoolState& pool, bool allocation) {
   }
 }
 
+void Allocator::Impl::flush_recycled() const {
+  recycled.flush([](Block* block) {
+    block->segment->pool->block_pool(block->segment->tier, block->segment->kind).release(block);
+  });
+}
+
 std::size_t Allocator::Impl::release_cached(PoolState& pool, Tier tier) {
+  flush_recycled();
   std::size_t released = 0;
   for (PoolKind kind : {PoolKind::small, PoolKind::large}) {
     released += source->release(pool, pool.block_pool(tier, kind));
@@ -254,26 +273,33 @@ std::size_t Allocator::Impl::release_cached_everywhere(Tier tier) {
   return released;
 }
 
+// Only allocated, requested and allocation counts are kept on the hot path; active
+// ones equal them (no stream-deferred frees) and are filled in by public_stats().
+// A pool's own stats are kept once named pools exist.
 void Allocator::Impl::account_block(PoolState& pool, const Block& block, bool allocated) {
   const Tier tier = block.segment->tier;
   const PoolKind kind = block.segment->kind;
   const auto size = static_cast<std::int64_t>(block.size);
   const auto requested = static_cast<std::int64_t>(block.requested);
-  for (Stats* s : {&stats, &pool.stats}) {
+  for (Stats* s : {&stats, per_pool_stats ? &pool.stats : nullptr}) {
+    if (s == nullptr) continue;
     if (allocated) {
       s->allocated_bytes.increase(kind, tier, size);
-      s->active_bytes.increase(kind, tier, size);
       s->requested_bytes.increase(kind, tier, requested);
       s->allocation.increase(kind, tier, 1);
-      s->active.increase(kind, tier, 1);
     } else {
       s->allocated_bytes.decrease(kind, tier, size);
-      s->active_bytes.decrease(kind, tier, size);
       s->requested_bytes.decrease(kind, tier, requested);
       s->allocation.decrease(kind, tier, 1);
-      s->active.decrease(kind, tier, 1);
     }
   }
+}
+
+Stats Allocator::Impl::public_stats(const PoolState* pool) const {
+  Stats out = pool == nullptr || !per_pool_stats ? stats : pool->stats;
+  out.active_bytes = out.allocated_bytes;
+  out.active = out.allocation;
+  return out;
 }
 
 void Allocator::Impl::deallocate(void* ptr) {
@@ -287,6 +313,7 @@ void Allocator::Impl::deallocate(void* ptr) {
     notify(EventKind::free, block->address, block->size, block->requested, block->segment->tier,
            pool, block->tag);
   }
+  if (block->segment->tier == Tier::hbm && recycled.put(block)) return;
   pool.block_pool(block->segment->tier, block->segment->kind).release(block);
 }
 
@@ -298,6 +325,7 @@ bool Allocator::Impl::resize(void* ptr, std::size_t bytes) {
   if (block == nullptr) invalid_free(reinterpret_cast<std::uintptr_t>(ptr));
   if (bytes > std::numeric_limits<std::size_t>::max() / 2) return false;
   const std::size_t size = round_up(std::max<std::size_t>(bytes, 1), config.granule);
+  flush_recycled();  // a kept neighbour may be the room to grow into
   PoolState& pool = *block->segment->pool;
   BlockPool& blocks = pool.block_pool(block->segment->tier, block->segment->kind);
   account_block(pool, *block, false);
@@ -318,6 +346,7 @@ bool Allocator::Impl::resize(void* ptr, std::size_t bytes) {
 void Allocator::Impl::invalid_free(std::uintptr_t address) const {
   char text[64];
   std::snprintf(text, sizeof text, "0x%llx", static_cast<unsigned long long>(address));
+  flush_recycled();  // so a recycled block reads as free: a double free
   for (const auto& pool : pools) {
     for (Tier tier : kAllTiers) {
       for (PoolKind kind : {PoolKind::small, PoolKind::large}) {
@@ -362,6 +391,7 @@ std::size_t Allocator::Impl::empty_cache() {
 }
 
 std::uint64_t Allocator::Impl::largest_free_block(Tier tier) const {
+  flush_recycled();
   std::uint64_t largest = 0;
   for (const auto& pool : pools) {
     for (PoolKind kind : {PoolKind::small, PoolKind::large}) {
@@ -372,6 +402,7 @@ std::uint64_t Allocator::Impl::largest_free_block(Tier tier) const {
 }
 
 double Allocator::Impl::fragmentation(Tier tier) const {
+  flush_recycled();
   std::uint64_t free_bytes = 0;
   for (const auto& pool : pools) {
     for (PoolKind kind : {PoolKind::small, PoolKind::large}) {
@@ -383,6 +414,7 @@ double Allocator::Impl::fragmentation(Tier tier) const {
 }
 
 std::vector<SegmentInfo> Allocator::Impl::snapshot() const {
+  flush_recycled();
   std::vector<SegmentInfo> segments;
   for (const auto& pool : pools) {
     for (Tier tier : kAllTiers) {

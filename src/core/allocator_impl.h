@@ -13,7 +13,9 @@
 #include "core/oom_report.h"
 #include "core/pointer_map.h"
 #include "core/pool_state.h"
+#include "core/recycle_cache.h"
 #include "core/segment_source.h"
+#include "core/spin_lock.h"
 #include "npumem/allocator.h"
 
 namespace npumem {
@@ -33,6 +35,8 @@ struct Allocator::Impl {
   double fragmentation(Tier tier) const;
   core::PoolState& create_pool(const std::string& name, std::uint64_t quota_bytes);
   core::PoolState* find_pool(const std::string& name) const;
+  // Statistics as users see them: the allocator's (nullptr) or one pool's.
+  Stats public_stats(const core::PoolState* pool) const;
   // The calling thread's pool scope (PoolScope): which allocator, which pool.
   static void set_scope(const Impl* owner, core::PoolState* pool);
   static const Impl* scope_owner();
@@ -47,17 +51,21 @@ struct Allocator::Impl {
   void add_segments(core::PoolState& pool, Tier tier, PoolKind kind, std::int64_t count);
   void count_device_call(core::PoolState& pool, bool allocation);
   std::size_t release_cached(core::PoolState& pool, Tier tier);
+  // Returns the recycle cache's blocks to their block pools (coalescing them).
+  void flush_recycled() const;
   void notify(EventKind kind, std::uint64_t address, std::uint64_t bytes, std::uint64_t requested,
               Tier tier, const core::PoolState& pool, std::uint32_t tag = 0) const;
 
   std::shared_ptr<Device> device;
   Config config;
-  mutable std::mutex mutex;
+  mutable core::SpinLock mutex;
   std::vector<std::unique_ptr<core::PoolState>> pools;  // pools[0] is "default"
   core::PointerMap live;
   Stats stats;
   std::vector<std::shared_ptr<AllocatorObserver>> observers;
   std::vector<std::string> warnings;
+  // Per-pool block statistics start when the first named pool is created.
+  bool per_pool_stats = false;
 
  private:
   struct Refusal {
@@ -82,6 +90,7 @@ struct Allocator::Impl {
                                const Refusal& refusal) const;
 
   std::unique_ptr<core::SegmentSource> source;
+  mutable core::RecycleCache recycled;
   std::array<std::uint64_t, kTierCount> tier_limit{};
   std::array<std::uint64_t, kTierCount> tier_granularity{};
   // Highest reserved bytes per tier ever reached; unlike the peak stat, not reset.
