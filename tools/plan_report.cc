@@ -184,6 +184,7 @@ json recompute_report_json(const RecomputeReport& report) {
   result["layers"] = report.model->layers.size();
   result["activation_budget_bytes"] = report.budget_bytes;
   result["forward_ms"] = ms(report.plan.forward_seconds);
+  result["proven_optimal"] = report.plan.proven_optimal;
   result["kept_layers"] = std::move(kept);
   result["keep_all"] = checkpoints_json(report.keep_all, report.budget_bytes);
   result["sqrt_n"] = checkpoints_json(report.sqrt_n, report.budget_bytes);
@@ -195,7 +196,9 @@ std::string recompute_report_text(const RecomputeReport& report) {
   out << "npumem plan recompute: " << model_title(report.model_path, *report.model) << "\n"
       << "  activation budget " << format_bytes(report.budget_bytes) << ", forward "
       << fixed(ms(report.plan.forward_seconds), 3) << " ms\n"
-      << "  plan      " << checkpoints_text(report.plan, report.budget_bytes) << "\n"
+      << "  plan      " << checkpoints_text(report.plan, report.budget_bytes)
+      << (report.plan.proven_optimal ? " (optimal)" : " (search bounded: may not be optimal)")
+      << "\n"
       << "  keep all  " << checkpoints_text(report.keep_all, report.budget_bytes) << "\n"
       << "  sqrt(n)   " << checkpoints_text(report.sqrt_n, report.budget_bytes) << "\n"
       << "  kept:";

@@ -167,11 +167,15 @@ struct RecomputePlan {
   std::uint64_t peak_bytes = 0;
   double recompute_seconds = 0;  // forward time of the dropped layers, run once more
   double forward_seconds = 0;    // one forward pass, for scale
+  // plan_recompute only: its search was exhaustive, so no plan within the budget
+  // recomputes less. Long chains with many distinct sizes exceed the search's bounds.
+  bool proven_optimal = false;
 };
 
-// The plan with the least recompute time whose peak fits the budget (exact: dynamic
-// programming over segments with Pareto sets). Throws OutOfMemory with the least peak any
-// plan reaches when none fits.
+// The plan with the least recompute time whose peak fits the budget: dynamic programming
+// over segments with Pareto sets of plan prefixes, exact unless those sets outgrow their
+// bound (see proven_optimal). Throws OutOfMemory with the least peak any plan reaches when
+// none fits.
 RecomputePlan plan_recompute(std::span<const Layer> layers, const RecomputeOptions& options);
 
 // The peak and recompute time of a given keep set (one flag per layer).
