@@ -14,6 +14,7 @@
 #include "replay.h"
 #include "replay_observers.h"
 #include "replay_report.h"
+#include "static_advisor.h"
 #include "trace.h"
 
 namespace npumem::cli {
@@ -30,6 +31,7 @@ struct ReplayCommandOptions {
   bool json = false;
   bool min_capacity = false;
   bool latency = false;
+  std::optional<double> advise_margin_percent;
   ReplayObserverOptions observe;
 };
 
@@ -81,6 +83,10 @@ int run_replay(const ReplayCommandOptions& options) {
   }
   if (options.min_capacity)
     report.min_hbm_capacity_bytes = find_min_capacity(trace, replay_options);
+  if (options.advise_margin_percent) {
+    report.static_advice =
+        advise_static_size(trace, replay_options, *options.advise_margin_percent / 100.0);
+  }
   if (options.json) {
     std::cout << replay_report_json(report).dump(2) << "\n";
   } else {
@@ -115,6 +121,13 @@ void add_replay_command(CLI::App& app, int& exit_code) {
   command->add_flag("--min-capacity", options->min_capacity,
                     "also find the smallest HBM (no DDR) that completes the trace, to 1 MiB");
   command->add_flag("--latency", options->latency, "time each allocation (p50, p99, max)");
+  command
+      ->add_option("--advise", options->advise_margin_percent,
+                   "recommend a static arena size: the smallest that completes the trace "
+                   "under the static strategy, plus this margin in percent")
+      ->expected(0, 1)
+      ->default_str("10")
+      ->check(CLI::NonNegativeNumber);
   add_replay_observer_options(*command, options->observe);
   command->callback([options, &exit_code] { exit_code = run_replay(*options); });
 }

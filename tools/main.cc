@@ -13,6 +13,7 @@ int main(int argc, char** argv) {
   npumem::cli::add_viz_command(app, exit_code);
   npumem::cli::add_smi_command(app, exit_code);
   npumem::cli::add_mon_command(app, exit_code);
+  npumem::cli::add_compare_command(app, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

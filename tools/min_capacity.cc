@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "bisect.h"
 #include "npumem/errors.h"
 #include "npumem/units.h"
 
@@ -26,7 +27,11 @@ bool completes(const Trace& trace, const ReplayOptions& options, std::uint64_t s
   ReplayOptions probe_options;
   probe_options.device_spec = hbm_only_spec(options.device_spec, hbm_bytes);
   probe_options.config = options.config;
-  return replay_trace(trace, probe_options).completed();
+  try {
+    return replay_trace(trace, probe_options).completed();
+  } catch (const OutOfMemory&) {
+    return false;  // refused at start: a static arena larger than this HBM
+  }
 }
 
 }  // namespace
@@ -55,23 +60,15 @@ std::uint64_t min_hbm_capacity(const Trace& trace, const ReplayOptions& options,
       std::max<std::uint64_t>(1, (peak_live_bytes(trace) + kCapacityStep - 1) / kCapacityStep);
   const std::uint64_t max_steps = std::min(
       peak_steps * kMaxOverPeak, std::numeric_limits<std::uint64_t>::max() / kCapacityStep);
-  // Invariant: `fails` steps are too few (below the peak), `succeeds` steps complete.
-  std::uint64_t fails = peak_steps - 1;
-  std::uint64_t succeeds = peak_steps;
-  while (!completes(trace, options, succeeds, probe)) {
-    fails = succeeds;
-    if (succeeds >= max_steps) {
-      throw Error("the trace does not complete on any HBM up to " +
-                  format_bytes(max_steps * kCapacityStep) + " (" + std::to_string(kMaxOverPeak) +
-                  "x its peak of live bytes)");
-    }
-    succeeds = std::min(succeeds * 2, max_steps);
+  const auto steps = smallest_passing(peak_steps - 1, peak_steps, max_steps, [&](std::uint64_t n) {
+    return completes(trace, options, n, probe);
+  });
+  if (!steps) {
+    throw Error("the trace does not complete on any HBM up to " +
+                format_bytes(max_steps * kCapacityStep) + " (" + std::to_string(kMaxOverPeak) +
+                "x its peak of live bytes)");
   }
-  while (succeeds - fails > 1) {
-    const std::uint64_t middle = fails + (succeeds - fails) / 2;
-    (completes(trace, options, middle, probe) ? succeeds : fails) = middle;
-  }
-  return succeeds * kCapacityStep;
+  return *steps * kCapacityStep;
 }
 
 }  // namespace npumem::cli

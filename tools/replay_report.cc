@@ -105,6 +105,12 @@ nlohmann::ordered_json replay_report_json(const ReplayReport& report) {
   if (report.min_hbm_capacity_bytes) {
     json["min_hbm_capacity_bytes"] = *report.min_hbm_capacity_bytes;
   }
+  if (report.static_advice) {
+    const StaticAdvice& advice = *report.static_advice;
+    json["static_advice"] = {{"min_arena_bytes", advice.min_arena_bytes},
+                             {"margin", advice.margin},
+                             {"recommended_static_size", advice.recommended_bytes}};
+  }
   if (result.out_of_memory) json["out_of_memory"] = *result.out_of_memory;
   return json;
 }
@@ -137,6 +143,14 @@ std::string replay_report_text(const ReplayReport& report) {
     add_line(out, "min HBM capacity",
              format_bytes(*report.min_hbm_capacity_bytes) + " (" +
                  with_commas(*report.min_hbm_capacity_bytes) + " bytes, no DDR)");
+  }
+  if (report.static_advice) {
+    const StaticAdvice& advice = *report.static_advice;
+    add_line(out, "static arena needed", format_bytes(advice.min_arena_bytes));
+    add_line(out, "static_size advice",
+             format_bytes(advice.recommended_bytes) + " with a " + fixed(advice.margin * 100, 0) +
+                 "% margin: NPUMEM_ALLOC_CONF=strategy:static,static_size:" +
+                 std::to_string(advice.recommended_bytes));
   }
   add_tier_table(out, result);
   if (result.pools.size() > 1) add_pool_table(out, result.pools);

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "replay.h"
+#include "static_advisor.h"
 
 namespace npumem::cli {
 
@@ -14,6 +15,7 @@ struct ReplayReport {
   std::string trace_path;
   ReplayResult result;
   std::optional<std::uint64_t> min_hbm_capacity_bytes;  // when --min-capacity was given
+  std::optional<StaticAdvice> static_advice;            // when --advise was given
 };
 
 // Keys in reading order; "pools" only when the trace used named pools.

@@ -313,7 +313,10 @@ void Allocator::Impl::deallocate(void* ptr) {
     notify(EventKind::free, block->address, block->size, block->requested, block->segment->tier,
            pool, block->tag);
   }
-  if (block->segment->tier == Tier::hbm && recycled.put(block)) return;
+  if (block->segment->tier == Tier::hbm && block->segment->kind == PoolKind::small &&
+      recycled.put(block)) {
+    return;
+  }
   pool.block_pool(block->segment->tier, block->segment->kind).release(block);
 }
 

@@ -18,9 +18,12 @@ void StaticSource::pool_created(PoolState& pool) {
   const std::size_t bytes = round_up(requested, allocator_.granularity(Tier::hbm));
   BlockPool& blocks = pool.block_pool(Tier::hbm, PoolKind::large);
   if (fallback_.add_segment(pool, blocks, bytes) != GrowResult::ok) {
-    throw ConfigError("static arena of " + format_bytes(bytes) + " for pool '" + pool.name +
-                      "' does not fit in HBM (limit " + format_bytes(allocator_.limit(Tier::hbm)) +
-                      ")");
+    throw OutOfMemory("out of memory: the static arena of " + format_bytes(bytes) + " for pool '" +
+                          pool.name + "' does not fit in HBM (limit " +
+                          format_bytes(allocator_.limit(Tier::hbm)) +
+                          ").\nAdvice: lower static_size (npumem replay --advise measures what "
+                          "a workload needs) or use a larger device.",
+                      bytes, pool.name);
   }
   arenas_.insert(blocks.segments()->address);
 }

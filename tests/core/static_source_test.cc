@@ -69,7 +69,7 @@ TEST(Static, FallbackUsesCachingSegmentsAndReleasesThemOnly) {
 TEST(Static, NeedsAnArenaSizeThatFits) {
   EXPECT_THROW(Allocator(device(), static_arena(0)), ConfigError);
   auto sim = device();
-  EXPECT_THROW(Allocator(sim, static_arena(4 * GiB)), ConfigError);
+  EXPECT_THROW(Allocator(sim, static_arena(4 * GiB)), OutOfMemory);
   EXPECT_EQ(sim->tier_info(Tier::hbm).used_bytes, 0u);
 }
 

@@ -1,0 +1,104 @@
+#include "strategy_comparison.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "bisect.h"
+#include "npumem/units.h"
+#include "run_npumem.h"
+#include "static_advisor.h"
+#include "trace.h"
+
+namespace npumem::cli {
+namespace {
+
+// Two iterations of three tensors; 12 MiB live at the peak.
+Trace small_trace() {
+  return parse_trace(
+      "a 0 4194304\na 1 8388608\nf 0\na 2 1048576\nf 1\nf 2\n"
+      "a 3 4194304\na 4 8388608\nf 3\na 5 1048576\nf 4\nf 5\n",
+      "small.trace");
+}
+
+TEST(Bisect, FindsTheSmallestPassingValue) {
+  for (std::uint64_t answer : {1u, 2u, 3u, 17u, 64u, 1000u}) {
+    int probes = 0;
+    const auto found = smallest_passing(0, 1, 4096, [&](std::uint64_t v) {
+      ++probes;
+      return v >= answer;
+    });
+    ASSERT_TRUE(found.has_value());
+    EXPECT_EQ(*found, answer);
+    EXPECT_LT(probes, 30);
+  }
+  EXPECT_FALSE(smallest_passing(0, 1, 100, [](std::uint64_t) { return false; }).has_value());
+}
+
+TEST(StaticAdvisor, TheArenaItRecommendsCompletesAndOneStepLessDoesNot) {
+  const Trace trace = small_trace();
+  ReplayOptions options;
+  const StaticAdvice advice = advise_static_size(trace, options, 0.25);
+  EXPECT_EQ(advice.peak_requested_bytes, 12 * MiB);
+  EXPECT_GE(advice.min_arena_bytes, 12 * MiB);
+  EXPECT_GE(advice.recommended_bytes, advice.min_arena_bytes + advice.min_arena_bytes / 4);
+  ReplayOptions run;
+  run.config.strategy = Strategy::static_arena;
+  run.config.static_size = advice.min_arena_bytes;
+  EXPECT_TRUE(replay_trace(trace, run).completed());
+  run.config.static_size = advice.min_arena_bytes - 2 * MiB;  // one device granule less
+  EXPECT_FALSE(replay_trace(trace, run).completed());
+}
+
+TEST(StrategyComparison, MeasuresEveryStrategy) {
+  const auto rows = compare_strategies(small_trace(), ReplayOptions{});
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows[0].strategy, Strategy::caching);
+  EXPECT_EQ(rows[1].strategy, Strategy::expandable);
+  EXPECT_EQ(rows[2].strategy, Strategy::static_arena);
+  for (const StrategyFigures& row : rows) {
+    EXPECT_EQ(row.peak_requested_bytes, 12 * MiB);
+    EXPECT_GE(row.peak_reserved_bytes, row.peak_requested_bytes);
+    EXPECT_GE(row.min_hbm_capacity_bytes, row.peak_requested_bytes);
+    EXPECT_LE(row.min_hbm_capacity_bytes, row.peak_reserved_bytes);
+    EXPECT_GE(row.overhead_ratio, 1.0);
+    EXPECT_LE(row.latency.p50_ns, row.latency.p99_ns);
+    EXPECT_LE(row.latency.p99_ns, row.latency.max_ns);
+  }
+  EXPECT_EQ(rows[2].device_allocs, 1);  // the arena, and nothing after it
+  const auto json = comparison_json("small.trace", rows);
+  EXPECT_EQ(json["strategies"].size(), 3u);
+  EXPECT_EQ(json["strategies"][2]["strategy"], "static");
+}
+
+TEST(CompareCli, PrintsATableAndJson) {
+  const std::string trace = std::string(NPUMEM_SHARED_DIR) + "/traces/vit_b_16_infer.trace";
+  if (!std::filesystem::exists(trace)) GTEST_SKIP() << "no shared traces at " << trace;
+  const auto text = testing::run_npumem("compare " + trace);
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  for (const char* word : {"caching", "expandable", "static", "min HBM", "p99"}) {
+    EXPECT_NE(text.out.find(word), std::string::npos) << word << "\n" << text.out;
+  }
+  const auto json = testing::run_npumem("compare --json " + trace);
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  const auto parsed = nlohmann::json::parse(json.out);
+  ASSERT_EQ(parsed["strategies"].size(), 3u);
+  for (const auto& row : parsed["strategies"]) {
+    EXPECT_EQ(row["peak_requested_bytes"], 380164640);
+  }
+}
+
+TEST(ReplayAdviseCli, RecommendsAStaticSizeWithTheMargin) {
+  const std::string trace = std::string(NPUMEM_SHARED_DIR) + "/traces/vit_b_16_infer.trace";
+  if (!std::filesystem::exists(trace)) GTEST_SKIP() << "no shared traces at " << trace;
+  const auto result = testing::run_npumem("replay --json --advise 20 " + trace);
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const auto advice = nlohmann::json::parse(result.out)["static_advice"];
+  const auto min_arena = advice["min_arena_bytes"].get<std::uint64_t>();
+  EXPECT_GE(min_arena, 380164640u);
+  EXPECT_GE(advice["recommended_static_size"].get<std::uint64_t>(), min_arena + min_arena / 5);
+  EXPECT_EQ(testing::run_npumem("replay --advise -5 " + trace).exit_code, 2);
+}
+
+}  // namespace
+}  // namespace npumem::cli

@@ -1,0 +1,43 @@
+// `npumem compare TRACE`: the trace under every strategy, in one table.
+#include <iostream>
+#include <string>
+
+#include "commands.h"
+#include "npumem/config.h"
+#include "replay.h"
+#include "strategy_comparison.h"
+#include "trace.h"
+
+namespace npumem::cli {
+
+void add_compare_command(CLI::App& app, int& exit_code) {
+  struct Options {
+    std::string trace_path;
+    std::string device_spec = "sim";
+    std::string conf;
+    bool json = false;
+  };
+  auto options = std::make_shared<Options>();
+  CLI::App* command =
+      app.add_subcommand("compare", "replay a trace under every strategy and compare them");
+  command->add_option("trace", options->trace_path, "trace file (see docs/TRACE_FORMAT.md)")
+      ->required();
+  command->add_option("--device", options->device_spec, "sim device spec (its hbm is varied)");
+  command->add_option("--conf", options->conf, "settings over NPUMEM_ALLOC_CONF, key:value,...");
+  command->add_flag("--json", options->json, "print one JSON object");
+  command->callback([options, &exit_code] {
+    const Trace trace = read_trace(options->trace_path);
+    ReplayOptions replay;
+    replay.device_spec = options->device_spec;
+    replay.config = parse_config(options->conf, config_from_environment());
+    const auto rows = compare_strategies(trace, replay);
+    if (options->json) {
+      std::cout << comparison_json(options->trace_path, rows).dump(2) << "\n";
+    } else {
+      std::cout << comparison_text(options->trace_path, rows);
+    }
+    exit_code = kExitOk;
+  });
+}
+
+}  // namespace npumem::cli

@@ -1,0 +1,111 @@
+#include "strategy_comparison.h"
+
+#include <cstdio>
+#include <sstream>
+
+#include "min_capacity.h"
+#include "npumem/errors.h"
+#include "npumem/units.h"
+#include "static_advisor.h"
+
+namespace npumem::cli {
+
+namespace {
+
+StrategyFigures measure(const Trace& trace, const ReplayOptions& options) {
+  StrategyFigures row;
+  row.strategy = options.config.strategy;
+  row.static_size =
+      options.config.strategy == Strategy::static_arena ? options.config.static_size : 0;
+  ReplayOptions timed = options;
+  timed.record_latencies = false;
+  const ReplayResult result = replay_trace(trace, timed);
+  if (!result.completed()) throw Error(*result.out_of_memory);
+  row.peak_requested_bytes = result.peak_requested_bytes;
+  row.peak_reserved_bytes = result.peak_reserved_bytes();
+  row.overhead_ratio = result.overhead_ratio();
+  row.ns_per_event = result.ns_per_event;
+  row.device_allocs = result.stats.num_device_alloc;
+  ReplayOptions latencies = options;
+  latencies.record_latencies = true;
+  row.latency = summarize_latencies(replay_trace(trace, latencies).allocation_latencies_ns);
+  row.min_hbm_capacity_bytes = min_hbm_capacity(trace, options);
+  return row;
+}
+
+}  // namespace
+
+std::vector<StrategyFigures> compare_strategies(const Trace& trace, const ReplayOptions& options) {
+  std::vector<StrategyFigures> rows;
+  for (Strategy strategy : {Strategy::caching, Strategy::expandable, Strategy::static_arena}) {
+    ReplayOptions run = options;
+    run.config.strategy = strategy;
+    if (strategy == Strategy::static_arena) {
+      run.config.static_fallback = false;
+      run.config.static_size = advise_static_size(trace, options, 0.0).min_arena_bytes;
+    }
+    rows.push_back(measure(trace, run));
+  }
+  return rows;
+}
+
+nlohmann::ordered_json comparison_json(const std::string& trace_path,
+                                       const std::vector<StrategyFigures>& rows) {
+  nlohmann::ordered_json out;
+  out["trace"] = trace_path;
+  out["strategies"] = nlohmann::ordered_json::array();
+  for (const StrategyFigures& row : rows) {
+    nlohmann::ordered_json item;
+    item["strategy"] = std::string(strategy_name(row.strategy));
+    item["peak_requested_bytes"] = row.peak_requested_bytes;
+    item["peak_reserved_bytes"] = row.peak_reserved_bytes;
+    item["overhead_ratio"] = row.overhead_ratio;
+    item["min_hbm_capacity_bytes"] = row.min_hbm_capacity_bytes;
+    item["min_hbm_over_peak"] =
+        static_cast<double>(row.min_hbm_capacity_bytes) /
+        static_cast<double>(std::max<std::uint64_t>(row.peak_requested_bytes, 1));
+    item["ns_per_event"] = row.ns_per_event;
+    item["latency_p50_ns"] = row.latency.p50_ns;
+    item["latency_p99_ns"] = row.latency.p99_ns;
+    item["latency_max_ns"] = row.latency.max_ns;
+    item["device_allocs"] = row.device_allocs;
+    if (row.strategy == Strategy::static_arena) item["static_size"] = row.static_size;
+    out["strategies"].push_back(item);
+  }
+  return out;
+}
+
+std::string comparison_text(const std::string& trace_path,
+                            const std::vector<StrategyFigures>& rows) {
+  std::ostringstream out;
+  out << "npumem compare " << trace_path << "\n";
+  char line[256];
+  std::snprintf(line, sizeof line, "%-11s %12s %12s %8s %12s %9s %9s %8s %8s %9s %8s\n", "strategy",
+                "peak req", "peak resv", "overhead", "min HBM", "HBM/peak", "ns/event", "p50 ns",
+                "p99 ns", "max ns", "dev alloc");
+  out << line;
+  for (const StrategyFigures& row : rows) {
+    std::snprintf(line, sizeof line,
+                  "%-11s %12s %12s %8.3f %12s %9.3f %9.1f %8llu %8llu %9llu %8lld\n",
+                  std::string(strategy_name(row.strategy)).c_str(),
+                  format_bytes(row.peak_requested_bytes).c_str(),
+                  format_bytes(row.peak_reserved_bytes).c_str(), row.overhead_ratio,
+                  format_bytes(row.min_hbm_capacity_bytes).c_str(),
+                  static_cast<double>(row.min_hbm_capacity_bytes) /
+                      static_cast<double>(std::max<std::uint64_t>(row.peak_requested_bytes, 1)),
+                  row.ns_per_event, static_cast<unsigned long long>(row.latency.p50_ns),
+                  static_cast<unsigned long long>(row.latency.p99_ns),
+                  static_cast<unsigned long long>(row.latency.max_ns),
+                  static_cast<long long>(row.device_allocs));
+    out << line;
+  }
+  for (const StrategyFigures& row : rows) {
+    if (row.strategy == Strategy::static_arena) {
+      out << "static arena: " << format_bytes(row.static_size)
+          << " (the smallest that completes; `npumem replay --advise` adds a margin)\n";
+    }
+  }
+  return out.str();
+}
+
+}  // namespace npumem::cli

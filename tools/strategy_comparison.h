@@ -1,0 +1,36 @@
+// The figures a user needs to pick a strategy: one trace replayed under caching,
+// expandable and static (its arena sized by the static advisor), each with its peak
+// reserved, overhead, smallest completing HBM, speed and allocation latency.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "replay.h"
+#include "trace.h"
+
+namespace npumem::cli {
+
+struct StrategyFigures {
+  Strategy strategy = Strategy::caching;
+  std::uint64_t peak_requested_bytes = 0;
+  std::uint64_t peak_reserved_bytes = 0;
+  double overhead_ratio = 0.0;
+  std::uint64_t min_hbm_capacity_bytes = 0;
+  double ns_per_event = 0.0;
+  LatencySummary latency;
+  std::int64_t device_allocs = 0;  // segment or granule creations
+  std::uint64_t static_size = 0;   // the arena used (static only)
+};
+
+// Replays `trace` under every strategy over options.config (its strategy ignored).
+std::vector<StrategyFigures> compare_strategies(const Trace& trace, const ReplayOptions& options);
+
+nlohmann::ordered_json comparison_json(const std::string& trace_path,
+                                       const std::vector<StrategyFigures>& rows);
+std::string comparison_text(const std::string& trace_path,
+                            const std::vector<StrategyFigures>& rows);
+
+}  // namespace npumem::cli
