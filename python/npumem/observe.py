@@ -57,7 +57,9 @@ class LeakDetector:
     the baseline that are still alive, grouped by memory tag, pool (and native
     backtrace with `backtraces`). Attached until close() or the end of its `with`."""
 
-    def __init__(self, device: DeviceLike = None, threshold: float = 0.10, backtraces: bool = False):
+    def __init__(
+        self, device: DeviceLike = None, threshold: float = 0.10, backtraces: bool = False
+    ):
         self.device = get_device(device)
         self._detector: Optional[_core.LeakDetector] = _core.LeakDetector(
             self.device, threshold, backtraces
@@ -105,7 +107,9 @@ class MemoryHistory:
     ring of `max_entries`, like torch.cuda.memory._record_memory_history, until stop().
     Snapshots taken with it carry the history (the HTML timeline draws it)."""
 
-    def __init__(self, device: DeviceLike = None, max_entries: int = 100_000, backtraces: bool = False):
+    def __init__(
+        self, device: DeviceLike = None, max_entries: int = 100_000, backtraces: bool = False
+    ):
         self.device = get_device(device)
         self._recorder = _core.HistoryRecorder(self.device, max_entries, backtraces)
 
@@ -148,5 +152,7 @@ def html_timeline(
     """The HTML timeline `npumem viz` draws, as one self-contained page. Raises Error
     when npumem was built without the tools layer, which renders it."""
     if not hasattr(_core, "html_timeline"):
-        raise _core.Error("this npumem was built without the HTML timeline (NPUMEM_BUILD_TOOLS=OFF)")
+        raise _core.Error(
+            "this npumem was built without the HTML timeline (NPUMEM_BUILD_TOOLS=OFF)"
+        )
     return _core.html_timeline(snapshot_json(device, history), title)

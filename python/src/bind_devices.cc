@@ -96,7 +96,9 @@ py::dict tier_dict(const Device& device, Tier tier) {
   return result;
 }
 
-void* to_pointer(std::uintptr_t address) { return reinterpret_cast<void*>(address); }
+void* to_pointer(std::uintptr_t address) {
+  return reinterpret_cast<void*>(address);
+}
 
 py::capsule bridge_capsule(DeviceEntry& device) {
   return py::capsule(static_cast<void*>(&device.bridge), kAllocatorBridgeCapsule);
@@ -135,7 +137,8 @@ void bind_devices(py::module_& module) {
           },
           py::arg("bytes"), py::call_guard<py::gil_scoped_release>())
       .def(
-          "deallocate", [](Entry& e, std::uintptr_t ptr) { e.allocator->deallocate(to_pointer(ptr)); },
+          "deallocate",
+          [](Entry& e, std::uintptr_t ptr) { e.allocator->deallocate(to_pointer(ptr)); },
           py::arg("ptr"), py::call_guard<py::gil_scoped_release>())
       .def(
           "allocation_size",

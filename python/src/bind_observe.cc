@@ -77,10 +77,13 @@ py::dict leak_report_dict(const LeakReport& report) {
 class PythonMonitor {
  public:
   explicit PythonMonitor(DeviceEntry& device) : monitor_(*device.allocator) {}
-  py::dict snapshot(std::string label) { return labelled_dict(monitor_.snapshot(std::move(label))); }
+  py::dict snapshot(std::string label) {
+    return labelled_dict(monitor_.snapshot(std::move(label)));
+  }
   py::list snapshots() const {
     py::list result;
-    for (const LabelledSnapshot& snapshot : monitor_.snapshots()) result.append(labelled_dict(snapshot));
+    for (const LabelledSnapshot& snapshot : monitor_.snapshots())
+      result.append(labelled_dict(snapshot));
     return result;
   }
   std::string report() const { return monitor_.report(); }
@@ -111,8 +114,7 @@ class PythonLeakDetector {
 class PythonHistory {
  public:
   PythonHistory(DeviceEntry& device, std::size_t max_entries, bool backtraces)
-      : device_(device),
-        recorder_(record_history(*device.allocator, {max_entries, backtraces})) {}
+      : device_(device), recorder_(record_history(*device.allocator, {max_entries, backtraces})) {}
   void stop() { device_.allocator->remove_observer(recorder_); }
   std::uint64_t recorded() const { return recorder_->recorded(); }
   std::uint64_t dropped() const { return recorder_->dropped(); }

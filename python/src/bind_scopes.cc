@@ -21,7 +21,8 @@ namespace {
 // replaced, so scopes must close in reverse order on the thread that opened them.
 class PythonPoolScope {
  public:
-  PythonPoolScope(DeviceEntry& device, std::string pool) : device_(device), pool_(std::move(pool)) {}
+  PythonPoolScope(DeviceEntry& device, std::string pool)
+      : device_(device), pool_(std::move(pool)) {}
   // A scope dropped while active (no `with`) closes like exit() would.
   ~PythonPoolScope() { std::erase(open_scopes(), this); }
   PythonPoolScope(const PythonPoolScope&) = delete;
@@ -74,8 +75,8 @@ void bind_scopes(py::module_& module) {
   module.def(
       "set_memory_tag", [](const std::string& tag) { set_memory_tag(tag); }, py::arg("tag"),
       "Tags the blocks this thread allocates from now on (empty: no tag)");
-  module.def("memory_tag", [] { return std::string(memory_tag()); },
-             "This thread's memory tag");
+  module.def(
+      "memory_tag", [] { return std::string(memory_tag()); }, "This thread's memory tag");
 }
 
 }  // namespace npumem::python

@@ -3,6 +3,7 @@
 #include <map>
 #include <mutex>
 
+#include "capi/device_registry.h"
 #include "device/sim_spec.h"
 #include "npumem/config.h"
 #include "npumem/errors.h"
@@ -21,8 +22,7 @@ Registry& registry() {
   return *instance;
 }
 
-void* bridge_allocate(void* allocator, std::size_t bytes, std::string* error,
-                      bool* out_of_memory) {
+void* bridge_allocate(void* allocator, std::size_t bytes, std::string* error, bool* out_of_memory) {
   try {
     return static_cast<Allocator*>(allocator)->allocate(bytes);
   } catch (const OutOfMemory& failure) {
@@ -80,8 +80,9 @@ DeviceEntry& create_device(int index, const std::string& spec, const std::string
   entry->index = index;
   entry->spec = spec;
   entry->host_accessible = spec_is_host_accessible(spec);
-  entry->allocator =
-      std::make_unique<Allocator>(make_device(spec), parse_config(conf, config_from_environment()));
+  // Named like the C ABI's devices: "sim" and "cuda" specs get the index (sim:<index>).
+  entry->allocator = std::make_unique<Allocator>(make_device(capi::spec_for_device(spec, index)),
+                                                 parse_config(conf, config_from_environment()));
   entry->bridge.allocator = entry->allocator.get();
   entry->bridge.allocate = bridge_allocate;
   entry->bridge.deallocate = bridge_deallocate;

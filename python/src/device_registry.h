@@ -13,10 +13,10 @@ namespace npumem::python {
 
 struct DeviceEntry {
   int index = 0;
-  std::string spec;                 // the device spec it was made from
-  bool host_accessible = false;     // its memory is real host memory (tensors may live there)
+  std::string spec;              // the device spec as given (the index is added as its id)
+  bool host_accessible = false;  // its memory is real host memory (tensors may live there)
   std::unique_ptr<Allocator> allocator;
-  AllocatorBridge bridge;           // points at allocator; handed to npumem._torch
+  AllocatorBridge bridge;  // points at allocator; handed to npumem._torch
 };
 
 // Makes the device and its allocator; the config is `conf` over NPUMEM_ALLOC_CONF.

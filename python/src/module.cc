@@ -3,7 +3,8 @@
 #include "bindings.h"
 
 PYBIND11_MODULE(_core, module) {
-  module.doc() = "npumem's C++ allocator: devices, statistics, snapshots, pools, memory tags, observers";
+  module.doc() =
+      "npumem's C++ allocator: devices, statistics, snapshots, pools, memory tags, observers";
   npumem::python::bind_errors(module);
   npumem::python::bind_devices(module);
   npumem::python::bind_scopes(module);

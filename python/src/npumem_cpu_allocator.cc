@@ -13,7 +13,9 @@ namespace {
 // tensors may hold is global. It is set once and never cleared.
 const AllocatorBridge* g_bridge = nullptr;
 
-c10::Device cpu() { return c10::Device(c10::DeviceType::CPU); }
+c10::Device cpu() {
+  return c10::Device(c10::DeviceType::CPU);
+}
 
 // What torch.profiler(profile_memory=True) records for PyTorch's own CPU allocator.
 void report_to_profiler(void* ptr, std::int64_t delta) {
@@ -60,6 +62,8 @@ c10::DataPtr NpumemCpuAllocator::allocate(std::size_t bytes) const {
   return {ptr, ptr, &delete_memory, cpu()};
 }
 
-c10::DeleterFnPtr NpumemCpuAllocator::raw_deleter() const { return &delete_memory; }
+c10::DeleterFnPtr NpumemCpuAllocator::raw_deleter() const {
+  return &delete_memory;
+}
 
 }  // namespace npumem::python

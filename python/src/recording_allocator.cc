@@ -49,7 +49,9 @@ c10::DataPtr RecordingAllocator::allocate(std::size_t bytes) const {
   return {ptr, ptr, &free_recorded, device};
 }
 
-c10::DeleterFnPtr RecordingAllocator::raw_deleter() const { return &free_recorded; }
+c10::DeleterFnPtr RecordingAllocator::raw_deleter() const {
+  return &free_recorded;
+}
 
 void RecordingAllocator::free_recorded(void* ptr) {
   RecordingAllocator& self = instance();

@@ -136,6 +136,10 @@ class ErrorTest(unittest.TestCase):
         with self.assertRaisesRegex(npumem.ConfigError, "'lots'"):
             npumem.create_pool("p", quota="lots", device=fresh_device())
 
+    def test_devices_are_named_by_their_index(self):
+        self.assertEqual(npumem.init("sim:hbm=1GiB", device=7).name, "sim:7")
+        self.assertEqual(npumem.init("sim:hbm=1GiB,id=3", device=8).name, "sim:3")
+
     def test_a_device_is_made_once(self):
         device = fresh_device()
         with self.assertRaisesRegex(npumem.ConfigError, "exists already"):

@@ -30,7 +30,9 @@ from npumem.torch.trace import Recording, record
 DEFAULT_SPEC = "sim:hbm=4GiB,ddr=16GiB,backing=host"
 
 
-def install(spec: Optional[str] = None, conf: Optional[str] = None, device: int = 0) -> _core.Device:
+def install(
+    spec: Optional[str] = None, conf: Optional[str] = None, device: int = 0
+) -> _core.Device:
     """Serves PyTorch's CPU tensors from npumem device `device`, made now from `spec`
     (default: NPUMEM_DEVICE, else DEFAULT_SPEC) and `conf` (over NPUMEM_ALLOC_CONF)
     unless it exists already. The device needs host-accessible memory ("host", or

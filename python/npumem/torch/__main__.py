@@ -15,6 +15,7 @@ import os
 import sys
 from typing import Optional
 
+from npumem import _core
 from npumem.torch.commands import capture, run
 
 
@@ -49,11 +50,16 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Optional[list[str]] = None) -> int:
+    """Returns the script's exit status, or 2 when npumem cannot run it."""
     options = parser().parse_args(argv)
-    if options.command == "run":
-        return run(options.script, options.args, options.device, options.conf, options.html)
-    output = options.output or os.path.splitext(os.path.basename(options.script))[0] + ".trace"
-    return capture(options.script, options.args, output)
+    try:
+        if options.command == "run":
+            return run(options.script, options.args, options.device, options.conf, options.html)
+        output = options.output or os.path.splitext(os.path.basename(options.script))[0] + ".trace"
+        return capture(options.script, options.args, output)
+    except (_core.Error, OSError) as problem:
+        print(f"python3 -m npumem.torch: error: {problem}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

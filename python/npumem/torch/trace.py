@@ -76,7 +76,8 @@ def write_trace(path: str, events: Iterable[Event], what: str) -> None:
     header = (
         f"# what: {what}; PyTorch {torch.__version__} CPU, "
         f"{torch.get_num_threads()} intra-op threads, Python {platform.python_version()}\n"
-        "# format: 'a <id> <bytes>' allocates, 'f <id>' frees; '#' lines are comments/phase markers\n"
+        "# format: 'a <id> <bytes>' allocates, 'f <id>' frees; "
+        "'#' lines are comments/phase markers\n"
     )
     with open(path, "w", encoding="ascii") as out:
         out.write(header)

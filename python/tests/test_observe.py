@@ -1,0 +1,125 @@
+"""Monitor, LeakDetector, history, memory_summary and the snapshot exports, over
+devices of the registry."""
+
+from __future__ import annotations
+
+import json
+import unittest
+
+import npumem
+from support import fresh_device
+
+MiB = 1 << 20
+
+
+class MonitorTest(unittest.TestCase):
+    def test_labelled_snapshots_and_report(self):
+        device = fresh_device()
+        monitor = npumem.Monitor(device)
+        start = monitor.snapshot("start")
+        ptr = npumem.caching_allocator_alloc(3 * MiB, device)
+        loaded = monitor.snapshot("loaded")
+        npumem.caching_allocator_delete(ptr, device)
+        monitor.snapshot("freed")
+
+        self.assertEqual(start["allocated_bytes"], 0)
+        self.assertEqual(loaded["allocated_bytes"], 3 * MiB)
+        self.assertEqual(loaded["tiers"]["hbm"]["allocated_bytes"], 3 * MiB)
+        self.assertEqual(loaded["tiers"]["ddr"]["allocated_bytes"], 0)
+        self.assertEqual([s["label"] for s in monitor.snapshots], ["start", "loaded", "freed"])
+        self.assertEqual(monitor.snapshots[2]["peak_allocated_bytes"], 3 * MiB)
+        report = monitor.report()
+        self.assertIn(device.name, report)
+        self.assertRegex(report, r"(?m)^loaded +3\.00 MiB")
+
+        released = monitor.empty_cache()
+        self.assertIn("released", released)
+        self.assertEqual(npumem.memory_reserved(device), 0)
+
+    def test_memory_summary_has_pytorchs_rows_and_each_pool(self):
+        device = fresh_device()
+        npumem.create_pool("model_b", device=device)
+        with npumem.pool("model_b", device=device):
+            npumem.caching_allocator_alloc(MiB, device)
+        summary = npumem.memory_summary(device)
+        self.assertEqual(summary, npumem.Monitor(device).memory_summary())
+        for row in ("Allocated memory", "Reserved memory", "model_b"):
+            self.assertIn(row, summary)
+
+
+class LeakDetectorTest(unittest.TestCase):
+    def test_growth_and_survivors_by_tag(self):
+        device = fresh_device()
+        with npumem.LeakDetector(device, threshold=0.10) as leaks:
+            npumem.caching_allocator_alloc(MiB, device)
+            leaks.mark_baseline()
+            for _ in range(4):
+                transient = npumem.caching_allocator_alloc(MiB, device)
+                with npumem.tag("history buffer"):
+                    npumem.caching_allocator_alloc(64 * 1024, device)
+                npumem.caching_allocator_delete(transient, device)
+                leaks.tick()
+            report = leaks.report()
+        self.assertTrue(report["leaking"])
+        self.assertEqual(report["iterations"], 4)
+        self.assertEqual(report["baseline_bytes"], MiB)
+        self.assertEqual(report["final_bytes"], MiB + 4 * 64 * 1024)
+        (group,) = report["survivors"]
+        self.assertEqual(group["tag"], "history buffer")
+        self.assertEqual(group["count"], 4)
+        self.assertTrue(group["recurring"])
+        self.assertIn("LEAK SUSPECTED", report["text"])
+        with self.assertRaisesRegex(npumem.Error, "closed"):
+            leaks.tick()
+
+    def test_no_leak_when_memory_returns(self):
+        device = fresh_device()
+        with npumem.LeakDetector(device) as leaks:
+            for _ in range(3):
+                npumem.caching_allocator_delete(npumem.caching_allocator_alloc(MiB, device), device)
+                leaks.tick()
+            report = leaks.report()
+        self.assertFalse(report["leaking"])
+        self.assertEqual(report["survivors"], [])
+
+    def test_a_negative_threshold_is_refused(self):
+        with self.assertRaises(npumem.ConfigError):
+            npumem.LeakDetector(fresh_device(), threshold=-0.5)
+
+
+class ExportTest(unittest.TestCase):
+    def test_history_goes_into_the_snapshot_json_chrome_trace_and_timeline(self):
+        device = fresh_device("sim:hbm=16MiB,ddr=64MiB")
+        history = npumem.MemoryHistory(device, max_entries=1000)
+        first = npumem.caching_allocator_alloc(12 * MiB, device)
+        spilled = npumem.caching_allocator_alloc(12 * MiB, device)
+        npumem.caching_allocator_delete(first, device)
+        history.stop()
+        npumem.caching_allocator_delete(spilled, device)  # after stop: not recorded
+
+        snapshot = json.loads(history.snapshot_json())
+        self.assertEqual(snapshot["format"], "npumem.snapshot")
+        kinds = [entry["kind"] for entry in snapshot["history"]["entries"]]
+        self.assertEqual(kinds.count("alloc"), 2)
+        self.assertEqual(kinds.count("free"), 1)
+        self.assertIn("spill", kinds)
+        self.assertEqual(history.recorded, len(kinds))
+        self.assertEqual(history.dropped, 0)
+
+        trace = json.loads(history.chrome_trace())
+        self.assertTrue(any(event.get("name") == "spill" for event in trace["traceEvents"]))
+
+        page = history.html_timeline("spills")
+        self.assertIn("<html", page.lower())
+        self.assertIn("spills", page)
+
+    def test_snapshot_without_history(self):
+        device = fresh_device()
+        npumem.caching_allocator_alloc(100, device)
+        snapshot = json.loads(npumem.snapshot_json(device))
+        self.assertFalse(snapshot["history"]["recorded"])
+        self.assertEqual(snapshot["stats"]["requested_bytes.all.current"], 100)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,170 @@
+"""python3 -m npumem.torch run and capture, on real scripts in fresh processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import textwrap
+import unittest
+
+from npumem.torch.trace import peak_live_bytes
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+GRANULE = 512  # the default config's
+
+
+def rounded(size: int) -> int:
+    return (size + GRANULE - 1) // GRANULE * GRANULE
+
+
+class CliTest(unittest.TestCase):
+    def setUp(self):
+        self.folder = tempfile.TemporaryDirectory()
+        self.addCleanup(self.folder.cleanup)
+
+    def script(self, name: str, code: str) -> str:
+        path = os.path.join(self.folder.name, name)
+        with open(path, "w", encoding="utf-8") as file:
+            file.write(textwrap.dedent(code))
+        return path
+
+    def npumem_torch(self, *args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [sys.executable, "-m", "npumem.torch", *args],
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=False,
+        )
+
+    @staticmethod
+    def figure(output: str, name: str) -> int:
+        match = re.search(rf"^  {name} +\S+ \S+  \(([\d,]+) bytes\)$", output, re.MULTILINE)
+        if match is None:
+            raise AssertionError(f"no '{name}' in:\n{output}")
+        return int(match.group(1).replace(",", ""))
+
+    def test_run_reports_exact_peaks_snapshots_and_no_leak(self):
+        script = self.script(
+            "known_sizes.py",
+            """
+            import sys
+            import torch
+            first = torch.empty(3_000_000, dtype=torch.uint8)
+            second = torch.empty(5_000_000, dtype=torch.uint8)
+            del first
+            third = torch.empty(1_000_000, dtype=torch.uint8)
+            print("script args:", sys.argv[1:])
+            """,
+        )
+        spec = "sim:hbm=1GiB,ddr=1GiB,backing=host"
+        result = self.npumem_torch("run", "--device", spec, script, "--flag", "x")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        out = result.stdout
+        self.assertIn("script args: ['--flag', 'x']", out)
+        self.assertEqual(self.figure(out, "peak requested"), 8_000_000)
+        self.assertEqual(
+            self.figure(out, "peak allocated"), rounded(3_000_000) + rounded(5_000_000)
+        )
+        self.assertEqual(self.figure(out, "ddr peak allocated"), 0)
+        self.assertRegex(out, r"(?m)^start +0 B +0 B +0 B ")
+        self.assertRegex(out, r"(?m)^end +0 B ")
+        self.assertIn("verdict: no leak", out)
+        self.assertIn("no allocation made since the baseline is still alive", out)
+
+    def test_run_names_the_tensors_a_script_leaves_behind(self):
+        script = self.script(
+            "leaky.py",
+            """
+            import builtins
+            import torch
+            import npumem
+            with npumem.tag("forgotten cache"):
+                builtins.kept = [torch.empty(1_000_000, dtype=torch.uint8) for _ in range(3)]
+            """,
+        )
+        result = self.npumem_torch("run", script)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertIn("verdict: LEAK SUSPECTED", result.stdout)
+        self.assertRegex(result.stdout, r"tag 'forgotten cache', pool 'default': 3 allocations")
+
+    def test_run_passes_on_the_exit_status_and_writes_the_timeline(self):
+        script = self.script(
+            "fails.py",
+            """
+            import sys
+            import torch
+            kept = torch.ones(1000)
+            sys.exit(3)
+            """,
+        )
+        page = os.path.join(self.folder.name, "timeline.html")
+        result = self.npumem_torch("run", "--html", page, script)
+        self.assertEqual(result.returncode, 3, result.stderr)
+        self.assertIn("exited with status 3", result.stdout)
+        with open(page, encoding="utf-8") as file:
+            html = file.read()
+        self.assertTrue(html.lstrip().lower().startswith("<!doctype html"))
+        self.assertIn('"format":"npumem.snapshot"', html.replace(" ", ""))
+
+    def test_run_refuses_a_device_without_host_memory(self):
+        script = self.script("never_runs.py", "raise SystemExit('must not run')\n")
+        result = self.npumem_torch("run", "--device", "sim:hbm=1GiB", script)
+        self.assertEqual(result.returncode, 2)
+        self.assertIn("backing=host", result.stderr)
+        self.assertNotIn("Traceback", result.stderr)
+
+    def test_run_names_a_missing_script(self):
+        result = self.npumem_torch("run", os.path.join(self.folder.name, "absent.py"))
+        self.assertEqual(result.returncode, 2)
+        self.assertIn("no script", result.stderr)
+
+    def test_capture_writes_a_trace_that_replays_to_the_same_peak(self):
+        trace = os.path.join(self.folder.name, "resnet18.trace")
+        script = self.script(
+            "train.py",
+            f"""
+            import sys
+            sys.path.insert(0, {HERE!r})
+            from torch_workloads import resnet18_training_step
+            results = resnet18_training_step()
+            """,
+        )
+        result = self.npumem_torch("capture", "-o", trace, script)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        events = []
+        with open(trace, encoding="ascii") as file:
+            lines = file.read().splitlines()
+        self.assertTrue(lines[0].startswith("# what: python3 "))
+        for line in lines:
+            if line.startswith("#"):
+                continue
+            fields = line.split()
+            events.append((fields[0], int(fields[1]), int(fields[2]) if fields[0] == "a" else 0))
+        peak = peak_live_bytes(events)
+        self.assertGreater(peak, 44 << 20)  # resnet18's weights alone
+        self.assertIn(f"({peak} bytes)", result.stdout)
+
+        cli = os.environ.get("NPUMEM_CLI")
+        if not cli:
+            self.skipTest("NPUMEM_CLI (the npumem command) is not set")
+        replay = subprocess.run(
+            [cli, "replay", "--json", trace],
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=False,
+        )
+        self.assertEqual(replay.returncode, 0, replay.stderr)
+        report = json.loads(replay.stdout)
+        self.assertTrue(report["completed"])
+        self.assertEqual(report["peak_requested_bytes"], peak)
+        self.assertEqual(report["allocations"], sum(1 for kind, _, _ in events if kind == "a"))
+
+
+if __name__ == "__main__":
+    unittest.main()

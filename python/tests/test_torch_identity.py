@@ -1,0 +1,54 @@
+"""PyTorch on npumem computes exactly what it computes on its own allocator: the same
+seeded workload, run in a fresh process per allocator, gives bit-identical results."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def run_workload(workload: str, allocator: str, folder: str) -> dict:
+    output = os.path.join(folder, f"{workload}.{allocator}.pt")
+    completed = subprocess.run(
+        [sys.executable, os.path.join(HERE, "run_workload.py"), workload, allocator, output],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    if completed.returncode != 0:
+        raise AssertionError(f"{workload} on {allocator} failed:\n{completed.stderr}")
+    return torch.load(output)
+
+
+class BitIdentityTest(unittest.TestCase):
+    def assert_identical(self, workload: str) -> dict[str, int]:
+        with tempfile.TemporaryDirectory() as folder:
+            default = run_workload(workload, "default", folder)
+            served = run_workload(workload, "npumem", folder)
+        self.assertEqual(set(default["results"]), set(served["results"]))
+        for name, expected in default["results"].items():
+            with self.subTest(tensor=name):
+                self.assertTrue(torch.equal(expected, served["results"][name]), name)
+        return served["stats"]
+
+    def test_resnet18_training_step(self):
+        stats = self.assert_identical("resnet18_training_step")
+        # npumem really served the run: the weights alone are 44 MiB.
+        self.assertGreater(stats["allocation.all.allocated"], 500)
+        self.assertGreater(stats["requested_bytes.all.peak"], 44 << 20)
+
+    def test_transformer_encoder_with_dynamic_sequence_lengths(self):
+        stats = self.assert_identical("transformer_dynamic_lengths")
+        self.assertGreater(stats["allocation.all.allocated"], 500)
+
+
+if __name__ == "__main__":
+    unittest.main()
