@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Builds npumem and runs every test (the README's test command).
 # BUILD_DIR and extra cmake arguments (e.g. -DNPUMEM_SANITIZE=thread) may be given;
-# CTEST_ARGS selects tests (e.g. "-L concurrency").
+# CTEST_ARGS selects tests (e.g. "-L concurrency"); BUILD_TARGETS limits the build to
+# the targets those tests need.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 build_dir=${BUILD_DIR:-build}
 cmake -S . -B "$build_dir" -G Ninja "$@"
-cmake --build "$build_dir" -j "$(nproc)"
+cmake --build "$build_dir" -j "$(nproc)" ${BUILD_TARGETS:+--target $BUILD_TARGETS}
 ctest --test-dir "$build_dir" --output-on-failure -j "$(nproc)" ${CTEST_ARGS:-}
