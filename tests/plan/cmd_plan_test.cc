@@ -1,0 +1,147 @@
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "commands.h"
+#include "plan_checker.h"
+#include "run_command.h"
+
+namespace npumem::plan {
+namespace {
+
+using testing::run_npumem;
+using testing::TempDir;
+
+const char* const kRecords =
+    "# three tensors\n"
+    "4096 0 2\n"
+    "1000 1 3\n"
+    "2048 3 4\n";
+
+const char* const kModel = R"({"model": "tiny", "input_bytes": 1000, "layers": [
+  {"name": "a", "weight_bytes": 400000, "activation_bytes": 1000, "compute_ms": 2},
+  {"name": "b", "weight_bytes": 400000, "activation_bytes": 1000, "compute_ms": 2},
+  {"name": "c", "weight_bytes": 400000, "activation_bytes": 1000, "compute_ms": 2}]})";
+
+TEST(CmdPlanTest, MemoryJsonHasTheFieldsAndValidOffsets) {
+  TempDir dir;
+  testing::write_text(dir.file("m.records"), kRecords);
+  const auto result =
+      run_npumem("plan memory " + dir.file("m.records").string() + " --json --offsets", dir);
+  ASSERT_EQ(result.exit_code, cli::kExitOk) << result.err;
+  const nlohmann::json json = nlohmann::json::parse(result.out);
+  EXPECT_EQ(json["tensors"], 3);
+  EXPECT_EQ(json["lower_bound_bytes"], 4096 + 1024);
+  EXPECT_EQ(json["naive_bytes"], 4096 + 1024 + 2048);
+  EXPECT_EQ(json["arena_bytes"], 4096 + 1024);
+  EXPECT_DOUBLE_EQ(json["ratio"].get<double>(), 1.0);
+  EXPECT_TRUE(json["algorithm"].is_string());
+  EXPECT_TRUE(json["plan_ms"].is_number());
+  MemoryPlan plan;
+  plan.offsets = json["offsets"].get<std::vector<std::uint64_t>>();
+  plan.arena_bytes = json["arena_bytes"];
+  const std::vector<TensorLifetime> tensors{{4096, 0, 2}, {1000, 1, 3}, {2048, 3, 4}};
+  EXPECT_EQ(testing::plan_problem(tensors, plan, 64), "");
+}
+
+TEST(CmdPlanTest, MemoryTextForPeople) {
+  TempDir dir;
+  testing::write_text(dir.file("m.records"), kRecords);
+  const auto result = run_npumem("plan memory " + dir.file("m.records").string(), dir);
+  ASSERT_EQ(result.exit_code, cli::kExitOk) << result.err;
+  EXPECT_NE(result.out.find("lower bound  5.00 KiB (5120 B)"), std::string::npos) << result.out;
+  EXPECT_NE(result.out.find("1.0000 x lower bound"), std::string::npos) << result.out;
+}
+
+TEST(CmdPlanTest, MalformedRecordsExitTwoNamingTheLine) {
+  TempDir dir;
+  const std::pair<const char*, const char*> cases[] = {
+      {"10 0 1\n5x 1 2\n", ":2: bytes is not a non-negative integer: '5x'"},
+      {"10 0 1\n\n10 5 2\n", ":3: last_op 2 is before first_op 5"},
+      {"-10 0 1\n", ":1: bytes is negative: '-10'"},
+  };
+  for (const auto& [text, message] : cases) {
+    testing::write_text(dir.file("bad.records"), text);
+    const auto result = run_npumem("plan memory " + dir.file("bad.records").string(), dir);
+    EXPECT_EQ(result.exit_code, cli::kExitBadInput) << text;
+    EXPECT_NE(result.err.find(dir.file("bad.records").string() + message), std::string::npos)
+        << result.err;
+  }
+  EXPECT_EQ(run_npumem("plan memory " + dir.file("missing.records").string(), dir).exit_code,
+            cli::kExitBadInput);
+}
+
+TEST(CmdPlanTest, BadOptionsExitTwo) {
+  TempDir dir;
+  testing::write_text(dir.file("m.records"), kRecords);
+  const std::string records = dir.file("m.records").string();
+  const auto alignment = run_npumem("plan memory " + records + " --alignment 48", dir);
+  EXPECT_EQ(alignment.exit_code, cli::kExitBadInput);
+  EXPECT_NE(alignment.err.find("power of two"), std::string::npos) << alignment.err;
+  EXPECT_EQ(run_npumem("plan memory " + records + " --time-limit -1", dir).exit_code,
+            cli::kExitBadInput);
+  EXPECT_EQ(run_npumem("plan", dir).exit_code, cli::kExitBadInput);
+}
+
+TEST(CmdPlanTest, SeedAndIterationsMakePlansReproducible) {
+  TempDir dir;
+  std::string records;
+  for (int i = 0; i < 300; ++i) {
+    records += std::to_string(100 + (i * 7919) % 5000) + " " + std::to_string(i % 50) + " " +
+               std::to_string(i % 50 + (i * 31) % 9) + "\n";
+  }
+  testing::write_text(dir.file("r.records"), records);
+  const std::string command = "plan memory " + dir.file("r.records").string() +
+                              " --json --offsets --iterations 30 --seed 4 --time-limit 3600";
+  const auto first = nlohmann::json::parse(run_npumem(command, dir).out);
+  const auto again = nlohmann::json::parse(run_npumem(command, dir).out);
+  EXPECT_EQ(first["offsets"], again["offsets"]);
+  EXPECT_LE(first["search_iterations"].get<int>(), 30);
+}
+
+TEST(CmdPlanTest, ShardPlanAndItsBaseline) {
+  TempDir dir;
+  testing::write_text(dir.file("m.json"), kModel);
+  const std::string model = dir.file("m.json").string();
+  const auto result =
+      run_npumem("plan shard " + model + " --hbm 1MiB --bandwidth 1GB/s --json", dir);
+  ASSERT_EQ(result.exit_code, cli::kExitOk) << result.err;
+  const nlohmann::json json = nlohmann::json::parse(result.out);
+  EXPECT_EQ(json["shards"].size(), json["shard_count"].get<std::size_t>());
+  EXPECT_LE(json["total_ms"].get<double>(), json["fewest_shards"]["total_ms"].get<double>());
+  for (const auto& shard : json["shards"])
+    EXPECT_LE(shard["peak_bytes"].get<std::uint64_t>(), 1u << 20);
+  const auto text = run_npumem("plan shard " + model + " --hbm 1MiB", dir);
+  EXPECT_NE(text.out.find("fewest shards"), std::string::npos) << text.out;
+  const auto too_small = run_npumem("plan shard " + model + " --hbm 100KiB", dir);
+  EXPECT_EQ(too_small.exit_code, cli::kExitOutOfMemory);
+  EXPECT_NE(too_small.err.find("layer 0 'a'"), std::string::npos) << too_small.err;
+  EXPECT_EQ(run_npumem("plan shard " + model, dir).exit_code, cli::kExitBadInput);  // no --hbm
+}
+
+TEST(CmdPlanTest, RecomputePlanAndBudgetTooSmall) {
+  TempDir dir;
+  testing::write_text(dir.file("m.json"), kModel);
+  const std::string model = dir.file("m.json").string();
+  const auto result = run_npumem("plan recompute " + model + " --budget 2000 --json", dir);
+  ASSERT_EQ(result.exit_code, cli::kExitOk) << result.err;
+  const nlohmann::json json = nlohmann::json::parse(result.out);
+  EXPECT_LE(json["peak_bytes"].get<std::uint64_t>(), 2000u);
+  EXPECT_TRUE(json.contains("sqrt_n"));
+  const auto too_small = run_npumem("plan recompute " + model + " --budget 1000", dir);
+  EXPECT_EQ(too_small.exit_code, cli::kExitOutOfMemory);
+  EXPECT_NE(too_small.err.find("leanest plan needs"), std::string::npos) << too_small.err;
+}
+
+TEST(CmdPlanTest, BadModelFilesExitTwoNamingTheProblem) {
+  TempDir dir;
+  testing::write_text(dir.file("m.json"), R"({"layers": [{"name": "a", "weight_bytes": -1,
+      "activation_bytes": 1}]})");
+  const auto result =
+      run_npumem("plan recompute " + dir.file("m.json").string() + " --budget 1MiB", dir);
+  EXPECT_EQ(result.exit_code, cli::kExitBadInput);
+  EXPECT_NE(result.err.find("layers[0].weight_bytes"), std::string::npos) << result.err;
+}
+
+}  // namespace
+}  // namespace npumem::plan

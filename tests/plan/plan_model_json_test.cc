@@ -1,0 +1,79 @@
+#include "plan_model_json.h"
+
+#include <gtest/gtest.h>
+
+#include "npumem/errors.h"
+
+namespace npumem::cli {
+namespace {
+
+// The message of the npumem::Error parsing `text` throws, or "" when it parses.
+std::string error_of(const std::string& text) {
+  try {
+    parse_model_json(text, "m.json");
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(PlanModelJsonTest, ReadsAModel) {
+  const ModelFile model = parse_model_json(R"({"model": "tiny", "input_bytes": 12,
+      "layers": [{"name": "a", "weight_bytes": 100, "activation_bytes": 8, "compute_ms": 1.5},
+                 {"name": "b", "weight_bytes": 0, "activation_bytes": 4}]})",
+                                           "m.json");
+  EXPECT_EQ(model.name, "tiny");
+  EXPECT_EQ(model.input_bytes, 12u);
+  ASSERT_EQ(model.layers.size(), 2u);
+  EXPECT_EQ(model.layers[0].name, "a");
+  EXPECT_EQ(model.layers[0].weight_bytes, 100u);
+  EXPECT_EQ(model.layers[0].activation_bytes, 8u);
+  EXPECT_DOUBLE_EQ(model.layers[0].compute_seconds.value(), 0.0015);
+  EXPECT_FALSE(model.layers[1].compute_seconds.has_value());
+}
+
+TEST(PlanModelJsonTest, OptionalFieldsMayBeMissing) {
+  const ModelFile model = parse_model_json(R"({"layers": []})", "m.json");
+  EXPECT_EQ(model.name, "");
+  EXPECT_EQ(model.input_bytes, 0u);
+  EXPECT_TRUE(model.layers.empty());
+}
+
+TEST(PlanModelJsonTest, MalformedJsonNamesTheLine) {
+  try {
+    parse_model_json("{\n  \"layers\": [\n    {\"name\": \"a\",}\n  ]\n}", "m.json");
+    FAIL() << "expected a ParseError";
+  } catch (const ParseError& e) {
+    EXPECT_EQ(e.line(), 3u);
+    EXPECT_EQ(std::string(e.what()).rfind("m.json:3: malformed JSON", 0), 0u) << e.what();
+  }
+}
+
+TEST(PlanModelJsonTest, SchemaErrorsNameTheField) {
+  EXPECT_EQ(error_of("[]"), "m.json: the document must be a JSON object with a \"layers\" array");
+  EXPECT_EQ(error_of("{}"), "m.json: layers must be an array of layers");
+  EXPECT_EQ(error_of(R"({"layers": [{"name": "a", "weight_bytes": -5, "activation_bytes": 1}]})"),
+            "m.json: layers[0].weight_bytes must be a non-negative integer, got -5");
+  EXPECT_EQ(error_of(R"({"layers": [{"name": "a", "weight_bytes": 1}]})"),
+            "m.json: layers[0].activation_bytes is missing");
+  EXPECT_EQ(error_of(R"({"layers": [{"weight_bytes": 1, "activation_bytes": 1}]})"),
+            "m.json: layers[0].name must be a string");
+  EXPECT_EQ(error_of(R"({"layers": [{"name": "a", "weight_bytes": 1, "activation_bytes": 1,
+                                      "compute_ms": -2}]})"),
+            "m.json: layers[0].compute_ms must be a number >= 0, got -2");
+  EXPECT_EQ(error_of(R"({"layers": [], "layerz": 1})"),
+            "m.json: layerz unknown key (expected model, input_bytes, layers)");
+  EXPECT_EQ(error_of(R"({"layers": [{"name": "a", "weights": 1, "weight_bytes": 1,
+                               "activation_bytes": 1}]})"),
+            "m.json: layers[0].weights unknown key (expected name, weight_bytes, activation_bytes, "
+            "compute_ms)");
+  EXPECT_EQ(error_of(R"({"layers": [], "input_bytes": 1.5})"),
+            "m.json: input_bytes must be a non-negative integer, got 1.5");
+}
+
+TEST(PlanModelJsonTest, UnreadableFileIsAnError) {
+  EXPECT_THROW(read_model_json("/nonexistent/model.json"), Error);
+}
+
+}  // namespace
+}  // namespace npumem::cli
