@@ -17,18 +17,18 @@ CHECK = """
 import os, sys
 import npumem
 assert npumem.__file__.startswith(sys.argv[1]), npumem.__file__
-ptr = npumem.caching_allocator_alloc(1000)
-assert npumem.memory_allocated() == 1024, npumem.memory_allocated()
-npumem.caching_allocator_delete(ptr)
+ptr = npumem.caching_allocator_alloc(1000, device=1)
+assert npumem.memory_allocated(1) == 1024, npumem.memory_allocated(1)
+npumem.caching_allocator_delete(ptr, device=1)
 try:
     import torch
 except ImportError:
     print("installed without torch")
 else:
     import npumem.torch
-    npumem.torch.install("sim:hbm=256MiB,ddr=0,backing=host")
+    npumem.torch.install("sim:hbm=256MiB,ddr=0,backing=host", device=0)
     tensor = torch.ones(1000)
-    assert npumem.memory_stats()["requested_bytes.all.current"] == 4000
+    assert npumem.memory_stats(0)["requested_bytes.all.current"] == 4000
     print("installed with torch")
 """
 
