@@ -14,6 +14,8 @@ import unittest
 from npumem.torch.trace import peak_live_bytes
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+SOURCE_DIR = os.environ.get("NPUMEM_SOURCE_DIR", os.path.join(HERE, "..", ".."))
+EXAMPLE = os.path.join(SOURCE_DIR, "examples", "python", "train_resnet18.py")
 GRANULE = 512  # the default config's
 
 
@@ -75,6 +77,22 @@ class CliTest(unittest.TestCase):
         self.assertRegex(out, r"(?m)^end +0 B ")
         self.assertIn("verdict: no leak", out)
         self.assertIn("no allocation made since the baseline is still alive", out)
+
+    def test_run_peak_of_torchvision_training_equals_the_peak_captured_without_npumem(self):
+        # capture runs the same script on PyTorch's own allocator: the peak of live
+        # bytes it records owes nothing to npumem's statistics.
+        trace = os.path.join(self.folder.name, "example.trace")
+        example_args = ("--steps", "2", "--batch", "2", "--size", "64")
+        captured = self.npumem_torch("capture", "-o", trace, EXAMPLE, *example_args)
+        self.assertEqual(captured.returncode, 0, captured.stderr)
+        captured_peak = int(re.search(r"\((\d+) bytes\)", captured.stdout).group(1))
+
+        result = self.npumem_torch("run", EXAMPLE, *example_args)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertIn("step 1: loss", result.stdout)
+        self.assertEqual(self.figure(result.stdout, "peak requested"), captured_peak)
+        self.assertGreater(self.figure(result.stdout, "peak allocated"), captured_peak)
+        self.assertIn("verdict: no leak", result.stdout)
 
     def test_run_names_the_tensors_a_script_leaves_behind(self):
         script = self.script(
