@@ -94,15 +94,19 @@ class PythonMonitor {
   Monitor monitor_;
 };
 
-// A LeakDetector attached to a device until detach().
+// A LeakDetector attached to a device until detach() or its destruction.
 class PythonLeakDetector {
  public:
   PythonLeakDetector(DeviceEntry& device, double threshold, bool backtraces)
       : device_(device),
         detector_(LeakDetector::attach(*device.allocator, {threshold, backtraces})) {}
+  ~PythonLeakDetector() { detach(); }
+  PythonLeakDetector(const PythonLeakDetector&) = delete;
+  PythonLeakDetector& operator=(const PythonLeakDetector&) = delete;
   void mark_baseline() { detector_->mark_baseline(*device_.allocator); }
   void tick() { detector_->tick(); }
   py::dict report() const { return leak_report_dict(detector_->report()); }
+  // Removing an observer that is not attached changes nothing.
   void detach() { device_.allocator->remove_observer(detector_); }
 
  private:
@@ -110,11 +114,14 @@ class PythonLeakDetector {
   std::shared_ptr<LeakDetector> detector_;
 };
 
-// A HistoryRecorder attached to a device until stop().
+// A HistoryRecorder attached to a device until stop() or its destruction.
 class PythonHistory {
  public:
   PythonHistory(DeviceEntry& device, std::size_t max_entries, bool backtraces)
       : device_(device), recorder_(record_history(*device.allocator, {max_entries, backtraces})) {}
+  ~PythonHistory() { stop(); }
+  PythonHistory(const PythonHistory&) = delete;
+  PythonHistory& operator=(const PythonHistory&) = delete;
   void stop() { device_.allocator->remove_observer(recorder_); }
   std::uint64_t recorded() const { return recorder_->recorded(); }
   std::uint64_t dropped() const { return recorder_->dropped(); }
