@@ -1,8 +1,8 @@
 // What observing costs the allocation fast path: ns per alloc+free pair with no
-// observer, with the history recorder (without and with native backtraces), with the
-// leak detector and with an empty hook. Each pair is two events (alloc, free); the
-// ns_per_event column is the row's time per event, so the recorder's cost per event
-// is its row's ns_per_event minus the no-observer row's.
+// observer, with the history recorder (without and with native backtraces, and
+// attached then removed), with the leak detector and with an empty hook. Each pair is two events
+// (alloc, free); the ns_per_event column is the row's time per event, so the recorder's cost per
+// event is its row's ns_per_event minus the no-observer row's.
 #include <benchmark/benchmark.h>
 
 #include <array>
@@ -48,6 +48,13 @@ void BM_History(benchmark::State& state) {
   run_pairs(state, allocator);
 }
 
+// Recording switched off again: the allocator is back to testing an empty list.
+void BM_HistoryRemoved(benchmark::State& state) {
+  Allocator allocator(make_device("sim"));
+  allocator.remove_observer(record_history(allocator));
+  run_pairs(state, allocator);
+}
+
 void BM_HistoryWithBacktraces(benchmark::State& state) {
   Allocator allocator(make_device("sim"));
   record_history(allocator, {.max_entries = 1 << 16, .backtraces = true, .max_frames = 16});
@@ -70,6 +77,7 @@ void BM_EmptyHook(benchmark::State& state) {
 
 BENCHMARK(BM_NoObserver)->Name("pair/no_observer");
 BENCHMARK(BM_History)->Name("pair/history");
+BENCHMARK(BM_HistoryRemoved)->Name("pair/history_removed");
 BENCHMARK(BM_HistoryWithBacktraces)->Name("pair/history_backtraces");
 BENCHMARK(BM_LeakDetector)->Name("pair/leak_detector");
 BENCHMARK(BM_EmptyHook)->Name("pair/empty_hook");

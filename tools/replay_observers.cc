@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <csignal>
 #include <cstring>
 #include <fstream>
 #include <iostream>
@@ -13,6 +14,14 @@
 
 namespace npumem::cli {
 namespace {
+
+constexpr std::chrono::milliseconds kHoldTick{20};
+
+volatile std::sig_atomic_t hold_interrupted = 0;
+
+void interrupt_hold(int) {
+  hold_interrupted = 1;
+}
 
 // Writes through `write` into `path`; throws Error naming the file when it fails.
 template <typename Write>
@@ -117,11 +126,21 @@ void ReplayObservers::write_files(const Allocator& allocator) const {
   }
 }
 
+// Ctrl-C or SIGTERM ends the hold early and the replay normally (its page removed).
 void ReplayObservers::hold() const {
   if (options_.hold_seconds <= 0.0) return;
   std::cerr << "npumem: replay done; holding for " << options_.hold_seconds << " s (pid "
-            << ::getpid() << ", see `npumem smi`)\n";
-  std::this_thread::sleep_for(std::chrono::duration<double>(options_.hold_seconds));
+            << ::getpid() << ", see `npumem smi`; Ctrl-C ends it)\n";
+  hold_interrupted = 0;
+  const auto previous_int = std::signal(SIGINT, interrupt_hold);
+  const auto previous_term = std::signal(SIGTERM, interrupt_hold);
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::duration<double>(options_.hold_seconds);
+  while (hold_interrupted == 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(kHoldTick);
+  }
+  std::signal(SIGINT, previous_int);
+  std::signal(SIGTERM, previous_term);
 }
 
 }  // namespace npumem::cli

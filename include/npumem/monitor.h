@@ -56,7 +56,8 @@ class Monitor {
  public:
   explicit Monitor(Allocator& allocator) : allocator_(allocator) {}
 
-  const LabelledSnapshot& snapshot(std::string label);
+  // A copy: the snapshot stays valid whatever is taken next.
+  LabelledSnapshot snapshot(std::string label);
   const std::vector<LabelledSnapshot>& snapshots() const { return snapshots_; }
   // One row per snapshot: label, allocated, reserved, peak (allocated), seconds
   // since the first snapshot; "no snapshots" when there are none.

@@ -15,6 +15,8 @@ namespace npumem::observe {
 namespace {
 
 constexpr std::size_t kMaxCapture = 128;
+// Frames a sanitizer may add between this function and backtrace().
+constexpr std::size_t kInterceptorFrames = 2;
 
 std::string demangled(const char* symbol) {
   int status = 0;
@@ -42,9 +44,19 @@ std::string hex_offset(const void* from, const void* to) {
 [[gnu::noinline]] std::size_t capture_backtrace(const void** frames, std::size_t max_frames,
                                                 std::size_t skip) {
   std::array<void*, kMaxCapture> raw{};
-  const std::size_t wanted = std::min(kMaxCapture, max_frames + skip + 1);
+  const std::size_t wanted = std::min(kMaxCapture, max_frames + skip + kInterceptorFrames + 1);
   const auto captured = static_cast<std::size_t>(backtrace(raw.data(), static_cast<int>(wanted)));
-  const std::size_t first = std::min(captured, skip + 1);  // + this function's own frame
+  // The caller's frame is where this function returns to; frames above it (this
+  // function's, and a sanitizer's backtrace interceptor) are not the caller's stack.
+  const void* caller = __builtin_return_address(0);
+  std::size_t first = std::min<std::size_t>(captured, 1);
+  for (std::size_t i = 0; i < captured; ++i) {
+    if (raw[i] == caller) {
+      first = i;
+      break;
+    }
+  }
+  first = std::min(captured, first + skip);
   const std::size_t count = std::min(max_frames, captured - first);
   std::copy_n(raw.begin() + static_cast<std::ptrdiff_t>(first), count, frames);
   return count;

@@ -22,7 +22,7 @@ std::string seconds_between(std::chrono::system_clock::time_point from,
 
 }  // namespace
 
-const LabelledSnapshot& Monitor::snapshot(std::string label) {
+LabelledSnapshot Monitor::snapshot(std::string label) {
   const Stats stats = allocator_.stats();
   LabelledSnapshot& taken = snapshots_.emplace_back();
   taken.label = std::move(label);

@@ -47,6 +47,7 @@ void write_header(StatsPageLayout& layout) {
 }
 
 void write_device(PageDevice& device, const Allocator& allocator) {
+  store_text(device.name, allocator.device().name());
   const Stats stats = allocator.stats();
   for (const Tier tier : kAllTiers) {
     const TierInfo info = allocator.device().tier_info(tier);
@@ -98,7 +99,6 @@ StatsPublisher::Registration StatsPublisher::publish(const Allocator& allocator)
   for (std::size_t slot = 0; slot < allocators_.size(); ++slot) {
     if (allocators_[slot] != nullptr) continue;
     allocators_[slot] = &allocator;
-    store_text(shared_->layout->devices[slot].name, allocator.device().name());
     write_locked();
     return Registration(this, slot);
   }

@@ -8,7 +8,9 @@ namespace npumem::observe {
 namespace {
 
 [[gnu::noinline]] std::size_t capture_here(std::array<const void*, 8>& frames, std::size_t skip) {
-  return capture_backtrace(frames.data(), frames.size(), skip);
+  const std::size_t count = capture_backtrace(frames.data(), frames.size(), skip);
+  asm volatile("");  // code after the call: no tail call, so this frame stays on the stack
+  return count;
 }
 
 TEST(Backtrace, CapturesTheCallersStackUpToTheLimit) {

@@ -13,9 +13,9 @@ TEST(Monitor, SnapshotsRecordAllocatedReservedAndPeakPerTier) {
   monitor.snapshot("start");
   void* weights = allocator.allocate(30 * MiB);
   void* activations = allocator.allocate(40 * MiB);  // does not fit HBM's remaining space
-  const LabelledSnapshot& loaded = monitor.snapshot("loaded");
+  const LabelledSnapshot loaded = monitor.snapshot("loaded");
   allocator.deallocate(activations);
-  const LabelledSnapshot& done = monitor.snapshot("done");
+  const LabelledSnapshot done = monitor.snapshot("done");
 
   ASSERT_EQ(monitor.snapshots().size(), 3u);
   EXPECT_EQ(monitor.snapshots()[0].label, "start");

@@ -71,7 +71,7 @@ nlohmann::json wait_for_allocations(pid_t pid) {
 }
 
 TEST(SmiCliTest, SeesARunningReplayAndForgetsItWhenItExits) {
-  const pid_t replay = start_held_replay("3");
+  const pid_t replay = start_held_replay("60");
   ASSERT_GT(replay, 0);
   const nlohmann::json process = wait_for_allocations(replay);
   ASSERT_FALSE(process.is_null()) << "smi never showed pid " << replay;
@@ -96,9 +96,11 @@ TEST(SmiCliTest, SeesARunningReplayAndForgetsItWhenItExits) {
   EXPECT_EQ(std::count(mon.out.begin(), mon.out.end(), '\n'), 2) << mon.out;
   EXPECT_NE(mon.out.find("sim:0 procs"), std::string::npos) << mon.out;
 
+  // SIGTERM ends the hold, and the replay exits normally, removing its page.
+  ::kill(replay, SIGTERM);
   int status = 0;
   ASSERT_EQ(::waitpid(replay, &status, 0), replay);
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
   EXPECT_TRUE(process_in_smi(replay).is_null());
   EXPECT_FALSE(std::filesystem::exists("/dev/shm/npumem." + std::to_string(replay)));
 }
