@@ -170,6 +170,7 @@ class PlacementSearch {
 
 Placement search_placement(const PlanInstance& instance, std::span<const std::uint64_t> live,
                            const SearchLimits& limits) {
+  if (instance.tensors.empty()) return Placement{0, {}, "none (no tensor has bytes)", true, 0};
   return PlacementSearch(instance, live, limits).run();
 }
 

@@ -1,8 +1,8 @@
-// The memory planner's search: constructive heuristics first (greedy orders with first-fit
-// and best-fit gaps, skyline packing with several priorities), an exact branch and bound
-// when the instance is small, then a randomised search over skyline priorities (random
-// restarts and hill climbing on the best priorities) until the lower bound, the deadline
-// or the iteration budget.
+// The memory planner's search: constructive heuristics first (skyline packing with several
+// priorities, then the published greedy orders with first-fit and best-fit gaps), an exact
+// branch and bound when the instance is small, then a randomised search over skyline
+// priorities (random restarts and hill climbing on the best priorities) until the lower
+// bound, the deadline or the iteration budget.
 #pragma once
 
 #include <chrono>
