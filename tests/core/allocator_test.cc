@@ -93,43 +93,6 @@ TEST(Allocator, SplitsAndCoalesces) {
   EXPECT_EQ(segments[0].blocks[0].size, 20 * MiB);
 }
 
-TEST(Allocator, InvariantsHoldThroughALongRandomSequence) {
-  auto device = sim(256 * MiB, 256 * MiB);
-  Allocator allocator(device);
-  std::mt19937_64 rng(42);
-  std::map<void*, std::size_t> live;
-  std::vector<void*> order;
-  for (int step = 0; step < 4000; ++step) {
-    if (!order.empty() && (rng() % 100 < 45 || live.size() > 300)) {
-      const std::size_t i = rng() % order.size();
-      allocator.deallocate(order[i]);
-      live.erase(order[i]);
-      order[i] = order.back();
-      order.pop_back();
-    } else {
-      const bool large = rng() % 4 == 0;
-      const std::size_t bytes = large ? MiB + rng() % (12 * MiB) : 1 + rng() % (256 * KiB);
-      try {
-        void* p = allocator.allocate(bytes);
-        live[p] = bytes;
-        order.push_back(p);
-      } catch (const OutOfMemory&) {
-      }
-    }
-    if (step % 97 == 0) {
-      expect_consistent(allocator, live);
-      if (::testing::Test::HasFatalFailure()) return;
-    }
-    if (step % 1000 == 999) allocator.empty_cache();
-  }
-  expect_consistent(allocator, live);
-  for (void* p : order) allocator.deallocate(p);
-  allocator.empty_cache();
-  EXPECT_EQ(allocator.stats().reserved_bytes.all.current, 0);
-  EXPECT_EQ(device->tier_info(Tier::hbm).used_bytes, 0u);
-  EXPECT_EQ(device->tier_info(Tier::ddr).used_bytes, 0u);
-}
-
 TEST(Allocator, SpillsToDdrWhenHbmIsFull) {
   Allocator allocator(sim(64 * MiB, 256 * MiB));
   void* a = allocator.allocate(48 * MiB);
