@@ -33,9 +33,10 @@ TEST(Backtrace, SkipDropsInnerFrames) {
   ASSERT_GE(capture_here(skipped, 1), 2u);
   // Skipping capture_here's frame starts in this test body; the frame above the
   // body (its caller) is then the second one, as it is the third without skipping.
-  const auto here = reinterpret_cast<std::uintptr_t>(&capture_here);
-  const auto first = reinterpret_cast<std::uintptr_t>(skipped[0]);
-  EXPECT_FALSE(first > here && first < here + 4096);
+  // Both captures pass through the same point in capture_here (all[0]); the skipped
+  // one must not (an address range test is unsound: at -O2 the test body can sit
+  // within a page of capture_here).
+  EXPECT_NE(skipped[0], all[0]);
   EXPECT_EQ(skipped[1], all[2]);
 }
 
