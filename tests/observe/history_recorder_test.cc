@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <initializer_list>
+#include <thread>
 #include <vector>
 
 #include "npumem/errors.h"
@@ -133,6 +134,32 @@ TEST(HistoryRecorder, StopsWhenRemoved) {
   allocator.remove_observer(recorder);
   allocator.deallocate(allocator.allocate(512));
   EXPECT_EQ(recorder->recorded(), 0u);
+}
+
+TEST(HistoryRecorder, ReadersSeeConsecutiveEntriesWhileThreadsAllocate) {
+  Allocator allocator(make_device("sim:hbm=256MiB,ddr=0"));
+  void* warm = allocator.allocate(512);  // the small segment exists before recording
+  auto recorder = record_history(allocator, {.max_entries = 256});
+  constexpr int kPairs = 2000;
+  std::vector<std::thread> threads;
+  for (const char* tag : {"left", "right"}) {
+    threads.emplace_back([&allocator, tag] {
+      ScopedMemoryTag scoped(tag);
+      for (int i = 0; i < kPairs; ++i) allocator.deallocate(allocator.allocate(1000));
+    });
+  }
+  for (int read = 0; read < 50; ++read) {
+    const auto entries = recorder->entries();
+    for (std::size_t i = 1; i < entries.size(); ++i) {
+      ASSERT_EQ(entries[i].sequence, entries[i - 1].sequence + 1);
+    }
+  }
+  for (std::thread& thread : threads) thread.join();
+  EXPECT_EQ(recorder->recorded(), 2u * 2 * kPairs);
+  const HistoryEntry last = recorder->entries().back();
+  EXPECT_EQ(last.kind, EventKind::free);
+  EXPECT_EQ(last.tier_allocated_bytes, 512u);
+  allocator.deallocate(warm);
 }
 
 TEST(HistoryRecorder, RejectsAnEmptyRing) {
