@@ -17,6 +17,7 @@ from npumem.devices import get_device, init, initialized_devices, is_initialized
 from npumem.memory import (
     caching_allocator_alloc,
     caching_allocator_delete,
+    copy,
     empty_cache,
     max_memory_allocated,
     max_memory_reserved,
@@ -49,6 +50,7 @@ __all__ = [
     "caching_allocator_alloc",
     "caching_allocator_delete",
     "chrome_trace",
+    "copy",
     "create_pool",
     "empty_cache",
     "get_device",

@@ -3,6 +3,7 @@
 #include <pybind11/stl.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "bindings.h"
@@ -79,6 +80,8 @@ py::list pools_list(const Allocator& allocator) {
     py::dict entry;
     entry["name"] = pool.name;
     entry["quota_bytes"] = pool.quota_bytes;
+    entry["tier"] = pool.tier ? py::object(py::str(std::string(tier_name(*pool.tier))))
+                              : py::object(py::none());
     entry["stats"] = stats_dict(pool.stats);
     pools.append(entry);
   }
@@ -125,10 +128,20 @@ void bind_devices(py::module_& module) {
       .def("snapshot", [](const Entry& e) { return snapshot_list(e); })
       .def(
           "create_pool",
-          [](Entry& e, const std::string& name, std::uint64_t quota_bytes) {
-            e.allocator->create_pool(name, quota_bytes);
+          [](Entry& e, const std::string& name, std::uint64_t quota_bytes,
+             const std::optional<std::string>& tier) {
+            e.allocator->create_pool(name, quota_bytes,
+                                     tier ? std::optional<Tier>(parse_tier(*tier)) : std::nullopt);
           },
-          py::arg("name"), py::arg("quota_bytes") = 0)
+          py::arg("name"), py::arg("quota_bytes") = 0, py::arg("tier") = py::none())
+      .def(
+          "copy",
+          [](Entry& e, std::uintptr_t dst, std::uintptr_t src, std::size_t bytes) {
+            return e.allocator->copy(to_pointer(dst), to_pointer(src), bytes);
+          },
+          py::arg("dst"), py::arg("src"), py::arg("bytes"),
+          py::call_guard<py::gil_scoped_release>(),
+          "Copies bytes between two live allocations; returns the modelled seconds")
       .def("pools", [](const Entry& e) { return pools_list(*e.allocator); })
       .def(
           "allocate",
