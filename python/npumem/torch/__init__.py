@@ -29,6 +29,8 @@ from npumem.torch.trace import Recording, record
 # at most 20 GiB of real memory.
 DEFAULT_SPEC = "sim:hbm=4GiB,ddr=16GiB,backing=host"
 
+_installed: Optional[_core.Device] = None  # the device install() gave PyTorch
+
 
 def install(
     spec: Optional[str] = None, conf: Optional[str] = None, device: int = 0
@@ -58,7 +60,17 @@ def install(
             f"e.g. '{DEFAULT_SPEC}'"
         )
     _torch.install(chosen.bridge())
+    global _installed
+    _installed = chosen
     return chosen
+
+
+def installed_device() -> _core.Device:
+    """The npumem device that serves PyTorch's CPU tensors. Raises npumem.Error when
+    install() has not run, or uninstall() followed it."""
+    if _installed is None or not is_installed():
+        raise _core.Error("npumem does not serve PyTorch's tensors: call npumem.torch.install() first")
+    return _installed
 
 
 def uninstall() -> None:
@@ -72,4 +84,19 @@ def is_installed() -> bool:
     return _torch.installed()
 
 
-__all__ = ["DEFAULT_SPEC", "Recording", "install", "is_installed", "record", "uninstall"]
+from npumem.torch.checkpointing import CheckpointedModel, checkpoint  # noqa: E402
+from npumem.torch.sharding import ShardedModel, shard  # noqa: E402
+
+__all__ = [
+    "DEFAULT_SPEC",
+    "CheckpointedModel",
+    "Recording",
+    "ShardedModel",
+    "checkpoint",
+    "install",
+    "installed_device",
+    "is_installed",
+    "record",
+    "shard",
+    "uninstall",
+]
