@@ -88,6 +88,10 @@ class Allocator {
                    std::optional<Tier> tier = std::nullopt);
   std::vector<PoolInfo> pools() const;
 
+  // Marks the start of an iteration (training step, inference batch): observers see an
+  // EventKind::iteration event; strategies and leak checks that learn per iteration use it.
+  void mark_iteration();
+
   void add_observer(std::shared_ptr<AllocatorObserver> observer);
   void remove_observer(const std::shared_ptr<AllocatorObserver>& observer);
 
