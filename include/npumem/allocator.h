@@ -69,6 +69,8 @@ class Allocator {
   // ...). Throws InvalidPointer for an address that is not live, Error when bytes overrun.
   double copy(void* dst, const void* src, std::size_t bytes);
 
+  // Whether ptr is a live allocation of this allocator (never throws).
+  bool owns(const void* ptr) const;
   Tier tier_of(const void* ptr) const;                 // throws InvalidPointer
   std::size_t allocation_size(const void* ptr) const;  // requested bytes; throws
 

@@ -45,6 +45,10 @@ bool bridge_deallocate(void* allocator, void* ptr, std::string* error) {
   }
 }
 
+bool bridge_owns(void* allocator, const void* ptr) {
+  return static_cast<Allocator*>(allocator)->owns(ptr);
+}
+
 std::size_t bridge_allocation_size(void* allocator, const void* ptr) {
   try {
     return static_cast<Allocator*>(allocator)->allocation_size(ptr);
@@ -86,6 +90,7 @@ DeviceEntry& create_device(int index, const std::string& spec, const std::string
   entry->bridge.allocator = entry->allocator.get();
   entry->bridge.allocate = bridge_allocate;
   entry->bridge.deallocate = bridge_deallocate;
+  entry->bridge.owns = bridge_owns;
   entry->bridge.allocation_size = bridge_allocation_size;
   entry->bridge.totals = bridge_totals;
   DeviceEntry& result = *entry;

@@ -27,6 +27,11 @@ double Allocator::copy(void* dst, const void* src, std::size_t bytes) {
   return impl_->copy(dst, src, bytes);
 }
 
+bool Allocator::owns(const void* ptr) const {
+  std::lock_guard lock(impl_->mutex);
+  return impl_->live.find(reinterpret_cast<std::uintptr_t>(ptr)) != nullptr;
+}
+
 Tier Allocator::tier_of(const void* ptr) const {
   std::lock_guard lock(impl_->mutex);
   return impl_->live_block(ptr).segment->tier;

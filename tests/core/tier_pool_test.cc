@@ -124,6 +124,9 @@ TEST(TierCopy, BadAddressesAndOverrunsChangeNothing) {
   EXPECT_THROW(allocator.copy(a, b, 2 * MiB), Error);
   int outside = 0;
   EXPECT_THROW(allocator.copy(a, &outside, sizeof outside), InvalidPointer);
+  EXPECT_TRUE(allocator.owns(a));
+  EXPECT_FALSE(allocator.owns(&outside));
+  EXPECT_FALSE(allocator.owns(static_cast<char*>(a) + 64));
   EXPECT_EQ(static_cast<unsigned char*>(a)[0], 1);
   EXPECT_EQ(allocator.stats().as_map().at("num_copies.hbm_to_hbm"), 0);
   allocator.deallocate(a);

@@ -42,6 +42,7 @@ class _Shard:
     layers: list[ChainLayer]
     tensors: list[torch.Tensor]  # distinct parameters and buffers, master data in DDR
     planned: Any  # the plan's shard (npumem.plan.Plan)
+    device: Any  # the npumem device it runs on (weights, copies, activations)
     measured_hbm_peak: int = 0
     modelled_load_seconds: float = 0.0
     measured_compute_seconds: float = 0.0
@@ -68,16 +69,15 @@ class ShardedModel:
         example_input: torch.Tensor,
         devices: Sequence[int] = (0,),
     ):
-        from npumem.torch import installed_device
-
-        self.device = installed_device()
-        _check_devices(devices, self.device)
+        placed = _served_devices(devices)
+        self.device = placed[0]  # measures the model
         budget = to_bytes(hbm_budget)
         layers = chain_layers(model)
         was_training = model.training
         model.eval()  # measuring must not move batch-norm statistics
         try:
-            costs = measure_layers(layers, example_input, self.device, training=False)
+            with _routed(self.device):
+                costs = measure_layers(layers, example_input, self.device, training=False)
         finally:
             model.train(was_training)
         self.model_json = model_json(
@@ -92,14 +92,17 @@ class ShardedModel:
         )
         self.hbm_budget_bytes = budget
         self.model = model
+        count = len(self.plan.shards)
         self.shards = [
             _Shard(
                 layers[planned.first_layer : planned.last_layer + 1],
                 _distinct(t for layer in layers[planned.first_layer : planned.last_layer + 1]
                           for t in layer.tensors()),
                 planned,
+                # Consecutive shards share a device: activations cross devices least.
+                placed[k * len(placed) // count],
             )
-            for planned in self.plan.shards
+            for k, planned in enumerate(self.plan.shards)
         ]
         self._move_weights_to_ddr()
         self.timeline = _Timeline()
@@ -121,10 +124,12 @@ class ShardedModel:
         try:
             for k, shard in enumerate(self.shards):
                 following = k + 1 < len(self.shards)
-                self.device.reset_peak_stats()
+                shard.device.reset_peak_stats()
                 upcoming = None
                 if following and shard.planned.prefetches_next:
                     upcoming = self._fetch(k + 1)
+                if k > 0 and shard.device is not self.shards[k - 1].device:
+                    x = _copy_to(x, shard.device)  # the pipeline's hand-over
                 if keep_inputs:
                     kept.append((x, torch.get_rng_state()))
                 start = time.perf_counter()
@@ -133,7 +138,7 @@ class ShardedModel:
                 loaded = None  # the shard's HBM copies go now
                 if following and upcoming is None:
                     upcoming = self._fetch(k + 1)
-                shard.measured_hbm_peak = self.device.stats()["allocated_bytes.hbm.peak"]
+                shard.measured_hbm_peak = shard.device.stats()["allocated_bytes.hbm.peak"]
                 loaded = upcoming
         finally:
             loaded = None
@@ -153,7 +158,8 @@ class ShardedModel:
             trainable = [t for t in shard.tensors if t.requires_grad]
             self._swap(shard, self._fetch(k))
             try:
-                with torch.random.fork_rng(devices=[]), torch.enable_grad():
+                with _routed(shard.device), torch.random.fork_rng(devices=[]), \
+                        torch.enable_grad():
                     torch.set_rng_state(rng_state)
                     output = _run_layers(shard, x)
                     inputs = ([x] if needs_input else []) + trainable
@@ -165,7 +171,7 @@ class ShardedModel:
             for tensor, tensor_grad in zip(trainable, found[1:] if needs_input else found):
                 if tensor_grad is None:
                     continue
-                in_ddr = self._to_ddr(tensor_grad)
+                in_ddr = self._to_ddr(tensor_grad, shard.device)
                 if id(tensor) in grads:
                     grads[id(tensor)] += in_ddr
                 else:
@@ -176,7 +182,8 @@ class ShardedModel:
     def _run(self, shard: _Shard, loaded: list[torch.Tensor], x: torch.Tensor) -> torch.Tensor:
         self._swap(shard, loaded)
         try:
-            return _run_layers(shard, x)
+            with _routed(shard.device):
+                return _run_layers(shard, x)
         finally:
             self._swap(shard, None)
 
@@ -184,8 +191,8 @@ class ShardedModel:
 
     def _move_weights_to_ddr(self) -> None:
         self._masters: dict[int, torch.Tensor] = {}
-        with pool(WEIGHT_POOL, device=self.device, tier="ddr"):
-            for shard in self.shards:
+        for shard in self.shards:
+            with _routed(shard.device), pool(WEIGHT_POOL, device=shard.device, tier="ddr"):
                 for tensor in shard.tensors:
                     master = torch.empty_like(tensor.data)
                     master.copy_(tensor.data)
@@ -199,12 +206,12 @@ class ShardedModel:
         shard = self.shards[k]
         copies = []
         seconds = 0.0
-        with pool(HBM_POOL, device=self.device, tier="hbm"):
+        with _routed(shard.device), pool(HBM_POOL, device=shard.device, tier="hbm"):
             for tensor in shard.tensors:
                 master = self._masters[id(tensor)]
                 copy = torch.empty_like(master)
                 if master.numel() > 0:
-                    seconds += self.device.copy(
+                    seconds += shard.device.copy(
                         copy.data_ptr(), master.data_ptr(), master.numel() * master.element_size()
                     )
                 copies.append(copy)
@@ -216,13 +223,13 @@ class ShardedModel:
         for i, tensor in enumerate(shard.tensors):
             tensor.data = self._masters[id(tensor)] if loaded is None else loaded[i]
 
-    def _to_ddr(self, tensor: torch.Tensor) -> torch.Tensor:
-        with pool(WEIGHT_POOL, device=self.device, tier="ddr"):
+    @staticmethod
+    def _to_ddr(tensor: torch.Tensor, device: Any) -> torch.Tensor:
+        with _routed(device), pool(WEIGHT_POOL, device=device, tier="ddr"):
             copy = torch.empty_like(tensor, memory_format=torch.contiguous_format)
-        source = tensor.contiguous()
+            source = tensor.contiguous()
         if source.numel() > 0:
-            self.device.copy(copy.data_ptr(), source.data_ptr(),
-                             source.numel() * source.element_size())
+            device.copy(copy.data_ptr(), source.data_ptr(), source.numel() * source.element_size())
         return copy
 
     # ------------------------------------------------------------------ report
@@ -261,6 +268,7 @@ class ShardedModel:
             planned = shard.planned
             ran = k < len(self.timeline.stall)
             shards.append({
+                "device": shard.device.index,
                 "first_layer": planned.first_layer,
                 "last_layer": planned.last_layer,
                 "weight_bytes": planned.weight_bytes,
@@ -274,7 +282,7 @@ class ShardedModel:
                 "planned_stall_ms": planned.stall_ms,
                 "modelled_stall_ms": self.timeline.stall[k] * 1000.0 if ran else None,
             })
-        stats = self.device.stats()
+        stats = [device.stats() for device in _distinct_devices(self.shards)]
         return npumem.plan.Plan({
             "hbm_budget_bytes": self.hbm_budget_bytes,
             "shard_count": len(self.shards),
@@ -284,8 +292,10 @@ class ShardedModel:
             "weight_bytes_in_ddr": sum(
                 m.numel() * m.element_size() for m in self._masters.values()
             ),
-            "copy_bytes_ddr_to_hbm": stats["copy_bytes.ddr_to_hbm"],
-            "copy_modelled_ms_ddr_to_hbm": stats["copy_modelled_ns.ddr_to_hbm"] / 1e6,
+            "devices": [device.index for device in _distinct_devices(self.shards)],
+            "copy_bytes_ddr_to_hbm": sum(s["copy_bytes.ddr_to_hbm"] for s in stats),
+            "copy_modelled_ms_ddr_to_hbm": sum(s["copy_modelled_ns.ddr_to_hbm"] for s in stats)
+            / 1e6,
             "shards": shards,
         })
 
@@ -349,23 +359,36 @@ def _distinct(tensors) -> list[torch.Tensor]:
     return list(seen.values())
 
 
-def _check_devices(devices: Sequence[int], device: Any) -> None:
+def _served_devices(devices: Sequence[int]) -> list[Any]:
+    from npumem.torch import installed_device
+
     indices = list(devices)
     if not indices:
-        raise ValueError("devices is empty; name the npumem device index, e.g. devices=[0]")
-    for index in indices:
-        if isinstance(index, bool) or not isinstance(index, int):
-            raise TypeError(f"a device is an index (int), not {index!r}")
-        if index != device.index:
-            raise _core.ConfigError(
-                f"device index {index} is out of range: npumem serves PyTorch's tensors "
-                f"from device {device.index} only"
-            )
-    if len(indices) > 1:
-        raise _core.ConfigError(
-            f"devices={indices}: one npumem device serves PyTorch's tensors in a process, "
-            f"so shards cannot be placed across several devices"
-        )
+        raise ValueError("devices is empty; name npumem device indices, e.g. devices=[0]")
+    if len(set(indices)) != len(indices):
+        raise ValueError(f"devices {indices} names a device twice")
+    return [installed_device(index) for index in indices]
+
+
+def _distinct_devices(shards: list[_Shard]) -> list[Any]:
+    found: dict[int, Any] = {}
+    for shard in shards:
+        found.setdefault(shard.device.index, shard.device)
+    return list(found.values())
+
+
+def _routed(device: Any):
+    from npumem.torch import device as torch_device
+
+    return torch_device(device.index)
+
+
+def _copy_to(x: torch.Tensor, device: Any) -> torch.Tensor:
+    """x in a tensor of `device` (default pool: HBM first)."""
+    with _routed(device):
+        moved = torch.empty_like(x)
+    moved.copy_(x)
+    return moved
 
 
 def shard(
@@ -374,9 +397,12 @@ def shard(
     example_input: torch.Tensor,
     devices: Sequence[int] = (0,),
 ) -> ShardedModel:
-    """Measures the model on `example_input`, plans its shards for `hbm_budget` and
-    returns the runner; the model's weights move to DDR. Needs npumem.torch.install()
-    first. Errors (nothing moved, nothing left allocated): OutOfMemoryError when one
-    layer does not fit the budget, ConfigError for a device that does not serve
-    PyTorch, npumem.Error for a model that is not a traceable chain of layers."""
+    """Measures the model on `example_input`, plans its shards for `hbm_budget` (per
+    device) and returns the runner; the model's weights move to DDR. With several
+    `devices` (served by npumem.torch.install(devices=N)), consecutive shards are
+    spread over them in order, a pipeline whose activations are copied from one device
+    to the next. Needs npumem.torch.install() first. Errors (nothing moved, nothing
+    left allocated): OutOfMemoryError when one layer does not fit the budget,
+    ConfigError for a device index that PyTorch's tensors are not served by,
+    npumem.Error for a model that is not a traceable chain of layers."""
     return ShardedModel(model, hbm_budget, example_input, devices)
