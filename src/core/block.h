@@ -43,6 +43,8 @@ struct Segment {
   std::size_t allocated_blocks = 0;
   Segment* prev = nullptr;  // links in the owning block pool's segment list
   Segment* next = nullptr;
+  Segment* idle_prev = nullptr;  // links in its list of segments with no allocated block
+  Segment* idle_next = nullptr;
 };
 
 }  // namespace npumem::core
