@@ -29,10 +29,14 @@ class ThreadCache {
 
   explicit ThreadCache(Tier kept_tier) : kept_tier_(kept_tier) {}
 
-  // Keeps a freed block of the kept tier when its slot holds its size and pool (or
-  // nothing) and has room.
+  // Keeps a freed small-pool block of the kept tier when its slot holds its size and
+  // pool (or nothing) and has room. Large blocks kept whole raised the reserved peak
+  // on the shared traces (1.03 -> 1.09 on vit_b_16_infer): the free index's best fit,
+  // lowest address first, packs large segments tighter than reuse by recency.
   bool keep(Block* block) {
-    if (block->segment->tier != kept_tier_) return false;
+    if (block->segment->tier != kept_tier_ || block->segment->kind != PoolKind::small) {
+      return false;
+    }
     Slot& slot = slot_for(block->size);
     if (slot.count == 0) {
       slot.size = block->size;
