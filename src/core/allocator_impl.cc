@@ -157,6 +157,10 @@ void Allocator::Impl::fold_counters(ThreadCache& cache) {
 // current value plus all credit would pass the peak (thread_cache.h), so no
 // allocation a cache serves alone can pass it.
 void Allocator::Impl::limit_credit(const PoolState& pool, const Segment& segment) {
+  if (std::none_of(caches->caches.begin(), caches->caches.end(),
+                   [](const auto& cache) { return cache->has_credit(); })) {
+    return;
+  }
   for (const Stats* s :
        {static_cast<const Stats*>(&stats), per_pool_stats ? &pool.stats : nullptr}) {
     if (s == nullptr) continue;
@@ -476,8 +480,11 @@ void Allocator::Impl::deallocate_locked(std::uintptr_t address) {
            pool, block->tag);
   }
   ThreadCache* cache = attach_cache();
-  if (cache != nullptr && !cache->counts_for(&pool)) cache->drop_credit();  // the thread moved on
-  if (cache != nullptr && block->owner == cache && cache->keep(block)) return;
+  if (cache != nullptr) {
+    if (!cache->counts_for(&pool)) cache->drop_credit();  // the thread moved to another pool
+    cache->earn_credit(*block);
+    if (block->owner == cache && cache->keep(block)) return;
+  }
   live.erase(address);
   block->owner = nullptr;
   pool.block_pool(block->segment->tier, block->segment->kind).release(block);

@@ -82,6 +82,7 @@ class ThreadCache {
         added_[c][s] += amounts[c];
       }
     }
+    counted_ = true;
     return take(size, pool);
   }
   // Whether a free from `pool` can be counted here (counters and credit are one pool's).
@@ -89,6 +90,8 @@ class ThreadCache {
   // Counts a free served without the allocator's lock (after counts_for()); it earns credit.
   void count_free(const Block& block) {
     pool_ = block.segment->pool;
+    counted_ = true;
+    has_credit_ = true;
     const auto amounts = amounts_of(block.size, block.requested);
     for (int c = 0; c < kCounters; ++c) {
       for (int s : splits_of(*block.segment)) {
@@ -97,12 +100,22 @@ class ThreadCache {
       }
     }
   }
+  // Credit for a free counted under the allocator's lock (after counts_for()): the
+  // slack it leaves below the peak may as well be this thread's.
+  void earn_credit(const Block& block) {
+    pool_ = block.segment->pool;
+    has_credit_ = true;
+    const auto amounts = amounts_of(block.size, block.requested);
+    for (int c = 0; c < kCounters; ++c) {
+      for (int s : splits_of(*block.segment)) credit_[c][s] += amounts[c];
+    }
+  }
   // The pool counters and credit belong to (nullptr: none).
   PoolState* pool() const { return pool_; }
   // Hands the counters to `apply(counter, split, added, removed)` and zeroes them.
   template <typename Apply>
   void fold(Apply&& apply) {
-    if (pool_ == nullptr) return;
+    if (!counted_) return;
     for (int c = 0; c < kCounters; ++c) {
       for (int s = 0; s < kSplits; ++s) {
         if (added_[c][s] != 0 || removed_[c][s] != 0) apply(c, s, added_[c][s], removed_[c][s]);
@@ -110,7 +123,10 @@ class ThreadCache {
     }
     added_ = {};
     removed_ = {};
+    counted_ = false;
   }
+  // False only when every credit is zero (true may still mean zero after revoke()).
+  bool has_credit() const { return has_credit_; }
   std::int64_t credit(int counter, int split) const { return credit_[counter][split]; }
   // Takes back up to `amount` of credit; returns what it took.
   std::int64_t revoke(int counter, int split, std::int64_t amount) {
@@ -121,6 +137,7 @@ class ThreadCache {
   // Takes back all credit and frees the cache to count another pool (after a fold).
   void drop_credit() {
     credit_ = {};
+    has_credit_ = false;
     pool_ = nullptr;
   }
   // The splits a block of `segment` counts in: all, its kind, its tier.
@@ -168,6 +185,8 @@ class ThreadCache {
   std::array<Slot, kSlots> slots_{};
   std::size_t kept_ = 0;
   PoolState* pool_ = nullptr;
+  bool counted_ = false;  // counters hold something since the last fold
+  bool has_credit_ = false;
   Table added_{};    // since the last fold
   Table removed_{};  // since the last fold
   Table credit_{};
