@@ -28,13 +28,13 @@ int index(Tier tier) {
 
 // The statistic a front cache counter and split stand for (thread_cache.h).
 template <typename StatsType>  // Stats or const Stats
-auto& stat_of(StatsType& stats, int counter, int split) {
+auto& stat_of(StatsType& stats, int counter, int split, Tier kept_tier) {
   auto& splits = counter == ThreadCache::allocated_bytes   ? stats.allocated_bytes
                  : counter == ThreadCache::requested_bytes ? stats.requested_bytes
                                                            : stats.allocation;
-  if (split == 0) return splits.all;
-  if (split < 3) return splits.by_kind[static_cast<std::size_t>(split - 1)];
-  return splits.by_tier[static_cast<std::size_t>(split - 3)];
+  if (split == ThreadCache::all) return splits.all;
+  if (split == ThreadCache::small_pool) return splits.by_kind[static_cast<int>(PoolKind::small)];
+  return splits.by_tier[static_cast<std::size_t>(kept_tier)];
 }
 
 // The pool this thread allocates from, per allocator (PoolScope sets it).
@@ -94,20 +94,34 @@ Allocator::Impl::~Impl() {
   release_everything();
 }
 
+// While one cache exists (solo), its thread works under the allocator's own lock
+// and the cache locks are not needed.
 void Allocator::Impl::ExclusiveLock::lock() {
   impl_.own_lock.lock();
+  if (impl_.solo.load(std::memory_order_relaxed)) return;
   for (const auto& cache : impl_.caches->caches) {
     cache->lock.lock();
     impl_.fold_counters(*cache);
   }
 }
 
+bool Allocator::Impl::ExclusiveLock::try_lock_holding(ThreadCache& held) {
+  if (!impl_.own_lock.try_lock()) return false;
+  for (const auto& cache : impl_.caches->caches) {
+    if (cache.get() != &held) cache->lock.lock();
+    impl_.fold_counters(*cache);
+  }
+  return true;
+}
+
 void Allocator::Impl::ExclusiveLock::unlock() {
-  for (const auto& cache : impl_.caches->caches) cache->lock.unlock();
+  if (!impl_.solo.load(std::memory_order_relaxed)) {
+    for (const auto& cache : impl_.caches->caches) cache->lock.unlock();
+  }
   impl_.own_lock.unlock();
 }
 
-// Called with the lock held: every cache is locked, a new one too.
+// Called with the lock held: every cache is locked (unless solo), a new one too.
 ThreadCache* Allocator::Impl::attach_cache() {
   if (ThreadCache* cache = core::thread_cache(caches->id)) return cache;
   ThreadCache* cache = nullptr;
@@ -120,7 +134,13 @@ ThreadCache* Allocator::Impl::attach_cache() {
   const bool made = cache == nullptr;
   if (made) {
     cache = caches->caches.emplace_back(std::make_unique<ThreadCache>(cached_tier)).get();
-    cache->lock.lock();
+    if (caches->caches.size() == 2) {
+      // No longer solo: from now on the lock holds every cache's lock. The first
+      // cache's thread works under the allocator's lock while solo, so it is free.
+      caches->caches.front()->lock.lock();
+      solo.store(false, std::memory_order_relaxed);
+    }
+    if (!solo.load(std::memory_order_relaxed)) cache->lock.lock();
   }
   if (!core::adopt_thread_cache(caches, cache)) {
     if (made) cache->retired = true;
@@ -144,7 +164,7 @@ void Allocator::Impl::fold_counters(ThreadCache& cache) {
   cache.fold([&](int counter, int split, std::int64_t added, std::int64_t removed) {
     for (Stats* s : {&stats, pool_stats}) {
       if (s == nullptr) continue;
-      Stat& stat = stat_of(*s, counter, split);
+      Stat& stat = stat_of(*s, counter, split, cached_tier);
       stat.current += added - removed;
       stat.allocated += added;
       stat.freed += removed;
@@ -165,8 +185,9 @@ void Allocator::Impl::limit_credit(const PoolState& pool, const Segment& segment
        {static_cast<const Stats*>(&stats), per_pool_stats ? &pool.stats : nullptr}) {
     if (s == nullptr) continue;
     for (int counter = 0; counter < ThreadCache::kCounters; ++counter) {
-      for (int split : ThreadCache::splits_of(segment)) {
-        const Stat& stat = stat_of(*s, counter, split);
+      for (int split = 0; split < ThreadCache::kSplits; ++split) {
+        if (!ThreadCache::counts_in(segment, split, cached_tier)) continue;
+        const Stat& stat = stat_of(*s, counter, split, cached_tier);
         std::int64_t excess = stat.current - stat.peak;
         for (const auto& cache : caches->caches) {
           if (s == &stats || cache->pool() == &pool) excess += cache->credit(counter, split);
@@ -232,23 +253,35 @@ PoolState* Allocator::Impl::find_pool(const std::string& name) const {
 // The fast path: a block this thread freed, of exactly this size and pool, under the
 // thread's cache lock alone; no table is touched (the block stayed in `live`).
 void* Allocator::Impl::allocate(std::size_t bytes) {
-  if (ThreadCache* cache = core::thread_cache(caches->id);
-      cache != nullptr && bytes <= std::numeric_limits<std::size_t>::max() / 2) {
-    std::lock_guard guard(cache->lock);
+  ThreadCache* cache = core::thread_cache(caches->id);
+  if (cache != nullptr && solo.load(std::memory_order_relaxed)) {
+    std::lock_guard lock(mutex);  // solo: the cache is used under this lock alone
+    return allocate_locked(bytes);
+  }
+  if (cache != nullptr && bytes <= std::numeric_limits<std::size_t>::max() / 2) {
+    cache->lock.lock();
     if (observers.empty()) {
       const std::size_t size = core::round_up_pow2(std::max<std::size_t>(bytes, 1), config.granule);
       if (Block* block = cache->take_counted(size, &current_pool(), bytes)) {
         block->requested = bytes;
         block->tag = core::current_tag_id();
+        cache->lock.unlock();
         return reinterpret_cast<void*>(block->address);
       }
     }
+    // A miss: when the allocator's lock is free, take it without letting go of ours.
+    if (mutex.try_lock_holding(*cache)) {
+      std::lock_guard lock(mutex, std::adopt_lock);
+      return allocate_locked(bytes);
+    }
+    cache->lock.unlock();
   }
+  std::lock_guard lock(mutex);
   return allocate_locked(bytes);
 }
 
+// With the lock held.
 void* Allocator::Impl::allocate_locked(std::size_t bytes) {
-  std::lock_guard lock(mutex);
   ThreadCache* cache = attach_cache();
   PoolState& pool = current_pool();
   if (bytes > std::numeric_limits<std::size_t>::max() / 2) fail(pool, bytes, bytes, {});
@@ -457,21 +490,30 @@ Stats Allocator::Impl::public_stats(const PoolState* pool) const {
 // which holds this cache's lock too.
 void Allocator::Impl::deallocate(void* ptr) {
   const auto address = reinterpret_cast<std::uintptr_t>(ptr);
-  if (ThreadCache* cache = core::thread_cache(caches->id)) {
-    std::lock_guard guard(cache->lock);
+  ThreadCache* cache = core::thread_cache(caches->id);
+  if (cache != nullptr && !solo.load(std::memory_order_relaxed)) {
+    cache->lock.lock();
     Block* block = live.find(address);
     if (block != nullptr && block->owner == cache && !block->cached && observers.empty() &&
         cache->counts_for(block->segment->pool) && cache->keep(block)) {
       cache->count_free(*block);
+      cache->lock.unlock();
       return;
     }
+    // The lookup holds while this cache's lock does: `live` changes only under both.
+    if (mutex.try_lock_holding(*cache)) {
+      std::lock_guard lock(mutex, std::adopt_lock);
+      deallocate_locked(address, block);
+      return;
+    }
+    cache->lock.unlock();
   }
-  deallocate_locked(address);
+  std::lock_guard lock(mutex);
+  deallocate_locked(address, live.find(address));
 }
 
-void Allocator::Impl::deallocate_locked(std::uintptr_t address) {
-  std::lock_guard lock(mutex);
-  Block* block = live.find(address);
+// With the lock held; `block` is what `live` holds for the address.
+void Allocator::Impl::deallocate_locked(std::uintptr_t address, Block* block) {
   if (block == nullptr || block->cached) invalid_free(address);
   PoolState& pool = *block->segment->pool;
   account_block(pool, *block, false);
@@ -481,8 +523,10 @@ void Allocator::Impl::deallocate_locked(std::uintptr_t address) {
   }
   ThreadCache* cache = attach_cache();
   if (cache != nullptr) {
-    if (!cache->counts_for(&pool)) cache->drop_credit();  // the thread moved to another pool
-    cache->earn_credit(*block);
+    if (!solo.load(std::memory_order_relaxed)) {
+      if (!cache->counts_for(&pool)) cache->drop_credit();  // the thread moved to another pool
+      cache->earn_credit(*block);
+    }
     if (block->owner == cache && cache->keep(block)) return;
   }
   live.erase(address);

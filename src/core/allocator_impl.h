@@ -4,6 +4,7 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <cstddef>
 #include <memory>
 #include <mutex>
@@ -31,6 +32,9 @@ struct Allocator::Impl {
    public:
     explicit ExclusiveLock(Impl& impl) : impl_(impl) {}
     void lock();
+    // The lock for a thread already holding its cache's lock (no waiting while it
+    // does: others take the allocator's lock first); false when it is taken.
+    bool try_lock_holding(core::ThreadCache& held);
     void unlock();
 
    private:
@@ -94,7 +98,7 @@ struct Allocator::Impl {
 
   core::PoolState& current_pool();
   void* allocate_locked(std::size_t bytes);
-  void deallocate_locked(std::uintptr_t address);
+  void deallocate_locked(std::uintptr_t address, core::Block* block);
   // The calling thread's front cache, made (or a retired one taken over) if it has none.
   core::ThreadCache* attach_cache();
   static void retire_cache(Impl& impl, core::ThreadCache& cache);
@@ -120,6 +124,10 @@ struct Allocator::Impl {
   std::unique_ptr<core::SegmentSource> source;
   core::SpinLock own_lock;  // the first half of ExclusiveLock
   std::shared_ptr<core::CacheRegistry> caches;
+  // At most one front cache so far: its thread's operations take the allocator's lock
+  // (one atomic exchange, as before front caches) and its blocks count directly in
+  // the statistics. False for good once a second thread allocates or frees.
+  std::atomic<bool> solo{true};
   Tier cached_tier = Tier::hbm;  // front caches keep the first tier's blocks only
   std::array<std::uint64_t, kTierCount> tier_limit{};
   std::array<std::uint64_t, kTierCount> tier_granularity{};

@@ -108,10 +108,17 @@ GrowResult ExpandableSource::grow(PoolState& pool, BlockPool& blocks, std::size_
   const auto sibling_range = ranges_.find(&sibling);
   const bool share_with_sibling =
       sibling_range != ranges_.end() && sibling_range->second.granule == range->granule;
+  bool released_sibling = share_with_sibling;
   while (chunks.size() < count) {
     PhysicalHandle handle;
     if (!take_free_granule(pool, blocks, blocks, &handle) &&
         !(share_with_sibling && take_free_granule(pool, sibling, blocks, &handle))) {
+      // New memory past the high-water mark raises the footprint for good: first give
+      // back the sibling kind's whole free granules (of another size, so not taken).
+      if (!released_sibling && allocator_.would_raise_high_water(blocks.tier(), range->granule)) {
+        release(pool, sibling);
+        released_sibling = true;
+      }
       result = new_granule(pool, blocks, *range, &handle);
       if (result != GrowResult::ok) break;
     }

@@ -23,9 +23,10 @@ namespace npumem::core {
 
 class ThreadCache {
  public:
-  // The statistics a block counts in, and the splits of each.
+  // The statistics a kept block counts in, and the splits of each it counts in (the
+  // cache keeps small-pool blocks of one tier only).
   enum Counter { allocated_bytes, requested_bytes, allocation, kCounters };
-  static constexpr int kSplits = 1 + 2 + kTierCount;  // all, by kind, by tier
+  enum Split { all, small_pool, kept_tier, kSplits };
 
   explicit ThreadCache(Tier kept_tier) : kept_tier_(kept_tier) {}
 
@@ -70,14 +71,13 @@ class ThreadCache {
     Slot& slot = slot_for(size);
     if (slot.count == 0 || slot.size != size || slot.pool != pool || pool_ != pool) return nullptr;
     const auto amounts = amounts_of(size, requested);
-    const std::array<int, 3> splits = splits_of(*slot.head->segment);
     for (int c = 0; c < kCounters; ++c) {
-      for (int s : splits) {
+      for (int s = 0; s < kSplits; ++s) {
         if (credit_[c][s] < amounts[c]) return nullptr;
       }
     }
     for (int c = 0; c < kCounters; ++c) {
-      for (int s : splits) {
+      for (int s = 0; s < kSplits; ++s) {
         credit_[c][s] -= amounts[c];
         added_[c][s] += amounts[c];
       }
@@ -94,20 +94,23 @@ class ThreadCache {
     has_credit_ = true;
     const auto amounts = amounts_of(block.size, block.requested);
     for (int c = 0; c < kCounters; ++c) {
-      for (int s : splits_of(*block.segment)) {
+      for (int s = 0; s < kSplits; ++s) {
         credit_[c][s] += amounts[c];
         removed_[c][s] += amounts[c];
       }
     }
   }
   // Credit for a free counted under the allocator's lock (after counts_for()): the
-  // slack it leaves below the peak may as well be this thread's.
+  // slack it leaves below the peak may as well be this thread's (in the splits the
+  // block shares with kept ones).
   void earn_credit(const Block& block) {
     pool_ = block.segment->pool;
     has_credit_ = true;
     const auto amounts = amounts_of(block.size, block.requested);
     for (int c = 0; c < kCounters; ++c) {
-      for (int s : splits_of(*block.segment)) credit_[c][s] += amounts[c];
+      for (int s = 0; s < kSplits; ++s) {
+        if (counts_in(*block.segment, s, kept_tier_)) credit_[c][s] += amounts[c];
+      }
     }
   }
   // The pool counters and credit belong to (nullptr: none).
@@ -140,9 +143,10 @@ class ThreadCache {
     has_credit_ = false;
     pool_ = nullptr;
   }
-  // The splits a block of `segment` counts in: all, its kind, its tier.
-  static std::array<int, 3> splits_of(const Segment& segment) {
-    return {0, 1 + static_cast<int>(segment.kind), 3 + static_cast<int>(segment.tier)};
+  // Whether a block of `segment` counts in this split of caches keeping `kept` blocks.
+  static bool counts_in(const Segment& segment, int split, Tier kept) {
+    return split == all || (split == small_pool && segment.kind == PoolKind::small) ||
+           (split == kept_tier && segment.tier == kept);
   }
   // Hands every kept block to `release` and forgets them.
   template <typename Release>
