@@ -54,6 +54,11 @@ class BlockPool {
   void unmap_range(Block* free_block, std::uintptr_t start, std::size_t bytes);
   // The largest free mapped block, or nullptr.
   Block* largest_free_block() const { return index_.largest(); }
+  // The first free mapped block of at least min_size that accept(block) takes.
+  template <typename Accept>
+  Block* find_free(std::size_t min_size, Accept&& accept) const {
+    return index_.find_first(min_size, accept);
+  }
 
   Tier tier() const { return tier_; }
   PoolKind kind() const { return kind_; }
