@@ -3,6 +3,7 @@
 // what its cache keeps.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <condition_variable>
 #include <functional>
 #include <map>
@@ -223,6 +224,62 @@ TEST(ThreadCache, ThreadOutlivesTheAllocator) {
   Allocator next(sim_device());
   worker.run([&] { next.deallocate(next.allocate(KiB)); });
   EXPECT_EQ(next.stats().allocation.all.allocated, 1);
+}
+
+// Threads free each other's blocks while another reads statistics: every read is
+// consistent (peak >= current >= 0) and the totals end exact.
+TEST(ThreadCache, CrossThreadFreesWithConcurrentReaders) {
+  Allocator allocator(sim_device());
+  std::mutex handoff_mutex;
+  std::vector<void*> handoff;  // blocks one thread allocated for another to free
+  std::atomic<int> running{2};
+  constexpr int kSteps = 5000;
+  auto work = [&](unsigned seed) {
+    std::vector<void*> mine;
+    for (int step = 0; step < kSteps; ++step) {
+      const std::size_t bytes = 512 * (1 + (seed * 7 + static_cast<unsigned>(step)) % 8);
+      mine.push_back(allocator.allocate(bytes));
+      if (mine.size() > 16) {
+        allocator.deallocate(mine.front());  // kept by this thread's cache
+        mine.erase(mine.begin());
+      }
+      if (step % 3 == 0) {
+        std::lock_guard lock(handoff_mutex);
+        handoff.push_back(mine.back());
+        mine.pop_back();
+      }
+      void* theirs = nullptr;
+      {
+        std::lock_guard lock(handoff_mutex);
+        if (!handoff.empty() && step % 2 == 0) {
+          theirs = handoff.back();
+          handoff.pop_back();
+        }
+      }
+      if (theirs != nullptr) allocator.deallocate(theirs);
+    }
+    for (void* p : mine) allocator.deallocate(p);
+    --running;
+  };
+  std::thread reader([&] {
+    while (running.load() > 0) {
+      const Stats stats = allocator.stats();
+      EXPECT_GE(stats.allocated_bytes.all.current, 0);
+      EXPECT_GE(stats.allocated_bytes.all.peak, stats.allocated_bytes.all.current);
+      EXPECT_GE(stats.allocation.all.peak, stats.allocation.all.current);
+    }
+  });
+  std::thread a(work, 1u), b(work, 2u);
+  a.join();
+  b.join();
+  reader.join();
+  for (void* p : handoff) allocator.deallocate(p);
+  const Stats stats = allocator.stats();
+  EXPECT_EQ(stats.allocated_bytes.all.current, 0);
+  EXPECT_EQ(stats.requested_bytes.all.current, 0);
+  EXPECT_EQ(stats.allocation.all.allocated, 2 * kSteps);
+  EXPECT_EQ(stats.allocation.all.freed, 2 * kSteps);
+  testing::expect_consistent(allocator, {});
 }
 
 class CountingObserver : public AllocatorObserver {
