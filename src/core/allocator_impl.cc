@@ -96,9 +96,7 @@ Allocator::Impl::~Impl() {
 
 // While one cache exists (solo), its thread works under the allocator's own lock
 // and the cache locks are not needed.
-void Allocator::Impl::ExclusiveLock::lock() {
-  impl_.own_lock.lock();
-  if (impl_.solo.load(std::memory_order_relaxed)) return;
+void Allocator::Impl::ExclusiveLock::lock_caches() {
   for (const auto& cache : impl_.caches->caches) {
     cache->lock.lock();
     impl_.fold_counters(*cache);
@@ -114,15 +112,12 @@ bool Allocator::Impl::ExclusiveLock::try_lock_holding(ThreadCache& held) {
   return true;
 }
 
-void Allocator::Impl::ExclusiveLock::unlock() {
-  if (!impl_.solo.load(std::memory_order_relaxed)) {
-    for (const auto& cache : impl_.caches->caches) cache->lock.unlock();
-  }
-  impl_.own_lock.unlock();
+void Allocator::Impl::ExclusiveLock::unlock_caches() {
+  for (const auto& cache : impl_.caches->caches) cache->lock.unlock();
 }
 
 // Called with the lock held: every cache is locked (unless solo), a new one too.
-ThreadCache* Allocator::Impl::attach_cache() {
+ThreadCache* Allocator::Impl::attach_new_cache() {
   if (ThreadCache* cache = core::thread_cache(caches->id)) return cache;
   ThreadCache* cache = nullptr;
   for (const auto& spare : caches->caches) {
@@ -177,7 +172,8 @@ void Allocator::Impl::fold_counters(ThreadCache& cache) {
 // current value plus all credit would pass the peak (thread_cache.h), so no
 // allocation a cache serves alone can pass it.
 void Allocator::Impl::limit_credit(const PoolState& pool, const Segment& segment) {
-  if (std::none_of(caches->caches.begin(), caches->caches.end(),
+  if (solo.load(std::memory_order_relaxed) ||
+      std::none_of(caches->caches.begin(), caches->caches.end(),
                    [](const auto& cache) { return cache->has_credit(); })) {
     return;
   }
@@ -256,7 +252,7 @@ void* Allocator::Impl::allocate(std::size_t bytes) {
   ThreadCache* cache = core::thread_cache(caches->id);
   if (cache != nullptr && solo.load(std::memory_order_relaxed)) {
     std::lock_guard lock(mutex);  // solo: the cache is used under this lock alone
-    return allocate_locked(bytes);
+    return allocate_locked(bytes, cache);
   }
   if (cache != nullptr && bytes <= std::numeric_limits<std::size_t>::max() / 2) {
     cache->lock.lock();
@@ -272,17 +268,17 @@ void* Allocator::Impl::allocate(std::size_t bytes) {
     // A miss: when the allocator's lock is free, take it without letting go of ours.
     if (mutex.try_lock_holding(*cache)) {
       std::lock_guard lock(mutex, std::adopt_lock);
-      return allocate_locked(bytes);
+      return allocate_locked(bytes, cache);
     }
     cache->lock.unlock();
   }
   std::lock_guard lock(mutex);
-  return allocate_locked(bytes);
+  return allocate_locked(bytes, cache);
 }
 
 // With the lock held.
-void* Allocator::Impl::allocate_locked(std::size_t bytes) {
-  ThreadCache* cache = attach_cache();
+void* Allocator::Impl::allocate_locked(std::size_t bytes, ThreadCache* known) {
+  ThreadCache* cache = attach_cache(known);
   PoolState& pool = current_pool();
   if (bytes > std::numeric_limits<std::size_t>::max() / 2) fail(pool, bytes, bytes, {});
   const std::size_t size = core::round_up_pow2(std::max<std::size_t>(bytes, 1), config.granule);
@@ -503,17 +499,17 @@ void Allocator::Impl::deallocate(void* ptr) {
     // The lookup holds while this cache's lock does: `live` changes only under both.
     if (mutex.try_lock_holding(*cache)) {
       std::lock_guard lock(mutex, std::adopt_lock);
-      deallocate_locked(address, block);
+      deallocate_locked(address, block, cache);
       return;
     }
     cache->lock.unlock();
   }
   std::lock_guard lock(mutex);
-  deallocate_locked(address, live.find(address));
+  deallocate_locked(address, live.find(address), cache);
 }
 
 // With the lock held; `block` is what `live` holds for the address.
-void Allocator::Impl::deallocate_locked(std::uintptr_t address, Block* block) {
+void Allocator::Impl::deallocate_locked(std::uintptr_t address, Block* block, ThreadCache* known) {
   if (block == nullptr || block->cached) invalid_free(address);
   PoolState& pool = *block->segment->pool;
   account_block(pool, *block, false);
@@ -521,7 +517,7 @@ void Allocator::Impl::deallocate_locked(std::uintptr_t address, Block* block) {
     notify(EventKind::free, block->address, block->size, block->requested, block->segment->tier,
            pool, block->tag);
   }
-  ThreadCache* cache = attach_cache();
+  ThreadCache* cache = attach_cache(known);
   if (cache != nullptr) {
     if (!solo.load(std::memory_order_relaxed)) {
       if (!cache->counts_for(&pool)) cache->drop_credit();  // the thread moved to another pool

@@ -31,13 +31,21 @@ struct Allocator::Impl {
   class ExclusiveLock {
    public:
     explicit ExclusiveLock(Impl& impl) : impl_(impl) {}
-    void lock();
+    void lock() {
+      impl_.own_lock.lock();
+      if (!impl_.solo.load(std::memory_order_relaxed)) lock_caches();
+    }
     // The lock for a thread already holding its cache's lock (no waiting while it
     // does: others take the allocator's lock first); false when it is taken.
     bool try_lock_holding(core::ThreadCache& held);
-    void unlock();
+    void unlock() {
+      if (!impl_.solo.load(std::memory_order_relaxed)) unlock_caches();
+      impl_.own_lock.unlock();
+    }
 
    private:
+    void lock_caches();
+    void unlock_caches();
     Impl& impl_;
   };
 
@@ -97,10 +105,15 @@ struct Allocator::Impl {
   };
 
   core::PoolState& current_pool();
-  void* allocate_locked(std::size_t bytes);
-  void deallocate_locked(std::uintptr_t address, core::Block* block);
-  // The calling thread's front cache, made (or a retired one taken over) if it has none.
-  core::ThreadCache* attach_cache();
+  // With the lock held; `known`: the calling thread's cache when the caller has it.
+  void* allocate_locked(std::size_t bytes, core::ThreadCache* known);
+  void deallocate_locked(std::uintptr_t address, core::Block* block, core::ThreadCache* known);
+  // The calling thread's front cache (`known` when given), made (or a retired one
+  // taken over) if it has none.
+  core::ThreadCache* attach_cache(core::ThreadCache* known = nullptr) {
+    return known != nullptr ? known : attach_new_cache();
+  }
+  core::ThreadCache* attach_new_cache();
   static void retire_cache(Impl& impl, core::ThreadCache& cache);
   void fold_counters(core::ThreadCache& cache);
   void drop_cached(core::Block* block) const;
