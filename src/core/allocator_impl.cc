@@ -177,6 +177,7 @@ void Allocator::Impl::limit_credit(const PoolState& pool, const Segment& segment
                    [](const auto& cache) { return cache->has_credit(); })) {
     return;
   }
+  ThreadCache* self = core::thread_cache(caches->id);
   for (const Stats* s :
        {static_cast<const Stats*>(&stats), per_pool_stats ? &pool.stats : nullptr}) {
     if (s == nullptr) continue;
@@ -188,10 +189,16 @@ void Allocator::Impl::limit_credit(const PoolState& pool, const Segment& segment
         for (const auto& cache : caches->caches) {
           if (s == &stats || cache->pool() == &pool) excess += cache->credit(counter, split);
         }
+        // The calling thread's own credit goes first: it is in the slow path already,
+        // while taking another's would send that thread there too.
+        if (self != nullptr && (s == &stats || self->pool() == &pool) && excess > 0) {
+          excess -= self->revoke(counter, split, excess);
+        }
         for (const auto& cache : caches->caches) {
           if (excess <= 0) break;
-          if (s == &stats || cache->pool() == &pool)
+          if (s == &stats || cache->pool() == &pool) {
             excess -= cache->revoke(counter, split, excess);
+          }
         }
       }
     }
