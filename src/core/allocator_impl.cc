@@ -34,6 +34,7 @@ auto& stat_of(StatsType& stats, int counter, int split, Tier kept_tier) {
                                                            : stats.allocation;
   if (split == ThreadCache::all) return splits.all;
   if (split == ThreadCache::small_pool) return splits.by_kind[static_cast<int>(PoolKind::small)];
+  if (split == ThreadCache::large_pool) return splits.by_kind[static_cast<int>(PoolKind::large)];
   return splits.by_tier[static_cast<std::size_t>(kept_tier)];
 }
 
@@ -133,9 +134,13 @@ ThreadCache* Allocator::Impl::attach_new_cache() {
       // No longer solo: from now on the lock holds every cache's lock. The first
       // cache's thread works under the allocator's lock while solo, so it is free.
       caches->caches.front()->lock.lock();
+      caches->caches.front()->keep_large = true;
       solo.store(false, std::memory_order_relaxed);
     }
-    if (!solo.load(std::memory_order_relaxed)) cache->lock.lock();
+    if (!solo.load(std::memory_order_relaxed)) {
+      cache->lock.lock();
+      cache->keep_large = true;
+    }
   }
   if (!core::adopt_thread_cache(caches, cache)) {
     if (made) cache->retired = true;

@@ -26,16 +26,18 @@ class ThreadCache {
   // The statistics a kept block counts in, and the splits of each it counts in (the
   // cache keeps small-pool blocks of one tier only).
   enum Counter { allocated_bytes, requested_bytes, allocation, kCounters };
-  enum Split { all, small_pool, kept_tier, kSplits };
+  enum Split { all, small_pool, large_pool, kept_tier, kSplits };
 
   explicit ThreadCache(Tier kept_tier) : kept_tier_(kept_tier) {}
 
-  // Keeps a freed small-pool block of the kept tier when its slot holds its size and
-  // pool (or nothing) and has room. Large blocks kept whole raised the reserved peak
-  // on the shared traces (1.03 -> 1.09 on vit_b_16_infer): the free index's best fit,
-  // lowest address first, packs large segments tighter than reuse by recency.
+  // Keeps a freed block of the kept tier when its slot holds its size and pool (or
+  // nothing) and has room; a large-pool one only when keep_large. Large blocks kept
+  // whole raised the reserved peak on a shared trace (1.032 -> 1.087 on
+  // vit_b_16_infer, replayed by one thread): the free index's best fit, lowest
+  // address first, packs large segments tighter than reuse by recency.
   bool keep(Block* block) {
-    if (block->segment->tier != kept_tier_ || block->segment->kind != PoolKind::small) {
+    if (block->segment->tier != kept_tier_ ||
+        (block->segment->kind == PoolKind::large && !keep_large)) {
       return false;
     }
     Slot& slot = slot_for(block->size);
@@ -71,13 +73,14 @@ class ThreadCache {
     Slot& slot = slot_for(size);
     if (slot.count == 0 || slot.size != size || slot.pool != pool || pool_ != pool) return nullptr;
     const auto amounts = amounts_of(size, requested);
+    const std::array<int, 3> splits = splits_of(*slot.head->segment);
     for (int c = 0; c < kCounters; ++c) {
-      for (int s = 0; s < kSplits; ++s) {
+      for (int s : splits) {
         if (credit_[c][s] < amounts[c]) return nullptr;
       }
     }
     for (int c = 0; c < kCounters; ++c) {
-      for (int s = 0; s < kSplits; ++s) {
+      for (int s : splits) {
         credit_[c][s] -= amounts[c];
         added_[c][s] += amounts[c];
       }
@@ -94,7 +97,7 @@ class ThreadCache {
     has_credit_ = true;
     const auto amounts = amounts_of(block.size, block.requested);
     for (int c = 0; c < kCounters; ++c) {
-      for (int s = 0; s < kSplits; ++s) {
+      for (int s : splits_of(*block.segment)) {
         credit_[c][s] += amounts[c];
         removed_[c][s] += amounts[c];
       }
@@ -146,7 +149,12 @@ class ThreadCache {
   // Whether a block of `segment` counts in this split of caches keeping `kept` blocks.
   static bool counts_in(const Segment& segment, int split, Tier kept) {
     return split == all || (split == small_pool && segment.kind == PoolKind::small) ||
+           (split == large_pool && segment.kind == PoolKind::large) ||
            (split == kept_tier && segment.tier == kept);
+  }
+  // The splits a kept block counts in.
+  static std::array<int, 3> splits_of(const Segment& segment) {
+    return {all, segment.kind == PoolKind::small ? small_pool : large_pool, kept_tier};
   }
   // Hands every kept block to `release` and forgets them.
   template <typename Release>
@@ -167,7 +175,10 @@ class ThreadCache {
   bool empty() const { return kept_ == 0; }
 
   SpinLock lock;
-  bool retired = false;  // its thread has exited; the next new thread takes it over
+  bool retired = false;
+  // Whether large-pool blocks are kept too (set under the allocator's lock): only
+  // while several threads allocate, when the locked path costs every cache's lock.
+  bool keep_large = false;  // its thread has exited; the next new thread takes it over
 
  private:
   static constexpr std::size_t kSlots = 64;

@@ -207,7 +207,13 @@ TEST(ThreadCache, EmptyCacheReleasesWhatCachesKeep) {
   Worker worker;
   worker.run([&] {
     for (int i = 0; i < 4; ++i) allocator.deallocate(allocator.allocate(MiB));
+    // Large blocks are kept too while several threads allocate.
+    void* large = allocator.allocate(8 * MiB);
+    allocator.deallocate(large);
+    EXPECT_EQ(allocator.allocate(8 * MiB), large);
+    allocator.deallocate(large);
   });
+  EXPECT_EQ(allocator.stats().allocated_bytes.by_kind[1].current, 0);
   EXPECT_GT(allocator.stats().reserved_bytes.all.current, 0);
   allocator.empty_cache();
   EXPECT_EQ(allocator.stats().reserved_bytes.all.current, 0);
