@@ -262,11 +262,9 @@ PoolState* Allocator::Impl::find_pool(const std::string& name) const {
 // thread's cache lock alone; no table is touched (the block stayed in `live`).
 void* Allocator::Impl::allocate(std::size_t bytes) {
   ThreadCache* cache = core::thread_cache(caches->id);
-  if (cache != nullptr && solo.load(std::memory_order_relaxed)) {
-    std::lock_guard lock(mutex);  // solo: the cache is used under this lock alone
-    return allocate_locked(bytes, cache);
-  }
-  if (cache != nullptr && bytes <= std::numeric_limits<std::size_t>::max() / 2) {
+  bool locked = false;
+  if (cache != nullptr && !solo.load(std::memory_order_relaxed) &&
+      bytes <= std::numeric_limits<std::size_t>::max() / 2) {
     cache->lock.lock();
     if (observers.empty()) {
       const std::size_t size = core::round_up_pow2(std::max<std::size_t>(bytes, 1), config.granule);
@@ -278,13 +276,12 @@ void* Allocator::Impl::allocate(std::size_t bytes) {
       }
     }
     // A miss: when the allocator's lock is free, take it without letting go of ours.
-    if (mutex.try_lock_holding(*cache)) {
-      std::lock_guard lock(mutex, std::adopt_lock);
-      return allocate_locked(bytes, cache);
-    }
-    cache->lock.unlock();
+    locked = mutex.try_lock_holding(*cache);
+    if (!locked) cache->lock.unlock();
   }
-  std::lock_guard lock(mutex);
+  if (!locked) mutex.lock();  // solo: the cache is used under this lock alone
+  // One call site, so backtraces taken below are the same whichever way came here.
+  std::lock_guard lock(mutex, std::adopt_lock);
   return allocate_locked(bytes, cache);
 }
 
@@ -499,9 +496,11 @@ Stats Allocator::Impl::public_stats(const PoolState* pool) const {
 void Allocator::Impl::deallocate(void* ptr) {
   const auto address = reinterpret_cast<std::uintptr_t>(ptr);
   ThreadCache* cache = core::thread_cache(caches->id);
+  Block* block = nullptr;
+  bool locked = false;
   if (cache != nullptr && !solo.load(std::memory_order_relaxed)) {
     cache->lock.lock();
-    Block* block = live.find(address);
+    block = live.find(address);
     if (block != nullptr && block->owner == cache && !block->cached && observers.empty() &&
         cache->counts_for(block->segment->pool) && cache->keep(block)) {
       cache->count_free(*block);
@@ -509,15 +508,15 @@ void Allocator::Impl::deallocate(void* ptr) {
       return;
     }
     // The lookup holds while this cache's lock does: `live` changes only under both.
-    if (mutex.try_lock_holding(*cache)) {
-      std::lock_guard lock(mutex, std::adopt_lock);
-      deallocate_locked(address, block, cache);
-      return;
-    }
-    cache->lock.unlock();
+    locked = mutex.try_lock_holding(*cache);
+    if (!locked) cache->lock.unlock();
   }
-  std::lock_guard lock(mutex);
-  deallocate_locked(address, live.find(address), cache);
+  if (!locked) {
+    mutex.lock();
+    block = live.find(address);
+  }
+  std::lock_guard lock(mutex, std::adopt_lock);
+  deallocate_locked(address, block, cache);
 }
 
 // With the lock held; `block` is what `live` holds for the address.
