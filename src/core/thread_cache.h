@@ -41,11 +41,13 @@ class ThreadCache {
       return false;
     }
     Slot& slot = slot_for(block->size);
+    const int kind = kind_split(*block->segment);
     if (slot.count == 0) {
       slot.size = block->size;
       slot.pool = block->segment->pool;
+      slot.kind_split = kind;
     } else if (slot.size != block->size || slot.pool != block->segment->pool ||
-               slot.count == kDepth) {
+               slot.kind_split != kind || slot.count == kDepth) {
       return false;
     }
     block->free_next = slot.head;
@@ -73,7 +75,7 @@ class ThreadCache {
     Slot& slot = slot_for(size);
     if (slot.count == 0 || slot.size != size || slot.pool != pool || pool_ != pool) return nullptr;
     const auto amounts = amounts_of(size, requested);
-    const std::array<int, 3> splits = splits_of(*slot.head->segment);
+    const std::array<int, 3> splits = {all, slot.kind_split, kept_tier};
     for (int c = 0; c < kCounters; ++c) {
       for (int s : splits) {
         if (credit_[c][s] < amounts[c]) return nullptr;
@@ -154,7 +156,10 @@ class ThreadCache {
   }
   // The splits a kept block counts in.
   static std::array<int, 3> splits_of(const Segment& segment) {
-    return {all, segment.kind == PoolKind::small ? small_pool : large_pool, kept_tier};
+    return {all, kind_split(segment), kept_tier};
+  }
+  static int kind_split(const Segment& segment) {
+    return segment.kind == PoolKind::small ? small_pool : large_pool;
   }
   // Hands every kept block to `release` and forgets them.
   template <typename Release>
@@ -188,6 +193,7 @@ class ThreadCache {
     const PoolState* pool = nullptr;
     Block* head = nullptr;
     unsigned count = 0;
+    int kind_split = small_pool;  // of its blocks (one size, one pool: one kind)
   };
   using Table = std::array<std::array<std::int64_t, kSplits>, kCounters>;
 
