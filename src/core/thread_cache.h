@@ -23,8 +23,8 @@ namespace npumem::core {
 
 class ThreadCache {
  public:
-  // The statistics a kept block counts in, and the splits of each it counts in (the
-  // cache keeps small-pool blocks of one tier only).
+  // The statistics a kept block counts in, and the splits of each it can count in
+  // (the cache keeps blocks of one tier only).
   enum Counter { allocated_bytes, requested_bytes, allocation, kCounters };
   enum Split { all, small_pool, large_pool, kept_tier, kSplits };
 
