@@ -76,7 +76,11 @@ TEST(VizCliTest, BadSnapshotsGetAClearError) {
 
   const auto broken = run_npumem("viz " + not_json.string() + " -o " + page);
   EXPECT_EQ(broken.exit_code, 2);
-  EXPECT_NE(broken.err.find("is not valid JSON"), std::string::npos) << broken.err;
+  EXPECT_NE(broken.err.find("is not an npumem snapshot: it is not JSON (parse error at line 1"),
+            std::string::npos)
+      << broken.err;
+  EXPECT_EQ(broken.err.find("json.exception"), std::string::npos) << broken.err;
+  EXPECT_NE(broken.err.find("--record"), std::string::npos) << broken.err;
   const auto foreign = run_npumem("viz " + other.string() + " -o " + page);
   EXPECT_EQ(foreign.exit_code, 2);
   EXPECT_NE(foreign.err.find("not an npumem snapshot"), std::string::npos) << foreign.err;
