@@ -133,6 +133,11 @@ NPUMEM_API npumem_status_t npumem_iteration(npumem_allocator_t* allocator) NPUME
  * *out with npumem_string_free(). */
 NPUMEM_API npumem_status_t npumem_snapshot_json(npumem_allocator_t* allocator,
                                                 char** out) NPUMEM_NOEXCEPT;
+/* Problems met when the allocator was made that did not stop it (e.g. "expandable_segments
+ * is not supported by device ..."), one per line, each ending in '\n'; "" when none.
+ * Free *out with npumem_string_free(). */
+NPUMEM_API npumem_status_t npumem_warnings(npumem_allocator_t* allocator,
+                                           char** out) NPUMEM_NOEXCEPT;
 /* Frees a string this library returned; NULL is a no-op. */
 NPUMEM_API void npumem_string_free(char* text) NPUMEM_NOEXCEPT;
 

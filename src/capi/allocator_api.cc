@@ -160,6 +160,17 @@ npumem_status_t npumem_snapshot_json(npumem_allocator_t* allocator, char** out) 
   });
 }
 
+npumem_status_t npumem_warnings(npumem_allocator_t* allocator, char** out) noexcept {
+  return guarded([&] {
+    char*& result = required(out, "out");
+    result = nullptr;
+    std::string lines;
+    for (const std::string& warning : allocator_of(allocator).warnings()) lines += warning + "\n";
+    result = npumem::capi::c_string(lines);
+    return NPUMEM_OK;
+  });
+}
+
 void npumem_string_free(char* text) noexcept {
   std::free(text);
 }

@@ -48,6 +48,29 @@ TEST(CapiInfo, EveryStatusHasAName) {
   EXPECT_STREQ(npumem_status_name(static_cast<npumem_status_t>(42)), "unknown");
 }
 
+TEST(CapiWarnings, AStrategyFallbackIsReportedAndNoneIsEmpty) {
+  npumem_allocator_t* fallback = nullptr;
+  ASSERT_EQ(npumem_allocator_create("sim:hbm=1GiB,ddr=0,vmm=false", "expandable_segments:true",
+                                    &fallback),
+            NPUMEM_OK)
+      << npumem_last_error();
+  char* text = nullptr;
+  ASSERT_EQ(npumem_warnings(fallback, &text), NPUMEM_OK) << npumem_last_error();
+  const std::string warnings = text;
+  npumem_string_free(text);
+  EXPECT_NE(warnings.find("expandable_segments is not supported"), std::string::npos) << warnings;
+  EXPECT_EQ(warnings.back(), '\n');
+  EXPECT_EQ(npumem_allocator_destroy(fallback), NPUMEM_OK);
+
+  npumem_allocator_t* plain = nullptr;
+  ASSERT_EQ(npumem_allocator_create("sim:hbm=1GiB,ddr=0", nullptr, &plain), NPUMEM_OK);
+  ASSERT_EQ(npumem_warnings(plain, &text), NPUMEM_OK);
+  EXPECT_STREQ(text, "");
+  npumem_string_free(text);
+  EXPECT_EQ(npumem_warnings(plain, nullptr), NPUMEM_INVALID_ARGUMENT);
+  EXPECT_EQ(npumem_allocator_destroy(plain), NPUMEM_OK);
+}
+
 TEST_F(CapiAllocator, AllocateAndDeallocateMoveTheStats) {
   void* ptr = nullptr;
   ASSERT_EQ(npumem_allocate(allocator_, 3 * kMiB, &ptr), NPUMEM_OK) << npumem_last_error();
