@@ -117,6 +117,9 @@ void bind_devices(py::module_& module) {
       .def_property_readonly("name", [](const Entry& e) { return e.allocator->device().name(); })
       .def_property_readonly("config",
                              [](const Entry& e) { return to_string(e.allocator->config()); })
+      .def_property_readonly(
+          "warnings", [](const Entry& e) { return e.allocator->warnings(); },
+          "Problems met when the allocator was made that did not stop it, e.g. a fallback")
       .def("stats", [](const Entry& e) { return stats_dict(e.allocator->stats()); })
       .def("reset_peak_stats", [](Entry& e) { e.allocator->reset_peak_stats(); })
       .def(

@@ -126,13 +126,19 @@ class ErrorTest(unittest.TestCase):
             npumem.caching_allocator_delete(ptr, device)
         self.assertEqual(npumem.memory_stats(device), before)
 
+    def test_an_unsupported_feature_warns(self):
+        with self.assertWarnsRegex(RuntimeWarning, "expandable_segments is not supported"):
+            device = fresh_device("sim:hbm=64MiB,vmm=false", "expandable_segments:true")
+        self.assertEqual(len(device.warnings), 1)
+        self.assertIn("caching", device.warnings[0])
+
     def test_bad_spec_and_config_name_the_problem(self):
         with self.assertRaisesRegex(npumem.ConfigError, "unknown key 'hmb'"):
-            npumem.init("sim:hmb=1GiB", device=90)
+            npumem.init("sim:hmb=1GiB", device=60)
         with self.assertRaisesRegex(npumem.ConfigError, "granularity|granule"):
-            npumem.init("sim", "granule:100", device=91)
+            npumem.init("sim", "granule:100", device=61)
         with self.assertRaisesRegex(npumem.ConfigError, "not_a_device"):
-            npumem.init("not_a_device", device=92)
+            npumem.init("not_a_device", device=62)
         with self.assertRaisesRegex(npumem.ConfigError, "'lots'"):
             npumem.create_pool("p", quota="lots", device=fresh_device())
 
