@@ -24,7 +24,7 @@ struct ReplayObserverOptions {
   std::string chrome_trace_path;  // Chrome Trace Event file; empty: none
   std::size_t history_entries = 1'000'000;
   bool leak_check = false;
-  double leak_threshold = 0.10;
+  double leak_threshold = 0.0;
   double hold_seconds = 0.0;
 };
 

@@ -123,6 +123,9 @@ void bind_devices(py::module_& module) {
       .def("stats", [](const Entry& e) { return stats_dict(e.allocator->stats()); })
       .def("reset_peak_stats", [](Entry& e) { e.allocator->reset_peak_stats(); })
       .def(
+          "mark_iteration", [](Entry& e) { e.allocator->mark_iteration(); },
+          "Marks the start of an iteration: observers (leak check) and strategies see it")
+      .def(
           "empty_cache", [](Entry& e) { return e.allocator->empty_cache(); },
           py::call_guard<py::gil_scoped_release>())
       .def("snapshot", [](const Entry& e) { return snapshot_list(e); })
@@ -186,6 +189,14 @@ void bind_devices(py::module_& module) {
   module.def("find_device", &find_device, py::arg("index"), py::return_value_policy::reference,
              "The device at `index`, or None");
   module.def("device_indices", &device_indices);
+  module.def(
+      "check_config",
+      [](const std::string& conf) {
+        return to_string(parse_config(conf, config_from_environment()));
+      },
+      py::arg("conf"),
+      "The settings `conf` over NPUMEM_ALLOC_CONF as a config string; ConfigError names a bad "
+      "key or value");
   module.def(
       "parse_size", [](const std::string& text) { return parse_size(text); }, py::arg("text"),
       "Bytes from a size such as '512MiB' or '4096'");

@@ -51,6 +51,7 @@ py::dict leak_group_dict(const LeakGroup& group) {
   result["bytes"] = group.bytes;
   result["requested_bytes"] = group.requested_bytes;
   result["iterations"] = group.iterations;
+  result["judged_iterations"] = group.judged_iterations;
   result["first_iteration"] = group.first_iteration;
   result["last_iteration"] = group.last_iteration;
   result["recurring"] = group.recurring;
@@ -60,6 +61,9 @@ py::dict leak_group_dict(const LeakGroup& group) {
 py::dict leak_report_dict(const LeakReport& report) {
   py::dict result;
   result["iterations"] = report.iterations;
+  result["warmup_iterations"] = report.warmup_iterations;
+  result["judged_iterations"] = report.judged_iterations;
+  result["leaked_bytes"] = report.leaked_bytes;
   result["baseline_bytes"] = report.baseline_bytes;
   result["final_bytes"] = report.final_bytes;
   result["growth"] = report.growth;
@@ -97,9 +101,12 @@ class PythonMonitor {
 // A LeakDetector attached to a device until detach() or its destruction.
 class PythonLeakDetector {
  public:
-  PythonLeakDetector(DeviceEntry& device, double threshold, bool backtraces)
+  PythonLeakDetector(DeviceEntry& device, double threshold, bool backtraces,
+                     std::size_t warmup_iterations)
       : device_(device),
-        detector_(LeakDetector::attach(*device.allocator, {threshold, backtraces})) {}
+        detector_(LeakDetector::attach(*device.allocator, {.threshold = threshold,
+                                                           .warmup_iterations = warmup_iterations,
+                                                           .backtraces = backtraces})) {}
   ~PythonLeakDetector() { detach(); }
   PythonLeakDetector(const PythonLeakDetector&) = delete;
   PythonLeakDetector& operator=(const PythonLeakDetector&) = delete;
@@ -149,9 +156,10 @@ void bind_observe(py::module_& module) {
            "Releases the cache; returns what it gave back, before and after");
 
   py::class_<PythonLeakDetector>(module, "LeakDetector",
-                                 "Judges growth since a baseline and names the survivors")
-      .def(py::init<DeviceEntry&, double, bool>(), py::arg("device"), py::arg("threshold"),
-           py::arg("backtraces"), py::keep_alive<1, 2>())
+                                 "Names what stays alive iteration after iteration after warm-up")
+      .def(py::init<DeviceEntry&, double, bool, std::size_t>(), py::arg("device"),
+           py::arg("threshold"), py::arg("backtraces"), py::arg("warmup_iterations"),
+           py::keep_alive<1, 2>())
       .def("mark_baseline", &PythonLeakDetector::mark_baseline)
       .def("tick", &PythonLeakDetector::tick)
       .def("report", &PythonLeakDetector::report)

@@ -150,6 +150,25 @@ TEST(ReplayCliTest, BadOptionsExitTwo) {
   EXPECT_NE(bad_conf.err.find("no_such_knob"), std::string::npos) << bad_conf.err;
 }
 
+TEST(ReplayCliTest, LeakCheckIsSilentOnTheSharedTraces) {
+  if (!std::filesystem::exists(kSharedTraces)) GTEST_SKIP() << "no " << kSharedTraces;
+  for (const char* name : kSharedTraceNames) {
+    const auto path = kSharedTraces / (std::string(name) + ".trace");
+    const auto run = run_npumem("replay " + path.string() + " --leak-check");
+    EXPECT_EQ(run.exit_code, 0) << name << ": " << run.out << run.err;
+    EXPECT_EQ(run.out.find("LEAK"), std::string::npos) << name << ": " << run.out;
+  }
+}
+
+TEST(ReplayCliTest, LeakCheckExitsFourNamingTheTagOnALeak) {
+  const auto run = run_npumem("replay " + std::string(NPUMEM_OBSERVE_DATA_DIR) +
+                              "/leaky_loop.trace --leak-check");
+  EXPECT_EQ(run.exit_code, 4) << run.err;
+  EXPECT_NE(run.out.find("verdict: LEAK SUSPECTED"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("tag 'kv_cache', pool 'default': 10 allocations"), std::string::npos)
+      << run.out;
+}
+
 TEST(ReplayCliTest, ConfErrorsNameTheOptionTheyCameFrom) {
   const TempTrace trace("a 1 100\n");
   const auto from_option = run_npumem("replay " + trace.path() + " --conf granule:x");

@@ -2,10 +2,14 @@
 
   run [--device SPEC] [--conf CONF] [--html OUT.html] SCRIPT.py [ARGS...]
       Serves the script's CPU tensors from npumem, then prints the monitor report
-      (snapshots start and end), the peaks, and a leak check.
+      (snapshots start and end), the peaks, and a leak check: iterations end at each
+      optimizer.step() (and npumem.torch.iteration()), memory is tagged with the
+      module that made it. Exits with the script's status, or 4 when it exited 0 and
+      leaked. Ctrl-C ends the script and still prints the report.
   capture [-o OUT.trace] SCRIPT.py [ARGS...]
       Records every CPU allocation and free of the script (PyTorch's own allocator)
-      as an allocation trace in the shared format, for `npumem replay`.
+      as an allocation trace in the shared format, for `npumem replay`, with an `i`
+      line at each optimizer.step() and npumem.torch.iteration().
 """
 
 from __future__ import annotations
