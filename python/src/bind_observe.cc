@@ -14,6 +14,7 @@
 #include "npumem/leak_detector.h"
 #include "npumem/monitor.h"
 #include "npumem/snapshot.h"
+#include "npumem/stats_page.h"
 
 namespace py = pybind11;
 
@@ -56,6 +57,34 @@ py::dict leak_group_dict(const LeakGroup& group) {
   result["last_iteration"] = group.last_iteration;
   result["recurring"] = group.recurring;
   return result;
+}
+
+// Every process on the stats pages (npumem smi's source): pid, name, and per device
+// its name and allocated / reserved bytes over the tiers.
+py::list stats_pages_list() {
+  py::list processes;
+  for (const ProcessStats& process : read_stats_pages()) {
+    py::list devices;
+    for (const PublishedDevice& device : process.devices) {
+      std::uint64_t allocated = 0;
+      std::uint64_t reserved = 0;
+      for (const PublishedTier& tier : device.tiers) {
+        allocated += tier.allocated_bytes;
+        reserved += tier.reserved_bytes;
+      }
+      py::dict entry;
+      entry["name"] = device.name;
+      entry["allocated_bytes"] = allocated;
+      entry["reserved_bytes"] = reserved;
+      devices.append(entry);
+    }
+    py::dict entry;
+    entry["pid"] = process.pid;
+    entry["name"] = process.process_name;
+    entry["devices"] = devices;
+    processes.append(entry);
+  }
+  return processes;
 }
 
 py::dict leak_report_dict(const LeakReport& report) {
@@ -154,6 +183,9 @@ void bind_observe(py::module_& module) {
       .def("memory_summary", &PythonMonitor::memory_summary)
       .def("empty_cache", &PythonMonitor::empty_cache,
            "Releases the cache; returns what it gave back, before and after");
+
+  module.def("stats_pages", &stats_pages_list,
+             "Every process publishing npumem stats (what npumem smi reads)");
 
   py::class_<PythonLeakDetector>(module, "LeakDetector",
                                  "Names what stays alive iteration after iteration after warm-up")

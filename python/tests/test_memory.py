@@ -162,6 +162,52 @@ class ErrorTest(unittest.TestCase):
             fresh_device().largest_free_block("l2")
 
 
+class TorchCudaNamesTest(unittest.TestCase):
+    def test_mem_get_info_is_free_and_total_hbm(self):
+        device = fresh_device("sim:hbm=64MiB,ddr=128MiB")
+        self.assertEqual(npumem.mem_get_info(device), (64 * MiB, 64 * MiB))
+        ptr = npumem.caching_allocator_alloc(MiB, device)
+        reserved = npumem.memory_reserved(device)
+        self.assertGreater(reserved, 0)
+        self.assertEqual(npumem.mem_get_info(device), (64 * MiB - reserved, 64 * MiB))
+        npumem.caching_allocator_delete(ptr, device)
+        limited = fresh_device("sim:hbm=64MiB,ddr=128MiB", "hbm:16MiB")
+        self.assertEqual(npumem.mem_get_info(limited), (16 * MiB, 16 * MiB))
+
+    def test_nested_stats_and_the_older_reset_name(self):
+        device = fresh_device()
+        ptr = npumem.caching_allocator_alloc(3 * MiB, device)
+        nested = npumem.memory_stats_as_nested_dict(device)
+        self.assertEqual(nested["allocated_bytes"]["all"]["current"], 3 * MiB)
+        self.assertEqual(nested["reserved_bytes"]["hbm"]["peak"], npumem.max_memory_reserved(device))
+        self.assertEqual(nested["num_ooms"], 0)
+        npumem.caching_allocator_delete(ptr, device)
+        self.assertEqual(npumem.max_memory_allocated(device), 3 * MiB)
+        npumem.reset_max_memory_allocated(device)
+        self.assertEqual(npumem.max_memory_allocated(device), 0)
+
+    def test_list_gpu_processes_names_this_process(self):
+        # A fresh process: a stats page has places for 8 devices, fewer than this one made.
+        result = run_python(
+            "import os, npumem\n"
+            "device = npumem.init('sim:hbm=64MiB,ddr=0', device=2)\n"
+            "print(os.getpid())\n"
+            "print(npumem.list_gpu_processes(2))\n"
+        )
+        self.assertEqual(result.returncode, 0, result.stderr)
+        pid, listing = result.stdout.split("\n", 1)
+        self.assertTrue(listing.startswith("NPU:2 (sim:2)"), listing)
+        self.assertRegex(listing, rf"process +{pid} uses +0\.000 MB NPU memory \(python3")
+        hidden = run_python(
+            "import npumem\n"
+            "npumem.init('sim:hbm=64MiB,ddr=0', device=2)\n"
+            "print(npumem.list_gpu_processes(2))\n",
+            {"NPUMEM_STATS_PAGE": "0"},
+        )
+        self.assertEqual(hidden.returncode, 0, hidden.stderr)
+        self.assertIn("no processes are running", hidden.stdout)
+
+
 class DefaultDeviceTest(unittest.TestCase):
     def test_device_zero_comes_from_the_environment_on_first_use(self):
         result = run_python(
