@@ -148,6 +148,15 @@ class CliTest(unittest.TestCase):
         self.assertEqual(result.returncode, 0, result.stderr)
         self.assertRegex(result.stdout, r"tag 'forgotten cache', pool 'default': 3 allocations")
 
+    def test_run_says_when_the_timeline_dropped_events(self):
+        script = self.script("many.py", "import torch\nfor _ in range(50):\n    torch.ones(100)\n")
+        page = os.path.join(self.folder.name, "t.html")
+        result = self.npumem_torch("run", "--html", page, "--history-entries", "10", script)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertRegex(result.stdout, r"the timeline dropped the \d+ oldest events")
+        with open(page, encoding="utf-8") as file:
+            self.assertIn('"max_entries":10', file.read().replace(" ", ""))
+
     def test_run_checks_html_and_conf_before_running(self):
         script = self.script("never_runs.py", "print('ran')\n")
         missing = os.path.join(self.folder.name, "no", "such", "folder", "t.html")

@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "run_npumem.h"
 
@@ -63,6 +64,35 @@ TEST(VizCliTest, RecordedReplayBecomesATimelineThatChromiumDraws) {
   // The largest-blocks table has rows beyond its header.
   EXPECT_NE(dom.find("allocated at event"), std::string::npos);
   EXPECT_NE(dom.find(" MiB</td>"), std::string::npos);
+  // Every column draws its highest moment: the drawn peak is the allocator's peak.
+  const auto recorded = nlohmann::json::parse(read_file(snapshot));
+  EXPECT_NE(
+      dom.find("data-drawn-peak=\"" +
+               std::to_string(recorded["stats"]["allocated_bytes.all.peak"].get<std::uint64_t>()) +
+               "\""),
+      std::string::npos);
+  EXPECT_NE(dom.find("id=\"config\">config: the defaults<"), std::string::npos);
+  EXPECT_NE(dom.find("data-ooms=\"0\""), std::string::npos);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(VizCliTest, TheTimelineMarksOomsDroppedEventsAndNonDefaultSettings) {
+  if (!std::filesystem::exists(kChromium)) GTEST_SKIP() << "no " << kChromium;
+  const auto dir = scratch();
+  const auto snapshot = dir / "snapshot.json";
+  const auto page = dir / "timeline.html";
+  const std::string trace = std::string(NPUMEM_SHARED_DIR) + "/traces/vit_b_16_infer.trace";
+  const auto replay =
+      run_npumem("replay " + trace + " --device sim:hbm=200MiB,ddr=0" +
+                 " --conf granule:1024 --history-entries 2000 --record " + snapshot.string());
+  ASSERT_EQ(replay.exit_code, 3) << replay.err;  // out of memory
+  ASSERT_EQ(run_npumem("viz " + snapshot.string() + " -o " + page.string()).exit_code, 0);
+  const std::string dom = rendered_dom(page, dir);
+  EXPECT_NE(dom.find("data-rendered=\"ok\""), std::string::npos) << dom.substr(0, 2000);
+  EXPECT_NE(dom.find("data-ooms=\"1\""), std::string::npos) << dom.substr(0, 2000);
+  EXPECT_NE(dom.find("id=\"config\">config: granule:1024<"), std::string::npos)
+      << dom.substr(0, 2000);
+  EXPECT_NE(dom.find("The history ring dropped the "), std::string::npos);
   std::filesystem::remove_all(dir);
 }
 

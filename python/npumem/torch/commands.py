@@ -17,11 +17,17 @@ EXIT_LEAK = 4
 
 
 def run(
-    script: str, args: list[str], spec: Optional[str], conf: Optional[str], html: Optional[str]
+    script: str,
+    args: list[str],
+    spec: Optional[str],
+    conf: Optional[str],
+    html: Optional[str],
+    history_entries: int = 1_000_000,
 ) -> int:
     """Runs the script with npumem behind its CPU tensors; prints the monitor report,
     the peaks and a leak check (and writes the HTML timeline); returns its status, or
-    EXIT_LEAK when it exited 0 and the leak check found a leak. Every optimizer.step()
+    EXIT_LEAK when it exited 0 and the leak check found a leak. The timeline keeps the
+    last `history_entries` events (it says so when it dropped older ones). Every optimizer.step()
     is an iteration boundary, and memory is tagged with the module that made it."""
     if conf:
         try:
@@ -36,7 +42,7 @@ def run(
     try:
         device = install(spec, conf)
         monitor = npumem.Monitor(device)
-        history = npumem.MemoryHistory(device) if page else None
+        history = npumem.MemoryHistory(device, history_entries) if page else None
         mark_optimizer_steps()
         with npumem.LeakDetector(device) as leaks, tag_modules():
             monitor.snapshot("start")
@@ -56,6 +62,11 @@ def run(
         if history is not None and page is not None:
             page.write(history.html_timeline(title=f"npumem run {script}"))
             out.write(f"timeline written to {html}\n")
+            if history.dropped:
+                out.write(
+                    f"npumem: the timeline dropped the {history.dropped:,} oldest events; "
+                    f"--history-entries {history.recorded} keeps them all\n"
+                )
         out.flush()
     finally:
         if page is not None:
