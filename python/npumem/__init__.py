@@ -30,6 +30,7 @@ from npumem.memory import (
     reset_max_memory_allocated,
     reset_peak_memory_stats,
 )
+from npumem.memory_history import _dump_snapshot, _record_memory_history, _snapshot
 from npumem.observe import (
     LeakDetector,
     MemoryHistory,
