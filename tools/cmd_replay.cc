@@ -113,6 +113,9 @@ int run_replay(const ReplayCommandOptions& options) {
   } else {
     std::cout << replay_report_text(report);
   }
+  if (observers.size_patterns()) {
+    (options.json ? std::cerr : std::cout) << to_string(*observers.size_patterns());
+  }
   const auto& leaks = observers.leak_report();
   if (leaks) (options.json ? std::cerr : std::cout) << to_string(*leaks);
   if (report.result.out_of_memory) {

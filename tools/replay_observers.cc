@@ -55,6 +55,9 @@ void add_replay_observer_options(CLI::App& command, ReplayObserverOptions& optio
                   "bytes are a leak (0: any)")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
+  command.add_flag("--patterns", options.patterns,
+                   "report the requested sizes: histogram, most frequent sizes, and how much "
+                   "each iteration repeats the one before");
   command
       .add_option("--hold", options.hold_seconds,
                   "keep the finished replay alive this many seconds (visible to `npumem smi`)")
@@ -95,10 +98,21 @@ void ReplayObservers::start(Allocator& allocator) {
   if (options_.leak_check) {
     leaks_ = LeakDetector::attach(allocator, {.threshold = options_.leak_threshold});
   }
+  if (options_.patterns) {
+    hooks_ = std::make_shared<Hooks>();
+    analyser_.install(*hooks_);
+    allocator.add_observer(hooks_);
+  }
 }
 
 // The last `i` ends the check: what follows it is the iteration in progress.
 void ReplayObservers::iteration(Allocator& /*allocator*/) {
+  // Each `i` ends the iteration before it; what precedes the first one counts as an
+  // iteration only when it allocated something.
+  if (options_.patterns && (iterations_ended_ > 0 || analyser_.patterns(0).allocations > 0)) {
+    analyser_.tick();
+    ++iterations_ended_;
+  }
   if (!options_.leak_check) return;
   ++iterations_seen_;
   if (iterations_seen_ == trace_iterations_) leak_report_ = leaks_->report();
@@ -106,6 +120,11 @@ void ReplayObservers::iteration(Allocator& /*allocator*/) {
 
 void ReplayObservers::finish(Allocator& allocator) {
   if (leaks_ && !leak_report_) leak_report_ = leaks_->report();  // stopped early (OOM)
+  if (hooks_) {
+    allocator.remove_observer(hooks_);
+    analyser_.tick();  // the last iteration ends with the trace
+    size_patterns_ = analyser_.patterns();
+  }
   write_files(allocator);
   if (publisher_) publisher_->publish_now();
   hold();

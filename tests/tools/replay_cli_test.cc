@@ -169,6 +169,21 @@ TEST(ReplayCliTest, LeakCheckExitsFourNamingTheTagOnALeak) {
       << run.out;
 }
 
+TEST(ReplayCliTest, PatternsReportTheSizesAndHowIterationsRepeat) {
+  // Two identical iterations, then one with a new size.
+  const TempTrace trace(
+      "i\na 1 4096\na 2 100\nf 1\nf 2\ni\na 3 4096\na 4 100\nf 3\nf 4\ni\na 5 9999\nf 5\n");
+  const auto run = run_npumem("replay --patterns " + trace.path());
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_NE(run.out.find("4.00 KiB (4096 B): 2"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("repetition of the previous iteration: 100% 0%\n"), std::string::npos)
+      << run.out;
+  const auto json = run_npumem("replay --json --patterns " + trace.path());
+  ASSERT_EQ(json.exit_code, 0);
+  EXPECT_NO_THROW(nlohmann::json::parse(json.out));
+  EXPECT_NE(json.err.find("most frequent sizes"), std::string::npos) << json.err;
+}
+
 TEST(ReplayCliTest, ConfErrorsNameTheOptionTheyCameFrom) {
   const TempTrace trace("a 1 100\n");
   const auto from_option = run_npumem("replay " + trace.path() + " --conf granule:x");
