@@ -122,6 +122,17 @@ NPUMEM_API npumem_status_t npumem_stats(npumem_allocator_t* allocator,
 NPUMEM_API npumem_status_t npumem_stat(npumem_allocator_t* allocator, const char* key,
                                        int64_t* out) NPUMEM_NOEXCEPT;
 NPUMEM_API npumem_status_t npumem_reset_peak_stats(npumem_allocator_t* allocator) NPUMEM_NOEXCEPT;
+/* Grows or shrinks a live allocation in place (the seed's aclrtMemReuse: growing needs
+ * a free neighbour); *resized (may be NULL) is 1 when it did, 0 when it could not and
+ * nothing changed. A pointer not live here is INVALID_POINTER. */
+NPUMEM_API npumem_status_t npumem_resize(npumem_allocator_t* allocator, void* ptr, size_t size,
+                                         int* resized) NPUMEM_NOEXCEPT;
+/* Creates pool `name` with a quota in bytes (0: none). */
+NPUMEM_API npumem_status_t npumem_create_pool(npumem_allocator_t* allocator, const char* name,
+                                              size_t quota_bytes) NPUMEM_NOEXCEPT;
+/* Tags the blocks this thread allocates from now on (NULL or "": no tag); tags group
+ * memory in snapshots, leak reports and the HTML timeline. */
+NPUMEM_API npumem_status_t npumem_set_tag(const char* tag) NPUMEM_NOEXCEPT;
 /* Releases every cached free segment; released (may be NULL) gets the bytes. */
 NPUMEM_API npumem_status_t npumem_empty_cache(npumem_allocator_t* allocator,
                                               size_t* released) NPUMEM_NOEXCEPT;

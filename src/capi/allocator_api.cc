@@ -7,6 +7,7 @@
 #include "capi/abi_guard.h"
 #include "capi/handle.h"
 #include "npumem/npumem.h"
+#include "npumem/observer.h"
 #include "npumem/snapshot.h"
 
 namespace npumem::capi {
@@ -138,6 +139,32 @@ npumem_status_t npumem_empty_cache(npumem_allocator_t* allocator, size_t* releas
   return guarded([&] {
     const std::size_t bytes = allocator_of(allocator).empty_cache();
     if (released != nullptr) *released = bytes;
+    return NPUMEM_OK;
+  });
+}
+
+npumem_status_t npumem_resize(npumem_allocator_t* allocator, void* ptr, size_t size,
+                              int* resized) noexcept {
+  return guarded([&] {
+    if (ptr == nullptr) throw npumem::capi::ArgumentError("ptr is NULL");
+    const bool done = allocator_of(allocator).resize(ptr, size);
+    if (resized != nullptr) *resized = done ? 1 : 0;
+    return NPUMEM_OK;
+  });
+}
+
+npumem_status_t npumem_create_pool(npumem_allocator_t* allocator, const char* name,
+                                   size_t quota_bytes) noexcept {
+  return guarded([&] {
+    if (name == nullptr) throw npumem::capi::ArgumentError("name is NULL");
+    allocator_of(allocator).create_pool(name, quota_bytes);
+    return NPUMEM_OK;
+  });
+}
+
+npumem_status_t npumem_set_tag(const char* tag) noexcept {
+  return guarded([&] {
+    npumem::set_memory_tag(tag == nullptr ? "" : tag);
     return NPUMEM_OK;
   });
 }

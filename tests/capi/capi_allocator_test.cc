@@ -71,6 +71,39 @@ TEST(CapiWarnings, AStrategyFallbackIsReportedAndNoneIsEmpty) {
   EXPECT_EQ(npumem_allocator_destroy(plain), NPUMEM_OK);
 }
 
+TEST_F(CapiAllocator, ResizeGrowsInPlaceIntoAFreeNeighbourAndRefusesOtherwise) {
+  void* ptr = nullptr;
+  ASSERT_EQ(npumem_allocate(allocator_, 1 * kMiB, &ptr), NPUMEM_OK);
+  int resized = -1;
+  ASSERT_EQ(npumem_resize(allocator_, ptr, 1536 * 1024, &resized), NPUMEM_OK)
+      << npumem_last_error();
+  EXPECT_EQ(resized, 1);
+  EXPECT_EQ(stat("requested_bytes.all.current"), 1536 * 1024);
+  EXPECT_EQ(npumem_resize(allocator_, ptr, 512 * kMiB, &resized), NPUMEM_OK);
+  EXPECT_EQ(resized, 0);
+  EXPECT_EQ(stat("requested_bytes.all.current"), 1536 * 1024);
+  int dummy = 0;
+  EXPECT_EQ(npumem_resize(allocator_, &dummy, 64, &resized), NPUMEM_INVALID_POINTER);
+  EXPECT_EQ(npumem_resize(allocator_, nullptr, 64, &resized), NPUMEM_INVALID_ARGUMENT);
+  EXPECT_EQ(npumem_deallocate(allocator_, ptr), NPUMEM_OK);
+}
+
+TEST_F(CapiAllocator, PoolsAndTagsShowInTheSnapshot) {
+  ASSERT_EQ(npumem_create_pool(allocator_, "kv", 8 * kMiB), NPUMEM_OK) << npumem_last_error();
+  EXPECT_EQ(npumem_create_pool(allocator_, nullptr, 0), NPUMEM_INVALID_ARGUMENT);
+  ASSERT_EQ(npumem_set_tag("encoder"), NPUMEM_OK);
+  void* ptr = nullptr;
+  ASSERT_EQ(npumem_allocate(allocator_, 4096, &ptr), NPUMEM_OK);
+  ASSERT_EQ(npumem_set_tag(nullptr), NPUMEM_OK);
+  char* json = nullptr;
+  ASSERT_EQ(npumem_snapshot_json(allocator_, &json), NPUMEM_OK);
+  const std::string snapshot = json;
+  npumem_string_free(json);
+  EXPECT_NE(snapshot.find("\"encoder\""), std::string::npos);
+  EXPECT_NE(snapshot.find("\"kv\""), std::string::npos);
+  EXPECT_EQ(npumem_deallocate(allocator_, ptr), NPUMEM_OK);
+}
+
 TEST_F(CapiAllocator, AllocateAndDeallocateMoveTheStats) {
   void* ptr = nullptr;
   ASSERT_EQ(npumem_allocate(allocator_, 3 * kMiB, &ptr), NPUMEM_OK) << npumem_last_error();
