@@ -42,7 +42,8 @@ void fill(const Stats& stats, npumem_stats_t& out) {
   out.num_device_free = stats.num_device_free;
 }
 
-// A copy of text in memory npumem_string_free releases.
+}  // namespace
+
 char* c_string(const std::string& text) {
   char* copy = static_cast<char*>(std::malloc(text.size() + 1));
   if (copy == nullptr) throw std::bad_alloc();
@@ -50,7 +51,6 @@ char* c_string(const std::string& text) {
   return copy;
 }
 
-}  // namespace
 }  // namespace npumem::capi
 
 using npumem::capi::allocator_of;

@@ -104,6 +104,66 @@ TEST_F(CapiAllocator, PoolsAndTagsShowInTheSnapshot) {
   EXPECT_EQ(npumem_deallocate(allocator_, ptr), NPUMEM_OK);
 }
 
+struct SeenEvents {
+  int allocs = 0;
+  int frees = 0;
+  uint64_t last_requested = 0;
+  std::string last_tag;
+};
+
+void count_event(const npumem_event_t* event, void* user_data) {
+  auto* seen = static_cast<SeenEvents*>(user_data);
+  if (event->kind == NPUMEM_EVENT_ALLOC) {
+    ++seen->allocs;
+    seen->last_requested = event->requested_bytes;
+    seen->last_tag = event->tag;
+  } else if (event->kind == NPUMEM_EVENT_FREE) {
+    ++seen->frees;
+  }
+}
+
+TEST_F(CapiAllocator, HooksSeeTheKindsAskedForUntilRemoved) {
+  SeenEvents seen;
+  uint64_t id = 0;
+  ASSERT_EQ(npumem_add_hook(allocator_, 1u << NPUMEM_EVENT_ALLOC, count_event, &seen, &id),
+            NPUMEM_OK)
+      << npumem_last_error();
+  ASSERT_EQ(npumem_set_tag("weights"), NPUMEM_OK);
+  void* ptr = nullptr;
+  ASSERT_EQ(npumem_allocate(allocator_, 1000, &ptr), NPUMEM_OK);
+  ASSERT_EQ(npumem_set_tag(nullptr), NPUMEM_OK);
+  ASSERT_EQ(npumem_deallocate(allocator_, ptr), NPUMEM_OK);
+  EXPECT_EQ(seen.allocs, 1);
+  EXPECT_EQ(seen.frees, 0);  // not asked for
+  EXPECT_EQ(seen.last_requested, 1000u);
+  EXPECT_EQ(seen.last_tag, "weights");
+  ASSERT_EQ(npumem_remove_hook(allocator_, id), NPUMEM_OK);
+  EXPECT_EQ(npumem_remove_hook(allocator_, id), NPUMEM_INVALID_ARGUMENT);
+  ASSERT_EQ(npumem_allocate(allocator_, 1000, &ptr), NPUMEM_OK);
+  EXPECT_EQ(seen.allocs, 1);
+  EXPECT_EQ(npumem_deallocate(allocator_, ptr), NPUMEM_OK);
+  EXPECT_EQ(npumem_add_hook(allocator_, 0, count_event, &seen, &id), NPUMEM_INVALID_ARGUMENT);
+  EXPECT_EQ(npumem_add_hook(allocator_, 1, nullptr, &seen, &id), NPUMEM_INVALID_ARGUMENT);
+}
+
+TEST_F(CapiAllocator, SizePatternsCountRequestsPerIteration) {
+  char* text = nullptr;
+  EXPECT_EQ(npumem_size_patterns(allocator_, &text), NPUMEM_INVALID_ARGUMENT);
+  ASSERT_EQ(npumem_size_patterns_start(allocator_), NPUMEM_OK) << npumem_last_error();
+  for (int step = 0; step < 3; ++step) {
+    void* a = nullptr;
+    ASSERT_EQ(npumem_allocate(allocator_, 4096, &a), NPUMEM_OK);
+    ASSERT_EQ(npumem_deallocate(allocator_, a), NPUMEM_OK);
+    ASSERT_EQ(npumem_iteration(allocator_), NPUMEM_OK);
+  }
+  ASSERT_EQ(npumem_size_patterns(allocator_, &text), NPUMEM_OK) << npumem_last_error();
+  const std::string report = text;
+  npumem_string_free(text);
+  EXPECT_NE(report.find("4.00 KiB (4096 B): 3"), std::string::npos) << report;
+  EXPECT_NE(report.find("repetition of the previous iteration: 100% 100%"), std::string::npos)
+      << report;
+}
+
 TEST_F(CapiAllocator, AllocateAndDeallocateMoveTheStats) {
   void* ptr = nullptr;
   ASSERT_EQ(npumem_allocate(allocator_, 3 * kMiB, &ptr), NPUMEM_OK) << npumem_last_error();
