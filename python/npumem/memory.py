@@ -114,6 +114,13 @@ def caching_allocator_alloc(size: int, device: DeviceLike = None) -> int:
     return get_device(device).allocate(size)
 
 
+def caching_allocator_resize(ptr: int, size: int, device: DeviceLike = None) -> bool:
+    """Grows or shrinks an allocation of caching_allocator_alloc() in place (the seed's
+    aclrtMemReuse: growing needs a free neighbour); False, changing nothing, when it
+    cannot. Raises InvalidPointerError for an address the device does not hold."""
+    return get_device(device).resize(ptr, size)
+
+
 def caching_allocator_delete(ptr: int, device: DeviceLike = None) -> None:
     """Frees an address caching_allocator_alloc() returned. Raises InvalidPointerError
     for an address the device does not hold."""

@@ -111,6 +111,29 @@ class LeakDetector:
         return self._detector
 
 
+class SizePatterns:
+    """Counts the sizes a device is asked for until stop(): report() gives a power-of-two
+    histogram, the most frequent sizes and, per iteration (ended by the device's
+    iteration marks, npumem.torch.iteration() or tick()), the share of requests the
+    previous iteration also made (1.0: a repeating loop, which a static plan fits)."""
+
+    def __init__(self, device: DeviceLike = None):
+        self.device = get_device(device)
+        self._patterns = _core.SizePatterns(self.device)
+
+    def tick(self) -> None:
+        """Ends an iteration."""
+        self._patterns.tick()
+
+    def report(self, top: int = 10) -> dict[str, Any]:
+        """allocations, distinct_sizes, histogram [(upper bound, count)], most_frequent
+        [(size, count)], repetition [share per iteration] and text."""
+        return self._patterns.report(top)
+
+    def stop(self) -> None:
+        self._patterns.stop()
+
+
 class MemoryHistory:
     """Records a device's allocator events (time, sizes, tier, pool, memory tag) in a
     ring of `max_entries`, like torch.cuda.memory._record_memory_history, until stop().

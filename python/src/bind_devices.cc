@@ -147,6 +147,13 @@ void bind_devices(py::module_& module) {
           [](Entry& e, std::uintptr_t ptr) { e.allocator->deallocate(to_pointer(ptr)); },
           py::arg("ptr"), py::call_guard<py::gil_scoped_release>())
       .def(
+          "resize",
+          [](Entry& e, std::uintptr_t ptr, std::size_t bytes) {
+            return e.allocator->resize(to_pointer(ptr), bytes);
+          },
+          py::arg("ptr"), py::arg("bytes"), py::call_guard<py::gil_scoped_release>(),
+          "Grows or shrinks a live allocation in place; False (nothing changed) when it cannot")
+      .def(
           "allocation_size",
           [](const Entry& e, std::uintptr_t ptr) {
             return e.allocator->allocation_size(to_pointer(ptr));

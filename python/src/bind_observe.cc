@@ -11,6 +11,7 @@
 #include "bindings.h"
 #include "device_registry.h"
 #include "npumem/history.h"
+#include "npumem/hooks.h"
 #include "npumem/leak_detector.h"
 #include "npumem/monitor.h"
 #include "npumem/snapshot.h"
@@ -168,6 +169,39 @@ class PythonHistory {
   std::shared_ptr<HistoryRecorder> recorder_;
 };
 
+// A SizePatternAnalyser fed by hooks on a device (ticking at its iteration marks)
+// until stop() or its destruction. No Python code runs under the allocator's lock.
+class PythonSizePatterns {
+ public:
+  explicit PythonSizePatterns(DeviceEntry& device)
+      : device_(device), hooks_(std::make_shared<Hooks>()) {
+    analyser_.install(*hooks_);
+    hooks_->add({EventKind::iteration}, [this](const Event&) { analyser_.tick(); });
+    device.allocator->add_observer(hooks_);
+  }
+  ~PythonSizePatterns() { stop(); }
+  PythonSizePatterns(const PythonSizePatterns&) = delete;
+  PythonSizePatterns& operator=(const PythonSizePatterns&) = delete;
+  void stop() { device_.allocator->remove_observer(hooks_); }
+  void tick() { analyser_.tick(); }
+  py::dict report(std::size_t top) const {
+    const SizePatterns patterns = analyser_.patterns(top);
+    py::dict result;
+    result["allocations"] = patterns.allocations;
+    result["distinct_sizes"] = patterns.distinct_sizes;
+    result["histogram"] = patterns.histogram;
+    result["most_frequent"] = patterns.most_frequent;
+    result["repetition"] = patterns.repetition;
+    result["text"] = to_string(patterns);
+    return result;
+  }
+
+ private:
+  DeviceEntry& device_;
+  SizePatternAnalyser analyser_;  // before hooks_: the hooks call it
+  std::shared_ptr<Hooks> hooks_;
+};
+
 MemorySnapshot take_snapshot(const DeviceEntry& device, const PythonHistory* history) {
   return memory_snapshot(*device.allocator, history ? &history->recorder() : nullptr);
 }
@@ -196,6 +230,14 @@ void bind_observe(py::module_& module) {
       .def("tick", &PythonLeakDetector::tick)
       .def("report", &PythonLeakDetector::report)
       .def("detach", &PythonLeakDetector::detach);
+
+  py::class_<PythonSizePatterns>(module, "SizePatterns",
+                                 "Requested sizes of a device: histogram, frequent sizes, "
+                                 "repetition per iteration")
+      .def(py::init<DeviceEntry&>(), py::arg("device"), py::keep_alive<1, 2>())
+      .def("tick", &PythonSizePatterns::tick)
+      .def("report", &PythonSizePatterns::report, py::arg("top") = 10)
+      .def("stop", &PythonSizePatterns::stop);
 
   py::class_<PythonHistory>(module, "HistoryRecorder", "The allocator's events, in a ring")
       .def(py::init<DeviceEntry&, std::size_t, bool>(), py::arg("device"), py::arg("max_entries"),

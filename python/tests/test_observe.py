@@ -89,6 +89,34 @@ class LeakDetectorTest(unittest.TestCase):
             npumem.LeakDetector(fresh_device(), threshold=-0.5)
 
 
+class SizePatternsAndResizeTest(unittest.TestCase):
+    def test_sizes_and_repetition_per_iteration_mark(self):
+        device = fresh_device()
+        patterns = npumem.SizePatterns(device)
+        for size in (4096, 4096, 100):
+            npumem.caching_allocator_delete(npumem.caching_allocator_alloc(size, device), device)
+            if size == 4096:
+                device.mark_iteration()
+        report = patterns.report()
+        patterns.stop()
+        npumem.caching_allocator_alloc(1, device)  # not counted after stop()
+        self.assertEqual(report["allocations"], 3)
+        self.assertEqual(report["most_frequent"][0], (4096, 2))
+        self.assertEqual(report["repetition"], [1.0])
+        self.assertIn("most frequent sizes", report["text"])
+        self.assertEqual(patterns.report()["allocations"], 3)
+
+    def test_resize_in_place(self):
+        device = fresh_device()
+        ptr = npumem.caching_allocator_alloc(MiB, device)
+        self.assertTrue(npumem.caching_allocator_resize(ptr, MiB + MiB // 2, device))
+        self.assertEqual(device.allocation_size(ptr), MiB + MiB // 2)
+        self.assertFalse(npumem.caching_allocator_resize(ptr, 1 << 40, device))
+        npumem.caching_allocator_delete(ptr, device)
+        with self.assertRaises(npumem.InvalidPointerError):
+            npumem.caching_allocator_resize(ptr, 10, device)
+
+
 class ExportTest(unittest.TestCase):
     def test_history_goes_into_the_snapshot_json_chrome_trace_and_timeline(self):
         device = fresh_device("sim:hbm=16MiB,ddr=64MiB")
