@@ -78,7 +78,11 @@ def mark_optimizer_steps(enabled: bool = True) -> None:
 class tag_modules:  # noqa: N801 - a context, like npumem.tag
     """While active, the memory a module's forward allocates is tagged with the module's
     path: the outermost module by its class name, its submodules by their dotted names
-    under it ("ResNet.layer1.0.conv1"). Tags nest and the previous one comes back."""
+    under it ("ResNet.layer1.0.conv1"). Tags nest and the previous one comes back.
+    In backward, the gradients computed from a leaf module's output on are tagged
+    "<path> (backward)" (a hook on the output's grad_fn; CPU backward runs in the
+    calling thread), until the next leaf module's; the caller's tag comes back when
+    backward() returns."""
 
     def __init__(self) -> None:
         self._names: "weakref.WeakKeyDictionary[torch.nn.Module, str]" = weakref.WeakKeyDictionary()
@@ -91,12 +95,23 @@ class tag_modules:  # noqa: N801 - a context, like npumem.tag
             hooks.register_module_forward_pre_hook(self._enter_module),
             hooks.register_module_forward_hook(self._leave_module),
         ]
+        self._backward = torch.autograd.backward
+
+        def backward(*args: Any, **kwargs: Any) -> Any:
+            previous = _core.memory_tag()
+            try:
+                return self._backward(*args, **kwargs)
+            finally:
+                _core.set_memory_tag(previous)
+
+        torch.autograd.backward = backward
         return self
 
     def __exit__(self, *_: object) -> None:
         for handle in self._handles:
             handle.remove()
         self._handles = []
+        torch.autograd.backward = self._backward
 
     def name_of(self, module: torch.nn.Module) -> str:
         name = self._names.get(module)
@@ -117,9 +132,13 @@ class tag_modules:  # noqa: N801 - a context, like npumem.tag
         self._stack().append(_core.memory_tag())
         _core.set_memory_tag(self.name_of(module))
 
-    def _leave_module(self, _module: torch.nn.Module, _inputs: Any, _output: Any) -> None:
+    def _leave_module(self, module: torch.nn.Module, _inputs: Any, output: Any) -> None:
         stack = self._stack()
         _core.set_memory_tag(stack.pop() if stack else "")
+        grad_fn = getattr(output, "grad_fn", None)
+        if grad_fn is not None and next(module.children(), None) is None:
+            backward_tag = self.name_of(module) + " (backward)"
+            grad_fn.register_prehook(lambda _grads: _core.set_memory_tag(backward_tag))
 
 
 __all__ = ["iteration", "mark_optimizer_steps", "tag_modules"]
