@@ -27,6 +27,7 @@ constexpr const char* kBody = R"html(
 <div id="error"></div>
 <div class="warn" id="dropped"></div>
 <h2>Memory over time, stacked by allocation</h2>
+<div class="meta">pool: <select id="pool"><option value="">all pools</option></select></div>
 <div class="meta">x: event number; each pixel column shows its highest moment; black line: reserved bytes; dashed red line: the peak of allocated bytes; red marks: out-of-memory errors</div>
 <canvas id="timeline" width="1300" height="420"></canvas>
 <div class="legend" id="legend"></div>
@@ -121,6 +122,38 @@ window.addEventListener("error", function (e) {
       (snap.history.dropped ? " (" + snap.history.dropped + " older ones dropped)" : "")
       : "no history recorded (replay with --record)");
 
+  // Allocated bytes of one pool at each event (allocations live over [start, end)).
+  function poolSeries(pool) {
+    var series = new Float64Array(n), diff = new Float64Array(n + 1);
+    allocs.forEach(function (a) {
+      if (a.pool !== pool) return;
+      diff[a.start] += a.size;
+      diff[a.end] -= a.size;
+    });
+    for (var k = 0, sum = 0; k < n; k++) { sum += diff[k]; series[k] = sum; }
+    return series;
+  }
+
+  // The pool shown (null: all), from the selector or the page's #pool=NAME.
+  var shown = null;
+  (function () {
+    var select = document.getElementById("pool"), names = {};
+    allocs.forEach(function (a) { names[a.pool] = true; });
+    Object.keys(names).sort().forEach(function (name) {
+      var option = document.createElement("option");
+      option.value = option.textContent = name;
+      select.appendChild(option);
+    });
+    var wanted = /^#pool=(.*)$/.exec(window.location.hash);
+    if (wanted && names[decodeURIComponent(wanted[1])]) {
+      shown = select.value = decodeURIComponent(wanted[1]);
+    }
+    select.addEventListener("change", function () {
+      shown = select.value || null;
+      drawTimeline();
+    });
+  })();
+
   function drawTimeline() {
     var canvas = document.getElementById("timeline"), ctx = canvas.getContext("2d");
     var W = canvas.width, H = canvas.height, L = 80, R = 10, T = 14, B = 30;
@@ -133,8 +166,15 @@ window.addEventListener("error", function (e) {
       ctx.fillText("no history recorded", L + 10, T + 20);
       return;
     }
+    // One pool: its allocations and allocated bytes only (reserved bytes are the
+    // device's, not drawn then).
+    var series = shown === null ? totalAlloc : poolSeries(shown);
+    var reserved = shown === null ? totalResv : new Float64Array(n);
+    var drawn = shown === null ? allocs : allocs.filter(function (a) { return a.pool === shown; });
+    var top = 0;
+    for (i = 1; i < n; i++) if (series[i] > series[top]) top = i;
     var maxY = 1;
-    for (i = 0; i < n; i++) maxY = Math.max(maxY, totalAlloc[i], totalResv[i]);
+    for (i = 0; i < n; i++) maxY = Math.max(maxY, series[i], reserved[i]);
     // Round ticks: 1, 2 or 5 times a power of ten of the byte unit (B, KiB, MiB, ...).
     var unit = Math.pow(1024, Math.max(0, Math.floor(Math.log(maxY / 5) / Math.log(1024))));
     var raw = maxY / 5 / unit, step = unit;
@@ -145,7 +185,7 @@ window.addEventListener("error", function (e) {
     var ticks = Math.ceil(maxY / step);
     maxY = ticks * step;
     var cols = Math.min(pw, n), colW = pw / cols;
-    var byEnd = allocs.slice().sort(function (x, y) { return x.end - y.end; });
+    var byEnd = drawn.slice().sort(function (x, y) { return x.end - y.end; });
     var live = new Map(), added = 0, removed = 0, bytesSeen = {};
     var reservedLine = [], lo = 0, drawnPeak = 0;
     for (var c = 0; c < cols; c++) {
@@ -153,13 +193,13 @@ window.addEventListener("error", function (e) {
       // there (the true peak survives), and the most reserved.
       var hi = Math.floor((c + 1) * n / cols) - 1, idx = lo, resv = 0;
       for (var j = lo; j <= hi; j++) {
-        if (totalAlloc[j] > totalAlloc[idx]) idx = j;
-        resv = Math.max(resv, totalResv[j]);
+        if (series[j] > series[idx]) idx = j;
+        resv = Math.max(resv, reserved[j]);
       }
       lo = hi + 1;
-      drawnPeak = Math.max(drawnPeak, totalAlloc[idx]);
-      while (added < allocs.length && allocs[added].start <= idx) {
-        live.set(allocs[added].n, allocs[added]);
+      drawnPeak = Math.max(drawnPeak, series[idx]);
+      while (added < drawn.length && drawn[added].start <= idx) {
+        live.set(drawn[added].n, drawn[added]);
         added++;
       }
       while (removed < byEnd.length && byEnd[removed].end <= idx) {
@@ -169,7 +209,7 @@ window.addEventListener("error", function (e) {
       var x = L + c * colW, y = T + ph, tracked = 0, small = 0;
       live.forEach(function (a) { tracked += a.size; });
       // Allocations made before recording began (or dropped from the ring).
-      var base = Math.max(0, totalAlloc[idx] - tracked);
+      var base = Math.max(0, series[idx] - tracked);
       function bar(bytes, style) {
         var h = bytes / maxY * ph;
         ctx.fillStyle = style;
@@ -184,7 +224,7 @@ window.addEventListener("error", function (e) {
         bar(a.size, color(a.tag, a.size, a.n));
       });
       if (small > 0) bar(small, "#c8c8c8");
-      reservedLine.push([x + colW / 2, T + ph - resv / maxY * ph]);
+      if (shown === null) reservedLine.push([x + colW / 2, T + ph - resv / maxY * ph]);
     }
     ctx.strokeStyle = "#000";
     ctx.lineWidth = 1.5;
@@ -192,7 +232,7 @@ window.addEventListener("error", function (e) {
     reservedLine.forEach(function (p, k) { if (k) ctx.lineTo(p[0], p[1]); else ctx.moveTo(p[0], p[1]); });
     ctx.stroke();
     plotted++;
-    var px = L + (peak + 0.5) / n * pw;
+    var px = L + (top + 0.5) / n * pw;
     ctx.strokeStyle = "#d00";
     ctx.setLineDash([4, 3]);
     ctx.beginPath(); ctx.moveTo(px, T); ctx.lineTo(px, T + ph); ctx.stroke();
@@ -206,6 +246,7 @@ window.addEventListener("error", function (e) {
       ctx.beginPath(); ctx.moveTo(L - 4, yy); ctx.lineTo(L, yy); ctx.stroke();
     }
     document.body.dataset.drawnPeak = String(drawnPeak);
+    document.body.dataset.pool = shown === null ? "" : shown;
     var ooms = 0;
     ctx.fillStyle = "#d00";
     entries.forEach(function (e, at) {

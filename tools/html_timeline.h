@@ -5,7 +5,8 @@
 // history ring dropped events, and out-of-memory marks. Each pixel column of the
 // timeline draws its highest moment, so the drawn peak is the true one. When drawn,
 // <body> carries data-rendered="ok", data-plotted=<count of drawn shapes>,
-// data-drawn-peak=<highest allocated bytes drawn> and data-ooms=<OOM marks>; a script
+// data-drawn-peak=<highest allocated bytes drawn>, data-pool=<the pool shown, "" for
+// all; a selector, or #pool=NAME in the URL, shows one> and data-ooms=<OOM marks>; a script
 // error sets data-rendered="error" and data-error.
 #pragma once
 

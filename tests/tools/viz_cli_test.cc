@@ -24,7 +24,7 @@ std::filesystem::path scratch() {
 }
 
 // The DOM after the page's scripts ran, as headless Chromium prints it.
-std::string rendered_dom(const std::filesystem::path& page, const std::filesystem::path& dir) {
+std::string rendered_dom(const std::string& page, const std::filesystem::path& dir) {
   const auto profile = dir / "chromium-profile";
   const auto dom = dir / "dom.html";
   const std::string command =
@@ -32,8 +32,7 @@ std::string rendered_dom(const std::filesystem::path& page, const std::filesyste
       " --headless --no-sandbox --disable-gpu --disable-quic --no-first-run"
       " --disable-background-networking --disable-component-update --disable-sync"
       " --user-data-dir=" +
-      profile.string() + " --dump-dom file://" + page.string() + " >" + dom.string() +
-      " 2>/dev/null";
+      profile.string() + " --dump-dom 'file://" + page + "' >" + dom.string() + " 2>/dev/null";
   EXPECT_EQ(std::system(command.c_str()), 0) << command;
   return read_file(dom);
 }
@@ -54,7 +53,7 @@ TEST(VizCliTest, RecordedReplayBecomesATimelineThatChromiumDraws) {
     std::filesystem::remove_all(dir);
     GTEST_SKIP() << "no " << kChromium << ": the page was written but not rendered";
   }
-  const std::string dom = rendered_dom(page, dir);
+  const std::string dom = rendered_dom(page.string(), dir);
   EXPECT_NE(dom.find("data-rendered=\"ok\""), std::string::npos) << dom.substr(0, 2000);
   EXPECT_EQ(dom.find("data-error"), std::string::npos);
   const std::string marker = "data-plotted=\"";
@@ -76,6 +75,25 @@ TEST(VizCliTest, RecordedReplayBecomesATimelineThatChromiumDraws) {
   std::filesystem::remove_all(dir);
 }
 
+TEST(VizCliTest, APoolFilterDrawsThatPoolAlone) {
+  if (!std::filesystem::exists(kChromium)) GTEST_SKIP() << "no " << kChromium;
+  const auto dir = scratch();
+  const auto trace = dir / "pools.trace";
+  std::ofstream(trace) << "p a\na 1 1024\np b\na 2 5120\nf 2\np a\na 3 2048\n";
+  const auto snapshot = dir / "snapshot.json";
+  const auto page = dir / "timeline.html";
+  ASSERT_EQ(run_npumem("replay " + trace.string() + " --record " + snapshot.string()).exit_code, 0);
+  ASSERT_EQ(run_npumem("viz " + snapshot.string() + " -o " + page.string()).exit_code, 0);
+  const std::string all = rendered_dom(page.string(), dir);
+  EXPECT_NE(all.find("data-drawn-peak=\"6144\""), std::string::npos) << all.substr(0, 1500);
+  EXPECT_NE(all.find("<option value=\"a\">a</option><option value=\"b\">b</option>"),
+            std::string::npos);
+  const std::string pool_a = rendered_dom(page.string() + "#pool=a", dir);
+  EXPECT_NE(pool_a.find("data-pool=\"a\""), std::string::npos) << pool_a.substr(0, 1500);
+  EXPECT_NE(pool_a.find("data-drawn-peak=\"3072\""), std::string::npos) << pool_a.substr(0, 1500);
+  std::filesystem::remove_all(dir);
+}
+
 TEST(VizCliTest, TheTimelineMarksOomsDroppedEventsAndNonDefaultSettings) {
   if (!std::filesystem::exists(kChromium)) GTEST_SKIP() << "no " << kChromium;
   const auto dir = scratch();
@@ -87,7 +105,7 @@ TEST(VizCliTest, TheTimelineMarksOomsDroppedEventsAndNonDefaultSettings) {
                  " --conf granule:1024 --history-entries 2000 --record " + snapshot.string());
   ASSERT_EQ(replay.exit_code, 3) << replay.err;  // out of memory
   ASSERT_EQ(run_npumem("viz " + snapshot.string() + " -o " + page.string()).exit_code, 0);
-  const std::string dom = rendered_dom(page, dir);
+  const std::string dom = rendered_dom(page.string(), dir);
   EXPECT_NE(dom.find("data-rendered=\"ok\""), std::string::npos) << dom.substr(0, 2000);
   EXPECT_NE(dom.find("data-ooms=\"1\""), std::string::npos) << dom.substr(0, 2000);
   EXPECT_NE(dom.find("id=\"config\">config: granule:1024<"), std::string::npos)
