@@ -27,11 +27,11 @@ struct LeakOptions {
   // Recurring survivors above this fraction of the steady-state baseline are a leak
   // (0: any).
   double threshold = 0.0;
+  bool backtraces = false;  // group survivors by the allocating stack too
+  std::size_t max_frames = 16;
   // Iterations after the first boundary that are not judged (their survivors are
   // listed, never called a leak).
   std::size_t warmup_iterations = 1;
-  bool backtraces = false;  // group survivors by the allocating stack too
-  std::size_t max_frames = 16;
 };
 
 // Live allocations made since the baseline that share a tag, pool and backtrace.

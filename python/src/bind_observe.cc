@@ -134,9 +134,10 @@ class PythonLeakDetector {
   PythonLeakDetector(DeviceEntry& device, double threshold, bool backtraces,
                      std::size_t warmup_iterations)
       : device_(device),
-        detector_(LeakDetector::attach(*device.allocator, {.threshold = threshold,
-                                                           .warmup_iterations = warmup_iterations,
-                                                           .backtraces = backtraces})) {}
+        detector_(
+            LeakDetector::attach(*device.allocator, {.threshold = threshold,
+                                                     .backtraces = backtraces,
+                                                     .warmup_iterations = warmup_iterations})) {}
   ~PythonLeakDetector() { detach(); }
   PythonLeakDetector(const PythonLeakDetector&) = delete;
   PythonLeakDetector& operator=(const PythonLeakDetector&) = delete;
