@@ -29,7 +29,8 @@ double Allocator::copy(void* dst, const void* src, std::size_t bytes) {
 
 bool Allocator::owns(const void* ptr) const {
   std::lock_guard lock(impl_->mutex);
-  return impl_->live.find(reinterpret_cast<std::uintptr_t>(ptr)) != nullptr;
+  const core::Block* block = impl_->live.find(reinterpret_cast<std::uintptr_t>(ptr));
+  return block != nullptr && !block->cached;  // a cached block is free, as for live_block
 }
 
 Tier Allocator::tier_of(const void* ptr) const {

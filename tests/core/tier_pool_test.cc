@@ -131,6 +131,12 @@ TEST(TierCopy, BadAddressesAndOverrunsChangeNothing) {
   EXPECT_EQ(allocator.stats().as_map().at("num_copies.hbm_to_hbm"), 0);
   allocator.deallocate(a);
   allocator.deallocate(b);
+  EXPECT_FALSE(allocator.owns(a));
+  // A small block freed may stay in this thread's front cache: free all the same.
+  void* small = allocator.allocate(512);
+  EXPECT_TRUE(allocator.owns(small));
+  allocator.deallocate(small);
+  EXPECT_FALSE(allocator.owns(small));
 }
 
 TEST(TierCopy, UnbackedDeviceModelsTheTimeWithoutTouchingMemory) {
