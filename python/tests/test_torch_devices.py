@@ -5,6 +5,7 @@ and a model sharded across both devices."""
 from __future__ import annotations
 
 import gc
+import os
 import threading
 import unittest
 
@@ -76,6 +77,13 @@ class DevicesTest(unittest.TestCase):
         self.assertEqual(allocated(1), before[1] + 8 * MiB)
         made.clear()
         self.assertEqual((allocated(0), allocated(1)), before)
+
+    def test_smi_lists_this_process_on_each_device(self):
+        pid = os.getpid()
+        for index in (0, 1):
+            listing = npumem.list_gpu_processes(device=index)  # the pages npumem smi reads
+            self.assertTrue(listing.startswith(f"NPU:{index} (sim:{index})"), listing)
+            self.assertRegex(listing, rf"process +{pid} uses")
 
     def test_device_index_out_of_range(self):
         with self.assertRaisesRegex(npumem.ConfigError,
