@@ -206,8 +206,8 @@ NPUMEM_API npumem_status_t npumem_snapshot_json(npumem_allocator_t* allocator,
 /* As npumem_create_pool, pinned to a tier: its allocations come only from that tier
  * and never spill (NPUMEM_TIER_ANY: not pinned). INVALID_CONFIG when the device lacks
  * that tier or the name exists already. */
-NPUMEM_API npumem_status_t npumem_create_tier_pool(npumem_allocator_t* allocator,
-                                                   const char* name, size_t quota_bytes,
+NPUMEM_API npumem_status_t npumem_create_tier_pool(npumem_allocator_t* allocator, const char* name,
+                                                   size_t quota_bytes,
                                                    npumem_tier_t tier) NPUMEM_NOEXCEPT;
 /* As npumem_allocate, from the named pool (INVALID_CONFIG for an unknown pool). */
 NPUMEM_API npumem_status_t npumem_pool_allocate(npumem_allocator_t* allocator, const char* pool,

@@ -99,7 +99,9 @@ def installed_device(device: Optional[int] = None) -> _core.Device:
     tensors go to now. Raises npumem.Error when install() has not run (or uninstall()
     followed it), ConfigError naming the served devices for an index that is not one."""
     if _default is None or not is_installed():
-        raise _core.Error("npumem does not serve PyTorch's tensors: call npumem.torch.install() first")
+        raise _core.Error(
+            "npumem does not serve PyTorch's tensors: call npumem.torch.install() first"
+        )
     if device is None:
         stack = getattr(_routes, "stack", None)
         return stack[-1] if stack else _default
