@@ -92,7 +92,7 @@ setup(
     description="Tiered caching memory manager for AI accelerators, with PyTorch integration",
     python_requires=">=3.9",
     package_dir={"": "python"},
-    packages=["npumem", "npumem.torch"],
+    packages=["npumem", "npumem.child_startup", "npumem.torch"],
     ext_modules=[
         CMakeExtension("npumem._core", "npumem_python_core"),
         # Only where PyTorch (python3-torch, libtorch-dev) is installed.

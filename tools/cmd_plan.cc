@@ -12,8 +12,7 @@
 #include "npumem/errors.h"
 #include "npumem/plan.h"
 #include "npumem/units.h"
-#include "plan_model_json.h"
-#include "plan_report.h"
+#include "plan_requests.h"
 
 namespace npumem::cli {
 namespace {
@@ -53,63 +52,37 @@ void print(const nlohmann::json& json_report, const std::string& text_report, bo
 }
 
 int run_memory(const MemoryCommandOptions& options) {
-  const std::vector<plan::TensorLifetime> tensors =
-      plan::parse_lifetime_records(read_text(options.records_path), options.records_path);
   plan::MemoryPlanOptions plan_options;
   plan_options.alignment = parse_size(options.alignment);
   plan_options.time_limit = std::chrono::duration_cast<std::chrono::nanoseconds>(
       std::chrono::duration<double>(options.time_limit_s));
   plan_options.max_search_iterations = options.iterations;
   plan_options.seed = options.seed;
-  const auto start = std::chrono::steady_clock::now();
-  MemoryReport report;
-  report.plan = plan::plan_memory(tensors, plan_options);
-  report.plan_ms =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-  report.records_path = options.records_path;
-  report.tensors = tensors;
-  report.alignment = plan_options.alignment;
-  report.with_offsets = options.offsets;
-  print(memory_report_json(report), memory_report_text(report), options.json);
+  const auto run = run_memory_plan(read_text(options.records_path), options.records_path,
+                                   plan_options, options.offsets);
+  print(memory_report_json(run->report), memory_report_text(run->report), options.json);
   return kExitOk;
 }
 
-plan::LayerTiming layer_timing(const LayerCommandOptions& options, const ModelFile& model) {
-  plan::LayerTiming timing;
-  timing.hbm_bytes_per_s = static_cast<double>(parse_bandwidth(options.hbm_bandwidth));
-  timing.input_bytes = model.input_bytes;
-  return timing;
+LayerPlanRequest layer_request(const LayerCommandOptions& options) {
+  LayerPlanRequest request;
+  request.budget_bytes = parse_size(options.budget);
+  request.load_bytes_per_s = static_cast<double>(parse_bandwidth(options.load_bandwidth));
+  request.hbm_bytes_per_s = static_cast<double>(parse_bandwidth(options.hbm_bandwidth));
+  return request;
 }
 
 int run_shard(const LayerCommandOptions& options) {
-  const ModelFile model = read_model_json(options.model_path);
-  ShardReport report;
-  report.model_path = options.model_path;
-  report.model = &model;
-  report.options.hbm_budget_bytes = parse_size(options.budget);
-  report.options.load_bytes_per_s = static_cast<double>(parse_bandwidth(options.load_bandwidth));
-  report.options.timing = layer_timing(options, model);
-  report.plan = plan::plan_shards(model.layers, report.options);
-  report.fewest = plan::simulate_shards(
-      model.layers, plan::fewest_shard_starts(model.layers, report.options), report.options);
-  print(shard_report_json(report), shard_report_text(report), options.json);
+  const auto run =
+      run_shard_plan(read_text(options.model_path), options.model_path, layer_request(options));
+  print(shard_report_json(run->report), shard_report_text(run->report), options.json);
   return kExitOk;
 }
 
 int run_recompute(const LayerCommandOptions& options) {
-  const ModelFile model = read_model_json(options.model_path);
-  RecomputeReport report;
-  report.model_path = options.model_path;
-  report.model = &model;
-  plan::RecomputeOptions plan_options;
-  plan_options.activation_budget_bytes = parse_size(options.budget);
-  plan_options.timing = layer_timing(options, model);
-  report.budget_bytes = plan_options.activation_budget_bytes;
-  report.plan = plan::plan_recompute(model.layers, plan_options);
-  report.keep_all = plan::evaluate_checkpoints(
-      model.layers, std::vector<bool>(model.layers.size(), true), plan_options.timing);
-  report.sqrt_n = plan::sqrt_n_checkpoints(model.layers, plan_options.timing);
-  print(recompute_report_json(report), recompute_report_text(report), options.json);
+  const auto run =
+      run_recompute_plan(read_text(options.model_path), options.model_path, layer_request(options));
+  print(recompute_report_json(run->report), recompute_report_text(run->report), options.json);
   return kExitOk;
 }
 

@@ -41,6 +41,7 @@ struct SegmentInfo {
 struct PoolInfo {
   std::string name;
   std::uint64_t quota_bytes = 0;  // 0: no quota
+  std::optional<Tier> tier;       // set: the pool is pinned to this tier
   Stats stats;
 };
 
@@ -61,6 +62,15 @@ class Allocator {
   // InvalidPointer for a pointer that is not live.
   bool resize(void* ptr, std::size_t bytes);
 
+  // Copies bytes between two live allocations (the addresses allocate() returned; bytes
+  // at most either's requested size) through the device, which moves them when its
+  // memory is backed. Returns the transfer time of the device's bandwidth model; the
+  // statistics count copies, bytes and modelled time per direction (copy_bytes.hbm_to_ddr,
+  // ...). Throws InvalidPointer for an address that is not live, Error when bytes overrun.
+  double copy(void* dst, const void* src, std::size_t bytes);
+
+  // Whether ptr is a live allocation of this allocator (never throws).
+  bool owns(const void* ptr) const;
   Tier tier_of(const void* ptr) const;                 // throws InvalidPointer
   std::size_t allocation_size(const void* ptr) const;  // requested bytes; throws
 
@@ -73,8 +83,11 @@ class Allocator {
   std::uint64_t largest_free_block(Tier tier) const;
   double fragmentation(Tier tier) const;
 
-  // Named pools with quotas (0: none). The default pool is "default".
-  void create_pool(const std::string& name, std::uint64_t quota_bytes = 0);
+  // Named pools with quotas (0: none). The default pool is "default". A pool pinned to a
+  // tier allocates only from it and never spills (OutOfMemory instead); ConfigError when
+  // the device lacks the tier.
+  void create_pool(const std::string& name, std::uint64_t quota_bytes = 0,
+                   std::optional<Tier> tier = std::nullopt);
   std::vector<PoolInfo> pools() const;
 
   // Marks the start of an iteration (training step, inference batch): observers see an

@@ -43,6 +43,14 @@ typedef enum npumem_status {
 
 typedef struct npumem_allocator npumem_allocator_t;
 
+/* Where a pool's allocations come from: any tier (HBM first, then DDR when spilling
+ * is on), or one tier only (never spilling). */
+typedef enum npumem_tier {
+  NPUMEM_TIER_ANY = -1,
+  NPUMEM_TIER_HBM = 0,
+  NPUMEM_TIER_DDR = 1
+} npumem_tier_t;
+
 /* The main figures of Stats (include/npumem/stats.h), over all pools and tiers
  * unless the name says a tier. Byte counts are rounded block sizes except
  * requested_bytes. npumem_stat() reads any other figure by its PyTorch key. */
@@ -95,6 +103,11 @@ NPUMEM_API npumem_status_t npumem_init(int device, const char* spec,
  * exits and cannot be destroyed. */
 NPUMEM_API npumem_status_t npumem_device_allocator(int device,
                                                    npumem_allocator_t** out) NPUMEM_NOEXCEPT;
+/* In a child made by fork(): puts the process-wide allocators it inherited on a stats
+ * page of its own, so `npumem smi` lists it (the parent's page stays the parent's). Does
+ * nothing in any other process or with NPUMEM_STATS_PAGE=0. npumem's Python module calls
+ * it after every fork. */
+NPUMEM_API void npumem_publish_after_fork(void) NPUMEM_NOEXCEPT;
 
 /* ---- Allocators the caller owns ---- */
 
@@ -190,6 +203,22 @@ NPUMEM_API npumem_status_t npumem_size_patterns(npumem_allocator_t* allocator,
  * *out with npumem_string_free(). */
 NPUMEM_API npumem_status_t npumem_snapshot_json(npumem_allocator_t* allocator,
                                                 char** out) NPUMEM_NOEXCEPT;
+/* As npumem_create_pool, pinned to a tier: its allocations come only from that tier
+ * and never spill (NPUMEM_TIER_ANY: not pinned). INVALID_CONFIG when the device lacks
+ * that tier or the name exists already. */
+NPUMEM_API npumem_status_t npumem_create_tier_pool(npumem_allocator_t* allocator, const char* name,
+                                                   size_t quota_bytes,
+                                                   npumem_tier_t tier) NPUMEM_NOEXCEPT;
+/* As npumem_allocate, from the named pool (INVALID_CONFIG for an unknown pool). */
+NPUMEM_API npumem_status_t npumem_pool_allocate(npumem_allocator_t* allocator, const char* pool,
+                                                size_t size, void** out) NPUMEM_NOEXCEPT;
+/* Copies bytes between two live allocations of the allocator (the addresses it
+ * returned; bytes at most either's size) on the device; seconds (may be NULL) gets the
+ * transfer time of the device's bandwidth model. The statistics count it per
+ * direction ("copy_bytes.ddr_to_hbm", "copy_modelled_ns.ddr_to_hbm", ...). */
+NPUMEM_API npumem_status_t npumem_copy(npumem_allocator_t* allocator, void* dst, const void* src,
+                                       size_t bytes, double* seconds) NPUMEM_NOEXCEPT;
+
 /* Problems met when the allocator was made that did not stop it (e.g. "expandable_segments
  * is not supported by device ..."), one per line, each ending in '\n'; "" when none.
  * Free *out with npumem_string_free(). */

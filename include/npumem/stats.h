@@ -29,6 +29,20 @@ struct Stat {
   void reset_peak() { peak = current; }
 };
 
+// Copies between tiers (Allocator::copy), one direction: how many, the bytes, and the
+// transfer time of the device's bandwidth model.
+struct CopyStat {
+  std::int64_t count = 0;
+  std::int64_t bytes = 0;
+  double modelled_seconds = 0;
+
+  void add(std::uint64_t amount, double seconds) {
+    ++count;
+    bytes += static_cast<std::int64_t>(amount);
+    modelled_seconds += seconds;
+  }
+};
+
 enum class PoolKind : std::uint8_t { small = 0, large = 1 };
 
 // One statistic seen by every split: all, small_pool, large_pool, hbm, ddr.
@@ -65,10 +79,14 @@ struct Stats {
   std::int64_t num_device_free = 0;
   std::int64_t num_spills = 0;    // allocations served by DDR because HBM could not
   std::int64_t num_reclaims = 0;  // cache releases made to satisfy a request
+  // [from][to] by Tier; not reset with the peaks.
+  std::array<std::array<CopyStat, kTierCount>, kTierCount> copies{};
 
   void reset_peak();
   // Flat "name.split.field" keys as torch.cuda.memory_stats() prints them,
-  // e.g. "allocated_bytes.all.current", "reserved_bytes.hbm.peak", "num_ooms".
+  // e.g. "allocated_bytes.all.current", "reserved_bytes.hbm.peak", "num_ooms", and per
+  // copy direction "num_copies.ddr_to_hbm", "copy_bytes.ddr_to_hbm",
+  // "copy_modelled_ns.ddr_to_hbm" (the modelled seconds in nanoseconds).
   std::map<std::string, std::int64_t> as_map() const;
 };
 

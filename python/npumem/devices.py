@@ -21,6 +21,9 @@ DeviceLike = Union[int, _core.Device, None]
 
 _creation_lock = threading.Lock()
 
+# A forked child (torch.multiprocessing, DataLoader workers) shows in `npumem smi` as itself.
+os.register_at_fork(after_in_child=_core.publish_after_fork)
+
 
 def init(spec: Optional[str] = None, conf: Optional[str] = None, device: int = 0) -> _core.Device:
     """Makes device `device` from `spec` (default: NPUMEM_DEVICE, else "sim") with the

@@ -125,3 +125,12 @@ def caching_allocator_delete(ptr: int, device: DeviceLike = None) -> None:
     """Frees an address caching_allocator_alloc() returned. Raises InvalidPointerError
     for an address the device does not hold."""
     get_device(device).deallocate(ptr)
+
+
+def copy(dst: int, src: int, nbytes: int, device: DeviceLike = None) -> float:
+    """Copies `nbytes` between two live allocations of the device (the addresses it
+    returned; either tier) and returns the transfer time of the device's bandwidth
+    model in seconds. memory_stats() counts copies per direction: num_copies.ddr_to_hbm,
+    copy_bytes.ddr_to_hbm, copy_modelled_ns.ddr_to_hbm, ... Raises InvalidPointerError
+    for an address that is not live, Error when nbytes overruns either allocation."""
+    return get_device(device).copy(dst, src, nbytes)

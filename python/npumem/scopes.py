@@ -24,14 +24,18 @@ def to_bytes(size: Size) -> int:
     return size
 
 
-def create_pool(name: str, quota: Size = 0, device: DeviceLike = None) -> None:
-    """Creates a named pool on the device; quota 0 means none. Raises ConfigError when
-    the pool exists already."""
-    get_device(device).create_pool(name, to_bytes(quota))
+def create_pool(
+    name: str, quota: Size = 0, device: DeviceLike = None, tier: Optional[str] = None
+) -> None:
+    """Creates a named pool on the device; quota 0 means none. `tier` ("hbm" or "ddr")
+    pins it: its allocations come only from that tier and never spill. Raises
+    ConfigError when the pool exists already or the device lacks the tier."""
+    get_device(device).create_pool(name, to_bytes(quota), tier)
 
 
 def pools(device: DeviceLike = None) -> list[dict[str, Any]]:
-    """Each pool of the device: name, quota_bytes and its stats (memory_stats keys)."""
+    """Each pool of the device: name, quota_bytes, tier (None unless pinned) and its
+    stats (memory_stats keys)."""
     return get_device(device).pools()
 
 
@@ -39,11 +43,20 @@ class pool:  # noqa: N801 - used like torch.cuda.use_mem_pool, as a lower-case c
     """Routes this thread's allocations on the device to the pool `name` while in the
     `with` block; allocations on other threads are unaffected. The pool is created
     when it does not exist (with `quota`, or none); naming a quota that differs from
-    an existing pool's raises ConfigError."""
+    an existing pool's raises ConfigError. `tier` ("hbm" or "ddr") pins a new pool to
+    that tier (see create_pool); naming another tier than an existing pool's raises
+    ConfigError."""
 
-    def __init__(self, name: str, quota: Optional[Size] = None, device: DeviceLike = None):
+    def __init__(
+        self,
+        name: str,
+        quota: Optional[Size] = None,
+        device: DeviceLike = None,
+        tier: Optional[str] = None,
+    ):
         self.name = name
         self.quota_bytes = None if quota is None else to_bytes(quota)
+        self.tier = tier
         self.device = get_device(device)
         self._scope: Optional[_core.PoolScope] = None
 
@@ -79,12 +92,17 @@ class pool:  # noqa: N801 - used like torch.cuda.use_mem_pool, as a lower-case c
     def _ensure_pool(self) -> None:
         existing = {info["name"]: info for info in self.device.pools()}
         if self.name not in existing:
-            self.device.create_pool(self.name, self.quota_bytes or 0)
+            self.device.create_pool(self.name, self.quota_bytes or 0, self.tier)
             return
         quota = existing[self.name]["quota_bytes"]
         if self.quota_bytes is not None and self.quota_bytes != quota:
             raise _core.ConfigError(
                 f"pool '{self.name}' exists with quota {quota} bytes, not {self.quota_bytes}"
+            )
+        tier = existing[self.name]["tier"]
+        if self.tier is not None and self.tier != tier:
+            raise _core.ConfigError(
+                f"pool '{self.name}' exists pinned to {tier or 'no tier'}, not {self.tier}"
             )
 
 

@@ -10,7 +10,7 @@
 namespace npumem::python {
 
 inline constexpr const char* kAllocatorBridgeCapsule = "npumem._core.AllocatorBridge";
-inline constexpr std::uint32_t kAllocatorBridgeVersion = 1;
+inline constexpr std::uint32_t kAllocatorBridgeVersion = 2;
 
 struct AllocatorBridge {
   std::uint32_t version = kAllocatorBridgeVersion;
@@ -23,6 +23,8 @@ struct AllocatorBridge {
   // Returns false with the explanation in *error for a pointer the allocator does
   // not hold. Thread safe; needs no Python lock.
   bool (*deallocate)(void* allocator, void* ptr, std::string* error) = nullptr;
+  // Whether ptr is a live allocation of this allocator (frees find their device by it).
+  bool (*owns)(void* allocator, const void* ptr) = nullptr;
   // The requested bytes of a live allocation (0 for a pointer it does not hold).
   std::size_t (*allocation_size)(void* allocator, const void* ptr) = nullptr;
   // Current allocated and reserved bytes, as the PyTorch profiler wants them.

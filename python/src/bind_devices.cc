@@ -3,12 +3,14 @@
 #include <pybind11/stl.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "bindings.h"
 #include "device_registry.h"
 #include "npumem/config.h"
 #include "npumem/errors.h"
+#include "npumem/npumem.h"
 #include "npumem/units.h"
 
 namespace py = pybind11;
@@ -79,6 +81,8 @@ py::list pools_list(const Allocator& allocator) {
     py::dict entry;
     entry["name"] = pool.name;
     entry["quota_bytes"] = pool.quota_bytes;
+    entry["tier"] = pool.tier ? py::object(py::str(std::string(tier_name(*pool.tier))))
+                              : py::object(py::none());
     entry["stats"] = stats_dict(pool.stats);
     pools.append(entry);
   }
@@ -131,10 +135,20 @@ void bind_devices(py::module_& module) {
       .def("snapshot", [](const Entry& e) { return snapshot_list(e); })
       .def(
           "create_pool",
-          [](Entry& e, const std::string& name, std::uint64_t quota_bytes) {
-            e.allocator->create_pool(name, quota_bytes);
+          [](Entry& e, const std::string& name, std::uint64_t quota_bytes,
+             const std::optional<std::string>& tier) {
+            e.allocator->create_pool(name, quota_bytes,
+                                     tier ? std::optional<Tier>(parse_tier(*tier)) : std::nullopt);
           },
-          py::arg("name"), py::arg("quota_bytes") = 0)
+          py::arg("name"), py::arg("quota_bytes") = 0, py::arg("tier") = py::none())
+      .def(
+          "copy",
+          [](Entry& e, std::uintptr_t dst, std::uintptr_t src, std::size_t bytes) {
+            return e.allocator->copy(to_pointer(dst), to_pointer(src), bytes);
+          },
+          py::arg("dst"), py::arg("src"), py::arg("bytes"),
+          py::call_guard<py::gil_scoped_release>(),
+          "Copies bytes between two live allocations; returns the modelled seconds")
       .def("pools", [](const Entry& e) { return pools_list(*e.allocator); })
       .def(
           "allocate",
@@ -196,6 +210,8 @@ void bind_devices(py::module_& module) {
   module.def("find_device", &find_device, py::arg("index"), py::return_value_policy::reference,
              "The device at `index`, or None");
   module.def("device_indices", &device_indices);
+  module.def("publish_after_fork", &npumem_publish_after_fork,
+             "In a forked child: its inherited devices on a stats page of its own (npumem smi)");
   module.def(
       "check_config",
       [](const std::string& conf) {

@@ -9,8 +9,9 @@ void bind_errors(pybind11::module_& module);   // bind_errors.cc
 void bind_devices(pybind11::module_& module);  // bind_devices.cc
 void bind_scopes(pybind11::module_& module);   // bind_scopes.cc: pools and memory tags
 void bind_observe(pybind11::module_& module);  // bind_observe.cc: monitor, leaks, history
-#ifdef NPUMEM_PYTHON_HTML_TIMELINE
+#ifdef NPUMEM_PYTHON_WITH_TOOLS
 void bind_timeline(pybind11::module_& module);  // bind_timeline.cc: npumem viz's HTML page
+void bind_plan(pybind11::module_& module);      // bind_plan.cc: npumem plan's plans
 #endif
 
 }  // namespace npumem::python

@@ -45,6 +45,10 @@ bool bridge_deallocate(void* allocator, void* ptr, std::string* error) {
   }
 }
 
+bool bridge_owns(void* allocator, const void* ptr) {
+  return static_cast<Allocator*>(allocator)->owns(ptr);
+}
+
 std::size_t bridge_allocation_size(void* allocator, const void* ptr) {
   try {
     return static_cast<Allocator*>(allocator)->allocation_size(ptr);
@@ -89,6 +93,7 @@ DeviceEntry& add_entry(Registry& reg, int index, std::string spec, Allocator& al
   entry->bridge.allocator = &allocator;
   entry->bridge.allocate = bridge_allocate;
   entry->bridge.deallocate = bridge_deallocate;
+  entry->bridge.owns = bridge_owns;
   entry->bridge.allocation_size = bridge_allocation_size;
   entry->bridge.totals = bridge_totals;
   DeviceEntry& result = *entry;

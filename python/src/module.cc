@@ -9,7 +9,8 @@ PYBIND11_MODULE(_core, module) {
   npumem::python::bind_devices(module);
   npumem::python::bind_scopes(module);
   npumem::python::bind_observe(module);
-#ifdef NPUMEM_PYTHON_HTML_TIMELINE
+#ifdef NPUMEM_PYTHON_WITH_TOOLS
   npumem::python::bind_timeline(module);
+  npumem::python::bind_plan(module);
 #endif
 }

@@ -52,21 +52,32 @@ bool installed() {
   return current == ours || (current == &recorder && recorder.inner() == ours);
 }
 
+// Serves the device's tensors too and makes it the default device.
 void install(const py::capsule& capsule) {
   const AllocatorBridge& bridge = bridge_from(capsule);
   Installation& state = installation();
-  if (state.allocator != nullptr && &state.allocator->bridge() != &bridge) {
-    // Deleters find their allocator through one global, so one device serves PyTorch.
-    throw std::runtime_error(
-        "PyTorch's CPU tensors were given another npumem device before; one device per process");
-  }
   if (RecordingAllocator::instance().recording()) {
     throw std::runtime_error("stop the allocation recording before installing npumem");
   }
+  NpumemCpuAllocator::serve(bridge);
+  NpumemCpuAllocator::set_default(bridge);
   if (installed()) return;
-  if (state.allocator == nullptr) state.allocator = new NpumemCpuAllocator(bridge);
+  if (state.allocator == nullptr) state.allocator = new NpumemCpuAllocator();
   state.previous = c10::GetCPUAllocator();
   c10::SetCPUAllocator(state.allocator, kPriority);
+}
+
+// Routes this thread's new tensors to a served device; None: the default device.
+void route(const py::object& capsule) {
+  if (capsule.is_none()) {
+    NpumemCpuAllocator::route(nullptr);
+    return;
+  }
+  const AllocatorBridge& bridge = bridge_from(capsule.cast<py::capsule>());
+  if (!NpumemCpuAllocator::serves(bridge)) {
+    throw std::runtime_error("this npumem device does not serve PyTorch's tensors; install it");
+  }
+  NpumemCpuAllocator::route(&bridge);
 }
 
 void uninstall() {
@@ -103,8 +114,11 @@ PYBIND11_MODULE(_torch, module) {
   using namespace npumem::python;
   module.doc() = "PyTorch's CPU allocator hook for npumem (c10::SetCPUAllocator)";
   module.def("install", &install, py::arg("bridge"),
-             "Serves PyTorch's CPU tensors from the npumem device whose bridge is given");
+             "Serves PyTorch's CPU tensors from the npumem device whose bridge is given "
+             "(the default device from now on; earlier devices stay served)");
   module.def("uninstall", &uninstall, "Puts back the CPU allocator install() replaced");
+  module.def("route", &route, py::arg("bridge"),
+             "Routes this thread's new CPU tensors to a served device (None: the default)");
   module.def("installed", &installed, "Whether npumem serves PyTorch's CPU tensors now");
   module.def("start_recording", &start_recording,
              "Records every CPU allocation and free from now on, over the current allocator");

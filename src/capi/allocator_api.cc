@@ -2,10 +2,12 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <optional>
 #include <sstream>
 
 #include "capi/abi_guard.h"
 #include "capi/handle.h"
+#include "npumem/errors.h"
 #include "npumem/npumem.h"
 #include "npumem/observer.h"
 #include "npumem/snapshot.h"
@@ -183,6 +185,53 @@ npumem_status_t npumem_snapshot_json(npumem_allocator_t* allocator, char** out) 
     std::ostringstream json;
     npumem::write_snapshot_json(npumem::memory_snapshot(allocator_of(allocator)), json);
     result = npumem::capi::c_string(json.str());
+    return NPUMEM_OK;
+  });
+}
+
+npumem_status_t npumem_create_tier_pool(npumem_allocator_t* allocator, const char* name,
+                                        size_t quota_bytes, npumem_tier_t tier) noexcept {
+  return guarded([&] {
+    if (name == nullptr) throw ArgumentError("name is NULL");
+    std::optional<npumem::Tier> pinned;
+    if (tier == NPUMEM_TIER_HBM) {
+      pinned = npumem::Tier::hbm;
+    } else if (tier == NPUMEM_TIER_DDR) {
+      pinned = npumem::Tier::ddr;
+    } else if (tier != NPUMEM_TIER_ANY) {
+      throw ArgumentError("tier " + std::to_string(static_cast<int>(tier)) +
+                          " is not NPUMEM_TIER_ANY, NPUMEM_TIER_HBM or NPUMEM_TIER_DDR");
+    }
+    allocator_of(allocator).create_pool(name, quota_bytes, pinned);
+    return NPUMEM_OK;
+  });
+}
+
+npumem_status_t npumem_pool_allocate(npumem_allocator_t* allocator, const char* pool, size_t size,
+                                     void** out) noexcept {
+  return guarded([&] {
+    void*& result = required(out, "out");
+    result = nullptr;
+    if (pool == nullptr) throw ArgumentError("pool is NULL");
+    npumem::Allocator& target = allocator_of(allocator);
+    const npumem::PoolScope scope(target, pool);
+    result = target.allocate(size);
+    return NPUMEM_OK;
+  });
+}
+
+npumem_status_t npumem_copy(npumem_allocator_t* allocator, void* dst, const void* src, size_t bytes,
+                            double* seconds) noexcept {
+  return guarded([&] {
+    double modelled = 0;
+    try {
+      modelled = allocator_of(allocator).copy(dst, src, bytes);
+    } catch (const npumem::InvalidPointer&) {
+      throw;
+    } catch (const npumem::Error& overrun) {
+      throw ArgumentError(overrun.what());
+    }
+    if (seconds != nullptr) *seconds = modelled;
     return NPUMEM_OK;
   });
 }

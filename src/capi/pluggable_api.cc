@@ -4,6 +4,7 @@
 
 #include "capi/abi_guard.h"
 #include "capi/device_registry.h"
+#include "capi/process_stats_page.h"
 #include "npumem/npumem.h"
 
 namespace {
@@ -62,6 +63,10 @@ npumem_status_t npumem_device_allocator(int device, npumem_allocator_t** out) no
     result = &npumem::capi::device_allocator(device);
     return NPUMEM_OK;
   });
+}
+
+void npumem_publish_after_fork() noexcept {
+  npumem::capi::publish_after_fork();
 }
 
 }  // extern "C"

@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "npumem/process_allocators.h"
 #include "npumem/stats_page.h"
 
 namespace npumem::capi {
@@ -75,6 +76,20 @@ void publish_on_stats_page(const Allocator& allocator) noexcept {
     page.failed = true;  // one line per process, not one per device
     std::cerr << "npumem: not publishing stats for `npumem smi` (" << kStatsPageVariable
               << "=0 silences this): " << error.what() << "\n";
+  }
+}
+
+void publish_after_fork() noexcept {
+  {
+    ProcessStatsPage& page = process_stats_page();
+    std::lock_guard lock(page.mutex);
+    if (!page.publisher || page.owner_pid == ::getpid()) return;  // nothing inherited
+    page.forget_if_inherited();
+  }
+  for (const int device : process_allocator_devices()) {
+    if (const Allocator* allocator = find_process_allocator(device)) {
+      publish_on_stats_page(*allocator);
+    }
   }
 }
 

@@ -15,5 +15,8 @@ inline constexpr const char* kStatsPageVariable = "NPUMEM_STATS_PAGE";
 // process's stats page, made on first use. Never throws: when the page cannot be made
 // or is full, one line on stderr says so and allocation goes on unpublished.
 void publish_on_stats_page(const Allocator& allocator) noexcept;
+// In a forked child: publishes the allocators it inherited on a page of its own (the
+// parent's page stays the parent's). Does nothing in the process that made the page.
+void publish_after_fork() noexcept;
 
 }  // namespace npumem::capi

@@ -23,6 +23,16 @@ bool Allocator::resize(void* ptr, std::size_t bytes) {
   return impl_->resize(ptr, bytes);
 }
 
+double Allocator::copy(void* dst, const void* src, std::size_t bytes) {
+  return impl_->copy(dst, src, bytes);
+}
+
+bool Allocator::owns(const void* ptr) const {
+  std::lock_guard lock(impl_->mutex);
+  const core::Block* block = impl_->live.find(reinterpret_cast<std::uintptr_t>(ptr));
+  return block != nullptr && !block->cached;  // a cached block is free, as for live_block
+}
+
 Tier Allocator::tier_of(const void* ptr) const {
   std::lock_guard lock(impl_->mutex);
   return impl_->live_block(ptr).segment->tier;
@@ -64,18 +74,20 @@ double Allocator::fragmentation(Tier tier) const {
   return impl_->fragmentation(tier);
 }
 
-void Allocator::create_pool(const std::string& name, std::uint64_t quota_bytes) {
+void Allocator::create_pool(const std::string& name, std::uint64_t quota_bytes,
+                            std::optional<Tier> tier) {
   if (name.empty()) throw ConfigError("a pool needs a name");
   std::lock_guard lock(impl_->mutex);
   if (impl_->find_pool(name) != nullptr) throw ConfigError("pool '" + name + "' exists already");
-  impl_->create_pool(name, quota_bytes);
+  impl_->create_pool(name, quota_bytes, tier);
 }
 
 std::vector<PoolInfo> Allocator::pools() const {
   std::lock_guard lock(impl_->mutex);
   std::vector<PoolInfo> infos;
   for (const auto& pool : impl_->pools)
-    infos.push_back({pool->name, pool->quota_bytes, impl_->public_stats(pool.get())});
+    infos.push_back(
+        {pool->name, pool->quota_bytes, pool->pinned_tier, impl_->public_stats(pool.get())});
   return infos;
 }
 

@@ -230,13 +230,24 @@ void Allocator::Impl::release_everything() {
   }
 }
 
-PoolState& Allocator::Impl::create_pool(const std::string& name, std::uint64_t quota_bytes) {
+PoolState& Allocator::Impl::create_pool(const std::string& name, std::uint64_t quota_bytes,
+                                        std::optional<Tier> tier) {
+  if (tier && !device->has_tier(*tier)) {
+    throw ConfigError("pool '" + name + "' cannot be pinned to " + std::string(tier_name(*tier)) +
+                      ": device " + device->name() + " has no " + std::string(tier_name(*tier)) +
+                      " tier");
+  }
+  if (tier == Tier::ddr && config.strategy == Strategy::static_arena) {
+    throw ConfigError("pool '" + name +
+                      "' cannot be pinned to ddr under the static strategy, whose arenas are "
+                      "in HBM; use strategy caching or expandable");
+  }
   if (!pools.empty() && !per_pool_stats) {
     // Until now every allocation was the default pool's: its stats are the totals.
     pools.front()->stats = stats;
     per_pool_stats = true;
   }
-  pools.push_back(std::make_unique<PoolState>(name, quota_bytes));
+  pools.push_back(std::make_unique<PoolState>(name, quota_bytes, tier));
   try {
     source->pool_created(*pools.back());
   } catch (...) {
@@ -311,9 +322,11 @@ void* Allocator::Impl::allocate_locked(std::size_t bytes, ThreadCache* known) {
 
 // HBM first; DDR when spilling is allowed. Each tier tries its cache, then growth,
 // then a reclaim of cached free memory before the next tier is considered, so a
-// tensor lands in slow memory only when fast memory truly cannot hold it.
+// tensor lands in slow memory only when fast memory truly cannot hold it. A pinned
+// pool uses its tier only: placement there is the caller's decision, not a spill.
 Block* Allocator::Impl::allocate_block(PoolState& pool, std::size_t size, PoolKind kind,
                                        Refusal& refusal) {
+  if (pool.pinned_tier) return allocate_on_tier(pool, *pool.pinned_tier, size, kind, refusal);
   for (Tier tier : kAllTiers) {
     if (tier == Tier::ddr && !config.spill_to_ddr) break;
     if (tier_limit[index(tier)] == 0) continue;
@@ -597,6 +610,29 @@ void Allocator::Impl::invalid_free(std::uintptr_t address) const {
                        " was not allocated by this allocator");
 }
 
+// The bytes move outside the lock (a large copy must not stall other threads); the
+// caller keeps both allocations live meanwhile, as with any use of its memory.
+double Allocator::Impl::copy(void* dst, const void* src, std::size_t bytes) {
+  Tier dst_tier = Tier::hbm;
+  Tier src_tier = Tier::hbm;
+  {
+    std::lock_guard lock(mutex);
+    const Block& to = live_block(dst);
+    const Block& from = live_block(src);
+    if (bytes > to.requested || bytes > from.requested) {
+      throw Error("copy of " + std::to_string(bytes) + " bytes overruns an allocation (source " +
+                  std::to_string(from.requested) + " bytes, destination " +
+                  std::to_string(to.requested) + " bytes)");
+    }
+    dst_tier = to.segment->tier;
+    src_tier = from.segment->tier;
+  }
+  const double seconds = device->copy(dst, dst_tier, src, src_tier, bytes);
+  std::lock_guard lock(mutex);
+  stats.copies[index(src_tier)][index(dst_tier)].add(bytes, seconds);
+  return seconds;
+}
+
 const Block& Allocator::Impl::live_block(const void* ptr) const {
   const Block* block = live.find(reinterpret_cast<std::uintptr_t>(ptr));
   if (block == nullptr || block->cached) {
@@ -666,6 +702,7 @@ core::OomContext Allocator::Impl::oom_context(PoolState& pool, std::size_t bytes
   c.requested_bytes = bytes;
   c.rounded_bytes = size;
   c.pool = pool.name;
+  c.pinned_tier = pool.pinned_tier;
   c.pool_quota_bytes = pool.quota_bytes;
   c.pool_reserved_bytes = pool.reserved_bytes();
   c.quota_refused = refusal.quota;

@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -55,11 +56,13 @@ struct Allocator::Impl {
   void deallocate(void* ptr);
   bool resize(void* ptr, std::size_t bytes);
   const core::Block& live_block(const void* ptr) const;  // throws InvalidPointer
+  double copy(void* dst, const void* src, std::size_t bytes);
   std::size_t empty_cache();
   std::vector<SegmentInfo> snapshot() const;
   std::uint64_t largest_free_block(Tier tier) const;
   double fragmentation(Tier tier) const;
-  core::PoolState& create_pool(const std::string& name, std::uint64_t quota_bytes);
+  core::PoolState& create_pool(const std::string& name, std::uint64_t quota_bytes,
+                               std::optional<Tier> tier = std::nullopt);
   core::PoolState* find_pool(const std::string& name) const;
   // Statistics as users see them: the allocator's (nullptr) or one pool's.
   Stats public_stats(const core::PoolState* pool) const;

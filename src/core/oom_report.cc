@@ -26,6 +26,10 @@ std::string advice(const OomContext& c) {
     return "Advice: the pool's quota is spent; raise the quota of pool '" + c.pool +
            "' or free its tensors.";
   }
+  if (c.pinned_tier) {
+    return "Advice: pool '" + c.pool + "' is pinned to " + std::string(tier_name(*c.pinned_tier)) +
+           ", which is full; free its tensors or raise the tier's limit (hbm/ddr).";
+  }
   for (const TierMemory* tier : {&hbm, &ddr}) {
     if (tier->present && tier->free_cached_bytes >= c.rounded_bytes &&
         tier->largest_free_bytes < c.rounded_bytes) {
@@ -46,7 +50,9 @@ std::string explain_out_of_memory(const OomContext& c) {
   std::ostringstream out;
   out << "out of memory: cannot allocate " << format_bytes(c.requested_bytes) << " ("
       << c.requested_bytes << " bytes requested, " << c.rounded_bytes << " rounded) in pool '"
-      << c.pool << "' (strategy " << c.strategy << ")";
+      << c.pool << "'";
+  if (c.pinned_tier) out << " pinned to " << tier_name(*c.pinned_tier);
+  out << " (strategy " << c.strategy << ")";
   if (c.pool_quota_bytes != 0) {
     out << " (quota " << format_bytes(c.pool_quota_bytes) << ", reserved "
         << format_bytes(c.pool_reserved_bytes) << ")";

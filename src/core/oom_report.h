@@ -4,6 +4,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "npumem/device.h"
@@ -25,6 +26,7 @@ struct OomContext {
   std::uint64_t requested_bytes = 0;
   std::uint64_t rounded_bytes = 0;
   std::string pool;
+  std::optional<Tier> pinned_tier;  // the pool allocates from this tier only
   std::uint64_t pool_quota_bytes = 0;
   std::uint64_t pool_reserved_bytes = 0;
   bool quota_refused = false;    // the pool's quota, not the device, stopped the growth

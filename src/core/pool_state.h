@@ -4,6 +4,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "core/block_pool.h"
@@ -12,8 +13,8 @@
 namespace npumem::core {
 
 struct PoolState {
-  PoolState(std::string pool_name, std::uint64_t quota)
-      : name(std::move(pool_name)), quota_bytes(quota) {
+  PoolState(std::string pool_name, std::uint64_t quota, std::optional<Tier> tier = std::nullopt)
+      : name(std::move(pool_name)), quota_bytes(quota), pinned_tier(tier) {
     for (Tier tier : kAllTiers) {
       for (PoolKind kind : {PoolKind::small, PoolKind::large}) {
         blocks[static_cast<int>(tier)][static_cast<int>(kind)] =
@@ -32,7 +33,8 @@ struct PoolState {
   }
 
   std::string name;
-  std::uint64_t quota_bytes;  // 0: no quota
+  std::uint64_t quota_bytes;        // 0: no quota
+  std::optional<Tier> pinned_tier;  // set: allocations come only from this tier
   Stats stats;
   std::array<std::array<std::unique_ptr<BlockPool>, 2>, kTierCount> blocks;
 };

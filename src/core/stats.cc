@@ -1,5 +1,7 @@
 #include "npumem/stats.h"
 
+#include <cmath>
+
 namespace npumem {
 
 void StatSplit::reset_peak() {
@@ -52,6 +54,16 @@ std::map<std::string, std::int64_t> Stats::as_map() const {
   out["num_device_free"] = num_device_free;
   out["num_spills"] = num_spills;
   out["num_reclaims"] = num_reclaims;
+  for (Tier from : kAllTiers) {
+    for (Tier to : kAllTiers) {
+      const CopyStat& copy = copies[static_cast<int>(from)][static_cast<int>(to)];
+      const std::string direction =
+          std::string(tier_name(from)) + "_to_" + std::string(tier_name(to));
+      out["num_copies." + direction] = copy.count;
+      out["copy_bytes." + direction] = copy.bytes;
+      out["copy_modelled_ns." + direction] = std::llround(copy.modelled_seconds * 1e9);
+    }
+  }
   return out;
 }
 

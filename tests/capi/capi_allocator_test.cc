@@ -285,3 +285,43 @@ TEST(CapiAllocatorConfig, DestroyDoesNotRefuseLiveBlocks) {
 }
 
 }  // namespace
+
+TEST(CapiTiers, PinnedPoolsAndCopiesBetweenTiers) {
+  npumem_allocator_t* allocator = nullptr;
+  ASSERT_EQ(npumem_allocator_create("sim:hbm=64MiB,ddr=256MiB,backing=host", nullptr, &allocator),
+            NPUMEM_OK)
+      << npumem_last_error();
+  ASSERT_EQ(npumem_create_tier_pool(allocator, "weights", 0, NPUMEM_TIER_DDR), NPUMEM_OK)
+      << npumem_last_error();
+  void* master = nullptr;
+  ASSERT_EQ(npumem_pool_allocate(allocator, "weights", 4 * kMiB, &master), NPUMEM_OK);
+  std::memset(master, 0x5a, 4 * kMiB);
+  void* copy = nullptr;
+  ASSERT_EQ(npumem_allocate(allocator, 4 * kMiB, &copy), NPUMEM_OK);
+  double seconds = 0;
+  ASSERT_EQ(npumem_copy(allocator, copy, master, 4 * kMiB, &seconds), NPUMEM_OK)
+      << npumem_last_error();
+  EXPECT_EQ(static_cast<unsigned char*>(copy)[4 * kMiB - 1], 0x5a);
+  EXPECT_DOUBLE_EQ(seconds, static_cast<double>(4 * kMiB) / 50e9);
+  int64_t value = 0;
+  ASSERT_EQ(npumem_stat(allocator, "copy_bytes.ddr_to_hbm", &value), NPUMEM_OK);
+  EXPECT_EQ(value, 4 * kMiB);
+  ASSERT_EQ(npumem_stat(allocator, "allocated_bytes.ddr.current", &value), NPUMEM_OK);
+  EXPECT_EQ(value, 4 * kMiB);
+
+  EXPECT_EQ(npumem_copy(allocator, copy, master, 8 * kMiB, nullptr), NPUMEM_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(npumem_last_error()).find("overruns"), std::string::npos);
+  EXPECT_EQ(npumem_create_tier_pool(allocator, "odd", 0, static_cast<npumem_tier_t>(7)),
+            NPUMEM_INVALID_ARGUMENT);
+  void* none = nullptr;
+  EXPECT_EQ(npumem_pool_allocate(allocator, "missing", kMiB, &none), NPUMEM_INVALID_CONFIG);
+  EXPECT_EQ(none, nullptr);
+  EXPECT_EQ(npumem_deallocate(allocator, copy), NPUMEM_OK);
+  EXPECT_EQ(npumem_deallocate(allocator, master), NPUMEM_OK);
+  EXPECT_EQ(npumem_allocator_destroy(allocator), NPUMEM_OK);
+
+  ASSERT_EQ(npumem_allocator_create("sim:hbm=64MiB,ddr=0", nullptr, &allocator), NPUMEM_OK);
+  EXPECT_EQ(npumem_create_tier_pool(allocator, "weights", 0, NPUMEM_TIER_DDR), NPUMEM_INVALID_CONFIG);
+  EXPECT_NE(std::string(npumem_last_error()).find("has no ddr tier"), std::string::npos);
+  EXPECT_EQ(npumem_allocator_destroy(allocator), NPUMEM_OK);
+}

@@ -17,6 +17,7 @@ SCRIPT.py` runs a script this way and reports at exit.
 from __future__ import annotations
 
 import os
+import threading
 from typing import Optional
 
 import torch  # noqa: F401 - loads libc10, which npumem._torch links, before it
@@ -30,16 +31,48 @@ from npumem.torch.trace import Recording, record
 # at most 20 GiB of real memory.
 DEFAULT_SPEC = "sim:hbm=4GiB,ddr=16GiB,backing=host"
 
+_default: Optional[_core.Device] = None  # serves threads not routed by device()
+_served: dict[int, _core.Device] = {}  # every device PyTorch's tensors may live on
+_routes = threading.local()  # this thread's stack of device() scopes
+
 
 def install(
-    spec: Optional[str] = None, conf: Optional[str] = None, device: int = 0
+    spec: Optional[str] = None,
+    conf: Optional[str] = None,
+    device: int = 0,
+    devices: Optional[int] = None,
 ) -> _core.Device:
     """Serves PyTorch's CPU tensors from npumem device `device`, made now from `spec`
     (default: NPUMEM_DEVICE, else DEFAULT_SPEC) and `conf` (over NPUMEM_ALLOC_CONF)
-    unless it exists already. The device needs host-accessible memory ("host", or
-    "sim" with backing=host). Tensors made before keep their memory; one device per
-    process serves PyTorch. Returns the device."""
+    unless it exists already. With `devices=N`, devices 0..N-1 are made (or taken) the
+    same way and all serve PyTorch: `with npumem.torch.device(i):` routes a thread's new
+    tensors to device i, and `device` is the default for the others. Each device needs
+    host-accessible memory ("host", or "sim" with backing=host). Tensors made before
+    keep their memory; devices served before stay served (their tensors free to them).
+    Returns the default device."""
     index = device_index(device)
+    indices = [index]
+    if devices is not None:
+        if isinstance(devices, bool) or not isinstance(devices, int) or devices < 1:
+            raise ValueError(f"devices is a number of devices (>= 1), not {devices!r}")
+        if index >= devices:
+            raise _core.ConfigError(
+                f"device index {index} is out of range: devices={devices} makes 0..{devices - 1}"
+            )
+        indices = list(range(devices))
+    chosen = {i: _host_device(i, spec, conf) for i in indices}
+    for i in indices:
+        if i != index:
+            _torch.install(chosen[i].bridge())
+            _served[i] = chosen[i]
+    _torch.install(chosen[index].bridge())  # the last one installed is the default
+    _served[index] = chosen[index]
+    global _default
+    _default = chosen[index]
+    return chosen[index]
+
+
+def _host_device(index: int, spec: Optional[str], conf: Optional[str]) -> _core.Device:
     if is_initialized(index):
         chosen = get_device(index)
         if spec is not None and spec != chosen.spec:
@@ -58,8 +91,50 @@ def install(
             f"PyTorch's CPU tensors need 'host' or a sim device with backing=host, "
             f"e.g. '{DEFAULT_SPEC}'"
         )
-    _torch.install(chosen.bridge())
     return chosen
+
+
+def installed_device(device: Optional[int] = None) -> _core.Device:
+    """A device that serves PyTorch's CPU tensors: `device`, or the one this thread's
+    tensors go to now. Raises npumem.Error when install() has not run (or uninstall()
+    followed it), ConfigError naming the served devices for an index that is not one."""
+    if _default is None or not is_installed():
+        raise _core.Error(
+            "npumem does not serve PyTorch's tensors: call npumem.torch.install() first"
+        )
+    if device is None:
+        stack = getattr(_routes, "stack", None)
+        return stack[-1] if stack else _default
+    index = device_index(device)
+    if index not in _served:
+        served = ", ".join(str(i) for i in sorted(_served))
+        raise _core.ConfigError(
+            f"device index {index} is out of range: PyTorch's tensors are served by npumem "
+            f"device{'s' if len(_served) > 1 else ''} {served} (install(devices=N) serves more)"
+        )
+    return _served[index]
+
+
+class device:  # noqa: N801 - a context, like torch.cuda.device
+    """Routes this thread's new CPU tensors to served device `index` while in the `with`
+    block (other threads are unaffected; frees find their device by address). Raises
+    ConfigError naming the served devices for an index that is not one of them."""
+
+    def __init__(self, index: int):
+        self.device = installed_device(index)
+
+    def __enter__(self) -> _core.Device:
+        stack = _routes.__dict__.setdefault("stack", [])
+        stack.append(self.device)
+        _torch.route(self.device.bridge())
+        return self.device
+
+    def __exit__(self, *exc_info: object) -> None:
+        stack = _routes.stack
+        if not stack or stack[-1] is not self.device:
+            raise _core.Error("npumem.torch.device scopes must close in reverse order")
+        stack.pop()
+        _torch.route(stack[-1].bridge() if stack else None)
 
 
 def uninstall() -> None:
@@ -73,14 +148,23 @@ def is_installed() -> bool:
     return _torch.installed()
 
 
+from npumem.torch.checkpointing import CheckpointedModel, checkpoint  # noqa: E402
+from npumem.torch.sharding import ShardedModel, shard  # noqa: E402
+
 __all__ = [
     "DEFAULT_SPEC",
+    "CheckpointedModel",
     "Recording",
+    "ShardedModel",
+    "checkpoint",
+    "device",
     "install",
+    "installed_device",
     "is_installed",
     "iteration",
     "mark_optimizer_steps",
     "record",
+    "shard",
     "tag_modules",
     "uninstall",
 ]

@@ -10,6 +10,7 @@ import npumem
 from npumem import _core
 from npumem.torch import install, mark_optimizer_steps, record, tag_modules
 from npumem.torch.script_runner import run_script
+from npumem.torch_children import serve_children
 
 
 # `run`'s exit status when the script succeeded but leaked (as `npumem replay --leak-check`).
@@ -41,6 +42,7 @@ def run(
         raise OSError(f"--html: cannot write {html}: {problem.strerror}") from None
     try:
         device = install(spec, conf)
+        serve_children(device.spec, conf)
         monitor = npumem.Monitor(device)
         history = npumem.MemoryHistory(device, history_entries) if page else None
         mark_optimizer_steps()

@@ -1,0 +1,194 @@
+"""Activation checkpointing chosen by the recompute planner (seed 000 §4.2).
+
+    model = npumem.torch.checkpoint(model, budget="64MiB", example_input=x)
+    loss = model(x).sum(); loss.backward()     # gradients equal to the plain run's
+    print(model.report_text())
+
+checkpoint() measures, on npumem's allocator, the bytes each layer's forward leaves for
+the backward pass and its forward time, makes the recompute plan (npumem.plan.recompute)
+for the activation budget and returns a module that runs the chain with every run of
+dropped layers, together with the kept layer after it, inside torch.utils.checkpoint
+(non-reentrant, random-number state preserved): their activations are recomputed in the
+backward pass instead of kept.
+
+It also runs one training step (forward, backward with a gradient of ones) plainly and
+one checkpointed, and reports each step's activation peak: the most bytes allocated in
+npumem's default pool above what was there before the step, with the parameters'
+gradients held in a pool of their own for the measurement (so the figure is activations
+and their gradients, what checkpointing changes). The user's gradients, buffers and
+random-number state are put back afterwards.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Callable
+
+import torch
+import torch.utils.checkpoint
+
+import npumem.plan
+from npumem import _core
+from npumem.scopes import Size, pool, to_bytes
+from npumem.torch.chain import ChainLayer, chain_layers, measure_layers, model_json
+
+GRADIENT_POOL = "npumem.checkpoint.gradients"  # holds .grad while checkpoint() measures
+
+
+class CheckpointedModel(torch.nn.Module):
+    """The model's chain with the planned segments under torch.utils.checkpoint."""
+
+    def __init__(self, model: torch.nn.Module, segments: list[tuple[list[ChainLayer], bool]]):
+        super().__init__()
+        self.model = model  # registered: parameters(), train() and state_dict() reach it
+        self._segments = segments
+        self.plan: Any = None
+        self._report: dict[str, Any] = {}
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for layers, recomputed in self._segments:
+            if recomputed and torch.is_grad_enabled():
+                x = torch.utils.checkpoint.checkpoint(
+                    _run_layers, layers, x, use_reentrant=False, preserve_rng_state=True
+                )
+            else:
+                x = _run_layers(layers, x)
+        return x
+
+    def report(self) -> npumem.plan.Plan:
+        """budget_bytes, planned_peak_bytes (the planner's activation peak),
+        plain_peak_bytes and measured_peak_bytes (the activation peaks of a plain and a
+        checkpointed training step), planned_recompute_ms, plain_step_ms,
+        checkpointed_step_ms and extra_compute_ms (their difference), and the layers:
+        kept_layers and recomputed_segments (layer names)."""
+        return npumem.plan.Plan(self._report)
+
+    def report_text(self) -> str:
+        r = self.report()
+        fmt = _core.format_bytes
+        return (
+            f"npumem checkpointing: budget {fmt(r.budget_bytes)}, "
+            f"{len(r.recomputed_segments)} recomputed segments\n"
+            f"  activation peak: plain {fmt(r.plain_peak_bytes)}, planned "
+            f"{fmt(r.planned_peak_bytes)}, measured {fmt(r.measured_peak_bytes)}\n"
+            f"  step ms: plain {r.plain_step_ms:.3f}, checkpointed {r.checkpointed_step_ms:.3f} "
+            f"(extra {r.extra_compute_ms:.3f}; planned recompute {r.planned_recompute_ms:.3f})\n"
+        )
+
+
+def _run_layers(layers: list[ChainLayer], x: torch.Tensor) -> torch.Tensor:
+    for layer in layers:
+        x = layer.run(x)
+    return x
+
+
+def _segments(layers: list[ChainLayer], keep: list[bool]) -> list[tuple[list[ChainLayer], bool]]:
+    """Each run of dropped outputs, with the layer after it (which reads the last dropped
+    output), becomes one recomputed segment; the other layers run plainly."""
+    segments: list[tuple[list[ChainLayer], bool]] = []
+    i = 0
+    while i < len(layers):
+        if keep[i]:
+            segments.append(([layers[i]], False))
+            i += 1
+            continue
+        end = i
+        while end < len(layers) and not keep[end]:
+            end += 1
+        end = min(end + 1, len(layers))  # the kept layer that reads the dropped output
+        segments.append((layers[i:end], True))
+        i = end
+    return segments
+
+
+class _Measurement:
+    """Runs training steps on the example for measuring, then puts back the model's
+    gradients, buffers and the random-number state."""
+
+    def __init__(self, model: torch.nn.Module, device: Any):
+        self.model = model
+        self.device = device
+        self.params = [p for p in model.parameters() if p.requires_grad]
+
+    def __enter__(self) -> "_Measurement":
+        self._grads = [p.grad for p in self.params]
+        self._buffers = [(b, b.detach().clone()) for b in self.model.buffers()]
+        self._rng = torch.get_rng_state()
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        for param, grad in zip(self.params, self._grads):
+            param.grad = grad
+        with torch.no_grad():
+            for buffer, saved in self._buffers:
+                buffer.copy_(saved)
+        torch.set_rng_state(self._rng)
+
+    def step(self, run: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor):
+        """Activation peak (bytes) and time (seconds) of forward + backward."""
+        with pool(GRADIENT_POOL, device=self.device):
+            for param in self.params:
+                param.grad = torch.zeros_like(param)
+        rng = torch.get_rng_state()
+        self.device.reset_peak_stats()
+        base = _default_pool(self.device)["allocated_bytes.all.current"]
+        start = time.perf_counter()
+        output = run(x)
+        torch.autograd.backward(output, torch.ones_like(output))
+        seconds = time.perf_counter() - start
+        del output
+        peak = _default_pool(self.device)["allocated_bytes.all.peak"] - base
+        torch.set_rng_state(rng)
+        for param in self.params:
+            param.grad = None
+        return peak, seconds
+
+
+def _default_pool(device: Any) -> dict[str, int]:
+    for info in device.pools():
+        if info["name"] == "default":
+            return info["stats"]
+    raise _core.Error("npumem device has no default pool")
+
+
+def checkpoint(
+    model: torch.nn.Module, budget: Size, example_input: torch.Tensor
+) -> CheckpointedModel:
+    """Plans which activations a training step keeps under `budget` (bytes of
+    activations) and returns the model with the rest recomputed; see the module's
+    description. Needs npumem.torch.install() first. Raises OutOfMemoryError naming the
+    smallest budget any plan fits when none fits this one, npumem.Error for a model that
+    is not a traceable chain of layers; nothing is left allocated."""
+    from npumem.torch import installed_device
+
+    device = installed_device()
+    budget_bytes = to_bytes(budget)
+    layers = chain_layers(model)
+    with _Measurement(model, device) as measurement:
+        costs = measure_layers(layers, example_input, device, training=True)
+        description = model_json(
+            type(model).__name__, example_input.numel() * example_input.element_size(), costs
+        )
+        hbm_bw = device.tier_info("hbm")["bandwidth_bytes_per_s"] or 1.2e12
+        plan = npumem.plan.recompute(description, budget=budget_bytes, hbm_bandwidth=hbm_bw)
+        keep = [cost.name in set(plan.kept_layers) for cost in costs]
+        wrapped = CheckpointedModel(model, _segments(layers, keep))
+        plain_peak, plain_seconds = measurement.step(model, example_input)
+        peak, seconds = measurement.step(wrapped, example_input)
+    wrapped.plan = plan
+    wrapped._report = {
+        "budget_bytes": budget_bytes,
+        "planned_peak_bytes": plan.peak_bytes,
+        "plain_peak_bytes": plain_peak,
+        "measured_peak_bytes": peak,
+        "planned_recompute_ms": plan.recompute_ms,
+        "plain_step_ms": plain_seconds * 1000.0,
+        "checkpointed_step_ms": seconds * 1000.0,
+        "extra_compute_ms": (seconds - plain_seconds) * 1000.0,
+        "kept_layers": list(plan.kept_layers),
+        "recomputed_segments": [
+            [layer.name for layer in segment] for segment, recomputed in wrapped._segments
+            if recomputed
+        ],
+    }
+    return wrapped

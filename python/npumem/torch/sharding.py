@@ -1,0 +1,408 @@
+"""Sharded execution of a model larger than HBM (seed 000 §4.1), on npumem's tiers.
+
+    runner = npumem.torch.shard(model, hbm_budget="64MiB", example_input=x)
+    y = runner(x)                 # shard by shard; equal to model(x)
+    loss = y.sum(); loss.backward()   # gradients land on the DDR master weights
+    print(runner.report_text())
+
+shard() measures each layer (weights, activations, forward time), makes the shard plan
+(npumem.plan.shard) for the budget and moves every weight into a pool pinned to DDR (the
+parameters keep their identity; their data now lives in DDR). A run copies a shard's
+weights into a pool pinned to HBM through npumem.copy (the device's bandwidth model
+times it), runs the shard's layers on those copies and frees them. When the plan says
+so, the next shard's weights are copied before the current shard computes (prefetch);
+the overlap is modelled from the copies' modelled time and the measured compute time.
+
+Training: with autograd on, the forward keeps each shard's input only; the backward
+walks the shards in reverse, copies each shard's weights into HBM again, recomputes its
+forward from the kept input (with the random-number state of the first run) and
+back-propagates through it. Weight gradients are copied to DDR and accumulate in the
+parameters' .grad as a plain run would.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Optional, Sequence
+
+import torch
+
+import npumem.plan
+from npumem import _core
+from npumem.scopes import Size, pool, to_bytes
+from npumem.torch.chain import ChainLayer, chain_layers, measure_layers, model_json
+
+WEIGHT_POOL = "npumem.shard.weights"  # pinned to DDR: the master weights and gradients
+HBM_POOL = "npumem.shard.hbm"  # pinned to HBM: the running shards' weight copies
+
+
+@dataclass
+class _Shard:
+    layers: list[ChainLayer]
+    tensors: list[torch.Tensor]  # distinct parameters and buffers, master data in DDR
+    planned: Any  # the plan's shard (npumem.plan.Plan)
+    device: Any  # the npumem device it runs on (weights, copies, activations)
+    measured_hbm_peak: int = 0
+    modelled_load_seconds: float = 0.0
+    measured_compute_seconds: float = 0.0
+
+
+@dataclass
+class _Timeline:
+    """Modelled times of the last run, with the planner's rules (one copy engine, two
+    weight buffers)."""
+
+    load_start: list[float] = field(default_factory=list)
+    compute_start: list[float] = field(default_factory=list)
+    stall: list[float] = field(default_factory=list)
+    total: float = 0.0
+
+
+class ShardedModel:
+    """Runs a model shard by shard under an HBM budget; see the module's description."""
+
+    def __init__(
+        self,
+        model: torch.nn.Module,
+        hbm_budget: Size,
+        example_input: torch.Tensor,
+        devices: Sequence[int] = (0,),
+    ):
+        placed = _served_devices(devices)
+        self.device = placed[0]  # measures the model
+        budget = to_bytes(hbm_budget)
+        layers = chain_layers(model)
+        was_training = model.training
+        model.eval()  # measuring must not move batch-norm statistics
+        try:
+            with _routed(self.device):
+                costs = measure_layers(layers, example_input, self.device, training=False)
+        finally:
+            model.train(was_training)
+        self.model_json = model_json(
+            type(model).__name__, example_input.numel() * example_input.element_size(), costs
+        )
+        hbm_bw = self.device.tier_info("hbm")["bandwidth_bytes_per_s"]
+        ddr_bw = self.device.tier_info("ddr")["bandwidth_bytes_per_s"]
+        # Raises OutOfMemoryError naming the layer when one layer alone exceeds the budget.
+        self.plan = npumem.plan.shard(
+            self.model_json, hbm=budget, bandwidth=min(hbm_bw, ddr_bw) or 50e9,
+            hbm_bandwidth=hbm_bw or 1.2e12,
+        )
+        self.hbm_budget_bytes = budget
+        self.model = model
+        count = len(self.plan.shards)
+        self.shards = [
+            _Shard(
+                layers[planned.first_layer : planned.last_layer + 1],
+                _distinct(t for layer in layers[planned.first_layer : planned.last_layer + 1]
+                          for t in layer.tensors()),
+                planned,
+                # Consecutive shards share a device: activations cross devices least.
+                placed[k * len(placed) // count],
+            )
+            for k, planned in enumerate(self.plan.shards)
+        ]
+        self._move_weights_to_ddr()
+        self.timeline = _Timeline()
+
+    # ------------------------------------------------------------------ running
+
+    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        params = [t for shard in self.shards for t in shard.tensors if t.requires_grad]
+        if torch.is_grad_enabled() and (x.requires_grad or params):
+            return _ShardedForward.apply(self, x, *params)
+        output, _ = self._forward(x, keep_inputs=False)
+        return output
+
+    def _forward(self, x: torch.Tensor, keep_inputs: bool):
+        """Runs every shard; returns the output and, when asked, each shard's input and
+        random-number state (for the backward pass)."""
+        kept: list[tuple[torch.Tensor, torch.Tensor]] = []
+        loaded = self._fetch(0)
+        try:
+            for k, shard in enumerate(self.shards):
+                following = k + 1 < len(self.shards)
+                shard.device.reset_peak_stats()
+                upcoming = None
+                if following and shard.planned.prefetches_next:
+                    upcoming = self._fetch(k + 1)
+                if k > 0 and shard.device is not self.shards[k - 1].device:
+                    x = _copy_to(x, shard.device)  # the pipeline's hand-over
+                if keep_inputs:
+                    kept.append((x, torch.get_rng_state()))
+                start = time.perf_counter()
+                x = self._run(shard, loaded, x)
+                shard.measured_compute_seconds = time.perf_counter() - start
+                loaded = None  # the shard's HBM copies go now
+                if following and upcoming is None:
+                    upcoming = self._fetch(k + 1)
+                shard.measured_hbm_peak = shard.device.stats()["allocated_bytes.hbm.peak"]
+                loaded = upcoming
+        finally:
+            loaded = None
+        self._model_timeline()
+        return x, kept
+
+    def _backward(self, kept, grad_output: torch.Tensor, wants_input_grad: bool):
+        """Back-propagates shard by shard, last first; returns the input's gradient and
+        each parameter's gradient (in DDR) by id."""
+        grads: dict[int, torch.Tensor] = {}
+        grad = grad_output
+        for k in reversed(range(len(self.shards))):
+            shard = self.shards[k]
+            x, rng_state = kept[k]
+            needs_input = k > 0 or wants_input_grad
+            x = x.detach().requires_grad_(needs_input)
+            trainable = [t for t in shard.tensors if t.requires_grad]
+            self._swap(shard, self._fetch(k))
+            try:
+                with _routed(shard.device), torch.random.fork_rng(devices=[]), \
+                        torch.enable_grad():
+                    torch.set_rng_state(rng_state)
+                    output = _run_layers(shard, x)
+                    inputs = ([x] if needs_input else []) + trainable
+                    found = torch.autograd.grad(output, inputs, grad, allow_unused=True)
+            finally:
+                self._swap(shard, None)  # frees the HBM copies
+            del output
+            grad = found[0] if needs_input else None
+            for tensor, tensor_grad in zip(trainable, found[1:] if needs_input else found):
+                if tensor_grad is None:
+                    continue
+                in_ddr = self._to_ddr(tensor_grad, shard.device)
+                if id(tensor) in grads:
+                    grads[id(tensor)] += in_ddr
+                else:
+                    grads[id(tensor)] = in_ddr
+            del found
+        return grad, grads
+
+    def _run(self, shard: _Shard, loaded: list[torch.Tensor], x: torch.Tensor) -> torch.Tensor:
+        self._swap(shard, loaded)
+        try:
+            with _routed(shard.device):
+                return _run_layers(shard, x)
+        finally:
+            self._swap(shard, None)
+
+    # ------------------------------------------------------------------ memory
+
+    def _move_weights_to_ddr(self) -> None:
+        self._masters: dict[int, torch.Tensor] = {}
+        for shard in self.shards:
+            with _routed(shard.device), pool(WEIGHT_POOL, device=shard.device, tier="ddr"):
+                for tensor in shard.tensors:
+                    master = torch.empty_like(tensor.data)
+                    master.copy_(tensor.data)
+                    self._masters[id(tensor)] = master
+        for shard in self.shards:
+            for tensor in shard.tensors:
+                tensor.data = self._masters[id(tensor)]
+
+    def _fetch(self, k: int) -> list[torch.Tensor]:
+        """Copies shard k's weights into HBM; the modelled copy time adds to the shard's."""
+        shard = self.shards[k]
+        copies = []
+        seconds = 0.0
+        with _routed(shard.device), pool(HBM_POOL, device=shard.device, tier="hbm"):
+            for tensor in shard.tensors:
+                master = self._masters[id(tensor)]
+                copy = torch.empty_like(master)
+                if master.numel() > 0:
+                    seconds += shard.device.copy(
+                        copy.data_ptr(), master.data_ptr(), master.numel() * master.element_size()
+                    )
+                copies.append(copy)
+        shard.modelled_load_seconds = seconds
+        return copies
+
+    def _swap(self, shard: _Shard, loaded: Optional[list[torch.Tensor]]) -> None:
+        """Points the shard's parameters at their HBM copies, or back at the masters."""
+        for i, tensor in enumerate(shard.tensors):
+            tensor.data = self._masters[id(tensor)] if loaded is None else loaded[i]
+
+    @staticmethod
+    def _to_ddr(tensor: torch.Tensor, device: Any) -> torch.Tensor:
+        with _routed(device), pool(WEIGHT_POOL, device=device, tier="ddr"):
+            copy = torch.empty_like(tensor, memory_format=torch.contiguous_format)
+            source = tensor.contiguous()
+        if source.numel() > 0:
+            device.copy(copy.data_ptr(), source.data_ptr(), source.numel() * source.element_size())
+        return copy
+
+    # ------------------------------------------------------------------ report
+
+    def _model_timeline(self) -> None:
+        timeline = _Timeline()
+        engine_free = 0.0
+        compute_done = 0.0
+        for k, shard in enumerate(self.shards):
+            if k == 0:
+                load_start = 0.0
+            elif self.shards[k - 1].planned.prefetches_next:
+                buffer_free = (
+                    timeline.compute_start[k - 2] + self.shards[k - 2].measured_compute_seconds
+                    if k >= 2 else 0.0
+                )
+                load_start = max(engine_free, buffer_free)
+            else:
+                load_start = compute_done
+            engine_free = load_start + shard.modelled_load_seconds
+            compute_start = max(engine_free, compute_done)
+            timeline.load_start.append(load_start)
+            timeline.compute_start.append(compute_start)
+            timeline.stall.append(compute_start - compute_done)
+            compute_done = compute_start + shard.measured_compute_seconds
+        timeline.total = compute_done
+        self.timeline = timeline
+
+    def report(self) -> npumem.plan.Plan:
+        """Per shard, the plan beside the last run: planned_peak_bytes and
+        measured_hbm_peak_bytes (npumem's HBM allocated peak while the shard ran, its
+        prefetch included), planned and modelled load_ms, planned and measured
+        compute_ms, planned and modelled stall_ms; totals and where the weights live."""
+        shards = []
+        for k, shard in enumerate(self.shards):
+            planned = shard.planned
+            ran = k < len(self.timeline.stall)
+            shards.append({
+                "device": shard.device.index,
+                "first_layer": planned.first_layer,
+                "last_layer": planned.last_layer,
+                "weight_bytes": planned.weight_bytes,
+                "prefetches_next": planned.prefetches_next,
+                "planned_peak_bytes": planned.peak_bytes,
+                "measured_hbm_peak_bytes": shard.measured_hbm_peak,
+                "planned_load_ms": planned.load_ms,
+                "modelled_load_ms": shard.modelled_load_seconds * 1000.0,
+                "planned_compute_ms": planned.compute_ms,
+                "measured_compute_ms": shard.measured_compute_seconds * 1000.0,
+                "planned_stall_ms": planned.stall_ms,
+                "modelled_stall_ms": self.timeline.stall[k] * 1000.0 if ran else None,
+            })
+        stats = [device.stats() for device in _distinct_devices(self.shards)]
+        return npumem.plan.Plan({
+            "hbm_budget_bytes": self.hbm_budget_bytes,
+            "shard_count": len(self.shards),
+            "planned_total_ms": self.plan.total_ms,
+            "modelled_total_ms": self.timeline.total * 1000.0,
+            "measured_hbm_peak_bytes": max(s.measured_hbm_peak for s in self.shards),
+            "weight_bytes_in_ddr": sum(
+                m.numel() * m.element_size() for m in self._masters.values()
+            ),
+            "devices": [device.index for device in _distinct_devices(self.shards)],
+            "copy_bytes_ddr_to_hbm": sum(s["copy_bytes.ddr_to_hbm"] for s in stats),
+            "copy_modelled_ms_ddr_to_hbm": sum(s["copy_modelled_ns.ddr_to_hbm"] for s in stats)
+            / 1e6,
+            "shards": shards,
+        })
+
+    def report_text(self) -> str:
+        report = self.report()
+        lines = [
+            f"npumem sharded run: {report.shard_count} shards, HBM budget "
+            f"{_core.format_bytes(report.hbm_budget_bytes)}, weights in DDR "
+            f"{_core.format_bytes(report.weight_bytes_in_ddr)}",
+            "  shard  layers   planned peak  measured peak  load ms (plan/model)  "
+            "compute ms (plan/measured)  stall ms (plan/model)",
+        ]
+        for k, s in enumerate(report.shards):
+            stall = "-" if s.modelled_stall_ms is None else f"{s.modelled_stall_ms:.3f}"
+            lines.append(
+                f"  {k:5}  {s.first_layer:>2}..{s.last_layer:<3} "
+                f"{_core.format_bytes(s.planned_peak_bytes):>13}  "
+                f"{_core.format_bytes(s.measured_hbm_peak_bytes):>13}  "
+                f"{s.planned_load_ms:9.3f} / {s.modelled_load_ms:<9.3f}  "
+                f"{s.planned_compute_ms:11.3f} / {s.measured_compute_ms:<11.3f}  "
+                f"{s.planned_stall_ms:8.3f} / {stall}"
+            )
+        lines.append(
+            f"  total ms: planned {report.planned_total_ms:.3f}, modelled "
+            f"{report.modelled_total_ms:.3f}; HBM peak "
+            f"{_core.format_bytes(report.measured_hbm_peak_bytes)}"
+        )
+        return "\n".join(lines) + "\n"
+
+
+class _ShardedForward(torch.autograd.Function):
+    """The sharded run as one autograd step: backward re-runs the shards in reverse."""
+
+    @staticmethod
+    def forward(ctx, runner: ShardedModel, x: torch.Tensor, *params: torch.Tensor):
+        output, kept = runner._forward(x, keep_inputs=True)
+        ctx.runner = runner
+        ctx.kept = kept
+        ctx.params = params
+        ctx.wants_input_grad = x.requires_grad
+        return output
+
+    @staticmethod
+    def backward(ctx, grad_output: torch.Tensor):
+        grad_input, grads = ctx.runner._backward(ctx.kept, grad_output, ctx.wants_input_grad)
+        ctx.kept = None
+        param_grads = [grads.pop(id(p), None) for p in ctx.params]
+        return (None, grad_input, *param_grads)
+
+
+def _run_layers(shard: _Shard, x: torch.Tensor) -> torch.Tensor:
+    for layer in shard.layers:
+        x = layer.run(x)
+    return x
+
+
+def _distinct(tensors) -> list[torch.Tensor]:
+    seen: dict[int, torch.Tensor] = {}
+    for tensor in tensors:
+        seen.setdefault(id(tensor), tensor)
+    return list(seen.values())
+
+
+def _served_devices(devices: Sequence[int]) -> list[Any]:
+    from npumem.torch import installed_device
+
+    indices = list(devices)
+    if not indices:
+        raise ValueError("devices is empty; name npumem device indices, e.g. devices=[0]")
+    if len(set(indices)) != len(indices):
+        raise ValueError(f"devices {indices} names a device twice")
+    return [installed_device(index) for index in indices]
+
+
+def _distinct_devices(shards: list[_Shard]) -> list[Any]:
+    found: dict[int, Any] = {}
+    for shard in shards:
+        found.setdefault(shard.device.index, shard.device)
+    return list(found.values())
+
+
+def _routed(device: Any):
+    from npumem.torch import device as torch_device
+
+    return torch_device(device.index)
+
+
+def _copy_to(x: torch.Tensor, device: Any) -> torch.Tensor:
+    """x in a tensor of `device` (default pool: HBM first)."""
+    with _routed(device):
+        moved = torch.empty_like(x)
+    moved.copy_(x)
+    return moved
+
+
+def shard(
+    model: torch.nn.Module,
+    hbm_budget: Size,
+    example_input: torch.Tensor,
+    devices: Sequence[int] = (0,),
+) -> ShardedModel:
+    """Measures the model on `example_input`, plans its shards for `hbm_budget` (per
+    device) and returns the runner; the model's weights move to DDR. With several
+    `devices` (served by npumem.torch.install(devices=N)), consecutive shards are
+    spread over them in order, a pipeline whose activations are copied from one device
+    to the next. Needs npumem.torch.install() first. Errors (nothing moved, nothing
+    left allocated): OutOfMemoryError when one layer does not fit the budget,
+    ConfigError for a device index that PyTorch's tensors are not served by,
+    npumem.Error for a model that is not a traceable chain of layers."""
+    return ShardedModel(model, hbm_budget, example_input, devices)

@@ -1,0 +1,81 @@
+"""npumem.torch.checkpoint: resnet18 training with half its plain activation peak as the
+budget gives the plain gradients, within the budget (plus a stated margin)."""
+
+from __future__ import annotations
+
+import copy
+import gc
+import unittest
+
+import torch
+import torchvision
+
+import npumem
+import npumem.torch
+
+# The planner counts what each layer's forward keeps for backward; a step also holds
+# the gradients of the activations being back-propagated and the weight gradient being
+# accumulated, which checkpointing does not change. The measured peak may exceed the
+# planned one by that much; this bounds it at 15 % of the budget.
+MARGIN = 0.15
+
+
+def setUpModule():
+    npumem.torch.install("sim:hbm=1GiB,ddr=2GiB,backing=host")
+
+
+def resnet18() -> torch.nn.Module:
+    torch.manual_seed(0)
+    return torchvision.models.resnet18(num_classes=10)
+
+
+def step(model: torch.nn.Module, images, labels) -> dict[str, torch.Tensor]:
+    loss = torch.nn.functional.cross_entropy(model(images), labels)
+    loss.backward()
+    return {name: p.grad for name, p in model.named_parameters()}
+
+
+class CheckpointTest(unittest.TestCase):
+    def setUp(self):
+        gc.collect()
+        torch.manual_seed(1)
+        self.images = torch.randn(16, 3, 64, 64)
+        self.labels = torch.randint(0, 10, (16,))
+
+    def test_half_the_activation_peak_gives_the_plain_gradients(self):
+        model = resnet18()
+        plain = copy.deepcopy(model)
+        expected = step(plain, self.images, self.labels)
+
+        roomy = npumem.torch.checkpoint(model, budget="1GiB", example_input=self.images)
+        self.assertEqual(roomy.report().recomputed_segments, [])
+        budget = roomy.report().plain_peak_bytes // 2
+
+        wrapped = npumem.torch.checkpoint(model, budget=budget, example_input=self.images)
+        report = wrapped.report()
+        self.assertTrue(report.recomputed_segments)
+        self.assertLessEqual(report.planned_peak_bytes, budget)
+        self.assertLessEqual(report.measured_peak_bytes, budget * (1 + MARGIN))
+        self.assertLess(report.measured_peak_bytes, report.plain_peak_bytes)
+        self.assertGreater(report.planned_recompute_ms, 0)
+        self.assertIn("extra", wrapped.report_text())
+
+        self.assertTrue(all(p.grad is None for p in model.parameters()), "measuring left grads")
+        got = step(wrapped, self.images, self.labels)
+        for name, grad in expected.items():
+            self.assertTrue(torch.equal(got[f"model.{name}"], grad), name)
+
+    def test_too_small_a_budget_names_the_smallest_that_fits(self):
+        model = resnet18()
+        before = npumem.memory_allocated()
+        with self.assertRaisesRegex(
+            npumem.OutOfMemoryError, r"no recompute plan fits .* the leanest plan needs \d"
+        ):
+            npumem.torch.checkpoint(model, budget="64KiB", example_input=self.images)
+        gc.collect()
+        self.assertEqual(npumem.memory_allocated(), before)
+        self.assertTrue(all(p.grad is None for p in model.parameters()))
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,122 @@
+"""Several virtual NPUs serving PyTorch in one process: install(devices=2), per-thread
+routing with npumem.torch.device(i), frees found by address, statistics per device,
+and a model sharded across both devices."""
+
+from __future__ import annotations
+
+import gc
+import os
+import threading
+import unittest
+
+import torch
+
+import npumem
+import npumem.torch
+
+MiB = 1 << 20
+SPEC = "sim:hbm=128MiB,ddr=512MiB,backing=host"
+
+
+def setUpModule():
+    npumem.torch.install(SPEC, devices=2)
+
+
+def allocated(device: int) -> int:
+    return npumem.memory_allocated(device=device)
+
+
+class DevicesTest(unittest.TestCase):
+    def setUp(self):
+        gc.collect()
+
+    def test_install_makes_two_devices_and_zero_is_the_default(self):
+        self.assertEqual(npumem.torch.installed_device().index, 0)
+        self.assertEqual(npumem.torch.installed_device(1).index, 1)
+        self.assertEqual(npumem.get_device(1).spec, SPEC)
+        before = allocated(0), allocated(1)
+        kept = torch.empty(MiB // 4)
+        self.assertEqual((allocated(0), allocated(1)), (before[0] + MiB, before[1]))
+        del kept
+
+    def test_device_scope_routes_this_threads_tensors_and_frees_find_their_device(self):
+        before = allocated(0), allocated(1)
+        with npumem.torch.device(1) as device:
+            self.assertEqual(device.index, 1)
+            self.assertEqual(npumem.torch.installed_device().index, 1)
+            on_one = torch.ones(MiB // 4)
+            with npumem.torch.device(0):
+                on_zero = torch.ones(MiB // 2)
+            also_on_one = torch.ones(MiB // 4)
+        self.assertEqual(allocated(1), before[1] + 2 * MiB)
+        self.assertEqual(allocated(0), before[0] + 2 * MiB)
+        self.assertEqual(npumem.get_device(1).tier_of(on_one.data_ptr()), "hbm")
+        # Freed outside any scope, each returns to its own device.
+        del on_one, also_on_one
+        self.assertEqual(allocated(1), before[1])
+        del on_zero
+        self.assertEqual(allocated(0), before[0])
+        self.assertGreaterEqual(npumem.max_memory_allocated(device=1), 2 * MiB)
+
+    def test_routing_is_per_thread(self):
+        before = allocated(0), allocated(1)
+        ready = threading.Barrier(2)
+        made = {}
+
+        def on(index: int) -> None:
+            with npumem.torch.device(index):
+                ready.wait()
+                made[index] = [torch.ones(MiB // 4) for _ in range(8)]
+
+        threads = [threading.Thread(target=on, args=(i,)) for i in (0, 1)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        self.assertEqual(allocated(0), before[0] + 8 * MiB)
+        self.assertEqual(allocated(1), before[1] + 8 * MiB)
+        made.clear()
+        self.assertEqual((allocated(0), allocated(1)), before)
+
+    def test_smi_lists_this_process_on_each_device(self):
+        pid = os.getpid()
+        for index in (0, 1):
+            listing = npumem.list_gpu_processes(device=index)  # the pages npumem smi reads
+            self.assertTrue(listing.startswith(f"NPU:{index} (sim:{index})"), listing)
+            self.assertRegex(listing, rf"process +{pid} uses")
+
+    def test_device_index_out_of_range(self):
+        with self.assertRaisesRegex(npumem.ConfigError,
+                                    r"device index 2 is out of range: .* devices 0, 1"):
+            npumem.torch.device(2)
+        with self.assertRaisesRegex(npumem.ConfigError, "device index 3 is out of range"):
+            npumem.torch.install(SPEC, device=3, devices=2)
+
+    def test_model_sharded_across_two_devices_equals_the_plain_run(self):
+        torch.manual_seed(0)
+        # The plain run's tensors stay in DDR: HBM figures are then the runner's own.
+        with npumem.pool("reference", tier="ddr", device=0):
+            model = torch.nn.Sequential(
+                *[m for _ in range(8) for m in (torch.nn.Linear(512, 512), torch.nn.Tanh())]
+            )
+            x = torch.randn(4, 512)
+            with torch.no_grad():
+                expected = model(x)
+            plain_grads = torch.autograd.grad(model(x).sum(), list(model.parameters()))
+
+        runner = npumem.torch.shard(model, hbm_budget="3MiB", example_input=x, devices=[0, 1])
+        report = runner.report()
+        self.assertEqual(sorted({shard.device for shard in report.shards}), [0, 1])
+        with torch.no_grad():
+            self.assertTrue(torch.equal(runner(x), expected))
+        for shard in runner.report().shards:
+            self.assertLessEqual(shard.measured_hbm_peak_bytes, 3 * MiB)
+        for index in (0, 1):
+            self.assertGreater(npumem.memory_stats(index)["copy_bytes.ddr_to_hbm"], 0)
+        runner(x).sum().backward()
+        for param, grad in zip(model.parameters(), plain_grads):
+            self.assertTrue(torch.equal(param.grad, grad))
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,152 @@
+"""npumem.torch.shard: a model whose weights are 3x the HBM budget runs shard by shard
+from DDR master weights, with the outputs and gradients of the plain run."""
+
+from __future__ import annotations
+
+import gc
+import unittest
+
+import torch
+
+import npumem
+import npumem.torch
+
+MiB = 1 << 20
+BUDGET = 16 * MiB
+WIDTH = 1024  # 12 layers of 4 MiB weights: 48 MiB, 3x the budget
+
+
+def mlp(seed: int) -> torch.nn.Sequential:
+    torch.manual_seed(seed)
+    layers = []
+    for _ in range(12):
+        layers += [torch.nn.Linear(WIDTH, WIDTH), torch.nn.ReLU()]
+    return torch.nn.Sequential(*layers)
+
+
+def setUpModule():
+    npumem.torch.install("sim:hbm=256MiB,ddr=1GiB,backing=host")
+
+
+def reference_copy(model: torch.nn.Module) -> torch.nn.Module:
+    """The plain model beside the sharded one, in DDR so HBM figures stay the runner's."""
+    with npumem.pool("reference", tier="ddr"):
+        twin = mlp(0)
+        twin.load_state_dict(model.state_dict())
+    return twin
+
+
+class ShardInferenceTest(unittest.TestCase):
+    def setUp(self):
+        gc.collect()  # other tests' models (errors' frames hold them in cycles)
+
+    def test_outputs_equal_the_plain_run_within_the_hbm_budget(self):
+        model = mlp(0)
+        x = torch.randn(8, WIDTH)
+        with torch.no_grad():
+            expected = model(x)
+        runner = npumem.torch.shard(model, hbm_budget=BUDGET, example_input=x)
+        self.assertGreater(runner.report().shard_count, 2)
+        hbm_before = npumem.memory_stats()["allocated_bytes.hbm.current"]
+        with torch.no_grad():
+            output = runner(x)
+        self.assertTrue(torch.equal(output, expected))
+        # The shards' HBM copies and activations are gone: only the output stays.
+        self.assertEqual(npumem.memory_stats()["allocated_bytes.hbm.current"],
+                         hbm_before + output.numel() * output.element_size())
+
+        report = runner.report()
+        self.assertLessEqual(report.measured_hbm_peak_bytes, BUDGET)
+        self.assertEqual(report.weight_bytes_in_ddr, sum(
+            t.numel() * t.element_size() for t in model.parameters()))
+        device = npumem.torch.installed_device()
+        for name, param in model.named_parameters():
+            self.assertEqual(device.tier_of(param.data_ptr()), "ddr", name)
+        # Every shard's weights went to HBM once, through npumem's timed copies.
+        self.assertEqual(report.copy_bytes_ddr_to_hbm, report.weight_bytes_in_ddr)
+        self.assertAlmostEqual(report.copy_modelled_ms_ddr_to_hbm,
+                               report.weight_bytes_in_ddr / 50e9 * 1000, places=3)
+        for shard in report.shards:
+            self.assertLessEqual(shard.measured_hbm_peak_bytes, BUDGET)
+            self.assertGreater(shard.measured_compute_ms, 0)
+        self.assertIn("shard", runner.report_text())
+
+    def test_training_step_gives_the_plain_gradients_on_ddr(self):
+        model = mlp(0)
+        twin = reference_copy(model)
+        x = torch.randn(8, WIDTH)
+        twin(x).square().sum().backward()
+        runner = npumem.torch.shard(model, hbm_budget=BUDGET, example_input=x)
+        runner(x).square().sum().backward()
+        device = npumem.torch.installed_device()
+        for (name, param), plain in zip(model.named_parameters(), twin.parameters()):
+            self.assertTrue(torch.equal(param.grad, plain.grad), name)
+            self.assertEqual(device.tier_of(param.grad.data_ptr()), "ddr", name)
+        # A second step accumulates, as .backward() does.
+        twin(x).sum().backward()
+        runner(x).sum().backward()
+        for (name, param), plain in zip(model.named_parameters(), twin.parameters()):
+            self.assertTrue(torch.equal(param.grad, plain.grad), name)
+
+
+class ShardErrorTest(unittest.TestCase):
+    def tearDown(self):
+        gc.collect()  # the errors' frames hold the models in reference cycles
+
+    def assert_nothing_changed(self, model, before: int):
+        """The model's weights stay where they were and nothing else is allocated."""
+        gc.collect()
+        self.assertEqual(npumem.memory_allocated(), before)
+        device = npumem.torch.installed_device()
+        for param in model.parameters():
+            self.assertEqual(device.tier_of(param.data_ptr()), "hbm")
+
+    def test_budget_below_the_largest_layer_names_the_layer(self):
+        model = mlp(1)
+        x = torch.randn(8, WIDTH)
+        before = npumem.memory_allocated()
+        with self.assertRaisesRegex(npumem.OutOfMemoryError, "layer 0 '0' needs 4.07 MiB .weights 4.00 MiB"):
+            npumem.torch.shard(model, hbm_budget="2MiB", example_input=x)
+        self.assert_nothing_changed(model, before)
+
+    def test_device_index_out_of_range(self):
+        model = mlp(1)
+        x = torch.randn(8, WIDTH)
+        before = npumem.memory_allocated()
+        with self.assertRaisesRegex(npumem.ConfigError, "device index 3 is out of range"):
+            npumem.torch.shard(model, BUDGET, x, devices=[3])
+        self.assert_nothing_changed(model, before)
+
+    def test_model_that_cannot_be_traced(self):
+        class Branchy(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.linear = torch.nn.Linear(WIDTH, WIDTH)
+
+            def forward(self, x):
+                if x.sum() > 0:  # data-dependent control flow: torch.fx cannot trace it
+                    return self.linear(x)
+                return x
+
+        model = Branchy()
+        x = torch.randn(8, WIDTH)
+        before = npumem.memory_allocated()
+        with self.assertRaisesRegex(npumem.Error, "Branchy cannot be traced with torch.fx"):
+            npumem.torch.shard(model, BUDGET, x)
+        self.assert_nothing_changed(model, before)
+
+    def test_model_that_is_not_a_chain(self):
+        class Residual(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.linear = torch.nn.Linear(WIDTH, WIDTH)
+
+            def forward(self, x):
+                return x + self.linear(x)
+
+        with self.assertRaisesRegex(npumem.Error, "not a chain of layers: step 'add'"):
+            npumem.torch.shard(Residual(), BUDGET, torch.randn(8, WIDTH))
+
+
+if __name__ == "__main__":
+    unittest.main()
