@@ -32,7 +32,8 @@ thread_local PoolState* scoped_pool = nullptr;
 
 }  // namespace
 
-Allocator::Impl::Impl(std::shared_ptr<Device> dev, Config conf)
+Allocator::Impl::Impl(std::shared_ptr<Device> dev, Config conf,
+                      std::shared_ptr<const ArenaPlanner> planner)
     : device(std::move(dev)), config(conf) {
   if (!device) throw ConfigError("allocator needs a device");
   if (config.granule < 64 || (config.granule & (config.granule - 1)) != 0) {
@@ -62,6 +63,12 @@ Allocator::Impl::Impl(std::shared_ptr<Device> dev, Config conf)
     case Strategy::static_arena:
       source = std::make_unique<core::StaticSource>(*this);
       break;
+    case Strategy::planned: {
+      auto planned_source = std::make_unique<core::PlannedSource>(*this, std::move(planner));
+      planned = planned_source.get();
+      source = std::move(planned_source);
+      break;
+    }
   }
   try {
     create_pool("default", 0);
@@ -118,7 +125,8 @@ void* Allocator::Impl::allocate(std::size_t bytes) {
   PoolState& pool = current_pool();
   if (bytes > std::numeric_limits<std::size_t>::max() / 2) fail(pool, bytes, bytes, {});
   const std::size_t size = round_up(std::max<std::size_t>(bytes, 1), config.granule);
-  Block* block = recycled.take(size, &pool);
+  Block* block = planned != nullptr ? planned->take(pool, size) : nullptr;
+  if (block == nullptr) block = recycled.take(size, &pool);
   if (block == nullptr) {
     Refusal refusal;
     block = allocate_block(pool, size, source->kind_for(size), refusal);
@@ -128,6 +136,7 @@ void* Allocator::Impl::allocate(std::size_t bytes) {
   block->tag = core::current_tag_id();
   live.insert(block->address, block);
   account_block(pool, *block, true);
+  if (planned != nullptr) planned->allocated(*block);
   if (!observers.empty()) {
     notify(EventKind::alloc, block->address, block->size, bytes, block->segment->tier, pool,
            block->tag);
@@ -313,6 +322,7 @@ void Allocator::Impl::deallocate(void* ptr) {
     notify(EventKind::free, block->address, block->size, block->requested, block->segment->tier,
            pool, block->tag);
   }
+  if (planned != nullptr && planned->deallocate(pool, block)) return;
   if (block->segment->tier == Tier::hbm && block->segment->kind == PoolKind::small &&
       recycled.put(block)) {
     return;

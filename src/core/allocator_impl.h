@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/oom_report.h"
+#include "core/planned_source.h"
 #include "core/pointer_map.h"
 #include "core/pool_state.h"
 #include "core/recycle_cache.h"
@@ -21,7 +22,7 @@
 namespace npumem {
 
 struct Allocator::Impl {
-  Impl(std::shared_ptr<Device> device, Config config);
+  Impl(std::shared_ptr<Device> device, Config config, std::shared_ptr<const ArenaPlanner> planner);
   ~Impl();
 
   // The public operations (the facade holds the lock where these do not).
@@ -66,6 +67,9 @@ struct Allocator::Impl {
   std::vector<std::string> warnings;
   // Per-pool block statistics start when the first named pool is created.
   bool per_pool_stats = false;
+  // The source when the strategy is planned (its hooks in allocate, deallocate and
+  // at iteration marks); nullptr otherwise.
+  core::PlannedSource* planned = nullptr;
 
  private:
   struct Refusal {

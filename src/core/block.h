@@ -23,6 +23,8 @@ struct Block {
   Block* free_next = nullptr;
   Segment* segment = nullptr;
   std::uint32_t tag = 0;  // interned memory tag (0: none)
+  // Planned strategy: the iteration (high 32 bits) and request index that made it.
+  std::uint64_t sequence = 0;
   bool allocated = false;
   // Free blocks of an expandable range may have no physical memory behind them;
   // allocated blocks are always mapped.
@@ -37,6 +39,8 @@ struct Segment {
   PoolState* pool = nullptr;
   Block* first = nullptr;
   std::size_t allocated_blocks = 0;
+  // Its free blocks serve only BlockPool::take_at (the planned arena while plans serve).
+  bool closed = false;
   Segment* prev = nullptr;  // links in the owning block pool's segment list
   Segment* next = nullptr;
 };
