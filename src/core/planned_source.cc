@@ -13,6 +13,9 @@ namespace {
 // past this many requests the choice is final.
 constexpr std::uint32_t kSignatureRequests = 16;
 constexpr std::size_t kMaxPlans = 8;
+// Fallbacks an iteration may have before it counts as having left its plan (also at
+// least 1/64 of the plan's requests).
+constexpr std::uint64_t kStrayFallbacks = 4;
 // Event times are 32-bit; an iteration longer than this is not recorded past it.
 constexpr std::uint32_t kMaxEvents = 1u << 31;
 
@@ -35,7 +38,7 @@ BlockPool& PlannedSource::arena_blocks() const {
 // While a plan serves, fallbacks are strays: a segment of their own size each, not
 // one shared with room for more.
 GrowResult PlannedSource::grow(PoolState& pool, BlockPool& blocks, std::size_t size) {
-  if (served_ == nullptr || blocks.kind() == PoolKind::small) {
+  if (served_ == nullptr || abandoned_ || blocks.kind() == PoolKind::small) {
     return fallback_.grow(pool, blocks, size);
   }
   return fallback_.add_segment(pool, blocks, round_up(size, allocator_.granularity(blocks.tier())));
@@ -67,6 +70,10 @@ PlannedSource::Plan* PlannedSource::matching_plan(std::uint32_t index) const {
   return nullptr;
 }
 
+bool PlannedSource::too_many_misses() const {
+  return iteration_misses_ > kStrayFallbacks && iteration_misses_ * 64 > served_->sizes.size();
+}
+
 Block* PlannedSource::take(PoolState& pool, std::size_t size) {
   pending_ = false;
   if (&pool != &default_pool() || current_.iteration == 0 || current_.clock >= kMaxEvents) {
@@ -88,10 +95,17 @@ Block* PlannedSource::take(PoolState& pool, std::size_t size) {
   }
   steady_ = true;
   served_->last_used = current_.iteration;
+  if (!abandoned_ && too_many_misses()) {
+    // The iteration has left its plan: the rest is the caching strategy's, with the
+    // arena's free space, rather than strays beside a reserved arena.
+    abandoned_ = true;
+    if (arena_ != nullptr) arena_blocks().set_closed(*arena_, false);
+  }
   Block* block = nullptr;
-  if (index < served_->sizes.size() && served_->sizes[index] == size &&
-      served_->offsets[index] != kNoSlot && arena_ != nullptr &&
-      served_->arena_bytes <= arena_->size) {
+  const bool unplanned = index < served_->sizes.size() && served_->sizes[index] == size &&
+                         served_->offsets[index] == kNoSlot;
+  if (!abandoned_ && !unplanned && index < served_->sizes.size() && served_->sizes[index] == size &&
+      arena_ != nullptr && served_->offsets[index] + size <= arena_->size) {
     block = arena_blocks().take_at(*arena_, arena_->address + served_->offsets[index], size);
   }
   if (block != nullptr) {
@@ -101,6 +115,7 @@ Block* PlannedSource::take(PoolState& pool, std::size_t size) {
     ++stats_.fallbacks;
     stats_.fallback_bytes += size;
     ++iteration_fallbacks_;
+    if (!unplanned) ++iteration_misses_;
   }
   return block;
 }
@@ -133,7 +148,7 @@ bool PlannedSource::deallocate(PoolState& pool, Block* block) {
   // While plans serve, the fallback keeps no cache: a segment it no longer uses
   // goes back at once, so the reserved bytes stay at the arena plus what lives.
   const Segment& segment = *block->segment;
-  if ((served_ == nullptr && !plans_expected_) || is_arena(segment) ||
+  if ((served_ == nullptr && !plans_expected_) || abandoned_ || is_arena(segment) ||
       segment.kind != PoolKind::large || segment.allocated_blocks != 1) {
     return false;
   }
@@ -151,8 +166,7 @@ void PlannedSource::iteration_boundary() {
       served_->fallback_streak = iteration_fallbacks_ == 0 ? 0 : served_->fallback_streak + 1;
       // Re-learn when fallbacks are more than a few strays, keep happening, or come
       // in the plan's first iteration (which shows what outlives the iteration).
-      learn_now = iteration_fallbacks_ * 64 > current_.requests.size() ||
-                  served_->fallback_streak >= 2 ||
+      learn_now = too_many_misses() || served_->fallback_streak >= 2 ||
                   (iteration_fallbacks_ != 0 && served_->iterations_served == 1);
     } else {
       learn_now = !current_.requests.empty();
@@ -164,7 +178,9 @@ void PlannedSource::iteration_boundary() {
     plans_expected_ = learn_now || served_ != nullptr;
   }
   served_ = nullptr;
+  abandoned_ = false;
   iteration_fallbacks_ = 0;
+  iteration_misses_ = 0;
   previous_ = std::move(current_);
   current_ = Recording{};
   current_.iteration = previous_.iteration + 1;

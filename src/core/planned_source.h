@@ -70,6 +70,8 @@ class PlannedSource : public SegmentSource {
   BlockPool& arena_blocks() const;
   bool is_arena(const Segment& segment) const { return &segment == arena_; }
   Plan* matching_plan(std::uint32_t index) const;
+  // More misses in this iteration than a few strays.
+  bool too_many_misses() const;
   void learn();
   void keep_plan(std::unique_ptr<Plan> plan);
   void release_fallback_cache();
@@ -86,8 +88,11 @@ class PlannedSource : public SegmentSource {
   Plan* served_ = nullptr;  // the plan serving this iteration
   // The previous iteration learned or was served: plans should serve this one.
   bool plans_expected_ = false;
-  bool pending_ = false;  // take() recorded a request not yet allocated
+  bool abandoned_ = false;  // this iteration left its plan (too many fallbacks)
+  bool pending_ = false;    // take() recorded a request not yet allocated
   std::uint64_t iteration_fallbacks_ = 0;
+  // Fallbacks the plan did not foresee: another size, or its range not free.
+  std::uint64_t iteration_misses_ = 0;
   PlannedStats stats_;
   bool steady_ = false;  // a plan has served an iteration
 };
