@@ -4,6 +4,7 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -14,12 +15,17 @@
 #include "npumem/units.h"
 #include "plan_model_json.h"
 #include "plan_report.h"
+#include "trace.h"
+#include "trace_lifetimes.h"
 
 namespace npumem::cli {
 namespace {
 
 struct MemoryCommandOptions {
   std::string records_path;
+  std::string trace_path;
+  std::optional<std::size_t> iteration;
+  std::optional<std::string> budget;
   std::string alignment = "64";
   double time_limit_s = 1.0;
   std::uint64_t iterations = plan::MemoryPlanOptions{}.max_search_iterations;
@@ -52,9 +58,28 @@ void print(const nlohmann::json& json_report, const std::string& text_report, bo
   }
 }
 
+std::vector<plan::TensorLifetime> memory_inputs(const MemoryCommandOptions& options,
+                                                std::string& source) {
+  if (options.records_path.empty() == options.trace_path.empty()) {
+    throw ConfigError("plan memory: give either a records file or --trace TRACE");
+  }
+  if (options.iteration && options.trace_path.empty()) {
+    throw ConfigError("plan memory: --iteration needs --trace");
+  }
+  if (!options.records_path.empty()) {
+    source = options.records_path;
+    return plan::parse_lifetime_records(read_text(options.records_path), options.records_path);
+  }
+  source = options.trace_path;
+  if (options.iteration) source += " iteration " + std::to_string(*options.iteration);
+  return trace_lifetimes(read_trace(options.trace_path), options.iteration).tensors;
+}
+
 int run_memory(const MemoryCommandOptions& options) {
-  const std::vector<plan::TensorLifetime> tensors =
-      plan::parse_lifetime_records(read_text(options.records_path), options.records_path);
+  std::string source;
+  const std::optional<std::uint64_t> budget =
+      options.budget ? std::optional(parse_size(*options.budget)) : std::nullopt;
+  const std::vector<plan::TensorLifetime> tensors = memory_inputs(options, source);
   plan::MemoryPlanOptions plan_options;
   plan_options.alignment = parse_size(options.alignment);
   plan_options.time_limit = std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -66,11 +91,18 @@ int run_memory(const MemoryCommandOptions& options) {
   report.plan = plan::plan_memory(tensors, plan_options);
   report.plan_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-  report.records_path = options.records_path;
+  report.records_path = source;
+  report.budget_bytes = budget;
   report.tensors = tensors;
   report.alignment = plan_options.alignment;
   report.with_offsets = options.offsets;
   print(memory_report_json(report), memory_report_text(report), options.json);
+  if (budget && report.plan.arena_bytes > *budget) {
+    std::cerr << "npumem: the plan needs " << format_bytes(report.plan.arena_bytes)
+              << ", over the budget of " << format_bytes(*budget) << " by "
+              << format_bytes(report.plan.arena_bytes - *budget) << "\n";
+    return kExitOutOfMemory;
+  }
   return kExitOk;
 }
 
@@ -119,8 +151,14 @@ void add_memory_command(CLI::App& plan_command, int& exit_code) {
       "memory", "Static memory plan: an offset per tensor from lifetime records");
   command
       ->add_option("records", options->records_path, "records file: <bytes> <first_op> <last_op>")
-      ->required()
       ->check(CLI::ExistingFile);
+  command->add_option("--trace", options->trace_path, "plan the lifetimes of an allocation trace")
+      ->check(CLI::ExistingFile);
+  command->add_option(
+      "--iteration", options->iteration,
+      "with --trace: only the tensors made in this iteration (0: after the first i)");
+  command->add_option("--budget", options->budget,
+                      "arena budget, e.g. 1GiB: says whether the plan fits (exit 3 when not)");
   command->add_option("--alignment", options->alignment, "offset and size alignment (power of two)")
       ->capture_default_str();
   command->add_option("--time-limit", options->time_limit_s, "seconds the search may take")
