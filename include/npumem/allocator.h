@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -71,6 +72,9 @@ struct PlannedStats {
   std::uint64_t steady_peak_reserved_bytes = 0;
   std::uint64_t steady_peak_requested_bytes = 0;
   std::vector<PlanInfo> plans;  // the plans kept now
+
+  // The figures above but the plans under "planned.<name>" keys, beside Stats::as_map()'s.
+  std::map<std::string, std::int64_t> as_map() const;
 };
 
 class Allocator {

@@ -117,7 +117,17 @@ void bind_devices(py::module_& module) {
       .def_property_readonly("name", [](const Entry& e) { return e.allocator->device().name(); })
       .def_property_readonly("config",
                              [](const Entry& e) { return to_string(e.allocator->config()); })
-      .def("stats", [](const Entry& e) { return stats_dict(e.allocator->stats()); })
+      .def("stats",
+           [](const Entry& e) {
+             py::dict result = stats_dict(e.allocator->stats());
+             // The planned strategy's figures join the PyTorch keys (planned.hits, ...).
+             if (e.allocator->config().strategy == Strategy::planned) {
+               for (const auto& [key, value] : e.allocator->planned_stats().as_map()) {
+                 result[py::str(key)] = value;
+               }
+             }
+             return result;
+           })
       .def("reset_peak_stats", [](Entry& e) { e.allocator->reset_peak_stats(); })
       .def(
           "empty_cache", [](Entry& e) { return e.allocator->empty_cache(); },
