@@ -119,13 +119,13 @@ void bind_devices(py::module_& module) {
                              [](const Entry& e) { return to_string(e.allocator->config()); })
       .def("stats",
            [](const Entry& e) {
-             py::dict result = stats_dict(e.allocator->stats());
+             auto stats = e.allocator->stats().as_map();
              // The planned strategy's figures join the PyTorch keys (planned.hits, ...).
              if (e.allocator->config().strategy == Strategy::planned) {
-               for (const auto& [key, value] : e.allocator->planned_stats().as_map()) {
-                 result[py::str(key)] = value;
-               }
+               stats.merge(e.allocator->planned_stats().as_map());
              }
+             py::dict result;
+             for (const auto& [key, value] : stats) result[py::str(key)] = value;
              return result;
            })
       .def("reset_peak_stats", [](Entry& e) { e.allocator->reset_peak_stats(); })
