@@ -16,6 +16,9 @@ constexpr std::size_t kMaxPlans = 8;
 // Fallbacks an iteration may have before it counts as having left its plan (also at
 // least 1/64 of the plan's requests).
 constexpr std::uint64_t kStrayFallbacks = 4;
+// Holes smaller than this in the fallback's segments are not planned into.
+constexpr std::size_t kMinHole = 1 << 20;
+constexpr int kHoleRounds = 64;
 // Event times are 32-bit; an iteration longer than this is not recorded past it.
 constexpr std::uint32_t kMaxEvents = 1u << 31;
 
@@ -100,13 +103,17 @@ Block* PlannedSource::take(PoolState& pool, std::size_t size) {
     // arena's free space, rather than strays beside a reserved arena.
     abandoned_ = true;
     if (arena_ != nullptr) arena_blocks().set_closed(*arena_, false);
+    close_fallback_segments(false);
   }
   Block* block = nullptr;
   const bool unplanned = index < served_->sizes.size() && served_->sizes[index] == size &&
-                         served_->offsets[index] == kNoSlot;
-  if (!abandoned_ && !unplanned && index < served_->sizes.size() && served_->sizes[index] == size &&
-      arena_ != nullptr && served_->offsets[index] + size <= arena_->size) {
-    block = arena_blocks().take_at(*arena_, arena_->address + served_->offsets[index], size);
+                         served_->offsets[index] == kNoSlot && served_->hole_address[index] == 0;
+  if (!abandoned_ && !unplanned && index < served_->sizes.size() && served_->sizes[index] == size) {
+    if (const std::uintptr_t hole = served_->hole_address[index]; hole != 0) {
+      if (Segment* segment = segment_at(hole)) block = arena_blocks().take_at(*segment, hole, size);
+    } else if (arena_ != nullptr && served_->offsets[index] + size <= arena_->size) {
+      block = arena_blocks().take_at(*arena_, arena_->address + served_->offsets[index], size);
+    }
   }
   if (block != nullptr) {
     ++stats_.hits;
@@ -172,8 +179,8 @@ void PlannedSource::iteration_boundary() {
       learn_now = !current_.requests.empty();
     }
     if (learn_now) {
+      release_fallback_cache();  // first: what stays has live blocks, its holes are stable
       learn();
-      release_fallback_cache();
     }
     plans_expected_ = learn_now || served_ != nullptr;
   }
@@ -253,19 +260,133 @@ void PlannedSource::learn() {
     lifetimes.push_back(lifetime);
     owners.push_back(j);
   }
-  const ArenaLayout layout = planner_->lay_out(lifetimes, allocator_.config.granule);
+  const std::vector<std::uintptr_t> in_hole = place_in_holes(lifetimes, period);
+  std::vector<TensorLifetime> in_arena;
+  for (std::size_t i = 0; i < lifetimes.size(); ++i) {
+    if (in_hole[i] == 0) in_arena.push_back(lifetimes[i]);
+  }
+  const ArenaLayout layout = planner_->lay_out(in_arena, allocator_.config.granule);
 
   auto plan = std::make_unique<Plan>();
   plan->sizes.reserve(n);
   for (const Request& r : rec.requests) plan->sizes.push_back(r.size);
   plan->offsets.assign(n, kNoSlot);
-  for (std::size_t i = 0; i < owners.size(); ++i) plan->offsets[owners[i]] = layout.offsets[i];
+  plan->hole_address.assign(n, 0);
+  for (std::size_t i = 0, next = 0; i < owners.size(); ++i) {
+    if (in_hole[i] != 0) {
+      plan->hole_address[owners[i]] = in_hole[i];
+    } else {
+      plan->offsets[owners[i]] = layout.offsets[next++];
+    }
+  }
   plan->arena_bytes = layout.arena_bytes;
   plan->lower_bound_bytes = layout.lower_bound_bytes;
   plan->planned_requests = owners.size();
   plan->last_used = rec.iteration;
   ++stats_.plans_learned;
   keep_plan(std::move(plan));
+}
+
+// Free space inside the fallback's segments that hold live blocks (weights, optimizer
+// state): caching reuses it for activations, so the plan does too, before it sizes the
+// arena. In rounds, the tensors live at the arena's peak go, largest first, to the
+// first hole with room over their lifetime; the rounds end when the peak cannot drop.
+// Returns each tensor's address in a hole, 0 for the arena.
+std::vector<std::uintptr_t> PlannedSource::place_in_holes(
+    const std::vector<TensorLifetime>& tensors, std::uint64_t period) {
+  struct Placed {
+    std::uint64_t first_op, last_op;
+    std::uintptr_t begin, end;
+  };
+  struct Hole {
+    std::uintptr_t begin, end;
+    std::vector<Placed> placed;
+  };
+  std::vector<std::uintptr_t> address(tensors.size(), 0);
+  std::vector<Hole> holes;
+  for (const Segment* s = arena_blocks().segments(); s != nullptr; s = s->next) {
+    if (is_arena(*s) || s->allocated_blocks == 0) continue;
+    // A segment held only by this iteration's tensors (freed in the next) may go.
+    bool lasting = true;
+    for (const Block* b = s->first; b != nullptr && lasting; b = b->next) {
+      lasting = !b->allocated || (b->sequence >> 32) != current_.iteration;
+    }
+    if (!lasting) continue;
+    for (const Block* b = s->first; b != nullptr; b = b->next) {
+      if (!b->allocated && b->mapped && b->size >= kMinHole) {
+        holes.push_back({b->address, b->address + b->size, {}});
+      }
+    }
+  }
+  if (holes.empty()) return address;
+  const auto fit = [](Hole& hole, const TensorLifetime& t) -> std::uintptr_t {
+    std::vector<std::pair<std::uintptr_t, std::uintptr_t>> taken;
+    for (const Placed& p : hole.placed) {
+      if (p.first_op <= t.last_op && t.first_op <= p.last_op) taken.emplace_back(p.begin, p.end);
+    }
+    std::sort(taken.begin(), taken.end());
+    std::uintptr_t at = hole.begin;
+    for (const auto& [begin, end] : taken) {
+      if (begin >= at + t.bytes) break;
+      at = std::max(at, end);
+    }
+    if (at + t.bytes > hole.end) return 0;
+    hole.placed.push_back({t.first_op, t.last_op, at, at + t.bytes});
+    return at;
+  };
+  std::vector<std::int64_t> live(period + 1);
+  for (int round = 0; round < kHoleRounds; ++round) {
+    std::fill(live.begin(), live.end(), 0);
+    for (std::size_t i = 0; i < tensors.size(); ++i) {
+      if (address[i] != 0) continue;
+      live[tensors[i].first_op] += static_cast<std::int64_t>(tensors[i].bytes);
+      live[tensors[i].last_op + 1] -= static_cast<std::int64_t>(tensors[i].bytes);
+    }
+    std::uint64_t peak_op = 0;
+    std::int64_t running = 0;
+    std::int64_t peak = -1;
+    for (std::uint64_t t = 0; t < period; ++t) {
+      running += live[t];
+      if (running > peak) {
+        peak = running;
+        peak_op = t;
+      }
+    }
+    std::vector<std::size_t> at_peak;
+    for (std::size_t i = 0; i < tensors.size(); ++i) {
+      if (address[i] == 0 && tensors[i].first_op <= peak_op && peak_op <= tensors[i].last_op) {
+        at_peak.push_back(i);
+      }
+    }
+    std::sort(at_peak.begin(), at_peak.end(),
+              [&](std::size_t a, std::size_t b) { return tensors[a].bytes > tensors[b].bytes; });
+    bool moved = false;
+    for (std::size_t i : at_peak) {
+      for (Hole& hole : holes) {
+        if (const std::uintptr_t at = fit(hole, tensors[i]); at != 0) {
+          address[i] = at;
+          moved = true;
+          break;
+        }
+      }
+    }
+    if (!moved) break;
+  }
+  return address;
+}
+
+Segment* PlannedSource::segment_at(std::uintptr_t address) const {
+  for (Segment* s = arena_blocks().segments(); s != nullptr; s = s->next) {
+    if (address >= s->address && address < s->address + s->size) return s;
+  }
+  return nullptr;
+}
+
+void PlannedSource::close_fallback_segments(bool closed) {
+  BlockPool& blocks = arena_blocks();
+  for (Segment* s = blocks.segments(); s != nullptr; s = s->next) {
+    if (!is_arena(*s)) blocks.set_closed(*s, closed);
+  }
 }
 
 // A re-learned plan replaces the one that served; a plan of a known sequence replaces
@@ -304,11 +425,12 @@ void PlannedSource::release_arena() {
 }
 
 // Decided at an iteration's first request. A plan serves: one arena, sized to the
-// largest plan in use, replaces the fallback's cache (reserved when missing, grown when
+// largest plan in use, replaces the fallback's cache (reserved when missing, resized when
 // nothing lives in it) and is the plans' alone. No plan serves (learning, or shapes
 // that do not repeat): the iteration is the caching strategy's, and the arena goes
 // back when empty, or else lends the fallback its free space.
 void PlannedSource::prepare_arena() {
+  close_fallback_segments(served_ != nullptr);
   if (served_ == nullptr) {
     if (arena_ == nullptr) return;
     if (arena_->allocated_blocks == 0) {
@@ -324,10 +446,10 @@ void PlannedSource::prepare_arena() {
     if (plan->iterations_served != 0) needed = std::max(needed, plan->arena_bytes);
   }
   needed = round_up(needed, allocator_.granularity(Tier::hbm));
-  if (arena_ != nullptr && arena_->size < needed && arena_->allocated_blocks == 0) {
+  if (arena_ != nullptr && arena_->size != needed && arena_->allocated_blocks == 0) {
     release_arena();
   }
-  if (arena_ == nullptr) {
+  if (arena_ == nullptr && needed != 0) {  // 0: the plans fit in the fallback's holes
     release_fallback_cache();
     if (fallback_.add_segment(default_pool(), arena_blocks(), needed) == GrowResult::ok) {
       arena_ = arena_blocks().segments();

@@ -57,7 +57,9 @@ class PlannedSource : public SegmentSource {
   };
   struct Plan {
     std::vector<std::size_t> sizes;      // every request of the learned iteration
-    std::vector<std::uint64_t> offsets;  // kNoSlot: not planned (outlives the iteration)
+    std::vector<std::uint64_t> offsets;  // kNoSlot: not in the arena
+    // Nonzero: placed at this address, in a hole of a fallback segment, not the arena.
+    std::vector<std::uintptr_t> hole_address;
     std::uint64_t arena_bytes = 0;
     std::uint64_t lower_bound_bytes = 0;
     std::uint64_t planned_requests = 0;
@@ -73,6 +75,12 @@ class PlannedSource : public SegmentSource {
   // More misses in this iteration than a few strays.
   bool too_many_misses() const;
   void learn();
+  std::vector<std::uintptr_t> place_in_holes(const std::vector<TensorLifetime>& tensors,
+                                             std::uint64_t period);
+  Segment* segment_at(std::uintptr_t address) const;
+  // Closes (while a plan serves) or opens the free space of the fallback's large
+  // segments, so that fallbacks do not take the holes the plan uses.
+  void close_fallback_segments(bool closed);
   void keep_plan(std::unique_ptr<Plan> plan);
   void release_fallback_cache();
   void release_arena();

@@ -44,7 +44,8 @@ const std::vector<std::size_t> kChainB = {1 * MiB, 3 * MiB, 8 * MiB, 1 * MiB};
 TEST(Planned, ServesRepeatedIterationsFromOnePlanAtTheLowerBound) {
   auto sim = device();
   Allocator allocator(sim, planned());
-  void* weights = allocator.allocate(3 * MiB);  // before the first mark: never planned
+  // Before the first mark: never planned. 10 MiB get a segment of their own, no hole.
+  void* weights = allocator.allocate(10 * MiB);
   allocator.mark_iteration();
   run_chain(allocator, kChainA);
   allocator.mark_iteration();
@@ -66,7 +67,34 @@ TEST(Planned, ServesRepeatedIterationsFromOnePlanAtTheLowerBound) {
   EXPECT_EQ(stats.plans[0].arena_bytes, 10 * MiB);
   EXPECT_EQ(stats.plans[0].iterations_served, 5u);  // the sixth is still running
   EXPECT_EQ(stats.arena_bytes, 10 * MiB);
-  EXPECT_EQ(stats.steady_peak_requested_bytes, 13 * MiB);
+  EXPECT_EQ(stats.steady_peak_requested_bytes, 20 * MiB);  // weights, 4 + 6
+  testing::expect_consistent(allocator, {{weights, 10 * MiB}});
+  allocator.deallocate(weights);
+}
+
+// Caching gives 3 MiB weights an 18 MiB segment; its 15 MiB of free space is where the
+// activations go, as caching would put them, and no arena is needed.
+TEST(Planned, PlansIntoTheFreeSpaceOfSegmentsThatLast) {
+  auto sim = device();
+  Allocator allocator(sim, planned());
+  void* weights = allocator.allocate(3 * MiB);
+  allocator.mark_iteration();
+  run_chain(allocator, kChainA);
+  const std::uint64_t reserved = allocator.stats().reserved_bytes.all.current;
+  const std::uint64_t calls = sim->call_counts().total();
+  for (int i = 0; i < 4; ++i) {
+    allocator.mark_iteration();
+    run_chain(allocator, kChainA);
+  }
+  const PlannedStats stats = allocator.planned_stats();
+  EXPECT_EQ(stats.hits, 4u * 4u);
+  EXPECT_EQ(stats.fallbacks, 0u);
+  EXPECT_EQ(stats.arena_bytes, 0u);
+  ASSERT_EQ(stats.plans.size(), 1u);
+  EXPECT_EQ(stats.plans[0].planned_requests, 4u);
+  EXPECT_EQ(stats.plans[0].arena_bytes, 0u);
+  EXPECT_EQ(allocator.stats().reserved_bytes.all.peak, static_cast<std::int64_t>(reserved));
+  EXPECT_EQ(sim->call_counts().total(), calls);
   testing::expect_consistent(allocator, {{weights, 3 * MiB}});
   allocator.deallocate(weights);
 }
