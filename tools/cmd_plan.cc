@@ -101,7 +101,7 @@ int run_memory(const MemoryCommandOptions& options) {
     std::cerr << "npumem: the plan needs " << format_bytes(report.plan.arena_bytes)
               << ", over the budget of " << format_bytes(*budget) << " by "
               << format_bytes(report.plan.arena_bytes - *budget) << "\n";
-    return kExitOutOfMemory;
+    return kExitBadInput;
   }
   return kExitOk;
 }
@@ -158,7 +158,7 @@ void add_memory_command(CLI::App& plan_command, int& exit_code) {
       "--iteration", options->iteration,
       "with --trace: only the tensors made in this iteration (0: after the first i)");
   command->add_option("--budget", options->budget,
-                      "arena budget, e.g. 1GiB: says whether the plan fits (exit 3 when not)");
+                      "arena budget, e.g. 1GiB: says whether the plan fits (exit 2 when not)");
   command->add_option("--alignment", options->alignment, "offset and size alignment (power of two)")
       ->capture_default_str();
   command->add_option("--time-limit", options->time_limit_s, "seconds the search may take")

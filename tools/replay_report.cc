@@ -77,7 +77,7 @@ void add_pool_table(std::ostringstream& out, const std::vector<PoolInfo>& pools)
 
 nlohmann::ordered_json planned_json(const ReplayResult& result) {
   const PlannedStats& p = result.planned;
-  const std::uint64_t requests = p.hits + p.fallbacks + p.learning;
+  const std::uint64_t requests = p.hits + p.fallbacks + p.learning + p.lasting;
   nlohmann::ordered_json plans = nlohmann::ordered_json::array();
   for (const PlanInfo& plan : p.plans) {
     plans.push_back({{"requests", plan.requests},
@@ -94,6 +94,8 @@ nlohmann::ordered_json planned_json(const ReplayResult& result) {
           {"fallback_bytes", p.fallback_bytes},
           {"learning", p.learning},
           {"learning_bytes", p.learning_bytes},
+          {"lasting", p.lasting},
+          {"lasting_bytes", p.lasting_bytes},
           {"hit_share",
            requests == 0 ? 0.0 : static_cast<double>(p.hits) / static_cast<double>(requests)},
           {"steady_peak_reserved_bytes", p.steady_peak_reserved_bytes},
@@ -110,7 +112,8 @@ void add_planned_lines(std::ostringstream& out, const ReplayResult& result) {
   add_line(out, "planned requests",
            with_commas(p.hits) + " hits (" + format_bytes(p.hit_bytes) + "), " +
                with_commas(p.fallbacks) + " fallbacks (" + format_bytes(p.fallback_bytes) + "), " +
-               with_commas(p.learning) + " while learning");
+               with_commas(p.learning) + " while learning, " + with_commas(p.lasting) +
+               " kept out of the arena (they outlive the iteration)");
   add_line(out, "steady overhead",
            fixed(result.steady_overhead_ratio(), 3) +
                " (peak reserved / peak requested since a plan served)");

@@ -57,8 +57,9 @@ struct PlanInfo {
 
 // What the planned strategy did (all zero under other strategies). Requests of the
 // default pool after the first iteration mark are counted: hits got their planned
-// offset; fallbacks came in an iteration a plan served but were served elsewhere;
-// learning ones came in an iteration no plan served.
+// offset; fallbacks came in an iteration a plan served but did not match it (another
+// size, an extra request, its range not free); lasting ones the plan keeps out of the
+// arena; learning ones came in an iteration no plan served.
 struct PlannedStats {
   std::uint64_t plans_learned = 0;  // plans made, re-learning included
   std::uint64_t arena_bytes = 0;
@@ -68,6 +69,10 @@ struct PlannedStats {
   std::uint64_t fallback_bytes = 0;
   std::uint64_t learning = 0;
   std::uint64_t learning_bytes = 0;
+  // Requests the plan keeps out of the arena (they outlived the learned iteration:
+  // weights, optimizer state, a cache), served by the fallback as planned.
+  std::uint64_t lasting = 0;
+  std::uint64_t lasting_bytes = 0;
   // Reserved and requested peaks since the first iteration a plan served (steady state).
   std::uint64_t steady_peak_reserved_bytes = 0;
   std::uint64_t steady_peak_requested_bytes = 0;

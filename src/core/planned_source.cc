@@ -118,11 +118,15 @@ Block* PlannedSource::take(PoolState& pool, std::size_t size) {
   if (block != nullptr) {
     ++stats_.hits;
     stats_.hit_bytes += size;
+  } else if (unplanned) {
+    ++stats_.lasting;
+    stats_.lasting_bytes += size;
+    ++iteration_lasting_;
   } else {
     ++stats_.fallbacks;
     stats_.fallback_bytes += size;
     ++iteration_fallbacks_;
-    if (!unplanned) ++iteration_misses_;
+    ++iteration_misses_;
   }
   return block;
 }
@@ -142,16 +146,19 @@ void PlannedSource::allocated(Block& block) {
   }
 }
 
-bool PlannedSource::deallocate(PoolState& pool, Block* block) {
-  if (block->sequence != 0 && current_.clock < kMaxEvents) {
-    const std::uint64_t iteration = block->sequence >> 32;
-    const auto index = static_cast<std::uint32_t>(block->sequence & 0xffffffffu);
+void PlannedSource::freed(const Block& block) {
+  if (block.sequence != 0 && current_.clock < kMaxEvents) {
+    const std::uint64_t iteration = block.sequence >> 32;
+    const auto index = static_cast<std::uint32_t>(block.sequence & 0xffffffffu);
     if (iteration == current_.iteration) {
       current_.requests[index].free_time = current_.clock++;
     } else if (iteration == previous_.iteration) {
       current_.carried.push_back({index, current_.clock++});
     }
   }
+}
+
+bool PlannedSource::release_block(PoolState& pool, Block* block) {
   // While plans serve, the fallback keeps no cache: a segment it no longer uses
   // goes back at once, so the reserved bytes stay at the arena plus what lives.
   const Segment& segment = *block->segment;
@@ -172,9 +179,11 @@ void PlannedSource::iteration_boundary() {
       ++served_->iterations_served;
       served_->fallback_streak = iteration_fallbacks_ == 0 ? 0 : served_->fallback_streak + 1;
       // Re-learn when fallbacks are more than a few strays, keep happening, or come
-      // in the plan's first iteration (which shows what outlives the iteration).
+      // in the plan's first iteration, as do requests it kept out of the arena: that
+      // iteration shows which of them outlive the iteration and which go in the next.
       learn_now = too_many_misses() || served_->fallback_streak >= 2 ||
-                  (iteration_fallbacks_ != 0 && served_->iterations_served == 1);
+                  (iteration_fallbacks_ + iteration_lasting_ != 0 &&
+                   served_->iterations_served == 1);
     } else {
       learn_now = !current_.requests.empty();
     }
@@ -187,6 +196,7 @@ void PlannedSource::iteration_boundary() {
   served_ = nullptr;
   abandoned_ = false;
   iteration_fallbacks_ = 0;
+  iteration_lasting_ = 0;
   iteration_misses_ = 0;
   previous_ = std::move(current_);
   current_ = Recording{};

@@ -29,8 +29,10 @@ class PlannedSource : public SegmentSource {
   Block* take(PoolState& pool, std::size_t size);
   // The block that served the request take() saw last.
   void allocated(Block& block);
-  // `block` is being freed; true when this released it (the caller must not).
-  bool deallocate(PoolState& pool, Block* block);
+  // `block` is being freed (it may yet be kept by a front cache).
+  void freed(const Block& block);
+  // `block`, freed and not kept, goes back; true when this released it (the caller must not).
+  bool release_block(PoolState& pool, Block* block);
   // One iteration ends, the next starts: learns, re-learns, sizes the arena.
   void iteration_boundary();
   PlannedStats stats() const;
@@ -99,6 +101,7 @@ class PlannedSource : public SegmentSource {
   bool abandoned_ = false;  // this iteration left its plan (too many fallbacks)
   bool pending_ = false;    // take() recorded a request not yet allocated
   std::uint64_t iteration_fallbacks_ = 0;
+  std::uint64_t iteration_lasting_ = 0;  // requests the plan keeps out of the arena
   // Fallbacks the plan did not foresee: another size, or its range not free.
   std::uint64_t iteration_misses_ = 0;
   PlannedStats stats_;

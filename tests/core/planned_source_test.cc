@@ -181,7 +181,9 @@ TEST(Planned, PlansTensorsFreedInTheNextIteration) {
   step();
   step();
   PlannedStats stats = allocator.planned_stats();
-  EXPECT_EQ(stats.fallbacks, 1u) << "no evidence yet of when the output goes";
+  EXPECT_EQ(stats.lasting, 1u) << "no evidence yet of when the output goes";
+  EXPECT_EQ(stats.lasting_bytes, 1 * MiB);
+  EXPECT_EQ(stats.fallbacks, 0u);
   step();
   const std::uint64_t calls = sim->call_counts().total();
   for (int i = 0; i < 3; ++i) step();
@@ -189,7 +191,8 @@ TEST(Planned, PlansTensorsFreedInTheNextIteration) {
   EXPECT_EQ(stats.plans_learned, 2u);
   ASSERT_EQ(stats.plans.size(), 1u);
   EXPECT_EQ(stats.plans[0].planned_requests, 3u);
-  EXPECT_EQ(stats.fallbacks, 1u);
+  EXPECT_EQ(stats.lasting, 1u);
+  EXPECT_EQ(stats.fallbacks, 0u);
   EXPECT_EQ(stats.hits, 2u + 4u * 3u);
   EXPECT_EQ(stats.plans[0].lower_bound_bytes, 11 * MiB);  // input, hidden, last output
   EXPECT_EQ(sim->call_counts().total(), calls);

@@ -114,7 +114,7 @@ TEST(CmdPlanTest, MemoryPlanOfATraceAndABudget) {
   EXPECT_EQ(json["fits"], true);
   EXPECT_EQ(json["budget_margin_bytes"], 5120 - 4096 - 1024);
   result = run_npumem("plan memory --trace " + trace + " --budget 4KiB", dir);
-  EXPECT_EQ(result.exit_code, cli::kExitOutOfMemory);
+  EXPECT_EQ(result.exit_code, cli::kExitBadInput);
   EXPECT_NE(result.out.find("does not fit"), std::string::npos) << result.out;
   EXPECT_NE(result.err.find("over the budget of 4.00 KiB by"), std::string::npos) << result.err;
   result = run_npumem("plan memory --trace " + trace + " --iteration 2", dir);
