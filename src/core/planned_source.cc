@@ -179,10 +179,12 @@ void PlannedSource::iteration_boundary() {
       ++served_->iterations_served;
       served_->fallback_streak = iteration_fallbacks_ == 0 ? 0 : served_->fallback_streak + 1;
       // Re-learn when fallbacks are more than a few strays, keep happening, or come
-      // in the plan's first iteration, as do requests it kept out of the arena: that
-      // iteration shows which of them outlive the iteration and which go in the next.
+      // in the plan's first iteration; so too requests it kept out of the arena, once,
+      // when it was learned without the iteration before: that iteration shows which
+      // of them outlive the iteration and which go in the next.
+      const bool unproven_lasting = iteration_lasting_ != 0 && !served_->saw_previous;
       learn_now = too_many_misses() || served_->fallback_streak >= 2 ||
-                  (iteration_fallbacks_ + iteration_lasting_ != 0 &&
+                  ((iteration_fallbacks_ != 0 || unproven_lasting) &&
                    served_->iterations_served == 1);
     } else {
       learn_now = !current_.requests.empty();
@@ -293,6 +295,7 @@ void PlannedSource::learn() {
   plan->lower_bound_bytes = layout.lower_bound_bytes;
   plan->planned_requests = owners.size();
   plan->last_used = rec.iteration;
+  plan->saw_previous = !previous_.requests.empty();
   ++stats_.plans_learned;
   keep_plan(std::move(plan));
 }

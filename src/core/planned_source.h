@@ -68,6 +68,9 @@ class PlannedSource : public SegmentSource {
     std::uint64_t iterations_served = 0;
     std::uint32_t fallback_streak = 0;  // consecutive served iterations with fallbacks
     std::uint64_t last_used = 0;        // iteration, for eviction
+    // Learned with the iteration before on record: what it kept out of the arena had
+    // the chance to show that it goes in the next iteration.
+    bool saw_previous = false;
   };
 
   PoolState& default_pool() const;

@@ -163,6 +163,24 @@ TEST(Planned, LeavesTensorsThatOutliveTheirIterationOutOfTheArena) {
   allocator.deallocate(state);
 }
 
+// Each iteration keeps its output (results collected over a run): the plan re-learns
+// once, with the iteration before on record, and from then on serves.
+TEST(Planned, ReLearnsOnceForOutputsThatOutliveEveryIteration) {
+  Allocator allocator(device(), planned());
+  std::vector<void*> outputs;
+  for (int i = 0; i < 6; ++i) {
+    allocator.mark_iteration();
+    run_chain(allocator, kChainA);
+    outputs.push_back(allocator.allocate(1 * MiB));
+  }
+  const PlannedStats stats = allocator.planned_stats();
+  EXPECT_EQ(stats.plans_learned, 2u) << "after the first iteration, then after the first served";
+  EXPECT_EQ(stats.lasting, 5u);
+  EXPECT_EQ(stats.fallbacks, 0u);
+  EXPECT_EQ(stats.hits, 5u * 4u);
+  for (void* output : outputs) allocator.deallocate(output);
+}
+
 // An output made at the end of an iteration and freed early in the next (gradients,
 // a loss) is planned once an iteration has shown when it goes.
 TEST(Planned, PlansTensorsFreedInTheNextIteration) {
