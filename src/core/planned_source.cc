@@ -440,17 +440,14 @@ void PlannedSource::release_arena() {
 // Decided at an iteration's first request. A plan serves: one arena, sized to the
 // largest plan in use, replaces the fallback's cache (reserved when missing, resized when
 // nothing lives in it) and is the plans' alone. No plan serves (learning, or shapes
-// that do not repeat): the iteration is the caching strategy's, and the arena goes
-// back when empty, or else lends the fallback its free space.
+// that do not repeat): the iteration is the caching strategy's, and the arena stays,
+// lending the fallback its free space, so shapes that come back find it (and the
+// learning iteration does not reserve beside it); reclaim and empty_cache give it
+// back when nothing lives in it.
 void PlannedSource::prepare_arena() {
   close_fallback_segments(served_ != nullptr);
   if (served_ == nullptr) {
-    if (arena_ == nullptr) return;
-    if (arena_->allocated_blocks == 0) {
-      release_arena();
-    } else {
-      arena_blocks().set_closed(*arena_, false);
-    }
+    if (arena_ != nullptr) arena_blocks().set_closed(*arena_, false);
     return;
   }
   // The largest plan that has served: shapes seen once do not size it.
