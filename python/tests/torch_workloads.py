@@ -59,7 +59,9 @@ def transformer_dynamic_lengths(
     return results
 
 
-def resnet18_training_loop(steps: int = 5, batch: int = 2, size: int = 64) -> dict[str, torch.Tensor]:
+def resnet18_training_loop(
+    steps: int = 5, batch: int = 2, size: int = 64
+) -> dict[str, torch.Tensor]:
     """SGD steps of resnet18, each optimizer.step() an iteration boundary
     (npumem.torch.mark_optimizer_steps): every loss, then every updated parameter."""
     torch.manual_seed(0)

@@ -183,9 +183,9 @@ void PlannedSource::iteration_boundary() {
       // when it was learned without the iteration before: that iteration shows which
       // of them outlive the iteration and which go in the next.
       const bool unproven_lasting = iteration_lasting_ != 0 && !served_->saw_previous;
-      learn_now = too_many_misses() || served_->fallback_streak >= 2 ||
-                  ((iteration_fallbacks_ != 0 || unproven_lasting) &&
-                   served_->iterations_served == 1);
+      learn_now =
+          too_many_misses() || served_->fallback_streak >= 2 ||
+          ((iteration_fallbacks_ != 0 || unproven_lasting) && served_->iterations_served == 1);
     } else {
       learn_now = !current_.requests.empty();
     }
