@@ -4,6 +4,7 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -13,12 +14,17 @@
 #include "npumem/plan.h"
 #include "npumem/units.h"
 #include "plan_requests.h"
+#include "trace.h"
+#include "trace_lifetimes.h"
 
 namespace npumem::cli {
 namespace {
 
 struct MemoryCommandOptions {
   std::string records_path;
+  std::string trace_path;
+  std::optional<std::size_t> iteration;
+  std::optional<std::string> budget;
   std::string alignment = "64";
   double time_limit_s = 1.0;
   std::uint64_t iterations = plan::MemoryPlanOptions{}.max_search_iterations;
@@ -51,16 +57,44 @@ void print(const nlohmann::json& json_report, const std::string& text_report, bo
   }
 }
 
+std::vector<plan::TensorLifetime> memory_inputs(const MemoryCommandOptions& options,
+                                                std::string& source) {
+  if (options.records_path.empty() == options.trace_path.empty()) {
+    throw ConfigError("plan memory: give either a records file or --trace TRACE");
+  }
+  if (options.iteration && options.trace_path.empty()) {
+    throw ConfigError("plan memory: --iteration needs --trace");
+  }
+  if (!options.records_path.empty()) {
+    source = options.records_path;
+    return plan::parse_lifetime_records(read_text(options.records_path), options.records_path);
+  }
+  source = options.trace_path;
+  if (options.iteration) source += " iteration " + std::to_string(*options.iteration);
+  return trace_lifetimes(read_trace(options.trace_path), options.iteration).tensors;
+}
+
 int run_memory(const MemoryCommandOptions& options) {
+  std::string source;
+  const std::optional<std::uint64_t> budget =
+      options.budget ? std::optional(parse_size(*options.budget)) : std::nullopt;
+  std::vector<plan::TensorLifetime> tensors = memory_inputs(options, source);
   plan::MemoryPlanOptions plan_options;
   plan_options.alignment = parse_size(options.alignment);
   plan_options.time_limit = std::chrono::duration_cast<std::chrono::nanoseconds>(
       std::chrono::duration<double>(options.time_limit_s));
   plan_options.max_search_iterations = options.iterations;
   plan_options.seed = options.seed;
-  const auto run = run_memory_plan(read_text(options.records_path), options.records_path,
-                                   plan_options, options.offsets);
-  print(memory_report_json(run->report), memory_report_text(run->report), options.json);
+  const auto run = run_memory_plan(std::move(tensors), source, plan_options, options.offsets);
+  MemoryReport& report = run->report;
+  report.budget_bytes = budget;
+  print(memory_report_json(report), memory_report_text(report), options.json);
+  if (budget && report.plan.arena_bytes > *budget) {
+    std::cerr << "npumem: the plan needs " << format_bytes(report.plan.arena_bytes)
+              << ", over the budget of " << format_bytes(*budget) << " by "
+              << format_bytes(report.plan.arena_bytes - *budget) << "\n";
+    return kExitBadInput;
+  }
   return kExitOk;
 }
 
@@ -92,8 +126,14 @@ void add_memory_command(CLI::App& plan_command, int& exit_code) {
       "memory", "Static memory plan: an offset per tensor from lifetime records");
   command
       ->add_option("records", options->records_path, "records file: <bytes> <first_op> <last_op>")
-      ->required()
       ->check(CLI::ExistingFile);
+  command->add_option("--trace", options->trace_path, "plan the lifetimes of an allocation trace")
+      ->check(CLI::ExistingFile);
+  command->add_option(
+      "--iteration", options->iteration,
+      "with --trace: only the tensors made in this iteration (0: after the first i)");
+  command->add_option("--budget", options->budget,
+                      "arena budget, e.g. 1GiB: says whether the plan fits (exit 2 when not)");
   command->add_option("--alignment", options->alignment, "offset and size alignment (power of two)")
       ->capture_default_str();
   command->add_option("--time-limit", options->time_limit_s, "seconds the search may take")

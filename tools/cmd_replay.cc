@@ -23,8 +23,8 @@
 namespace npumem::cli {
 namespace {
 
-constexpr Strategy kStrategies[] = {Strategy::caching, Strategy::expandable,
-                                    Strategy::static_arena};
+constexpr Strategy kStrategies[] = {Strategy::caching, Strategy::expandable, Strategy::static_arena,
+                                    Strategy::planned};
 
 struct ReplayCommandOptions {
   std::string trace_path;

@@ -103,6 +103,13 @@ json memory_report_json(const MemoryReport& report) {
               {"proven_optimal", plan.proven_optimal},
               {"search_iterations", plan.search_iterations},
               {"plan_ms", report.plan_ms}};
+  if (report.budget_bytes) {
+    result["budget_bytes"] = *report.budget_bytes;
+    result["fits"] = plan.arena_bytes <= *report.budget_bytes;
+    // Bytes to spare (positive) or missing (negative).
+    result["budget_margin_bytes"] = static_cast<std::int64_t>(*report.budget_bytes) -
+                                    static_cast<std::int64_t>(plan.arena_bytes);
+  }
   if (report.with_offsets) result["offsets"] = plan.offsets;
   return result;
 }
@@ -122,6 +129,14 @@ std::string memory_report_text(const MemoryReport& report) {
       << "  algorithm    " << plan.algorithm << (plan.proven_optimal ? " (optimal)" : "") << "\n"
       << "  plan time    " << fixed(report.plan_ms, 1) << " ms, " << plan.search_iterations
       << " search iterations\n";
+  if (report.budget_bytes) {
+    const std::uint64_t budget = *report.budget_bytes;
+    out << "  budget       " << bytes_both(budget) << ": "
+        << (plan.arena_bytes <= budget
+                ? "fits, " + format_bytes(budget - plan.arena_bytes) + " to spare"
+                : "does not fit, " + format_bytes(plan.arena_bytes - budget) + " short")
+        << "\n";
+  }
   if (report.with_offsets) {
     out << "  tensor        offset         bytes  first_op   last_op\n";
     for (std::size_t i = 0; i < report.tensors.size(); ++i) {

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <span>
 #include <string>
 
@@ -18,6 +19,7 @@ struct MemoryReport {
   plan::MemoryPlan plan;
   double plan_ms = 0;
   bool with_offsets = false;  // add each tensor's offset
+  std::optional<std::uint64_t> budget_bytes;
 };
 
 struct ShardReport {

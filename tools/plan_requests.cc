@@ -17,8 +17,16 @@ plan::LayerTiming layer_timing(const LayerPlanRequest& request, const ModelFile&
 std::unique_ptr<MemoryPlanRun> run_memory_plan(std::string_view records, const std::string& source,
                                                const plan::MemoryPlanOptions& options,
                                                bool with_offsets) {
+  return run_memory_plan(plan::parse_lifetime_records(records, source), source, options,
+                         with_offsets);
+}
+
+std::unique_ptr<MemoryPlanRun> run_memory_plan(std::vector<plan::TensorLifetime> tensors,
+                                               const std::string& source,
+                                               const plan::MemoryPlanOptions& options,
+                                               bool with_offsets) {
   auto run = std::make_unique<MemoryPlanRun>();
-  run->tensors = plan::parse_lifetime_records(records, source);
+  run->tensors = std::move(tensors);
   MemoryReport& report = run->report;
   const auto start = std::chrono::steady_clock::now();
   report.plan = plan::plan_memory(run->tensors, options);

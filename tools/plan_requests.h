@@ -37,6 +37,11 @@ struct RecomputePlanRun {
 std::unique_ptr<MemoryPlanRun> run_memory_plan(std::string_view records, const std::string& source,
                                                const plan::MemoryPlanOptions& options,
                                                bool with_offsets);
+// The same from lifetimes already read (e.g. from a trace); source names them.
+std::unique_ptr<MemoryPlanRun> run_memory_plan(std::vector<plan::TensorLifetime> tensors,
+                                               const std::string& source,
+                                               const plan::MemoryPlanOptions& options,
+                                               bool with_offsets);
 // model: a model JSON (plan_model_json.h). The plan and the fewest-shards baseline.
 std::unique_ptr<ShardPlanRun> run_shard_plan(std::string_view model, const std::string& source,
                                              const LayerPlanRequest& request);

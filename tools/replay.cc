@@ -126,6 +126,7 @@ class ReplayRun {
     result_.allocations = trace_.allocations;
     result_.peak_requested_bytes = peak_live_bytes(trace_);
     result_.stats = allocator_.stats();
+    result_.planned = allocator_.planned_stats();
     result_.pools = allocator_.pools();
     for (const Tier tier : kAllTiers) {
       const TierInfo info = allocator_.device().tier_info(tier);
@@ -164,6 +165,12 @@ std::uint64_t ReplayResult::peak_allocated_bytes() const {
 double ReplayResult::overhead_ratio() const {
   if (peak_requested_bytes == 0) return 0.0;
   return static_cast<double>(peak_reserved_bytes()) / static_cast<double>(peak_requested_bytes);
+}
+
+double ReplayResult::steady_overhead_ratio() const {
+  if (planned.steady_peak_requested_bytes == 0) return 0.0;
+  return static_cast<double>(planned.steady_peak_reserved_bytes) /
+         static_cast<double>(planned.steady_peak_requested_bytes);
 }
 
 LatencySummary summarize_latencies(std::vector<std::uint64_t> latencies_ns) {

@@ -56,6 +56,7 @@ struct ReplayResult {
   std::size_t iterations = 0;              // `i` markers passed
   std::uint64_t peak_requested_bytes = 0;  // peak live bytes, from the trace alone
   Stats stats;                             // the allocator's, at the end of the replay
+  PlannedStats planned;                    // the planned strategy's (zero otherwise)
   std::vector<PoolInfo> pools;             // every pool with its stats, default first
   std::array<TierFigures, kTierCount> tiers;
   double ns_per_event = 0.0;  // wall time of the replay loop per event replayed
@@ -68,6 +69,9 @@ struct ReplayResult {
   std::uint64_t peak_allocated_bytes() const;
   // Peak reserved over peak requested bytes (0 when nothing was requested).
   double overhead_ratio() const;
+  // Planned strategy: peak reserved over peak requested since a plan first served
+  // (0 when none did).
+  double steady_overhead_ratio() const;
 };
 
 struct LatencySummary {

@@ -27,9 +27,13 @@ nlohmann::ordered_json pools_json(const std::vector<PoolInfo>& pools) {
 
 // 1234567 -> "1,234,567"
 std::string with_commas(std::uint64_t value) {
-  std::string digits = std::to_string(value);
-  for (std::size_t pos = digits.size(); pos > 3; pos -= 3) digits.insert(pos - 3, ",");
-  return digits;
+  const std::string digits = std::to_string(value);
+  std::string out;
+  for (std::size_t i = 0; i < digits.size(); ++i) {
+    if (i != 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
 }
 
 std::string fixed(double value, int decimals) {
@@ -71,6 +75,60 @@ void add_pool_table(std::ostringstream& out, const std::vector<PoolInfo>& pools)
   }
 }
 
+nlohmann::ordered_json planned_json(const ReplayResult& result) {
+  const PlannedStats& p = result.planned;
+  const std::uint64_t requests = p.hits + p.fallbacks + p.learning + p.lasting;
+  nlohmann::ordered_json plans = nlohmann::ordered_json::array();
+  for (const PlanInfo& plan : p.plans) {
+    plans.push_back({{"requests", plan.requests},
+                     {"planned_requests", plan.planned_requests},
+                     {"arena_bytes", plan.arena_bytes},
+                     {"lower_bound_bytes", plan.lower_bound_bytes},
+                     {"iterations_served", plan.iterations_served}});
+  }
+  return {{"plans_learned", p.plans_learned},
+          {"arena_bytes", p.arena_bytes},
+          {"hits", p.hits},
+          {"hit_bytes", p.hit_bytes},
+          {"fallbacks", p.fallbacks},
+          {"fallback_bytes", p.fallback_bytes},
+          {"learning", p.learning},
+          {"learning_bytes", p.learning_bytes},
+          {"lasting", p.lasting},
+          {"lasting_bytes", p.lasting_bytes},
+          {"hit_share",
+           requests == 0 ? 0.0 : static_cast<double>(p.hits) / static_cast<double>(requests)},
+          {"steady_peak_reserved_bytes", p.steady_peak_reserved_bytes},
+          {"steady_peak_requested_bytes", p.steady_peak_requested_bytes},
+          {"steady_overhead_ratio", result.steady_overhead_ratio()},
+          {"plans", plans}};
+}
+
+void add_planned_lines(std::ostringstream& out, const ReplayResult& result) {
+  const PlannedStats& p = result.planned;
+  add_line(out, "plans learned",
+           with_commas(p.plans_learned) + " (" + with_commas(p.plans.size()) + " kept), arena " +
+               format_bytes(p.arena_bytes));
+  add_line(out, "planned requests",
+           with_commas(p.hits) + " hits (" + format_bytes(p.hit_bytes) + "), " +
+               with_commas(p.fallbacks) + " fallbacks (" + format_bytes(p.fallback_bytes) + "), " +
+               with_commas(p.learning) + " while learning, " + with_commas(p.lasting) +
+               " kept out of the arena (they outlive the iteration)");
+  add_line(out, "steady overhead",
+           fixed(result.steady_overhead_ratio(), 3) +
+               " (peak reserved / peak requested since a plan served)");
+  for (std::size_t i = 0; i < p.plans.size(); ++i) {
+    const PlanInfo& plan = p.plans[i];
+    std::string name = "plan ";
+    name += std::to_string(i);
+    add_line(out, name,
+             with_commas(plan.planned_requests) + " of " + with_commas(plan.requests) +
+                 " requests, arena " + format_bytes(plan.arena_bytes) + ", lower bound " +
+                 format_bytes(plan.lower_bound_bytes) + ", served " +
+                 with_commas(plan.iterations_served) + " iterations");
+  }
+}
+
 }  // namespace
 
 nlohmann::ordered_json replay_report_json(const ReplayReport& report) {
@@ -96,6 +154,7 @@ nlohmann::ordered_json replay_report_json(const ReplayReport& report) {
       {"ooms", result.stats.num_ooms},
       {"ns_per_event", result.ns_per_event},
   };
+  if (result.strategy == Strategy::planned) json["planned"] = planned_json(result);
   if (result.pools.size() > 1) json["pools"] = pools_json(result.pools);
   if (!result.allocation_latencies_ns.empty()) {
     const LatencySummary latency = summarize_latencies(result.allocation_latencies_ns);
@@ -133,6 +192,7 @@ std::string replay_report_text(const ReplayReport& report) {
   add_line(out, "reclaims", with_commas(static_cast<std::uint64_t>(result.stats.num_reclaims)));
   add_line(out, "OOMs", with_commas(static_cast<std::uint64_t>(result.stats.num_ooms)));
   add_line(out, "ns per event", fixed(result.ns_per_event, 1));
+  if (result.strategy == Strategy::planned) add_planned_lines(out, result);
   if (!result.allocation_latencies_ns.empty()) {
     const LatencySummary latency = summarize_latencies(result.allocation_latencies_ns);
     add_line(out, "allocation latency",

@@ -37,7 +37,8 @@ StrategyFigures measure(const Trace& trace, const ReplayOptions& options) {
 
 std::vector<StrategyFigures> compare_strategies(const Trace& trace, const ReplayOptions& options) {
   std::vector<StrategyFigures> rows;
-  for (Strategy strategy : {Strategy::caching, Strategy::expandable, Strategy::static_arena}) {
+  for (Strategy strategy :
+       {Strategy::caching, Strategy::expandable, Strategy::static_arena, Strategy::planned}) {
     ReplayOptions run = options;
     run.config.strategy = strategy;
     if (strategy == Strategy::static_arena) {

@@ -4,11 +4,13 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "npumem/arena_planner.h"
 #include "npumem/config.h"
 #include "npumem/device.h"
 #include "npumem/observer.h"
@@ -45,9 +47,48 @@ struct PoolInfo {
   Stats stats;
 };
 
+// One plan of the planned strategy.
+struct PlanInfo {
+  std::uint64_t requests = 0;          // requests of the iteration it was learned from
+  std::uint64_t planned_requests = 0;  // of those, the ones with an offset in the arena
+  std::uint64_t arena_bytes = 0;
+  std::uint64_t lower_bound_bytes = 0;  // no layout of its planned requests is smaller
+  std::uint64_t iterations_served = 0;
+};
+
+// What the planned strategy did (all zero under other strategies). Requests of the
+// default pool after the first iteration mark are counted: hits got their planned
+// offset; fallbacks came in an iteration a plan served but did not match it (another
+// size, an extra request, its range not free); lasting ones the plan keeps out of the
+// arena; learning ones came in an iteration no plan served.
+struct PlannedStats {
+  std::uint64_t plans_learned = 0;  // plans made, re-learning included
+  std::uint64_t arena_bytes = 0;
+  std::uint64_t hits = 0;
+  std::uint64_t hit_bytes = 0;
+  std::uint64_t fallbacks = 0;
+  std::uint64_t fallback_bytes = 0;
+  std::uint64_t learning = 0;
+  std::uint64_t learning_bytes = 0;
+  // Requests the plan keeps out of the arena (they outlived the learned iteration:
+  // weights, optimizer state, a cache), served by the fallback as planned.
+  std::uint64_t lasting = 0;
+  std::uint64_t lasting_bytes = 0;
+  // Reserved and requested peaks since the first iteration a plan served (steady state).
+  std::uint64_t steady_peak_reserved_bytes = 0;
+  std::uint64_t steady_peak_requested_bytes = 0;
+  std::vector<PlanInfo> plans;  // the plans kept now
+
+  // The figures above but the plans under "planned.<name>" keys, beside Stats::as_map()'s.
+  std::map<std::string, std::int64_t> as_map() const;
+};
+
 class Allocator {
  public:
-  explicit Allocator(std::shared_ptr<Device> device, Config config = {});
+  // `planner` lays out the planned strategy's iterations; the default is the plan
+  // layer's (see arena_planner.h). Other strategies ignore it.
+  explicit Allocator(std::shared_ptr<Device> device, Config config = {},
+                     std::shared_ptr<const ArenaPlanner> planner = default_arena_planner());
   ~Allocator();
   Allocator(const Allocator&) = delete;
   Allocator& operator=(const Allocator&) = delete;
@@ -91,8 +132,9 @@ class Allocator {
   std::vector<PoolInfo> pools() const;
 
   // Marks the start of an iteration (training step, inference batch): observers see an
-  // EventKind::iteration event; strategies and leak checks that learn per iteration use it.
+  // EventKind::iteration event; the planned strategy learns and serves per iteration.
   void mark_iteration();
+  PlannedStats planned_stats() const;
 
   void add_observer(std::shared_ptr<AllocatorObserver> observer);
   void remove_observer(const std::shared_ptr<AllocatorObserver>& observer);

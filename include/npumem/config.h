@@ -10,9 +10,10 @@
 namespace npumem {
 
 enum class Strategy : std::uint8_t {
-  caching,      // grow by device segments, keep them cached
-  expandable,   // one VA range per pool and tier, grown and shrunk by mapping granules
-  static_arena  // one arena reserved up front; no device call afterwards
+  caching,       // grow by device segments, keep them cached
+  expandable,    // one VA range per pool and tier, grown and shrunk by mapping granules
+  static_arena,  // one arena reserved up front; no device call afterwards
+  planned        // an arena laid out from plans learned on earlier iterations; caching otherwise
 };
 
 std::string_view strategy_name(Strategy strategy);

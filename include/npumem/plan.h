@@ -12,22 +12,20 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "npumem/arena_planner.h"
+
 namespace npumem::plan {
 
 // ---------------------------------------------------------------- static memory plan
 
-// One tensor: `bytes` live from op `first_op` through op `last_op` (inclusive).
-struct TensorLifetime {
-  std::uint64_t bytes = 0;
-  std::uint64_t first_op = 0;
-  std::uint64_t last_op = 0;
-};
+using TensorLifetime = npumem::TensorLifetime;  // declared beside the ArenaPlanner interface
 
 // Parses lifetime records: one tensor per line, `<bytes> <first_op> <last_op>`; blank
 // lines and lines starting with `#` are skipped. Throws ParseError(source, line, problem)
@@ -78,6 +76,9 @@ std::uint64_t naive_memory(std::span<const TensorLifetime> tensors, std::uint64_
 // fits in 64-bit offsets.
 MemoryPlan plan_memory(std::span<const TensorLifetime> tensors,
                        const MemoryPlanOptions& options = {});
+
+// An ArenaPlanner over plan_memory with this deadline (what the planned strategy uses).
+std::shared_ptr<const ArenaPlanner> memory_arena_planner(std::chrono::nanoseconds time_limit);
 
 // ---------------------------------------------------------------- layers
 

@@ -124,7 +124,17 @@ void bind_devices(py::module_& module) {
       .def_property_readonly(
           "warnings", [](const Entry& e) { return e.allocator->warnings(); },
           "Problems met when the allocator was made that did not stop it, e.g. a fallback")
-      .def("stats", [](const Entry& e) { return stats_dict(e.allocator->stats()); })
+      .def("stats",
+           [](const Entry& e) {
+             auto stats = e.allocator->stats().as_map();
+             // The planned strategy's figures join the PyTorch keys (planned.hits, ...).
+             if (e.allocator->config().strategy == Strategy::planned) {
+               stats.merge(e.allocator->planned_stats().as_map());
+             }
+             py::dict result;
+             for (const auto& [key, value] : stats) result[py::str(key)] = value;
+             return result;
+           })
       .def("reset_peak_stats", [](Entry& e) { e.allocator->reset_peak_stats(); })
       .def(
           "mark_iteration", [](Entry& e) { e.allocator->mark_iteration(); },

@@ -57,6 +57,23 @@ class StatsTest(unittest.TestCase):
         npumem.caching_allocator_delete(first, device)
         self.assertEqual(npumem.memory_allocated(device), 0)
 
+    def test_planned_strategy_figures_join_memory_stats(self):
+        device = fresh_device(spec="sim:hbm=1GiB", conf="strategy:planned")
+        for _ in range(3):
+            npumem.get_device(device).mark_iteration()
+            blocks = [npumem.caching_allocator_alloc(size, device) for size in (4 * MiB, 6 * MiB)]
+            for ptr in blocks:
+                npumem.caching_allocator_delete(ptr, device)
+        stats = npumem.memory_stats(device)
+        self.assertEqual(stats["planned.plans_learned"], 1)
+        self.assertEqual(stats["planned.learning"], 2, "the first iteration is learned")
+        self.assertEqual(stats["planned.hits"], 4, "the next two are served from the plan")
+        self.assertEqual(stats["planned.fallbacks"], 0)
+        self.assertEqual(stats["planned.arena_bytes"], 10 * MiB)
+        self.assertEqual(stats["reserved_bytes.all.current"], 10 * MiB)
+        self.assertEqual(list(stats), sorted(stats))
+        self.assertNotIn("planned.hits", npumem.memory_stats(fresh_device()))
+
     def test_empty_cache_returns_free_segments_to_the_device(self):
         device = fresh_device()
         ptr = npumem.caching_allocator_alloc(5 * MiB, device)

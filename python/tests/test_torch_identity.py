@@ -14,7 +14,7 @@ import torch
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def run_workload(workload: str, allocator: str, folder: str) -> dict:
+def run_workload(workload: str, allocator: str, folder: str, conf: str = "") -> dict:
     output = os.path.join(folder, f"{workload}.{allocator}.pt")
     completed = subprocess.run(
         [sys.executable, os.path.join(HERE, "run_workload.py"), workload, allocator, output],
@@ -22,6 +22,7 @@ def run_workload(workload: str, allocator: str, folder: str) -> dict:
         text=True,
         timeout=600,
         check=False,
+        env={**os.environ, "NPUMEM_ALLOC_CONF": conf},
     )
     if completed.returncode != 0:
         raise AssertionError(f"{workload} on {allocator} failed:\n{completed.stderr}")
@@ -29,10 +30,10 @@ def run_workload(workload: str, allocator: str, folder: str) -> dict:
 
 
 class BitIdentityTest(unittest.TestCase):
-    def assert_identical(self, workload: str) -> dict[str, int]:
+    def assert_identical(self, workload: str, conf: str = "") -> dict[str, int]:
         with tempfile.TemporaryDirectory() as folder:
             default = run_workload(workload, "default", folder)
-            served = run_workload(workload, "npumem", folder)
+            served = run_workload(workload, "npumem", folder, conf)
         self.assertEqual(set(default["results"]), set(served["results"]))
         for name, expected in default["results"].items():
             with self.subTest(tensor=name):
@@ -48,6 +49,19 @@ class BitIdentityTest(unittest.TestCase):
     def test_transformer_encoder_with_dynamic_sequence_lengths(self):
         stats = self.assert_identical("transformer_dynamic_lengths")
         self.assertGreater(stats["allocation.all.allocated"], 500)
+
+    def assert_planned(self, workload: str) -> dict[str, int]:
+        stats = self.assert_identical(workload, "strategy:planned")
+        self.assertGreaterEqual(stats["planned.plans_learned"], 1)
+        self.assertGreater(stats["planned.hits"], 0)
+        self.assertEqual(stats["planned.fallbacks"], 0, "every served iteration matched its plan")
+        return stats
+
+    def test_resnet18_training_loop_under_the_planned_strategy(self):
+        self.assert_planned("resnet18_training_loop")
+
+    def test_transformer_inference_loop_under_the_planned_strategy(self):
+        self.assert_planned("transformer_inference_loop")
 
 
 if __name__ == "__main__":

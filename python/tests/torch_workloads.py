@@ -6,6 +6,8 @@ from __future__ import annotations
 import torch
 import torchvision
 
+import npumem.torch
+
 
 def resnet18_training_step(batch: int = 2, size: int = 64) -> dict[str, torch.Tensor]:
     """One SGD step of torchvision's resnet18: logits, loss, every gradient and every
@@ -57,7 +59,53 @@ def transformer_dynamic_lengths(
     return results
 
 
+def resnet18_training_loop(
+    steps: int = 5, batch: int = 2, size: int = 64
+) -> dict[str, torch.Tensor]:
+    """SGD steps of resnet18, each optimizer.step() an iteration boundary
+    (npumem.torch.mark_optimizer_steps): every loss, then every updated parameter."""
+    torch.manual_seed(0)
+    model = torchvision.models.resnet18(num_classes=10)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    model.train()
+    results: dict[str, torch.Tensor] = {}
+    npumem.torch.mark_optimizer_steps()
+    try:
+        for step in range(steps):
+            images = torch.randn(batch, 3, size, size)
+            labels = torch.randint(0, 10, (batch,))
+            optimizer.zero_grad()
+            loss = torch.nn.functional.cross_entropy(model(images), labels)
+            loss.backward()
+            optimizer.step()
+            results[f"loss.{step}"] = loss.detach()
+    finally:
+        npumem.torch.mark_optimizer_steps(False)
+    for name, parameter in model.named_parameters():
+        results[f"param.{name}"] = parameter.detach().clone()
+    return results
+
+
+def transformer_inference_loop(batches: int = 6) -> dict[str, torch.Tensor]:
+    """Inference batches of one shape through a 2-layer TransformerEncoder, each batch
+    an iteration (npumem.torch.iteration()): every batch's output."""
+    torch.manual_seed(0)
+    layer = torch.nn.TransformerEncoderLayer(
+        d_model=64, nhead=4, dim_feedforward=128, batch_first=True
+    )
+    encoder = torch.nn.TransformerEncoder(layer, num_layers=2)
+    encoder.eval()
+    results: dict[str, torch.Tensor] = {}
+    with torch.no_grad():
+        for step in range(batches):
+            npumem.torch.iteration()
+            results[f"output.{step}"] = encoder(torch.randn(4, 32, 64))
+    return results
+
+
 WORKLOADS = {
     "resnet18_training_step": resnet18_training_step,
     "transformer_dynamic_lengths": transformer_dynamic_lengths,
+    "resnet18_training_loop": resnet18_training_loop,
+    "transformer_inference_loop": transformer_inference_loop,
 }

@@ -118,12 +118,15 @@ npumem_status_t npumem_stat(npumem_allocator_t* allocator, const char* key, int6
     int64_t& result = required(out, "out");
     if (key == nullptr) throw ArgumentError("key is NULL");
     const std::string name = key;
-    const auto stats = allocator_of(allocator).stats().as_map();
+    const npumem::Allocator& owner = allocator_of(allocator);
+    auto stats = owner.stats().as_map();
+    if (owner.config().strategy == npumem::Strategy::planned)
+      stats.merge(owner.planned_stats().as_map());
     const auto found = stats.find(name);
     if (found == stats.end()) {
       throw ArgumentError("unknown stat key '" + name +
                           "'; keys look like allocated_bytes.all.current, "
-                          "reserved_bytes.hbm.peak, num_ooms (see docs/C_API.md)");
+                          "reserved_bytes.hbm.peak, num_ooms, planned.hits (see docs/C_API.md)");
     }
     result = found->second;
     return NPUMEM_OK;

@@ -6,8 +6,9 @@
 
 namespace npumem {
 
-Allocator::Allocator(std::shared_ptr<Device> device, Config config)
-    : impl_(std::make_unique<Impl>(std::move(device), config)) {}
+Allocator::Allocator(std::shared_ptr<Device> device, Config config,
+                     std::shared_ptr<const ArenaPlanner> planner)
+    : impl_(std::make_unique<Impl>(std::move(device), config, std::move(planner))) {}
 
 Allocator::~Allocator() = default;
 
@@ -93,7 +94,13 @@ std::vector<PoolInfo> Allocator::pools() const {
 
 void Allocator::mark_iteration() {
   std::lock_guard lock(impl_->mutex);
+  if (impl_->planned != nullptr) impl_->planned->iteration_boundary();
   impl_->notify(EventKind::iteration, 0, 0, 0, Tier::hbm, *impl_->pools.front());
+}
+
+PlannedStats Allocator::planned_stats() const {
+  std::lock_guard lock(impl_->mutex);
+  return impl_->planned != nullptr ? impl_->planned->stats() : PlannedStats{};
 }
 
 void Allocator::add_observer(std::shared_ptr<AllocatorObserver> observer) {

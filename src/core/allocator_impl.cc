@@ -44,7 +44,8 @@ thread_local PoolState* scoped_pool = nullptr;
 
 }  // namespace
 
-Allocator::Impl::Impl(std::shared_ptr<Device> dev, Config conf)
+Allocator::Impl::Impl(std::shared_ptr<Device> dev, Config conf,
+                      std::shared_ptr<const ArenaPlanner> planner)
     : device(std::move(dev)),
       config(conf),
       caches(std::make_shared<core::CacheRegistry>(this, &Impl::retire_cache)) {
@@ -77,6 +78,12 @@ Allocator::Impl::Impl(std::shared_ptr<Device> dev, Config conf)
     case Strategy::static_arena:
       source = std::make_unique<core::StaticSource>(*this);
       break;
+    case Strategy::planned: {
+      auto planned_source = std::make_unique<core::PlannedSource>(*this, std::move(planner));
+      planned = planned_source.get();
+      source = std::move(planned_source);
+      break;
+    }
   }
   try {
     create_pool("default", 0);
@@ -274,7 +281,8 @@ PoolState* Allocator::Impl::find_pool(const std::string& name) const {
 void* Allocator::Impl::allocate(std::size_t bytes) {
   ThreadCache* cache = core::thread_cache(caches->id);
   bool locked = false;
-  if (cache != nullptr && !solo.load(std::memory_order_relaxed) &&
+  // The planned strategy counts every request in order, so it always takes the lock.
+  if (cache != nullptr && planned == nullptr && !solo.load(std::memory_order_relaxed) &&
       bytes <= std::numeric_limits<std::size_t>::max() / 2) {
     cache->lock.lock();
     if (observers.empty()) {
@@ -302,7 +310,13 @@ void* Allocator::Impl::allocate_locked(std::size_t bytes, ThreadCache* known) {
   PoolState& pool = current_pool();
   if (bytes > std::numeric_limits<std::size_t>::max() / 2) fail(pool, bytes, bytes, {});
   const std::size_t size = core::round_up_pow2(std::max<std::size_t>(bytes, 1), config.granule);
-  Block* block = cache != nullptr ? cache->take(size, &pool) : nullptr;
+  Block* block = planned != nullptr ? planned->take(pool, size) : nullptr;
+  if (block != nullptr) {
+    live.insert(block->address, block);
+    block->owner = cache;
+  } else if (cache != nullptr) {
+    block = cache->take(size, &pool);
+  }
   if (block == nullptr) {
     Refusal refusal;
     block = allocate_block(pool, size, source->kind_for(size), refusal);
@@ -313,6 +327,7 @@ void* Allocator::Impl::allocate_locked(std::size_t bytes, ThreadCache* known) {
   block->requested = bytes;
   block->tag = core::current_tag_id();
   account_block(pool, *block, true);
+  if (planned != nullptr) planned->allocated(*block);
   if (!observers.empty()) {
     notify(EventKind::alloc, block->address, block->size, bytes, block->segment->tier, pool,
            block->tag);
@@ -511,7 +526,7 @@ void Allocator::Impl::deallocate(void* ptr) {
   ThreadCache* cache = core::thread_cache(caches->id);
   Block* block = nullptr;
   bool locked = false;
-  if (cache != nullptr && !solo.load(std::memory_order_relaxed)) {
+  if (cache != nullptr && planned == nullptr && !solo.load(std::memory_order_relaxed)) {
     cache->lock.lock();
     block = live.find(address);
     if (block != nullptr && block->owner == cache && !block->cached && observers.empty() &&
@@ -541,16 +556,20 @@ void Allocator::Impl::deallocate_locked(std::uintptr_t address, Block* block, Th
     notify(EventKind::free, block->address, block->size, block->requested, block->segment->tier,
            pool, block->tag);
   }
+  if (planned != nullptr) planned->freed(*block);
   ThreadCache* cache = attach_cache(known);
   if (cache != nullptr) {
     if (!solo.load(std::memory_order_relaxed)) {
       if (!cache->counts_for(&pool)) cache->drop_credit();  // the thread moved to another pool
       cache->earn_credit(*block);
     }
-    if (block->owner == cache && cache->keep(block)) return;
+    // The planned strategy's large blocks go back at once: their offsets are planned.
+    const bool keepable = planned == nullptr || block->segment->kind == PoolKind::small;
+    if (block->owner == cache && keepable && cache->keep(block)) return;
   }
   live.erase(address);
   block->owner = nullptr;
+  if (planned != nullptr && planned->release_block(pool, block)) return;
   pool.block_pool(block->segment->tier, block->segment->kind).release(block);
 }
 

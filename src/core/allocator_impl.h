@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/oom_report.h"
+#include "core/planned_source.h"
 #include "core/pointer_map.h"
 #include "core/pool_state.h"
 #include "core/segment_source.h"
@@ -23,7 +24,7 @@
 namespace npumem {
 
 struct Allocator::Impl {
-  Impl(std::shared_ptr<Device> device, Config config);
+  Impl(std::shared_ptr<Device> device, Config config, std::shared_ptr<const ArenaPlanner> planner);
   ~Impl();
 
   // The allocator's lock: its own spin lock, then every front cache's, so the holder
@@ -100,6 +101,9 @@ struct Allocator::Impl {
   std::vector<std::string> warnings;
   // Per-pool block statistics start when the first named pool is created.
   bool per_pool_stats = false;
+  // The source when the strategy is planned (its hooks in allocate, deallocate and
+  // at iteration marks); nullptr otherwise.
+  core::PlannedSource* planned = nullptr;
 
  private:
   struct Refusal {

@@ -26,6 +26,8 @@ struct Block {
   // The front cache whose thread allocated it, while live or kept by that cache.
   ThreadCache* owner = nullptr;
   std::uint32_t tag = 0;  // interned memory tag (0: none)
+  // Planned strategy: the iteration (high 32 bits) and request index that made it.
+  std::uint64_t sequence = 0;
   bool allocated = false;
   bool cached = false;  // kept by its owner's front cache: free to users, taken to the pools
   // Free blocks of an expandable range may have no physical memory behind them;
@@ -41,6 +43,8 @@ struct Segment {
   PoolState* pool = nullptr;
   Block* first = nullptr;
   std::size_t allocated_blocks = 0;
+  // Its free blocks serve only BlockPool::take_at (the planned arena while plans serve).
+  bool closed = false;
   Segment* prev = nullptr;  // links in the owning block pool's segment list
   Segment* next = nullptr;
   Segment* idle_prev = nullptr;  // links in its list of segments with no allocated block

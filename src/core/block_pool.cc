@@ -12,7 +12,7 @@ void BlockPool::clear() {
 
 void BlockPool::file(Block* block) {
   if (block->mapped) {
-    index_.insert(block);
+    if (!block->segment->closed) index_.insert(block);
     free_bytes_ += block->size;
   } else {
     unmapped_.insert(block);
@@ -21,7 +21,7 @@ void BlockPool::file(Block* block) {
 
 void BlockPool::unfile(Block* block) {
   if (block->mapped) {
-    index_.remove(block);
+    if (!block->segment->closed) index_.remove(block);
     free_bytes_ -= block->size;
   } else {
     unmapped_.remove(block);
@@ -40,6 +40,36 @@ Block* BlockPool::take(std::size_t size, std::size_t max_block, std::size_t spli
   block->allocated = true;
   if (block->segment->allocated_blocks++ == 0) unlink_idle(block->segment);
   return block;
+}
+
+Block* BlockPool::take_at(Segment& segment, std::uintptr_t address, std::size_t size) {
+  Block* block = segment.first;
+  while (block != nullptr && block->address + block->size <= address) block = block->next;
+  if (block == nullptr || block->allocated || !block->mapped || block->address > address ||
+      block->address + block->size < address + size) {
+    return nullptr;
+  }
+  unfile(block);
+  if (block->address < address) {
+    Block* tail = split(block, address - block->address);
+    file(block);
+    block = tail;
+  }
+  if (block->size > size) file(split(block, size));
+  block->allocated = true;
+  if (segment.allocated_blocks++ == 0) unlink_idle(&segment);
+  return block;
+}
+
+void BlockPool::set_closed(Segment& segment, bool closed) {
+  if (segment.closed == closed) return;
+  for (Block* b = segment.first; b != nullptr; b = b->next) {
+    if (!b->allocated) unfile(b);
+  }
+  segment.closed = closed;
+  for (Block* b = segment.first; b != nullptr; b = b->next) {
+    if (!b->allocated) file(b);
+  }
 }
 
 Block* BlockPool::split(Block* block, std::size_t size) {

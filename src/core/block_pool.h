@@ -27,6 +27,11 @@ class BlockPool {
   // smaller than unsplittable_from (PyTorch's max_split_size: big blocks stay whole).
   Block* take(std::size_t size, std::size_t max_block, std::size_t split_remainder,
               std::size_t unsplittable_from);
+  // Takes exactly [address, address + size) of `segment` (one of this pool's) when it
+  // lies inside one free mapped block; nullptr otherwise. The planned strategy's offsets.
+  Block* take_at(Segment& segment, std::uintptr_t address, std::size_t size);
+  // Opens or closes a segment's free space to take() (see Segment::closed).
+  void set_closed(Segment& segment, bool closed);
   // Frees an allocated block, merging it with free neighbours; returns the merged block.
   Block* release(Block* block);
   // Grows an allocated block in place into its free mapped successor, or shrinks it
@@ -71,6 +76,7 @@ class BlockPool {
   std::size_t reserved_bytes() const { return reserved_bytes_; }  // mapped
   std::size_t largest_free() const;
   const Segment* segments() const { return segments_; }
+  Segment* segments() { return segments_; }
 
  private:
   Block* split(Block* block, std::size_t size);

@@ -21,6 +21,8 @@ std::string_view strategy_name(Strategy strategy) {
       return "expandable";
     case Strategy::static_arena:
       return "static";
+    case Strategy::planned:
+      return "planned";
   }
   return "unknown";
 }
@@ -77,8 +79,10 @@ const std::map<std::string, Setter, std::less<>>& setters() {
            c.strategy = Strategy::expandable;
          } else if (value == "static") {
            c.strategy = Strategy::static_arena;
+         } else if (value == "planned") {
+           c.strategy = Strategy::planned;
          } else {
-           bad_value(key, value, "caching, expandable, static");
+           bad_value(key, value, "caching, expandable, static, planned");
          }
        }},
       {"expandable_segments",

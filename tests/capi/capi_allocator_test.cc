@@ -260,6 +260,29 @@ TEST(CapiAllocatorConfig, TheConfStringReachesTheAllocator) {
   EXPECT_EQ(npumem_allocator_destroy(allocator), NPUMEM_OK);
 }
 
+TEST(CapiAllocatorConfig, ThePlannedStrategyServesIterationsAfterTheFirst) {
+  npumem_allocator_t* allocator = nullptr;
+  ASSERT_EQ(npumem_allocator_create("sim:hbm=1GiB", "strategy:planned", &allocator), NPUMEM_OK)
+      << npumem_last_error();
+  for (int iteration = 0; iteration < 3; ++iteration) {
+    ASSERT_EQ(npumem_iteration(allocator), NPUMEM_OK);
+    void* a = nullptr;
+    void* b = nullptr;
+    ASSERT_EQ(npumem_allocate(allocator, 4 * kMiB, &a), NPUMEM_OK);
+    ASSERT_EQ(npumem_allocate(allocator, 6 * kMiB, &b), NPUMEM_OK);
+    ASSERT_EQ(npumem_deallocate(allocator, a), NPUMEM_OK);
+    ASSERT_EQ(npumem_deallocate(allocator, b), NPUMEM_OK);
+  }
+  int64_t value = -1;
+  ASSERT_EQ(npumem_stat(allocator, "planned.hits", &value), NPUMEM_OK) << npumem_last_error();
+  EXPECT_EQ(value, 4);
+  ASSERT_EQ(npumem_stat(allocator, "planned.learning", &value), NPUMEM_OK);
+  EXPECT_EQ(value, 2);
+  ASSERT_EQ(npumem_stat(allocator, "planned.arena_bytes", &value), NPUMEM_OK);
+  EXPECT_EQ(value, 10 * kMiB);
+  EXPECT_EQ(npumem_allocator_destroy(allocator), NPUMEM_OK);
+}
+
 TEST(CapiAllocatorConfig, BackedMemoryIsWritable) {
   npumem_allocator_t* allocator = nullptr;
   ASSERT_EQ(npumem_allocator_create("host", "", &allocator), NPUMEM_OK) << npumem_last_error();

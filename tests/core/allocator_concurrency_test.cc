@@ -13,17 +13,20 @@
 namespace npumem {
 namespace {
 
-TEST(AllocatorConcurrency, TwoThreadsStress) {
+// Two threads allocate and free at random; with `mark_every`, the first also marks an
+// iteration every that many steps (the planned strategy learns and serves meanwhile).
+void two_threads_stress(const Config& config, int mark_every) {
   SimSpec spec;
   spec.hbm_bytes = 128 * MiB;
   spec.ddr_bytes = 128 * MiB;
   spec.backing = Backing::host;
-  Allocator allocator(std::make_shared<SimDevice>(spec));
+  Allocator allocator(std::make_shared<SimDevice>(spec), config);
   std::vector<std::map<void*, std::size_t>> kept(2);
   auto work = [&](int thread) {
     std::mt19937_64 rng(static_cast<unsigned>(thread) + 1);
     std::vector<std::pair<unsigned char*, std::size_t>> mine;
     for (int step = 0; step < 20000; ++step) {
+      if (thread == 0 && mark_every != 0 && step % mark_every == 0) allocator.mark_iteration();
       if (!mine.empty() && (rng() % 2 == 0 || mine.size() > 64)) {
         const std::size_t i = rng() % mine.size();
         auto [p, bytes] = mine[i];
@@ -47,8 +50,22 @@ TEST(AllocatorConcurrency, TwoThreadsStress) {
   std::map<void*, std::size_t> live = kept[0];
   live.insert(kept[1].begin(), kept[1].end());
   testing::expect_consistent(allocator, live);
+  // Whether a plan ever matches depends on how the threads interleave; learning does not.
+  if (config.strategy == Strategy::planned) {
+    EXPECT_GT(allocator.planned_stats().plans_learned, 0u);
+  }
   for (const auto& [p, bytes] : live) allocator.deallocate(p);
   EXPECT_EQ(allocator.stats().allocated_bytes.all.current, 0);
+}
+
+TEST(AllocatorConcurrency, TwoThreadsStress) {
+  two_threads_stress(Config{}, 0);
+}
+
+TEST(AllocatorConcurrency, TwoThreadsStressThePlannedStrategyAcrossIterations) {
+  Config config;
+  config.strategy = Strategy::planned;
+  two_threads_stress(config, 500);
 }
 
 }  // namespace

@@ -69,7 +69,7 @@ TEST(Config, BadInputNamesTheKeyAndTheAcceptedValues) {
   expect_error("colour:blue", "unknown key 'colour'");
   expect_error("colour:blue", "granule");  // lists the known keys
   expect_error("granule", "not key:value");
-  expect_error("strategy:fast", "caching, expandable, static");
+  expect_error("strategy:fast", "caching, expandable, static, planned");
   expect_error("granule:1000", "power of two");
   expect_error("granule:32", "at least 64");
   expect_error("granule:lots", "'granule'");

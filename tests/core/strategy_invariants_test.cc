@@ -55,6 +55,7 @@ TEST_P(StrategyInvariants, HoldThroughALongRandomSequence) {
         if (HasFatalFailure()) return;
       }
       if (step % 1000 == 999) allocator.empty_cache();
+      if (step % 50 == 49) allocator.mark_iteration();
     }
     testing::expect_consistent(allocator, live);
     for (void* p : order) allocator.deallocate(p);
@@ -87,7 +88,7 @@ TEST_P(StrategyInvariants, SpillAndMisuseBehaveAlike) {
 
 INSTANTIATE_TEST_SUITE_P(AllStrategies, StrategyInvariants,
                          ::testing::Values(Strategy::caching, Strategy::expandable,
-                                           Strategy::static_arena),
+                                           Strategy::static_arena, Strategy::planned),
                          [](const auto& info) { return std::string(strategy_name(info.param)); });
 
 }  // namespace

@@ -99,6 +99,37 @@ TEST(CmdPlanTest, SeedAndIterationsMakePlansReproducible) {
   EXPECT_LE(first["search_iterations"].get<int>(), 30);
 }
 
+TEST(CmdPlanTest, MemoryPlanOfATraceAndABudget) {
+  TempDir dir;
+  // Iteration 1: 4096 and 1024 live together, then 2048 alone.
+  testing::write_text(dir.file("t.trace"),
+                      "a 0 100\ni\na 1 64\nf 1\ni\na 2 4096\na 3 1000\nf 2\nf 3\na 4 2048\nf 4\n");
+  const std::string trace = dir.file("t.trace").string();
+  auto result =
+      run_npumem("plan memory --trace " + trace + " --iteration 1 --json --budget 5KiB", dir);
+  ASSERT_EQ(result.exit_code, cli::kExitOk) << result.err;
+  nlohmann::json json = nlohmann::json::parse(result.out);
+  EXPECT_EQ(json["tensors"], 3);
+  EXPECT_EQ(json["arena_bytes"], 4096 + 1024);
+  EXPECT_EQ(json["fits"], true);
+  EXPECT_EQ(json["budget_margin_bytes"], 5120 - 4096 - 1024);
+  result = run_npumem("plan memory --trace " + trace + " --budget 4KiB", dir);
+  EXPECT_EQ(result.exit_code, cli::kExitBadInput);
+  EXPECT_NE(result.out.find("does not fit"), std::string::npos) << result.out;
+  EXPECT_NE(result.err.find("over the budget of 4.00 KiB by"), std::string::npos) << result.err;
+  result = run_npumem("plan memory --trace " + trace + " --iteration 2", dir);
+  EXPECT_EQ(result.exit_code, cli::kExitBadInput);
+  EXPECT_NE(result.err.find("no iteration 2"), std::string::npos) << result.err;
+  testing::write_text(dir.file("m.records"), kRecords);
+  result = run_npumem("plan memory " + dir.file("m.records").string() + " --trace " + trace, dir);
+  EXPECT_EQ(result.exit_code, cli::kExitBadInput);
+  EXPECT_NE(result.err.find("either a records file or --trace"), std::string::npos) << result.err;
+  testing::write_text(dir.file("bad.trace"), "a 0 10\nf 1\n");
+  result = run_npumem("plan memory --trace " + dir.file("bad.trace").string(), dir);
+  EXPECT_EQ(result.exit_code, cli::kExitBadInput);
+  EXPECT_NE(result.err.find("bad.trace:2"), std::string::npos) << result.err;
+}
+
 TEST(CmdPlanTest, ShardPlanAndItsBaseline) {
   TempDir dir;
   testing::write_text(dir.file("m.json"), kModel);

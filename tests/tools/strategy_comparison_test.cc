@@ -52,10 +52,11 @@ TEST(StaticAdvisor, TheArenaItRecommendsCompletesAndOneStepLessDoesNot) {
 
 TEST(StrategyComparison, MeasuresEveryStrategy) {
   const auto rows = compare_strategies(small_trace(), ReplayOptions{});
-  ASSERT_EQ(rows.size(), 3u);
+  ASSERT_EQ(rows.size(), 4u);
   EXPECT_EQ(rows[0].strategy, Strategy::caching);
   EXPECT_EQ(rows[1].strategy, Strategy::expandable);
   EXPECT_EQ(rows[2].strategy, Strategy::static_arena);
+  EXPECT_EQ(rows[3].strategy, Strategy::planned);
   for (const StrategyFigures& row : rows) {
     EXPECT_EQ(row.peak_requested_bytes, 12 * MiB);
     EXPECT_GE(row.peak_reserved_bytes, row.peak_requested_bytes);
@@ -67,8 +68,9 @@ TEST(StrategyComparison, MeasuresEveryStrategy) {
   }
   EXPECT_EQ(rows[2].device_allocs, 1);  // the arena, and nothing after it
   const auto json = comparison_json("small.trace", rows);
-  EXPECT_EQ(json["strategies"].size(), 3u);
+  EXPECT_EQ(json["strategies"].size(), 4u);
   EXPECT_EQ(json["strategies"][2]["strategy"], "static");
+  EXPECT_EQ(json["strategies"][3]["strategy"], "planned");
 }
 
 TEST(CompareCli, PrintsATableAndJson) {
@@ -76,13 +78,13 @@ TEST(CompareCli, PrintsATableAndJson) {
   if (!std::filesystem::exists(trace)) GTEST_SKIP() << "no shared traces at " << trace;
   const auto text = testing::run_npumem("compare " + trace);
   ASSERT_EQ(text.exit_code, 0) << text.err;
-  for (const char* word : {"caching", "expandable", "static", "min HBM", "p99"}) {
+  for (const char* word : {"caching", "expandable", "static", "planned", "min HBM", "p99"}) {
     EXPECT_NE(text.out.find(word), std::string::npos) << word << "\n" << text.out;
   }
   const auto json = testing::run_npumem("compare --json " + trace);
   ASSERT_EQ(json.exit_code, 0) << json.err;
   const auto parsed = nlohmann::json::parse(json.out);
-  ASSERT_EQ(parsed["strategies"].size(), 3u);
+  ASSERT_EQ(parsed["strategies"].size(), 4u);
   for (const auto& row : parsed["strategies"]) {
     EXPECT_EQ(row["peak_requested_bytes"], 380164640);
   }
