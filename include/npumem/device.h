@@ -49,7 +49,7 @@ class Device {
  public:
   virtual ~Device() = default;
 
-  // "sim:0", "host", "cuda:0".
+  // "sim:0", "host", "cuda:0", "acl:0".
   virtual std::string name() const = 0;
   virtual TierInfo tier_info(Tier tier) const = 0;
   bool has_tier(Tier tier) const { return tier_info(tier).present; }
@@ -74,12 +74,17 @@ class Device {
   virtual double transfer_seconds(Tier from, Tier to, std::size_t bytes) const;
   // Copies bytes between device addresses (when backed) and returns the modelled seconds.
   virtual double copy(void* dst, Tier dst_tier, const void* src, Tier src_tier, std::size_t bytes);
+
+  // What the driver said about the last call that failed (error code and message),
+  // for error reports; empty where the device has nothing to add.
+  virtual std::string last_error() const { return {}; }
 };
 
 // Builds a device from a spec string:
 //   sim[:key=value,...]   the virtual NPU (see docs/DEVICES.md for keys)
 //   host                  plain host memory, one tier
 //   cuda[:N]              a CUDA GPU (only when built with CUDA)
+//   acl[:N][,key=value]   an Ascend NPU through libascendcl.so, loaded at run time
 // Throws ConfigError naming the bad part.
 std::shared_ptr<Device> make_device(std::string_view spec);
 

@@ -48,9 +48,7 @@ Allocator::Impl::Impl(std::shared_ptr<Device> dev, Config conf)
     tier_granularity[index(tier)] = std::max<std::uint64_t>(info.granularity_bytes, 1);
   }
   if (config.strategy == Strategy::expandable && !device->supports_virtual_memory()) {
-    warnings.push_back("expandable_segments is not supported by device " + device->name() +
-                       " (no virtual-memory calls); using the caching strategy");
-    config.strategy = Strategy::caching;
+    fall_back_from_expandable();
   }
   switch (config.strategy) {
     case Strategy::caching:
@@ -69,6 +67,26 @@ Allocator::Impl::Impl(std::shared_ptr<Device> dev, Config conf)
     release_everything();
     throw;
   }
+}
+
+// The seeds' NPU: one warning in the seeds' words, then the strategy
+// expandable_fallback names (static needs static_size, the arena's size).
+void Allocator::Impl::fall_back_from_expandable() {
+  const bool to_static =
+      config.expandable_fallback == ExpandableFallback::static_arena ||
+      (config.expandable_fallback == ExpandableFallback::automatic && config.static_size != 0);
+  if (to_static && config.static_size == 0) {
+    throw ConfigError(
+        "expandable_fallback:static needs static_size:<bytes> (the arena size): "
+        "device " +
+        device->name() + " has no virtual-memory calls");
+  }
+  config.strategy = to_static ? Strategy::static_arena : Strategy::caching;
+  warnings.push_back("expandable_segments feature is not supported by device " + device->name() +
+                     " (no virtual-memory calls); falling back to the " +
+                     std::string(strategy_name(config.strategy)) +
+                     " strategy (expandable_fallback:" +
+                     std::string(expandable_fallback_name(config.expandable_fallback)) + ")");
 }
 
 Allocator::Impl::~Impl() {
@@ -451,6 +469,7 @@ core::OomContext Allocator::Impl::oom_context(PoolState& pool, std::size_t bytes
   c.arena_exhausted = refusal.arena;
   c.strategy = std::string(strategy_name(config.strategy));
   c.spill_to_ddr = config.spill_to_ddr;
+  c.device_error = device->last_error();
   for (Tier tier : kAllTiers) {
     core::TierMemory& t = c.tiers[index(tier)];
     const TierInfo info = device->tier_info(tier);

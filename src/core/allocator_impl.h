@@ -86,6 +86,7 @@ struct Allocator::Impl {
                          const Refusal& refusal);
   [[noreturn]] void invalid_free(std::uintptr_t address) const;
   void release_everything();
+  void fall_back_from_expandable();
   core::OomContext oom_context(core::PoolState& pool, std::size_t bytes, std::size_t size,
                                const Refusal& refusal) const;
 
