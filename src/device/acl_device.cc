@@ -80,9 +80,10 @@ AclDevice::AclDevice(const AclSpec& acl_spec, const std::string& spec)
       true,
       acl_spec.hbm_limit == 0 ? hbm_total : std::min<std::uint64_t>(acl_spec.hbm_limit, hbm_total),
       0};
-  // A chip without HBM answers the HBM query with its DDR (aclrtGetMemInfo.md); the same
-  // figures twice are one memory, not two tiers.
-  const bool ddr_is_separate = ddr_total != 0 && (ddr_total != hbm_total || ddr_free != free_bytes);
+  // A chip without HBM answers the HBM query with its DDR (aclrtGetMemInfo.md): the same
+  // figures twice are taken for one memory, not two tiers, unless ddr=SIZE says otherwise.
+  const bool ddr_is_separate = ddr_total != 0 && (acl_spec.ddr_limit != 0 ||
+                                                  ddr_total != hbm_total || ddr_free != free_bytes);
   if (acl_spec.ddr && ddr_is_separate) {
     tiers_[index(Tier::ddr)] = {true,
                                 acl_spec.ddr_limit == 0

@@ -11,11 +11,13 @@
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdlib>
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "device/sim_device.h"
 #include "device/sim_spec.h"
@@ -121,5 +123,18 @@ class TestDevice {
   std::shared_ptr<SimDevice> sim_;
   std::shared_ptr<Device> device_;
 };
+
+// Data goes in and out through the device's copy (aclrtMemcpy on an NPU), so round
+// trips hold on real device memory, which the host cannot touch.
+inline void fill(Device& device, void* ptr, unsigned char value, std::size_t bytes) {
+  const std::vector<unsigned char> data(bytes, value);
+  device.copy(ptr, Tier::hbm, data.data(), Tier::hbm, bytes);
+}
+
+inline bool holds(Device& device, const void* ptr, unsigned char value, std::size_t bytes) {
+  std::vector<unsigned char> data(bytes);
+  device.copy(data.data(), Tier::hbm, ptr, Tier::hbm, bytes);
+  return std::all_of(data.begin(), data.end(), [&](unsigned char b) { return b == value; });
+}
 
 }  // namespace npumem::testing

@@ -5,7 +5,7 @@
 #include <thread>
 #include <vector>
 
-#include "device/sim_device.h"
+#include "acl/test_device.h"
 #include "invariants.h"
 #include "npumem/allocator.h"
 #include "npumem/units.h"
@@ -13,12 +13,17 @@
 namespace npumem {
 namespace {
 
-TEST(AllocatorConcurrency, TwoThreadsStress) {
+// Runs on the virtual NPU and on acl:0 over the test double of libascendcl.so, where
+// each thread's first device call also has to make the NPU current on that thread.
+class AllocatorConcurrency : public ::testing::TestWithParam<testing::Backend> {};
+
+TEST_P(AllocatorConcurrency, TwoThreadsStress) {
   SimSpec spec;
   spec.hbm_bytes = 128 * MiB;
   spec.ddr_bytes = 128 * MiB;
   spec.backing = Backing::host;
-  Allocator allocator(std::make_shared<SimDevice>(spec));
+  const std::shared_ptr<Device> device = testing::TestDevice(GetParam(), spec).device();
+  Allocator allocator(device);
   std::vector<std::map<void*, std::size_t>> kept(2);
   auto work = [&](int thread) {
     std::mt19937_64 rng(static_cast<unsigned>(thread) + 1);
@@ -28,14 +33,14 @@ TEST(AllocatorConcurrency, TwoThreadsStress) {
         const std::size_t i = rng() % mine.size();
         auto [p, bytes] = mine[i];
         // Memory stays ours while held: the first byte still carries our mark.
-        ASSERT_EQ(p[0], static_cast<unsigned char>(thread + 1));
+        ASSERT_TRUE(testing::holds(*device, p, static_cast<unsigned char>(thread + 1), 1));
         allocator.deallocate(p);
         mine[i] = mine.back();
         mine.pop_back();
       } else {
         const std::size_t bytes = rng() % 8 == 0 ? MiB + rng() % (3 * MiB) : 1 + rng() % 65536;
         auto* p = static_cast<unsigned char*>(allocator.allocate(bytes));
-        p[0] = static_cast<unsigned char>(thread + 1);
+        testing::fill(*device, p, static_cast<unsigned char>(thread + 1), 1);
         mine.emplace_back(p, bytes);
       }
     }
@@ -50,6 +55,9 @@ TEST(AllocatorConcurrency, TwoThreadsStress) {
   for (const auto& [p, bytes] : live) allocator.deallocate(p);
   EXPECT_EQ(allocator.stats().allocated_bytes.all.current, 0);
 }
+
+INSTANTIATE_TEST_SUITE_P(Devices, AllocatorConcurrency, ::testing::ValuesIn(testing::kBackends),
+                         [](const auto& info) { return testing::backend_name(info.param); });
 
 }  // namespace
 }  // namespace npumem
