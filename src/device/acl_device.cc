@@ -199,6 +199,7 @@ DeviceStatus AclDevice::allocate_segment(Tier tier, std::size_t bytes, void** ou
   }
   std::lock_guard lock(mutex_);
   segments_.emplace(ptr, Allocation{tier, bytes});
+  last_error_.clear();  // a report names the refusal that ended the request, not an old one
   *out = ptr;
   return DeviceStatus::ok;
 }
@@ -268,6 +269,7 @@ DeviceStatus AclDevice::create_physical(Tier tier, std::size_t bytes, PhysicalHa
   const auto id = static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(handle));
   std::lock_guard lock(mutex_);
   chunks_.emplace(id, Allocation{tier, bytes});
+  last_error_.clear();
   *out = PhysicalHandle{id};
   return DeviceStatus::ok;
 }

@@ -115,7 +115,7 @@ std::shared_ptr<const AclRuntime::Library> load(const std::string& spec) {
     if (handle == nullptr) handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (handle == nullptr) {
       const char* why = dlerror();
-      tried += "\n  " + path + ": " + (why != nullptr ? why : "not loadable");
+      tried += "\n  " + (why != nullptr ? std::string(why) : path + ": not loadable");
       continue;
     }
     auto library = std::make_shared<AclRuntime::Library>();

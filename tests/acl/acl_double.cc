@@ -8,7 +8,10 @@
 //
 // The NPU is configured by a virtual NPU spec ("hbm=256MiB,ddr=0,fail_every=3", keys
 // as in docs/DEVICES.md) from NPUMEM_ACL_DOUBLE or npumem_acl_double_configure(), read
-// at each aclInit that starts ACL.
+// at each aclInit that starts ACL. With NPUMEM_ACL_DOUBLE_LOG set, aclFinalize appends
+// one line to that file: what npumem called and what it still held, for CLI tests.
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -111,6 +114,27 @@ __attribute__((visibility("default"))) aclError aclFinalize() {
   Npu& n = npu();
   std::lock_guard lock(n.mutex);
   if (!n.device) return fail(ACL_ERROR_REPEAT_FINALIZE, "aclFinalize: not initialised");
+  if (const char* log = std::getenv("NPUMEM_ACL_DOUBLE_LOG"); log != nullptr && *log != '\0') {
+    if (std::FILE* file = std::fopen(log, "a"); file != nullptr) {
+      const npumem::DeviceCallCounts calls = n.device->call_counts();
+      const std::uint64_t held = n.device->tier_info(Tier::hbm).used_bytes +
+                                 n.device->tier_info(Tier::ddr).used_bytes;
+      std::fprintf(file,
+                   "aclFinalize held_bytes=%llu segments=%zu reservations=%zu mappings=%zu "
+                   "mallocs=%llu frees=%llu creates=%llu releases=%llu maps=%llu unmaps=%llu "
+                   "set_device_refs=%lld\n",
+                   static_cast<unsigned long long>(held), n.segments.size(),
+                   n.reservations.size(), n.mappings.size(),
+                   static_cast<unsigned long long>(calls.segment_allocs),
+                   static_cast<unsigned long long>(calls.segment_frees),
+                   static_cast<unsigned long long>(calls.creates),
+                   static_cast<unsigned long long>(calls.releases),
+                   static_cast<unsigned long long>(calls.maps),
+                   static_cast<unsigned long long>(calls.unmaps),
+                   static_cast<long long>(n.device_refs));
+      std::fclose(file);
+    }
+  }
   n.device.reset();  // every segment, chunk and reservation goes with the NPU
   n.segments.clear();
   n.reservations.clear();

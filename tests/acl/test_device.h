@@ -15,6 +15,7 @@
 #include <array>
 #include <cstdlib>
 #include <memory>
+#include <ostream>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -30,6 +31,11 @@ inline constexpr std::array<Backend, 2> kBackends = {Backend::sim, Backend::acl}
 
 inline std::string backend_name(Backend backend) {
   return backend == Backend::sim ? "sim" : "acl";
+}
+
+// GoogleTest prints a parameter with this (ctest names show "sim" / "acl").
+inline void PrintTo(Backend backend, std::ostream* out) {
+  *out << backend_name(backend);
 }
 
 // The double's test controls, found in the libascendcl.so npumem loads; absent from
