@@ -87,6 +87,7 @@ class ReplayRun {
         return 0;
       case TraceOp::iteration:
         ++result_.iterations;
+        allocator_.mark_iteration();
         if (options_.hooks.on_iteration) options_.hooks.on_iteration(allocator_);
         return 0;
       case TraceOp::tag:

@@ -125,6 +125,9 @@ NPUMEM_API npumem_status_t npumem_reset_peak_stats(npumem_allocator_t* allocator
 /* Releases every cached free segment; released (may be NULL) gets the bytes. */
 NPUMEM_API npumem_status_t npumem_empty_cache(npumem_allocator_t* allocator,
                                               size_t* released) NPUMEM_NOEXCEPT;
+/* Marks the start of an iteration (training step, inference batch); observers and
+ * strategies that learn per iteration use it. */
+NPUMEM_API npumem_status_t npumem_iteration(npumem_allocator_t* allocator) NPUMEM_NOEXCEPT;
 /* The allocator's snapshot as JSON: device, stats, pools, segments with their blocks
  * (write_snapshot_json of npumem/snapshot.h; schema in docs/OBSERVABILITY.md). Free
  * *out with npumem_string_free(). */

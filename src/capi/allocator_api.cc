@@ -142,6 +142,13 @@ npumem_status_t npumem_empty_cache(npumem_allocator_t* allocator, size_t* releas
   });
 }
 
+npumem_status_t npumem_iteration(npumem_allocator_t* allocator) noexcept {
+  return guarded([&] {
+    allocator_of(allocator).mark_iteration();
+    return NPUMEM_OK;
+  });
+}
+
 npumem_status_t npumem_snapshot_json(npumem_allocator_t* allocator, char** out) noexcept {
   return guarded([&] {
     char*& result = required(out, "out");

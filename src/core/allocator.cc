@@ -78,6 +78,11 @@ std::vector<PoolInfo> Allocator::pools() const {
   return infos;
 }
 
+void Allocator::mark_iteration() {
+  std::lock_guard lock(impl_->mutex);
+  impl_->notify(EventKind::iteration, 0, 0, 0, Tier::hbm, *impl_->pools.front());
+}
+
 void Allocator::add_observer(std::shared_ptr<AllocatorObserver> observer) {
   std::lock_guard lock(impl_->mutex);
   impl_->observers.push_back(std::move(observer));

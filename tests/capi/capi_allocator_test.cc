@@ -111,6 +111,11 @@ TEST_F(CapiAllocator, EmptyCacheReleasesCachedSegments) {
   EXPECT_EQ(npumem_empty_cache(allocator_, nullptr), NPUMEM_OK) << "released is optional";
 }
 
+TEST_F(CapiAllocator, IterationMarksAreAcceptedAndNullIsRejected) {
+  EXPECT_EQ(npumem_iteration(allocator_), NPUMEM_OK);
+  EXPECT_EQ(npumem_iteration(nullptr), NPUMEM_INVALID_ARGUMENT);
+}
+
 TEST_F(CapiAllocator, ZeroBytesGiveDistinctValidPointers) {
   void* first = nullptr;
   void* second = nullptr;
