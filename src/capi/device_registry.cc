@@ -59,6 +59,8 @@ void publish(int device, std::shared_ptr<Device> made, const Config& config) {
 std::string spec_for_device(std::string_view spec, int device) {
   const std::string index = std::to_string(device);
   if (spec == "cuda") return "cuda:" + index;
+  if (spec == "acl") return "acl:" + index;
+  if (spec.starts_with("acl,")) return "acl:" + index + std::string(spec.substr(3));
   if (spec == "sim") return "sim:id=" + index;
   if (spec.starts_with("sim:") && !names_an_id(spec.substr(4))) {
     return std::string(spec) + ",id=" + index;

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "acl/test_device.h"
 #include "capi/device_registry.h"
 #include "capi/handle.h"
 #include "npumem/npumem.h"
@@ -161,6 +162,8 @@ TEST(SpecForDevice, SpecsWithoutAnIndexGetTheDeviceIndex) {
   EXPECT_EQ(spec_for_device("cuda", 3), "cuda:3");
   EXPECT_EQ(spec_for_device("sim", 3), "sim:id=3");
   EXPECT_EQ(spec_for_device("sim:hbm=1GiB", 3), "sim:hbm=1GiB,id=3");
+  EXPECT_EQ(spec_for_device("acl", 3), "acl:3");
+  EXPECT_EQ(spec_for_device("acl,vmm=off", 3), "acl:3,vmm=off");
 }
 
 TEST(SpecForDevice, SpecsThatNameTheirDeviceAreKept) {
@@ -169,6 +172,25 @@ TEST(SpecForDevice, SpecsThatNameTheirDeviceAreKept) {
   EXPECT_EQ(spec_for_device("sim:hbm=1GiB,id=7", 3), "sim:hbm=1GiB,id=7");
   EXPECT_EQ(spec_for_device("sim:id=0", 3), "sim:id=0");
   EXPECT_EQ(spec_for_device("host", 3), "host");
+  EXPECT_EQ(spec_for_device("acl:1,hbm=1GiB", 3), "acl:1,hbm=1GiB");
+}
+
+// The torch_npu route: npumem_malloc / npumem_free on an Ascend NPU (the test double of
+// libascendcl.so here), the memory reachable through ACL's copy.
+TEST(PluggableOnAcl, MallocAndFreeOnTheNpu) {
+  npumem::testing::AclDouble::instance().configure({});
+  ASSERT_EQ(npumem_init(12, "acl:0", "expandable_segments:true"), NPUMEM_OK) << npumem_last_error();
+  void* p = npumem_malloc(static_cast<ssize_t>(3 * npumem::MiB), 12, nullptr);
+  ASSERT_NE(p, nullptr) << npumem_last_error();
+  npumem_allocator_t* handle = nullptr;
+  ASSERT_EQ(npumem_device_allocator(12, &handle), NPUMEM_OK);
+  npumem::Device& npu = handle->allocator.device();
+  EXPECT_EQ(npu.name(), "acl:0");
+  EXPECT_TRUE(handle->allocator.warnings().empty());
+  npumem::testing::fill(npu, p, 0x3C, 3 * npumem::MiB);
+  EXPECT_TRUE(npumem::testing::holds(npu, p, 0x3C, 3 * npumem::MiB));
+  npumem_free(p, static_cast<ssize_t>(3 * npumem::MiB), 12, nullptr);
+  EXPECT_EQ(handle->allocator.stats().allocated_bytes.all.current, 0);
 }
 
 }  // namespace
