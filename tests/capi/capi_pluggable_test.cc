@@ -179,17 +179,17 @@ TEST(SpecForDevice, SpecsThatNameTheirDeviceAreKept) {
 // libascendcl.so here), the memory reachable through ACL's copy.
 TEST(PluggableOnAcl, MallocAndFreeOnTheNpu) {
   npumem::testing::AclDouble::instance().configure({});
-  ASSERT_EQ(npumem_init(12, "acl:0", "expandable_segments:true"), NPUMEM_OK) << npumem_last_error();
-  void* p = npumem_malloc(static_cast<ssize_t>(3 * npumem::MiB), 12, nullptr);
+  ASSERT_EQ(npumem_init(41, "acl:0", "expandable_segments:true"), NPUMEM_OK) << npumem_last_error();
+  void* p = npumem_malloc(static_cast<ssize_t>(3 * npumem::MiB), 41, nullptr);
   ASSERT_NE(p, nullptr) << npumem_last_error();
   npumem_allocator_t* handle = nullptr;
-  ASSERT_EQ(npumem_device_allocator(12, &handle), NPUMEM_OK);
+  ASSERT_EQ(npumem_device_allocator(41, &handle), NPUMEM_OK);
   npumem::Device& npu = handle->allocator.device();
   EXPECT_EQ(npu.name(), "acl:0");
   EXPECT_TRUE(handle->allocator.warnings().empty());
   npumem::testing::fill(npu, p, 0x3C, 3 * npumem::MiB);
   EXPECT_TRUE(npumem::testing::holds(npu, p, 0x3C, 3 * npumem::MiB));
-  npumem_free(p, static_cast<ssize_t>(3 * npumem::MiB), 12, nullptr);
+  npumem_free(p, static_cast<ssize_t>(3 * npumem::MiB), 41, nullptr);
   EXPECT_EQ(handle->allocator.stats().allocated_bytes.all.current, 0);
 }
 
