@@ -87,6 +87,12 @@ class AclDouble {
   bool (*initialised_)() = nullptr;
 };
 
+// Whether injected faults and call counts exist on this backend: on acl:0 only over the
+// test double, not on a real NPU.
+inline bool controls_available(Backend backend) {
+  return backend == Backend::sim || AclDouble::instance().present();
+}
+
 // A device of either backend with the capacities, granularity, virtual-memory switch
 // and faults of `spec`, and the virtual NPU's call counts and fault controls.
 class TestDevice {

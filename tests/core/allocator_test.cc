@@ -254,6 +254,8 @@ TEST_P(AllocatorOn, MaxSplitSizeKeepsLargeBlocksWhole) {
 }
 
 TEST_P(AllocatorOn, InjectedDeviceFaultsEndInRetryOrCleanOom) {
+  if (!testing::controls_available(GetParam()))
+    GTEST_SKIP() << "needs the test double's injected faults";
   SimSpec spec;
   spec.hbm_bytes = 512 * MiB;
   spec.ddr_bytes = 512 * MiB;
@@ -296,6 +298,8 @@ TEST_P(AllocatorOn, InjectedDeviceFaultsEndInRetryOrCleanOom) {
 }
 
 TEST_P(AllocatorOn, EveryNthSegmentFailureIsRetriedOnDdr) {
+  if (!testing::controls_available(GetParam()))
+    GTEST_SKIP() << "needs the test double's injected faults";
   SimSpec spec;
   spec.hbm_bytes = 1 * GiB;
   spec.ddr_bytes = 1 * GiB;

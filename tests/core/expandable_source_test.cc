@@ -50,6 +50,7 @@ std::int64_t reserved(const Allocator& allocator) {
 }
 
 TEST_P(Expandable, GrowsByGranulesInOneRange) {
+  if (!testing::controls_available(GetParam())) GTEST_SKIP() << "needs the test double's controls";
   const TestDevice sim = device();
   Allocator allocator(sim.device(), expandable());
   void* a = allocator.allocate(30 * MiB);
@@ -98,6 +99,7 @@ TEST_P(Expandable, AddressesAndDataSurviveGrowth) {
 
 // Free memory scattered in holes is stitched into one block instead of growing.
 TEST_P(Expandable, StitchesFreeGranulesForALargeRequest) {
+  if (!testing::controls_available(GetParam())) GTEST_SKIP() << "needs the test double's controls";
   const TestDevice sim = device(Backing::host, 512 * MiB);
   const std::shared_ptr<Device> npu = sim.device();
   Allocator allocator(npu, expandable(2 * MiB));
@@ -120,6 +122,7 @@ TEST_P(Expandable, StitchesFreeGranulesForALargeRequest) {
 }
 
 TEST_P(Expandable, FailedMapPartWayLeavesTheAllocatorUsable) {
+  if (!testing::controls_available(GetParam())) GTEST_SKIP() << "needs the test double's controls";
   const TestDevice sim = device(Backing::none, 1 * GiB);
   Allocator allocator(sim.device(), expandable(2 * MiB));
   void* keep = allocator.allocate(2 * MiB);
@@ -139,6 +142,7 @@ TEST_P(Expandable, FailedMapPartWayLeavesTheAllocatorUsable) {
 }
 
 TEST_P(Expandable, FailedCreatePartWayReleasesWhatItGathered) {
+  if (!testing::controls_available(GetParam())) GTEST_SKIP() << "needs the test double's controls";
   const TestDevice sim = device(Backing::none, 1 * GiB);
   Allocator allocator(sim.device(), expandable(2 * MiB));
   FaultSpec faults;
