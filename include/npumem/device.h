@@ -39,6 +39,16 @@ struct TierInfo {
   std::uint64_t granularity_bytes = 0;  // sizes of segments and chunks are multiples of it
 };
 
+// A stream of the device's work queue as the framework names it (aclrtStream,
+// cudaStream_t, as an integer); 0 is the default stream.
+using StreamId = std::uint64_t;
+
+// An event recorded on a stream by record_event(); opaque to callers.
+struct EventHandle {
+  std::uint64_t id = 0;
+  explicit operator bool() const { return id != 0; }
+};
+
 // A physical chunk created by create_physical(); opaque to callers.
 struct PhysicalHandle {
   std::uint64_t id = 0;
@@ -74,6 +84,15 @@ class Device {
   virtual double transfer_seconds(Tier from, Tier to, std::size_t bytes) const;
   // Copies bytes between device addresses (when backed) and returns the modelled seconds.
   virtual double copy(void* dst, Tier dst_tier, const void* src, Tier src_tier, std::size_t bytes);
+
+  // Stream events (aclrtRecordEvent, cudaEventRecord): an event recorded on a stream
+  // completes once the work queued there before it has run. Devices without them
+  // answer not_supported; the allocator then does not order reuse by stream.
+  virtual bool supports_events() const { return false; }
+  virtual DeviceStatus record_event(StreamId stream, EventHandle* out);
+  // Whether the event's work has run (an unknown event counts as done).
+  virtual bool event_completed(EventHandle event);
+  virtual void release_event(EventHandle event);
 
   // What the driver said about the last call that failed (error code and message),
   // for error reports; empty where the device has nothing to add.

@@ -90,6 +90,7 @@ void Allocator::Impl::fall_back_from_expandable() {
 }
 
 Allocator::Impl::~Impl() {
+  streams.drop(*device);
   release_everything();
 }
 
@@ -131,12 +132,18 @@ PoolState* Allocator::Impl::find_pool(const std::string& name) const {
   return nullptr;
 }
 
-void* Allocator::Impl::allocate(std::size_t bytes) {
+void* Allocator::Impl::allocate(std::size_t bytes, StreamId stream) {
   std::lock_guard lock(mutex);
   PoolState& pool = current_pool();
   if (bytes > std::numeric_limits<std::size_t>::max() / 2) fail(pool, bytes, bytes, {});
   const std::size_t size = round_up(std::max<std::size_t>(bytes, 1), config.granule);
-  Block* block = recycled.take(size, &pool);
+  streams.note(*device, stream);
+  Block* block = nullptr;
+  if (streams.active() || streams.held() != 0) {
+    block = streams.reuse(*device, stream, size, &pool);
+    if (block == nullptr) streams.settle(*device, [this](Block* b) { return_block(b); });
+  }
+  if (block == nullptr) block = recycled.take(size, &pool);
   if (block == nullptr) {
     Refusal refusal;
     block = allocate_block(pool, size, source->kind_for(size), refusal);
@@ -144,6 +151,7 @@ void* Allocator::Impl::allocate(std::size_t bytes) {
   }
   block->requested = bytes;
   block->tag = core::current_tag_id();
+  block->stream = stream;
   live.insert(block->address, block);
   account_block(pool, *block, true);
   if (!observers.empty()) {
@@ -331,11 +339,20 @@ void Allocator::Impl::deallocate(void* ptr) {
     notify(EventKind::free, block->address, block->size, block->requested, block->segment->tier,
            pool, block->tag);
   }
+  if (!streams.hold(*device, block)) return_block(block);
+}
+
+void Allocator::Impl::return_block(Block* block) {
   if (block->segment->tier == Tier::hbm && block->segment->kind == PoolKind::small &&
       recycled.put(block)) {
     return;
   }
-  pool.block_pool(block->segment->tier, block->segment->kind).release(block);
+  block->segment->pool->block_pool(block->segment->tier, block->segment->kind).release(block);
+}
+
+void Allocator::Impl::record_stream(void* ptr, StreamId stream) {
+  std::lock_guard lock(mutex);
+  streams.add_use(&live_block(ptr), stream);
 }
 
 // Accounted as a free of the old block and an allocation of the new one, so stats
@@ -406,6 +423,7 @@ const Block& Allocator::Impl::live_block(const void* ptr) const {
 
 std::size_t Allocator::Impl::empty_cache() {
   std::lock_guard lock(mutex);
+  streams.settle(*device, [this](Block* b) { return_block(b); });
   std::size_t released = 0;
   for (Tier tier : kAllTiers) released += release_cached_everywhere(tier);
   return released;

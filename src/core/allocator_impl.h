@@ -16,6 +16,7 @@
 #include "core/recycle_cache.h"
 #include "core/segment_source.h"
 #include "core/spin_lock.h"
+#include "core/stream_order.h"
 #include "npumem/allocator.h"
 
 namespace npumem {
@@ -25,8 +26,9 @@ struct Allocator::Impl {
   ~Impl();
 
   // The public operations (the facade holds the lock where these do not).
-  void* allocate(std::size_t bytes);
+  void* allocate(std::size_t bytes, StreamId stream = 0);
   void deallocate(void* ptr);
+  void record_stream(void* ptr, StreamId stream);
   bool resize(void* ptr, std::size_t bytes);
   const core::Block& live_block(const void* ptr) const;  // throws InvalidPointer
   std::size_t empty_cache();
@@ -90,8 +92,12 @@ struct Allocator::Impl {
   core::OomContext oom_context(core::PoolState& pool, std::size_t bytes, std::size_t size,
                                const Refusal& refusal) const;
 
+  // A freed block goes back to its block pool (through the recycle cache).
+  void return_block(core::Block* block);
+
   std::unique_ptr<core::SegmentSource> source;
   mutable core::RecycleCache recycled;
+  core::StreamOrder streams;
   std::array<std::uint64_t, kTierCount> tier_limit{};
   std::array<std::uint64_t, kTierCount> tier_granularity{};
   // Highest reserved bytes per tier ever reached; unlike the peak stat, not reset.

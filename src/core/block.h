@@ -22,6 +22,7 @@ struct Block {
   Block* free_prev = nullptr;  // links in a free-index bucket
   Block* free_next = nullptr;
   Segment* segment = nullptr;
+  StreamId stream = 0;    // the stream it was last allocated on
   std::uint32_t tag = 0;  // interned memory tag (0: none)
   bool allocated = false;
   // Free blocks of an expandable range may have no physical memory behind them;

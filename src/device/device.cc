@@ -50,6 +50,16 @@ DeviceStatus Device::map(void* /*addr*/, PhysicalHandle /*handle*/) {
 
 void Device::unmap(void* /*addr*/, std::size_t /*bytes*/) {}
 
+DeviceStatus Device::record_event(StreamId /*stream*/, EventHandle* /*out*/) {
+  return DeviceStatus::not_supported;
+}
+
+bool Device::event_completed(EventHandle /*event*/) {
+  return true;
+}
+
+void Device::release_event(EventHandle /*event*/) {}
+
 // The slower of the two tiers bounds the transfer; a tier without a bandwidth figure
 // (0) is not modelled and the transfer costs no time.
 double Device::transfer_seconds(Tier from, Tier to, std::size_t bytes) const {

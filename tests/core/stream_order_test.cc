@@ -1,0 +1,102 @@
+// Stream-ordered reuse on the virtual NPU, whose streams run simulated kernels: a
+// block freed on one stream is reused by that stream at once and by another only
+// after the event recorded at the free has completed.
+#include "core/stream_order.h"
+
+#include <gtest/gtest.h>
+
+#include "device/sim_device.h"
+#include "npumem/allocator.h"
+#include "npumem/units.h"
+
+namespace npumem {
+namespace {
+
+constexpr StreamId kCompute = 7;
+constexpr StreamId kCopy = 9;
+
+std::shared_ptr<SimDevice> npu() {
+  SimSpec spec;
+  spec.hbm_bytes = 1 * GiB;
+  spec.ddr_bytes = 0;
+  return std::make_shared<SimDevice>(spec);
+}
+
+TEST(StreamOrder, FreedBlockWaitsForItsStreamBeforeAnotherStreamTakesIt) {
+  auto device = npu();
+  Allocator allocator(device);
+  void* warmup = allocator.allocate(1 * MiB, kCopy);  // two streams: ordering is on
+  allocator.deallocate(warmup);
+  void* a = allocator.allocate(8 * MiB, kCompute);
+  device->launch_kernel(kCompute);  // a kernel using `a` is still running
+  allocator.deallocate(a);
+  void* b = allocator.allocate(8 * MiB, kCopy);
+  EXPECT_NE(b, a) << "reused while the compute stream's kernel still runs";
+  device->finish_kernel(kCompute);
+  void* c = allocator.allocate(8 * MiB, kCopy);
+  EXPECT_EQ(c, a) << "the event completed: the block is free for every stream";
+  allocator.deallocate(b);
+  allocator.deallocate(c);
+  allocator.empty_cache();
+  EXPECT_EQ(device->live_events(), 0u);
+}
+
+TEST(StreamOrder, ItsOwnStreamReusesItAtOnce) {
+  auto device = npu();
+  Allocator allocator(device);
+  allocator.deallocate(allocator.allocate(1 * MiB, kCopy));
+  void* a = allocator.allocate(8 * MiB, kCompute);
+  device->launch_kernel(kCompute);
+  allocator.deallocate(a);
+  void* again = allocator.allocate(8 * MiB, kCompute);
+  EXPECT_EQ(again, a) << "work on its own stream is ordered behind the free";
+  EXPECT_EQ(allocator.stats().allocated_bytes.all.current, static_cast<std::int64_t>(8 * MiB));
+  allocator.deallocate(again);
+  device->finish_kernel(kCompute);
+}
+
+TEST(StreamOrder, RecordStreamMakesEvenItsOwnStreamWait) {
+  auto device = npu();
+  Allocator allocator(device);
+  void* a = allocator.allocate(8 * MiB, kCompute);
+  allocator.record_stream(a, kCopy);  // a copy kernel reads `a` on another stream
+  device->launch_kernel(kCopy);
+  allocator.deallocate(a);
+  void* b = allocator.allocate(8 * MiB, kCompute);
+  EXPECT_NE(b, a) << "the copy stream still uses it";
+  device->finish_kernel(kCopy);
+  allocator.deallocate(b);
+  void* c = allocator.allocate(8 * MiB, kCompute);
+  void* d = allocator.allocate(8 * MiB, kCompute);
+  EXPECT_TRUE(c == a || d == a) << "free again once the copy finished";
+  allocator.deallocate(c);
+  allocator.deallocate(d);
+}
+
+TEST(StreamOrder, OneStreamRecordsNoEvents) {
+  auto device = npu();
+  Allocator allocator(device);
+  for (int i = 0; i < 10; ++i) allocator.deallocate(allocator.allocate(4 * MiB, kCompute));
+  device->launch_kernel(kCompute);
+  void* a = allocator.allocate(4 * MiB, kCompute);
+  allocator.deallocate(a);
+  EXPECT_EQ(device->live_events(), 0u);
+  EXPECT_EQ(allocator.allocate(4 * MiB, kCompute), a);
+}
+
+TEST(StreamOrder, HeldBlocksAndEventsGoWithTheAllocator) {
+  auto device = npu();
+  {
+    Allocator allocator(device);
+    allocator.deallocate(allocator.allocate(1 * MiB, kCopy));
+    void* a = allocator.allocate(8 * MiB, kCompute);
+    device->launch_kernel(kCompute);
+    allocator.deallocate(a);
+    EXPECT_GT(device->live_events(), 0u);
+  }
+  EXPECT_EQ(device->live_events(), 0u);
+  EXPECT_EQ(device->tier_info(Tier::hbm).used_bytes, 0u);
+}
+
+}  // namespace
+}  // namespace npumem
