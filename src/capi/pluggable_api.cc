@@ -21,14 +21,16 @@ std::string pointer_text(const void* ptr) {
 
 extern "C" {
 
-void* npumem_malloc(ssize_t size, int device, void* /*stream*/) noexcept {
+void* npumem_malloc(ssize_t size, int device, void* stream) noexcept {
   void* result = nullptr;
   guarded([&] {
     if (size < 0) {
       throw ArgumentError("npumem_malloc: size " + std::to_string(size) + " is negative");
     }
-    result =
-        npumem::capi::device_allocator(device).allocator.allocate(static_cast<std::size_t>(size));
+    // The stream orders reuse (Allocator::allocate); the block remembers it, so the
+    // free's stream argument (the same one, from PyTorch) is not needed.
+    result = npumem::capi::device_allocator(device).allocator.allocate(
+        static_cast<std::size_t>(size), reinterpret_cast<npumem::StreamId>(stream));
     return NPUMEM_OK;
   });
   return result;
