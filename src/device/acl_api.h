@@ -119,8 +119,16 @@ struct aclrtPhysicalMemProp {
   std::uint64_t reserve;
 };
 
-// aclrtDrvMemHandle.md
+// aclrtDrvMemHandle.md, aclrtEvent.md, aclrtStream.md
 using aclrtDrvMemHandle = void*;
+using aclrtEvent = void*;
+using aclrtStream = void*;
+
+// aclrtEventRecordedStatus.md
+enum aclrtEventRecordedStatus {
+  ACL_EVENT_RECORDED_STATUS_NOT_READY = 0,
+  ACL_EVENT_RECORDED_STATUS_COMPLETE = 1,
+};
 
 // The entry points, one type per page.
 using aclInit_t = aclError (*)(const char* configPath);            // aclInit.md
@@ -151,6 +159,13 @@ using aclrtUnmapMem_t = aclError (*)(void* virPtr);       // aclrtUnmapMem.md
 using aclrtMemGetAllocationGranularity_t =
     aclError (*)(aclrtPhysicalMemProp* prop, aclrtMemGranularityOptions option,
                  std::size_t* granularity);  // aclrtMemGetAllocationGranularity.md
+
+using aclrtCreateEvent_t = aclError (*)(aclrtEvent* event);  // aclrtCreateEvent.md
+using aclrtRecordEvent_t = aclError (*)(aclrtEvent event,
+                                        aclrtStream stream);  // aclrtRecordEvent.md
+using aclrtQueryEventStatus_t =
+    aclError (*)(aclrtEvent event, aclrtEventRecordedStatus* status);  // aclrtQueryEventStatus.md
+using aclrtDestroyEvent_t = aclError (*)(aclrtEvent event);            // aclrtDestroyEvent.md
 
 // aclrtMalloc.md: the driver rounds a size up to a multiple of 32 and adds 32 bytes;
 // with ACL_MEM_MALLOC_HUGE_FIRST a request above 1 MiB is then served in 2 MiB huge

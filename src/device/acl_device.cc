@@ -332,4 +332,42 @@ double AclDevice::copy(void* dst, Tier /*dst_tier*/, const void* src, Tier /*src
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
+DeviceStatus AclDevice::record_event(StreamId stream, EventHandle* out) {
+  if (!api_.has_events()) return DeviceStatus::not_supported;
+  if (out == nullptr || !make_current()) return DeviceStatus::invalid_argument;
+  acl::aclrtEvent event = nullptr;
+  if (const DeviceStatus created = status_of(api_.create_event(&event), "aclrtCreateEvent");
+      created != DeviceStatus::ok) {
+    return created;
+  }
+  const DeviceStatus recorded =
+      status_of(api_.record_event(
+                    event, reinterpret_cast<acl::aclrtStream>(static_cast<std::uintptr_t>(stream))),
+                "aclrtRecordEvent");
+  if (recorded != DeviceStatus::ok) {
+    api_.destroy_event(event);
+    return recorded;
+  }
+  *out = EventHandle{static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(event))};
+  return DeviceStatus::ok;
+}
+
+// A failed query counts as not complete: holding a block longer is safe, reusing it
+// early is not.
+bool AclDevice::event_completed(EventHandle event) {
+  if (!api_.has_events() || !event) return true;
+  acl::aclrtEventRecordedStatus status = acl::ACL_EVENT_RECORDED_STATUS_NOT_READY;
+  if (status_of(api_.query_event(as_pointer(event.id), &status), "aclrtQueryEventStatus") !=
+      DeviceStatus::ok) {
+    return false;
+  }
+  return status == acl::ACL_EVENT_RECORDED_STATUS_COMPLETE;
+}
+
+// aclrtDestroyEvent may come before the event completes (aclrtDestroyEvent.md).
+void AclDevice::release_event(EventHandle event) {
+  if (!api_.has_events() || !event) return;
+  status_of(api_.destroy_event(as_pointer(event.id)), "aclrtDestroyEvent");
+}
+
 }  // namespace npumem

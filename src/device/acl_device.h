@@ -47,6 +47,13 @@ class AclDevice final : public Device {
   // aclrtMemcpy between any addresses ACL can reach; returns the measured seconds.
   double copy(void* dst, Tier dst_tier, const void* src, Tier src_tier, std::size_t bytes) override;
 
+  // aclrtCreateEvent + aclrtRecordEvent / aclrtQueryEventStatus / aclrtDestroyEvent,
+  // where CANN has them; the StreamId is the aclrtStream.
+  bool supports_events() const override { return api_.has_events(); }
+  DeviceStatus record_event(StreamId stream, EventHandle* out) override;
+  bool event_completed(EventHandle event) override;
+  void release_event(EventHandle event) override;
+
   std::string last_error() const override;
 
  private:

@@ -90,6 +90,15 @@ std::string resolve_all(void* handle, AclEntryPoints& api) {
       vmm.map && vmm.unmap && vmm.get_granularity) {
     api = vmm;
   }
+  // The event group (stream-ordered reuse): all or none, too.
+  AclEntryPoints events = api;
+  resolve(handle, "aclrtCreateEvent", events.create_event);
+  resolve(handle, "aclrtRecordEvent", events.record_event);
+  resolve(handle, "aclrtQueryEventStatus", events.query_event);
+  resolve(handle, "aclrtDestroyEvent", events.destroy_event);
+  if (events.create_event && events.record_event && events.query_event && events.destroy_event) {
+    api = events;
+  }
   return {};
 }
 

@@ -29,7 +29,14 @@ struct AclEntryPoints {
   acl::aclrtUnmapMem_t unmap = nullptr;
   acl::aclrtMemGetAllocationGranularity_t get_granularity = nullptr;
 
+  // The event group, for stream-ordered reuse: all or none.
+  acl::aclrtCreateEvent_t create_event = nullptr;
+  acl::aclrtRecordEvent_t record_event = nullptr;
+  acl::aclrtQueryEventStatus_t query_event = nullptr;
+  acl::aclrtDestroyEvent_t destroy_event = nullptr;
+
   bool has_virtual_memory() const { return reserve_address != nullptr; }
+  bool has_events() const { return create_event != nullptr; }
 };
 
 class AclRuntime {

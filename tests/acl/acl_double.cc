@@ -43,6 +43,9 @@ struct Npu {
   std::map<void*, std::size_t> reservations;
   std::map<void*, std::size_t> mappings;
   std::int64_t device_refs = 0;  // aclrtSetDevice calls not yet matched by aclrtResetDevice
+  // aclrtEvent -> the virtual NPU's event once recorded (0: created, not recorded).
+  std::map<std::uintptr_t, std::uint64_t> events;
+  std::uintptr_t next_event = 1;
 };
 
 Npu& npu() {
@@ -117,15 +120,14 @@ __attribute__((visibility("default"))) aclError aclFinalize() {
   if (const char* log = std::getenv("NPUMEM_ACL_DOUBLE_LOG"); log != nullptr && *log != '\0') {
     if (std::FILE* file = std::fopen(log, "a"); file != nullptr) {
       const npumem::DeviceCallCounts calls = n.device->call_counts();
-      const std::uint64_t held = n.device->tier_info(Tier::hbm).used_bytes +
-                                 n.device->tier_info(Tier::ddr).used_bytes;
+      const std::uint64_t held =
+          n.device->tier_info(Tier::hbm).used_bytes + n.device->tier_info(Tier::ddr).used_bytes;
       std::fprintf(file,
                    "aclFinalize held_bytes=%llu segments=%zu reservations=%zu mappings=%zu "
                    "mallocs=%llu frees=%llu creates=%llu releases=%llu maps=%llu unmaps=%llu "
                    "set_device_refs=%lld\n",
-                   static_cast<unsigned long long>(held), n.segments.size(),
-                   n.reservations.size(), n.mappings.size(),
-                   static_cast<unsigned long long>(calls.segment_allocs),
+                   static_cast<unsigned long long>(held), n.segments.size(), n.reservations.size(),
+                   n.mappings.size(), static_cast<unsigned long long>(calls.segment_allocs),
                    static_cast<unsigned long long>(calls.segment_frees),
                    static_cast<unsigned long long>(calls.creates),
                    static_cast<unsigned long long>(calls.releases),
@@ -139,6 +141,7 @@ __attribute__((visibility("default"))) aclError aclFinalize() {
   n.segments.clear();
   n.reservations.clear();
   n.mappings.clear();
+  n.events.clear();
   return ACL_SUCCESS;
 }
 
@@ -239,6 +242,60 @@ __attribute__((visibility("default"))) aclError aclrtMemcpy(void* dst, std::size
     return fail(ACL_ERROR_INVALID_PARAM, "aclrtMemcpy: null pointer or count above destMax");
   }
   std::memmove(dst, src, count);
+  return ACL_SUCCESS;
+}
+
+// Events over the virtual NPU's simulated streams (npumem_acl_double_launch_kernel).
+__attribute__((visibility("default"))) aclError aclrtCreateEvent(aclrtEvent* event) {
+  Npu& n = npu();
+  std::lock_guard lock(n.mutex);
+  if (const aclError error = check_ready("aclrtCreateEvent"); error != ACL_SUCCESS) return error;
+  if (event == nullptr) return fail(ACL_ERROR_INVALID_PARAM, "aclrtCreateEvent: null event");
+  const std::uintptr_t id = n.next_event++;
+  n.events[id] = 0;
+  *event = reinterpret_cast<aclrtEvent>(id);
+  return ACL_SUCCESS;
+}
+
+__attribute__((visibility("default"))) aclError aclrtRecordEvent(aclrtEvent event,
+                                                                 aclrtStream stream) {
+  Npu& n = npu();
+  std::lock_guard lock(n.mutex);
+  if (const aclError error = check_ready("aclrtRecordEvent"); error != ACL_SUCCESS) return error;
+  const auto found = n.events.find(reinterpret_cast<std::uintptr_t>(event));
+  if (found == n.events.end()) return fail(ACL_ERROR_INVALID_PARAM, "aclrtRecordEvent: no event");
+  npumem::EventHandle recorded;
+  n.device->record_event(reinterpret_cast<std::uintptr_t>(stream), &recorded);
+  n.device->release_event(npumem::EventHandle{found->second});
+  found->second = recorded.id;
+  return ACL_SUCCESS;
+}
+
+__attribute__((visibility("default"))) aclError aclrtQueryEventStatus(
+    aclrtEvent event, aclrtEventRecordedStatus* status) {
+  Npu& n = npu();
+  std::lock_guard lock(n.mutex);
+  if (const aclError error = check_ready("aclrtQueryEventStatus"); error != ACL_SUCCESS) {
+    return error;
+  }
+  const auto found = n.events.find(reinterpret_cast<std::uintptr_t>(event));
+  if (found == n.events.end() || status == nullptr) {
+    return fail(ACL_ERROR_INVALID_PARAM, "aclrtQueryEventStatus: no event");
+  }
+  *status = found->second != 0 && n.device->event_completed(npumem::EventHandle{found->second})
+                ? ACL_EVENT_RECORDED_STATUS_COMPLETE
+                : ACL_EVENT_RECORDED_STATUS_NOT_READY;
+  return ACL_SUCCESS;
+}
+
+__attribute__((visibility("default"))) aclError aclrtDestroyEvent(aclrtEvent event) {
+  Npu& n = npu();
+  std::lock_guard lock(n.mutex);
+  if (const aclError error = check_ready("aclrtDestroyEvent"); error != ACL_SUCCESS) return error;
+  const auto found = n.events.find(reinterpret_cast<std::uintptr_t>(event));
+  if (found == n.events.end()) return fail(ACL_ERROR_INVALID_PARAM, "aclrtDestroyEvent: no event");
+  n.device->release_event(npumem::EventHandle{found->second});
+  n.events.erase(found);
   return ACL_SUCCESS;
 }
 
@@ -408,6 +465,28 @@ __attribute__((visibility("default"))) bool npumem_acl_double_call_counts(
   if (!npu().device || out == nullptr) return false;
   *out = npu().device->call_counts();
   return true;
+}
+
+// Queues a simulated kernel on a stream / finishes the oldest one there; false when
+// ACL is not initialised.
+__attribute__((visibility("default"))) bool npumem_acl_double_launch_kernel(std::uint64_t stream) {
+  std::lock_guard lock(npu().mutex);
+  if (!npu().device) return false;
+  npu().device->launch_kernel(stream);
+  return true;
+}
+
+__attribute__((visibility("default"))) bool npumem_acl_double_finish_kernel(std::uint64_t stream) {
+  std::lock_guard lock(npu().mutex);
+  if (!npu().device) return false;
+  npu().device->finish_kernel(stream);
+  return true;
+}
+
+// Events created and not yet destroyed.
+__attribute__((visibility("default"))) std::size_t npumem_acl_double_live_events() {
+  std::lock_guard lock(npu().mutex);
+  return npu().events.size();
 }
 
 __attribute__((visibility("default"))) bool npumem_acl_double_initialised() {

@@ -60,6 +60,9 @@ class AclDouble {
     return set_faults_ != nullptr && set_faults_(&faults);
   }
   long long device_refs() const { return device_refs_ != nullptr ? device_refs_() : -1; }
+  bool launch_kernel(StreamId stream) const { return launch_ != nullptr && launch_(stream); }
+  bool finish_kernel(StreamId stream) const { return finish_ != nullptr && finish_(stream); }
+  std::size_t live_events() const { return live_events_ != nullptr ? live_events_() : 0; }
   bool initialised() const { return initialised_ != nullptr && initialised_(); }
 
  private:
@@ -78,6 +81,12 @@ class AclDouble {
     device_refs_ =
         reinterpret_cast<long long (*)()>(dlsym(handle, "npumem_acl_double_device_refs"));
     initialised_ = reinterpret_cast<bool (*)()>(dlsym(handle, "npumem_acl_double_initialised"));
+    launch_ =
+        reinterpret_cast<bool (*)(StreamId)>(dlsym(handle, "npumem_acl_double_launch_kernel"));
+    finish_ =
+        reinterpret_cast<bool (*)(StreamId)>(dlsym(handle, "npumem_acl_double_finish_kernel"));
+    live_events_ =
+        reinterpret_cast<std::size_t (*)()>(dlsym(handle, "npumem_acl_double_live_events"));
   }
 
   void (*configure_)(const char*) = nullptr;
@@ -85,6 +94,9 @@ class AclDouble {
   bool (*set_faults_)(const FaultSpec*) = nullptr;
   long long (*device_refs_)() = nullptr;
   bool (*initialised_)() = nullptr;
+  bool (*launch_)(StreamId) = nullptr;
+  bool (*finish_)(StreamId) = nullptr;
+  std::size_t (*live_events_)() = nullptr;
 };
 
 // Whether injected faults and call counts exist on this backend: on acl:0 only over the
@@ -128,6 +140,24 @@ class TestDevice {
       return true;
     }
     return AclDouble::instance().set_faults(faults);
+  }
+  // Simulated stream work (SimDevice::launch_kernel); false on a real NPU.
+  bool launch_kernel(StreamId stream) const {
+    if (sim_) {
+      sim_->launch_kernel(stream);
+      return true;
+    }
+    return AclDouble::instance().launch_kernel(stream);
+  }
+  bool finish_kernel(StreamId stream) const {
+    if (sim_) {
+      sim_->finish_kernel(stream);
+      return true;
+    }
+    return AclDouble::instance().finish_kernel(stream);
+  }
+  std::size_t live_events() const {
+    return sim_ ? sim_->live_events() : AclDouble::instance().live_events();
   }
 
  private:

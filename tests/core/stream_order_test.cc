@@ -1,11 +1,13 @@
-// Stream-ordered reuse on the virtual NPU, whose streams run simulated kernels: a
-// block freed on one stream is reused by that stream at once and by another only
-// after the event recorded at the free has completed.
+// Stream-ordered reuse on the virtual NPU and on acl:0 over the test double of
+// libascendcl.so (aclrtCreateEvent / aclrtRecordEvent / aclrtQueryEventStatus /
+// aclrtDestroyEvent), whose streams run simulated kernels: a block freed on one stream
+// is reused by that stream at once and by another only after the event recorded at
+// the free has completed.
 #include "core/stream_order.h"
 
 #include <gtest/gtest.h>
 
-#include "device/sim_device.h"
+#include "acl/test_device.h"
 #include "npumem/allocator.h"
 #include "npumem/units.h"
 
@@ -15,56 +17,64 @@ namespace {
 constexpr StreamId kCompute = 7;
 constexpr StreamId kCopy = 9;
 
-std::shared_ptr<SimDevice> npu() {
-  SimSpec spec;
-  spec.hbm_bytes = 1 * GiB;
-  spec.ddr_bytes = 0;
-  return std::make_shared<SimDevice>(spec);
-}
+using testing::TestDevice;
 
-TEST(StreamOrder, FreedBlockWaitsForItsStreamBeforeAnotherStreamTakesIt) {
-  auto device = npu();
-  Allocator allocator(device);
+class StreamOrder : public ::testing::TestWithParam<testing::Backend> {
+ protected:
+  void SetUp() override {
+    if (!testing::controls_available(GetParam())) GTEST_SKIP() << "needs simulated kernels";
+  }
+  TestDevice npu() const {
+    SimSpec spec;
+    spec.hbm_bytes = 1 * GiB;
+    spec.ddr_bytes = 0;
+    return TestDevice(GetParam(), spec);
+  }
+};
+
+TEST_P(StreamOrder, FreedBlockWaitsForItsStreamBeforeAnotherStreamTakesIt) {
+  const TestDevice device = npu();
+  Allocator allocator(device.device());
   void* warmup = allocator.allocate(1 * MiB, kCopy);  // two streams: ordering is on
   allocator.deallocate(warmup);
   void* a = allocator.allocate(8 * MiB, kCompute);
-  device->launch_kernel(kCompute);  // a kernel using `a` is still running
+  device.launch_kernel(kCompute);  // a kernel using `a` is still running
   allocator.deallocate(a);
   void* b = allocator.allocate(8 * MiB, kCopy);
   EXPECT_NE(b, a) << "reused while the compute stream's kernel still runs";
-  device->finish_kernel(kCompute);
+  device.finish_kernel(kCompute);
   void* c = allocator.allocate(8 * MiB, kCopy);
   EXPECT_EQ(c, a) << "the event completed: the block is free for every stream";
   allocator.deallocate(b);
   allocator.deallocate(c);
   allocator.empty_cache();
-  EXPECT_EQ(device->live_events(), 0u);
+  EXPECT_EQ(device.live_events(), 0u);
 }
 
-TEST(StreamOrder, ItsOwnStreamReusesItAtOnce) {
-  auto device = npu();
-  Allocator allocator(device);
+TEST_P(StreamOrder, ItsOwnStreamReusesItAtOnce) {
+  const TestDevice device = npu();
+  Allocator allocator(device.device());
   allocator.deallocate(allocator.allocate(1 * MiB, kCopy));
   void* a = allocator.allocate(8 * MiB, kCompute);
-  device->launch_kernel(kCompute);
+  device.launch_kernel(kCompute);
   allocator.deallocate(a);
   void* again = allocator.allocate(8 * MiB, kCompute);
   EXPECT_EQ(again, a) << "work on its own stream is ordered behind the free";
   EXPECT_EQ(allocator.stats().allocated_bytes.all.current, static_cast<std::int64_t>(8 * MiB));
   allocator.deallocate(again);
-  device->finish_kernel(kCompute);
+  device.finish_kernel(kCompute);
 }
 
-TEST(StreamOrder, RecordStreamMakesEvenItsOwnStreamWait) {
-  auto device = npu();
-  Allocator allocator(device);
+TEST_P(StreamOrder, RecordStreamMakesEvenItsOwnStreamWait) {
+  const TestDevice device = npu();
+  Allocator allocator(device.device());
   void* a = allocator.allocate(8 * MiB, kCompute);
   allocator.record_stream(a, kCopy);  // a copy kernel reads `a` on another stream
-  device->launch_kernel(kCopy);
+  device.launch_kernel(kCopy);
   allocator.deallocate(a);
   void* b = allocator.allocate(8 * MiB, kCompute);
   EXPECT_NE(b, a) << "the copy stream still uses it";
-  device->finish_kernel(kCopy);
+  device.finish_kernel(kCopy);
   allocator.deallocate(b);
   void* c = allocator.allocate(8 * MiB, kCompute);
   void* d = allocator.allocate(8 * MiB, kCompute);
@@ -73,30 +83,33 @@ TEST(StreamOrder, RecordStreamMakesEvenItsOwnStreamWait) {
   allocator.deallocate(d);
 }
 
-TEST(StreamOrder, OneStreamRecordsNoEvents) {
-  auto device = npu();
-  Allocator allocator(device);
+TEST_P(StreamOrder, OneStreamRecordsNoEvents) {
+  const TestDevice device = npu();
+  Allocator allocator(device.device());
   for (int i = 0; i < 10; ++i) allocator.deallocate(allocator.allocate(4 * MiB, kCompute));
-  device->launch_kernel(kCompute);
+  device.launch_kernel(kCompute);
   void* a = allocator.allocate(4 * MiB, kCompute);
   allocator.deallocate(a);
-  EXPECT_EQ(device->live_events(), 0u);
+  EXPECT_EQ(device.live_events(), 0u);
   EXPECT_EQ(allocator.allocate(4 * MiB, kCompute), a);
 }
 
-TEST(StreamOrder, HeldBlocksAndEventsGoWithTheAllocator) {
-  auto device = npu();
+TEST_P(StreamOrder, HeldBlocksAndEventsGoWithTheAllocator) {
+  const TestDevice device = npu();
   {
-    Allocator allocator(device);
+    Allocator allocator(device.device());
     allocator.deallocate(allocator.allocate(1 * MiB, kCopy));
     void* a = allocator.allocate(8 * MiB, kCompute);
-    device->launch_kernel(kCompute);
+    device.launch_kernel(kCompute);
     allocator.deallocate(a);
-    EXPECT_GT(device->live_events(), 0u);
+    EXPECT_GT(device.live_events(), 0u);
   }
-  EXPECT_EQ(device->live_events(), 0u);
-  EXPECT_EQ(device->tier_info(Tier::hbm).used_bytes, 0u);
+  EXPECT_EQ(device.live_events(), 0u);
+  EXPECT_EQ(device.device()->tier_info(Tier::hbm).used_bytes, 0u);
 }
+
+INSTANTIATE_TEST_SUITE_P(Devices, StreamOrder, ::testing::ValuesIn(testing::kBackends),
+                         [](const auto& info) { return testing::backend_name(info.param); });
 
 }  // namespace
 }  // namespace npumem
