@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs npumem's CUDA tests on a GPU machine (docs/CUDA.md): builds with the CUDA
-# backend required, runs cuda_device_test (its six GPU tests, including the caching
+# backend required, runs cuda_device_test (its seven GPU tests, including the caching
 # and expandable allocator on cuda:0) and fails if any of them skipped, then replays
 # the shared traces on cuda:0 with the caching and expandable strategies.
 # BUILD_DIR (default build-gpu) and extra cmake arguments may be given.
