@@ -19,6 +19,17 @@ struct VizOptions {
   std::string output_path;
 };
 
+constexpr const char* kHowToRecord =
+    "snapshots come from `npumem replay TRACE --record FILE` or npumem.MemoryHistory";
+
+// nlohmann's message without its "[json.exception.parse_error.101] " prefix.
+std::string without_exception_id(const nlohmann::json::exception& e) {
+  const std::string text = e.what();
+  const std::size_t end = text.find("] ");
+  return text.starts_with("[json.exception.") && end != std::string::npos ? text.substr(end + 2)
+                                                                          : text;
+}
+
 nlohmann::json read_snapshot(const std::string& path) {
   std::ifstream file(path, std::ios::binary);
   if (!file) throw Error("cannot read snapshot " + path + ": " + std::strerror(errno));
@@ -27,9 +38,10 @@ nlohmann::json read_snapshot(const std::string& path) {
     check_snapshot(snapshot);
     return snapshot;
   } catch (const nlohmann::json::exception& e) {
-    throw Error(path + " is not valid JSON: " + e.what());
+    throw Error(path + " is not an npumem snapshot: it is not JSON (" + without_exception_id(e) +
+                "); " + kHowToRecord);
   } catch (const Error& e) {
-    throw Error(path + ": " + e.what());
+    throw Error(path + ": " + e.what() + "; " + kHowToRecord);
   }
 }
 

@@ -50,6 +50,19 @@ void npumem_free(void* ptr, ssize_t /*size*/, int device, void* /*stream*/) noex
   });
 }
 
+npumem_status_t npumem_record_stream(void* ptr, int device, void* stream) noexcept {
+  return guarded([&] {
+    npumem_allocator* handle = npumem::capi::find_device_allocator(device);
+    if (handle == nullptr) {
+      throw npumem::InvalidPointer("record_stream: pointer " + pointer_text(ptr) +
+                                   " is not live on device " + std::to_string(device) +
+                                   " (it has no allocator yet)");
+    }
+    handle->allocator.record_stream(ptr, reinterpret_cast<npumem::StreamId>(stream));
+    return NPUMEM_OK;
+  });
+}
+
 npumem_status_t npumem_init(int device, const char* spec, const char* conf) noexcept {
   return guarded([&] {
     npumem::capi::init_device_allocator(device, spec, conf);

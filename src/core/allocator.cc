@@ -50,6 +50,7 @@ void Allocator::reset_peak_stats() {
   std::lock_guard lock(impl_->mutex);
   impl_->stats.reset_peak();
   for (auto& pool : impl_->pools) pool->stats.reset_peak();
+  impl_->drop_credit();
 }
 
 std::size_t Allocator::empty_cache() {

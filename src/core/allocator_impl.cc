@@ -17,13 +17,30 @@ using core::Block;
 using core::BlockPool;
 using core::GrowResult;
 using core::PoolState;
-using core::round_up;
 using core::Segment;
+using core::ThreadCache;
 
 namespace {
 
 int index(Tier tier) {
   return static_cast<int>(tier);
+}
+
+// The statistic a front cache counter and split stand for (thread_cache.h).
+template <typename StatsType>  // Stats or const Stats
+auto& stat_of(StatsType& stats, int counter, int split, Tier kept_tier) {
+  auto& splits = counter == ThreadCache::allocated_bytes   ? stats.allocated_bytes
+                 : counter == ThreadCache::requested_bytes ? stats.requested_bytes
+                                                           : stats.allocation;
+  if (split == ThreadCache::all) return splits.all;
+  if (split == ThreadCache::small_pool) return splits.by_kind[static_cast<int>(PoolKind::small)];
+  if (split == ThreadCache::large_pool) return splits.by_kind[static_cast<int>(PoolKind::large)];
+  return splits.by_tier[static_cast<std::size_t>(kept_tier)];
+}
+
+// A freed block goes back to its block pool, free to every stream.
+void release_to_pool(Block* block) {
+  block->segment->pool->block_pool(block->segment->tier, block->segment->kind).release(block);
 }
 
 // The pool this thread allocates from, per allocator (PoolScope sets it).
@@ -33,7 +50,9 @@ thread_local PoolState* scoped_pool = nullptr;
 }  // namespace
 
 Allocator::Impl::Impl(std::shared_ptr<Device> dev, Config conf)
-    : device(std::move(dev)), config(conf) {
+    : device(std::move(dev)),
+      config(conf),
+      caches(std::make_shared<core::CacheRegistry>(this, &Impl::retire_cache)) {
   if (!device) throw ConfigError("allocator needs a device");
   if (config.granule < 64 || (config.granule & (config.granule - 1)) != 0) {
     throw ConfigError("granule must be a power of two of at least 64 bytes, got " +
@@ -47,6 +66,7 @@ Allocator::Impl::Impl(std::shared_ptr<Device> dev, Config conf)
                      : 0;
     tier_granularity[index(tier)] = std::max<std::uint64_t>(info.granularity_bytes, 1);
   }
+  cached_tier = tier_limit[index(Tier::hbm)] != 0 ? Tier::hbm : Tier::ddr;
   if (config.strategy == Strategy::expandable && !device->supports_virtual_memory()) {
     fall_back_from_expandable();
   }
@@ -90,8 +110,138 @@ void Allocator::Impl::fall_back_from_expandable() {
 }
 
 Allocator::Impl::~Impl() {
+  {
+    std::lock_guard guard(caches->mutex);  // waits out a thread retiring its cache
+    caches->owner.store(nullptr);
+  }
+  flush_recycled();
   streams.drop(*device);
   release_everything();
+}
+
+// While one cache exists (solo), its thread works under the allocator's own lock
+// and the cache locks are not needed.
+void Allocator::Impl::ExclusiveLock::lock_caches() {
+  for (const auto& cache : impl_.caches->caches) {
+    cache->lock.lock();
+    impl_.fold_counters(*cache);
+  }
+}
+
+bool Allocator::Impl::ExclusiveLock::try_lock_holding(ThreadCache& held) {
+  if (!impl_.own_lock.try_lock()) return false;
+  for (const auto& cache : impl_.caches->caches) {
+    if (cache.get() != &held) cache->lock.lock();
+    impl_.fold_counters(*cache);
+  }
+  return true;
+}
+
+void Allocator::Impl::ExclusiveLock::unlock_caches() {
+  for (const auto& cache : impl_.caches->caches) cache->lock.unlock();
+}
+
+// Called with the lock held: every cache is locked (unless solo), a new one too.
+ThreadCache* Allocator::Impl::attach_new_cache() {
+  if (ThreadCache* cache = core::thread_cache(caches->id)) return cache;
+  ThreadCache* cache = nullptr;
+  for (const auto& spare : caches->caches) {
+    if (spare->retired) {
+      cache = spare.get();
+      break;
+    }
+  }
+  const bool made = cache == nullptr;
+  if (made) {
+    cache = caches->caches.emplace_back(std::make_unique<ThreadCache>(cached_tier)).get();
+    if (caches->caches.size() == 2) {
+      // No longer solo: from now on the lock holds every cache's lock. The first
+      // cache's thread works under the allocator's lock while solo, so it is free.
+      caches->caches.front()->lock.lock();
+      caches->caches.front()->keep_large = true;
+      solo.store(false, std::memory_order_relaxed);
+    }
+    if (!solo.load(std::memory_order_relaxed)) {
+      cache->lock.lock();
+      cache->keep_large = true;
+    }
+  }
+  if (!core::adopt_thread_cache(caches, cache)) {
+    if (made) cache->retired = true;
+    return nullptr;
+  }
+  cache->retired = false;
+  return cache;
+}
+
+void Allocator::Impl::retire_cache(Impl& impl, ThreadCache& cache) {
+  std::lock_guard lock(impl.mutex);
+  cache.flush([&](Block* block) { impl.drop_cached(block); });
+  cache.retired = true;
+}
+
+// A cache's counters become the allocator's (and its pool's) statistics.
+void Allocator::Impl::fold_counters(ThreadCache& cache) {
+  PoolState* pool = cache.pool();
+  if (pool == nullptr) return;
+  Stats* pool_stats = per_pool_stats ? &pool->stats : nullptr;
+  cache.fold([&](int counter, int split, std::int64_t added, std::int64_t removed) {
+    for (Stats* s : {&stats, pool_stats}) {
+      if (s == nullptr) continue;
+      Stat& stat = stat_of(*s, counter, split, cached_tier);
+      stat.current += added - removed;
+      stat.allocated += added;
+      stat.freed += removed;
+      stat.peak = std::max(stat.peak, stat.current);
+    }
+  });
+}
+
+// After an allocation under the lock: takes back front-cache credit wherever the
+// current value plus all credit would pass the peak (thread_cache.h), so no
+// allocation a cache serves alone can pass it.
+void Allocator::Impl::limit_credit(const PoolState& pool, const Segment& segment) {
+  if (solo.load(std::memory_order_relaxed) ||
+      std::none_of(caches->caches.begin(), caches->caches.end(),
+                   [](const auto& cache) { return cache->has_credit(); })) {
+    return;
+  }
+  ThreadCache* self = core::thread_cache(caches->id);
+  for (const Stats* s :
+       {static_cast<const Stats*>(&stats), per_pool_stats ? &pool.stats : nullptr}) {
+    if (s == nullptr) continue;
+    for (int counter = 0; counter < ThreadCache::kCounters; ++counter) {
+      for (int split = 0; split < ThreadCache::kSplits; ++split) {
+        if (!ThreadCache::counts_in(segment, split, cached_tier)) continue;
+        const Stat& stat = stat_of(*s, counter, split, cached_tier);
+        std::int64_t excess = stat.current - stat.peak;
+        for (const auto& cache : caches->caches) {
+          if (s == &stats || cache->pool() == &pool) excess += cache->credit(counter, split);
+        }
+        // The calling thread's own credit goes first: it is in the slow path already,
+        // while taking another's would send that thread there too.
+        if (self != nullptr && (s == &stats || self->pool() == &pool) && excess > 0) {
+          excess -= self->revoke(counter, split, excess);
+        }
+        for (const auto& cache : caches->caches) {
+          if (excess <= 0) break;
+          if (s == &stats || cache->pool() == &pool) {
+            excess -= cache->revoke(counter, split, excess);
+          }
+        }
+      }
+    }
+  }
+}
+
+void Allocator::Impl::drop_credit() {
+  for (const auto& cache : caches->caches) cache->drop_credit();
+}
+
+void Allocator::Impl::drop_cached(Block* block) const {
+  live.erase(block->address);
+  block->owner = nullptr;
+  release_to_pool(block);
 }
 
 void Allocator::Impl::release_everything() {
@@ -132,33 +282,93 @@ PoolState* Allocator::Impl::find_pool(const std::string& name) const {
   return nullptr;
 }
 
+// The fast path: a block this thread freed, of exactly this size and pool, under the
+// thread's cache lock alone; no table is touched (the block stayed in `live`). Only
+// while reuse is not ordered by stream, for the one stream seen so far.
 void* Allocator::Impl::allocate(std::size_t bytes, StreamId stream) {
-  std::lock_guard lock(mutex);
+  ThreadCache* cache = core::thread_cache(caches->id);
+  bool locked = false;
+  if (cache != nullptr && !solo.load(std::memory_order_relaxed) &&
+      bytes <= std::numeric_limits<std::size_t>::max() / 2) {
+    cache->lock.lock();
+    if (observers.empty() && streams.unordered_for(stream)) {
+      const std::size_t size = core::round_up_pow2(std::max<std::size_t>(bytes, 1), config.granule);
+      if (Block* block = cache->take_counted(size, &current_pool(), bytes)) {
+        block->requested = bytes;
+        block->tag = core::current_tag_id();
+        cache->lock.unlock();
+        return reinterpret_cast<void*>(block->address);
+      }
+    }
+    // A miss: when the allocator's lock is free, take it without letting go of ours.
+    locked = mutex.try_lock_holding(*cache);
+    if (!locked) cache->lock.unlock();
+  }
+  if (!locked) mutex.lock();  // solo: the cache is used under this lock alone
+  // One call site, so backtraces taken below are the same whichever way came here.
+  std::lock_guard lock(mutex, std::adopt_lock);
+  return allocate_locked(bytes, stream, cache);
+}
+
+// With the lock held.
+void* Allocator::Impl::allocate_locked(std::size_t bytes, StreamId stream, ThreadCache* known) {
+  ThreadCache* cache = attach_cache(known);
   PoolState& pool = current_pool();
   if (bytes > std::numeric_limits<std::size_t>::max() / 2) fail(pool, bytes, bytes, {});
-  const std::size_t size = round_up(std::max<std::size_t>(bytes, 1), config.granule);
-  streams.note(*device, stream);
-  Block* block = nullptr;
-  if (streams.active() || streams.held() != 0) {
-    block = streams.reuse(*device, stream, size, &pool);
-    if (block == nullptr) streams.settle(*device, [this](Block* b) { return_block(b); });
-  }
-  if (block == nullptr) block = recycled.take(size, &pool);
+  const std::size_t size = core::round_up_pow2(std::max<std::size_t>(bytes, 1), config.granule);
+  if (streams.note(*device, stream)) hold_free_blocks();
+  Block* block = cache != nullptr ? cache->take(size, &pool) : nullptr;  // still in `live`
   if (block == nullptr) {
-    Refusal refusal;
-    block = allocate_block(pool, size, source->kind_for(size), refusal);
-    if (block == nullptr) fail(pool, bytes, size, refusal);
+    block = reuse_held(pool, size, stream);
+    if (block == nullptr) {
+      Refusal refusal;
+      block = allocate_block(pool, size, source->kind_for(size), refusal);
+      if (block == nullptr) fail(pool, bytes, size, refusal);
+    }
+    live.insert(block->address, block);
+    block->owner = cache;
   }
   block->requested = bytes;
   block->tag = core::current_tag_id();
   block->stream = stream;
-  live.insert(block->address, block);
   account_block(pool, *block, true);
   if (!observers.empty()) {
     notify(EventKind::alloc, block->address, block->size, bytes, block->segment->tier, pool,
            block->tag);
   }
   return reinterpret_cast<void*>(block->address);
+}
+
+// Ordering starts: a second stream allocates. Blocks the first stream freed until now
+// recorded no event, and its kernels may still use them, so every free block waits
+// behind an event on that stream (its own stream may still take them back at once).
+// Front caches keep nothing from now on: they record no events.
+void Allocator::Impl::hold_free_blocks() {
+  flush_recycled();
+  for (const auto& pool : pools) {
+    for (Tier tier : kAllTiers) {
+      for (PoolKind kind : {PoolKind::small, PoolKind::large}) {
+        BlockPool& blocks = pool->block_pool(tier, kind);
+        while (const Block* largest = blocks.largest_free_block()) {
+          Block* block = blocks.take(largest->size, largest->size, config.granule, 0);
+          block->stream = streams.first_stream();
+          if (!streams.hold(*device, block)) {
+            blocks.release(block);  // no event to wait for: as without ordering
+            return;
+          }
+        }
+      }
+    }
+  }
+}
+
+// A block this stream freed, held behind events (stream_order.h); when there is none,
+// the held blocks whose events have completed go back to their pools.
+Block* Allocator::Impl::reuse_held(PoolState& pool, std::size_t size, StreamId stream) {
+  if (streams.held() == 0) return nullptr;
+  Block* block = streams.reuse(*device, stream, size, &pool);
+  if (block == nullptr) streams.settle(*device, release_to_pool);
+  return block;
 }
 
 // HBM first; DDR when spilling is allowed. Each tier tries its cache, then growth,
@@ -184,7 +394,7 @@ Block* Allocator::Impl::allocate_block(PoolState& pool, std::size_t size, PoolKi
 Block* Allocator::Impl::allocate_on_tier(PoolState& pool, Tier tier, std::size_t size,
                                          PoolKind kind, Refusal& refusal) {
   if (Block* block = take_cached(pool, tier, size, kind)) return block;
-  if (!recycled.empty()) {
+  if (any_cached()) {
     flush_recycled();
     if (Block* block = take_cached(pool, tier, size, kind)) return block;
   }
@@ -279,9 +489,14 @@ void Allocator::Impl::count_device_call(PoolState& pool, bool allocation) {
 }
 
 void Allocator::Impl::flush_recycled() const {
-  recycled.flush([](Block* block) {
-    block->segment->pool->block_pool(block->segment->tier, block->segment->kind).release(block);
-  });
+  for (const auto& cache : caches->caches) {
+    cache->flush([this](Block* block) { drop_cached(block); });
+  }
+}
+
+bool Allocator::Impl::any_cached() const {
+  return std::any_of(caches->caches.begin(), caches->caches.end(),
+                     [](const auto& cache) { return !cache->empty(); });
 }
 
 std::size_t Allocator::Impl::release_cached(PoolState& pool, Tier tier) {
@@ -303,6 +518,15 @@ std::size_t Allocator::Impl::release_cached_everywhere(Tier tier) {
 // ones equal them (no stream-deferred frees) and are filled in by public_stats().
 // A pool's own stats are kept once named pools exist.
 void Allocator::Impl::account_block(PoolState& pool, const Block& block, bool allocated) {
+  if (allocated) {
+    count_block(pool, block, true);
+    limit_credit(pool, *block.segment);
+  } else {
+    count_block(pool, block, false);
+  }
+}
+
+void Allocator::Impl::count_block(PoolState& pool, const Block& block, bool allocated) {
   const Tier tier = block.segment->tier;
   const PoolKind kind = block.segment->kind;
   const auto size = static_cast<std::int64_t>(block.size);
@@ -328,26 +552,56 @@ Stats Allocator::Impl::public_stats(const PoolState* pool) const {
   return out;
 }
 
+// The fast path: a live block this thread's cache owns goes back to that cache, under
+// its lock alone. `live` is only read here; it changes under the allocator's lock,
+// which holds this cache's lock too.
 void Allocator::Impl::deallocate(void* ptr) {
   const auto address = reinterpret_cast<std::uintptr_t>(ptr);
-  std::lock_guard lock(mutex);
-  Block* block = live.erase(address);
-  if (block == nullptr) invalid_free(address);
+  ThreadCache* cache = core::thread_cache(caches->id);
+  Block* block = nullptr;
+  bool locked = false;
+  if (cache != nullptr && !solo.load(std::memory_order_relaxed)) {
+    cache->lock.lock();
+    block = live.find(address);
+    if (block != nullptr && block->owner == cache && !block->cached && observers.empty() &&
+        !streams.orders(block) && cache->counts_for(block->segment->pool) &&
+        cache->keep(block)) {
+      cache->count_free(*block);
+      cache->lock.unlock();
+      return;
+    }
+    // The lookup holds while this cache's lock does: `live` changes only under both.
+    locked = mutex.try_lock_holding(*cache);
+    if (!locked) cache->lock.unlock();
+  }
+  if (!locked) {
+    mutex.lock();
+    block = live.find(address);
+  }
+  std::lock_guard lock(mutex, std::adopt_lock);
+  deallocate_locked(address, block, cache);
+}
+
+// With the lock held; `block` is what `live` holds for the address.
+void Allocator::Impl::deallocate_locked(std::uintptr_t address, Block* block, ThreadCache* known) {
+  if (block == nullptr || block->cached) invalid_free(address);
   PoolState& pool = *block->segment->pool;
   account_block(pool, *block, false);
   if (!observers.empty()) {
     notify(EventKind::free, block->address, block->size, block->requested, block->segment->tier,
            pool, block->tag);
   }
-  if (!streams.hold(*device, block)) return_block(block);
-}
-
-void Allocator::Impl::return_block(Block* block) {
-  if (block->segment->tier == Tier::hbm && block->segment->kind == PoolKind::small &&
-      recycled.put(block)) {
-    return;
+  ThreadCache* cache = attach_cache(known);
+  if (cache != nullptr) {
+    if (!solo.load(std::memory_order_relaxed)) {
+      if (!cache->counts_for(&pool)) cache->drop_credit();  // the thread moved to another pool
+      cache->earn_credit(*block);
+    }
+    if (block->owner == cache && !streams.orders(block) && cache->keep(block)) return;
   }
-  block->segment->pool->block_pool(block->segment->tier, block->segment->kind).release(block);
+  live.erase(address);
+  block->owner = nullptr;
+  if (!streams.hold(*device, block)) release_to_pool(block);
 }
 
 void Allocator::Impl::record_stream(void* ptr, StreamId stream) {
@@ -360,9 +614,9 @@ void Allocator::Impl::record_stream(void* ptr, StreamId stream) {
 bool Allocator::Impl::resize(void* ptr, std::size_t bytes) {
   std::lock_guard lock(mutex);
   Block* block = live.find(reinterpret_cast<std::uintptr_t>(ptr));
-  if (block == nullptr) invalid_free(reinterpret_cast<std::uintptr_t>(ptr));
+  if (block == nullptr || block->cached) invalid_free(reinterpret_cast<std::uintptr_t>(ptr));
   if (bytes > std::numeric_limits<std::size_t>::max() / 2) return false;
-  const std::size_t size = round_up(std::max<std::size_t>(bytes, 1), config.granule);
+  const std::size_t size = core::round_up_pow2(std::max<std::size_t>(bytes, 1), config.granule);
   flush_recycled();  // a kept neighbour may be the room to grow into
   PoolState& pool = *block->segment->pool;
   BlockPool& blocks = pool.block_pool(block->segment->tier, block->segment->kind);
@@ -413,7 +667,7 @@ void Allocator::Impl::invalid_free(std::uintptr_t address) const {
 
 const Block& Allocator::Impl::live_block(const void* ptr) const {
   const Block* block = live.find(reinterpret_cast<std::uintptr_t>(ptr));
-  if (block == nullptr) {
+  if (block == nullptr || block->cached) {
     char text[64];
     std::snprintf(text, sizeof text, "%p", ptr);
     throw InvalidPointer("pointer " + std::string(text) + " is not a live allocation");
@@ -423,7 +677,7 @@ const Block& Allocator::Impl::live_block(const void* ptr) const {
 
 std::size_t Allocator::Impl::empty_cache() {
   std::lock_guard lock(mutex);
-  streams.settle(*device, [this](Block* b) { return_block(b); });
+  streams.settle(*device, release_to_pool);
   std::size_t released = 0;
   for (Tier tier : kAllTiers) released += release_cached_everywhere(tier);
   return released;

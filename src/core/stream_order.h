@@ -4,6 +4,8 @@
 // its streams: its own stream may take it again at once (its work is ordered behind
 // the freeing point), every other stream only after all its events have completed.
 // A single-stream user never reaches this: nothing is held and no event is recorded.
+// Blocks freed before ordering started recorded no event; the allocator holds them
+// behind one on the first stream when it starts (Allocator::Impl::hold_free_blocks).
 #pragma once
 
 #include <cstddef>
@@ -20,17 +22,27 @@ namespace npumem::core {
 class StreamOrder {
  public:
   // Notes an allocation's stream; ordering starts at the second stream seen, on a
-  // device that has events.
-  void note(const Device& device, StreamId stream) {
-    if (active_ || stream == first_stream_) return;
+  // device that has events. True when this call started it.
+  bool note(const Device& device, StreamId stream) {
+    if (active_ || stream == first_stream_) return false;
     if (!seen_) {
       first_stream_ = stream;
       seen_ = true;
-    } else if (device.supports_events()) {
-      active_ = true;
+      return false;
     }
+    active_ = device.supports_events();
+    return active_;
   }
   bool active() const { return active_; }
+  // The one stream that allocated before ordering started.
+  StreamId first_stream() const { return first_stream_; }
+  // Whether an allocation on `stream` may take any free block at once: ordering is
+  // off and it is the one stream seen so far (a front cache's fast path, which skips
+  // note(), may serve it).
+  bool unordered_for(StreamId stream) const { return !active_ && seen_ && stream == first_stream_; }
+  // Whether freeing the block must go through hold(): ordering is on, or other
+  // streams use it (record_stream).
+  bool orders(const Block* block) const { return active_ || uses_.contains(block); }
 
   // record_stream: the block is also used by `stream`.
   void add_use(const Block* block, StreamId stream);

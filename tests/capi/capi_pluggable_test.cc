@@ -9,6 +9,7 @@
 #include "acl/test_device.h"
 #include "capi/device_registry.h"
 #include "capi/handle.h"
+#include "device/sim_device.h"
 #include "npumem/npumem.h"
 #include "npumem/units.h"
 
@@ -155,6 +156,35 @@ TEST(CapiPluggable, HandleCallsWorkOnTheProcessWideAllocator) {
   size_t released = 0;
   ASSERT_EQ(npumem_empty_cache(handle, &released), NPUMEM_OK);
   EXPECT_GT(released, 0U);
+}
+
+// PyTorch passes its stream to npumem_malloc; tensor.record_stream(s) reaches
+// npumem_record_stream. The virtual NPU keeps a kernel "running" on a stream.
+TEST(CapiPluggable, StreamsOrderReuseAndRecordStreamAddsOne) {
+  ASSERT_EQ(npumem_init(15, "sim:hbm=256MiB,ddr=0", ""), NPUMEM_OK) << npumem_last_error();
+  auto& npu = dynamic_cast<npumem::SimDevice&>(process_wide(15).device());
+  void* compute = reinterpret_cast<void*>(std::uintptr_t{0x10});
+  void* copy = reinterpret_cast<void*>(std::uintptr_t{0x20});
+  const auto bytes = static_cast<ssize_t>(8 * npumem::MiB);
+  void* a = npumem_malloc(bytes, 15, compute);
+  ASSERT_NE(a, nullptr) << npumem_last_error();
+  ASSERT_EQ(npumem_record_stream(a, 15, copy), NPUMEM_OK) << npumem_last_error();
+  npu.launch_kernel(npumem::StreamId{0x20});  // the copy stream still reads `a`
+  npumem_free(a, bytes, 15, compute);
+  void* b = npumem_malloc(bytes, 15, compute);
+  EXPECT_NE(b, a) << "the copy stream's kernel still runs";
+  npu.finish_kernel(npumem::StreamId{0x20});
+  npumem_free(b, bytes, 15, compute);
+  void* c = npumem_malloc(bytes, 15, copy);
+  void* d = npumem_malloc(bytes, 15, copy);
+  EXPECT_TRUE(c == a || d == a) << "free for every stream once the copy finished";
+  npumem_free(c, bytes, 15, copy);
+  npumem_free(d, bytes, 15, copy);
+
+  EXPECT_EQ(npumem_record_stream(a, 15, copy), NPUMEM_INVALID_POINTER);
+  EXPECT_TRUE(contains(npumem_last_error(), "is not a live allocation")) << npumem_last_error();
+  EXPECT_EQ(npumem_record_stream(a, 42, copy), NPUMEM_INVALID_POINTER);
+  EXPECT_TRUE(contains(npumem_last_error(), "no allocator yet")) << npumem_last_error();
 }
 
 TEST(SpecForDevice, SpecsWithoutAnIndexGetTheDeviceIndex) {

@@ -7,6 +7,8 @@
 
 #include <gtest/gtest.h>
 
+#include <thread>
+
 #include "acl/test_device.h"
 #include "npumem/allocator.h"
 #include "npumem/units.h"
@@ -81,6 +83,54 @@ TEST_P(StreamOrder, RecordStreamMakesEvenItsOwnStreamWait) {
   EXPECT_TRUE(c == a || d == a) << "free again once the copy finished";
   allocator.deallocate(c);
   allocator.deallocate(d);
+}
+
+// Until a second stream allocates no event is recorded, so a block the first stream
+// freed may still be in use by its kernels when the second stream arrives.
+TEST_P(StreamOrder, BlocksFreedBeforeASecondStreamWaitForTheFirst) {
+  const TestDevice device = npu();
+  Allocator allocator(device.device());
+  void* a = allocator.allocate(8 * MiB, kCompute);
+  device.launch_kernel(kCompute);
+  allocator.deallocate(a);
+  EXPECT_EQ(device.live_events(), 0u) << "one stream so far";
+  void* b = allocator.allocate(8 * MiB, kCopy);
+  EXPECT_NE(b, a) << "reused while the compute stream's kernel still runs";
+  device.finish_kernel(kCompute);
+  const std::int64_t reserved = allocator.stats().reserved_bytes.all.current;
+  void* c = allocator.allocate(8 * MiB, kCopy);  // b's segment may have room left
+  void* d = allocator.allocate(8 * MiB, kCopy);
+  EXPECT_TRUE(c == a || d == a) << "the kernel finished: free for every stream";
+  EXPECT_EQ(allocator.stats().reserved_bytes.all.current, reserved);
+  allocator.deallocate(b);
+  allocator.deallocate(c);
+  allocator.deallocate(d);
+  allocator.empty_cache();
+  EXPECT_EQ(device.live_events(), 0u);
+}
+
+// Several threads: each has a front cache that keeps its freed blocks for it alone,
+// without the allocator's lock; it must not hand one to another stream either.
+TEST_P(StreamOrder, FrontCachesHandNoBlockToAnotherStream) {
+  const TestDevice device = npu();
+  Allocator allocator(device.device());
+  std::thread([&] { allocator.deallocate(allocator.allocate(4096, kCompute)); }).join();
+  for (const bool ordered : {false, true}) {
+    void* a = allocator.allocate(4096, kCompute);
+    device.launch_kernel(kCompute);
+    allocator.deallocate(a);
+    void* b = allocator.allocate(4096, kCopy);
+    EXPECT_NE(b, a) << (ordered ? "ordered" : "the second stream's first allocation");
+    if (ordered) {
+      void* again = allocator.allocate(4096, kCompute);
+      EXPECT_EQ(again, a) << "its own stream takes it at once";
+      allocator.deallocate(again);
+    }
+    device.finish_kernel(kCompute);
+    allocator.deallocate(b);
+  }
+  allocator.empty_cache();
+  EXPECT_EQ(device.live_events(), 0u);
 }
 
 TEST_P(StreamOrder, OneStreamRecordsNoEvents) {
