@@ -25,7 +25,7 @@ export NPUMEM_ACL_LIBRARY=$library
 echo "check-ascend: using $NPUMEM_ACL_LIBRARY"
 
 build_dir=${BUILD_DIR:-build-ascend}
-tests="acl_device_test allocator_test strategy_invariants_test expandable_source_test static_source_test pool_test resize_test allocator_concurrency_test"
+tests="acl_device_test allocator_test strategy_invariants_test expandable_source_test static_source_test pool_test resize_test allocator_concurrency_test thread_cache_test stream_order_test"
 cmake -S . -B "$build_dir" -G Ninja -DNPUMEM_BUILD_BENCH=OFF -DNPUMEM_BUILD_PYTHON=OFF "$@"
 # shellcheck disable=SC2086
 cmake --build "$build_dir" -j "$(nproc)" --target $tests npumem_cli

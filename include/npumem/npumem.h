@@ -85,12 +85,13 @@ NPUMEM_API void* npumem_malloc(ssize_t size, int device, void* stream) NPUMEM_NO
  * no-op; a pointer not live on that device sets the last error and changes nothing.
  * size and stream are ignored: the allocator knows each block's size and stream. */
 NPUMEM_API void npumem_free(void* ptr, ssize_t size, int device, void* stream) NPUMEM_NOEXCEPT;
-/* PyTorch's record_stream (tensor.record_stream(s)): the live allocation `ptr` of
- * `device` is also used by `stream`, so once freed it serves no stream until events
- * recorded on all its streams have completed. INVALID_POINTER for a pointer that is
- * not live on that device. */
-NPUMEM_API npumem_status_t npumem_record_stream(void* ptr, int device,
-                                                void* stream) NPUMEM_NOEXCEPT;
+/* void record_stream_fn(void* ptr, aclrtStream / cudaStream_t stream), which
+ * torch_npu's NPUPluggableAllocator (and PyTorch's CUDAPluggableAllocator) call for
+ * tensor.record_stream(s): the live allocation `ptr`, on whichever device holds it,
+ * is also used by `stream`, so once freed it serves no stream until events recorded
+ * on all its streams have completed. A pointer live on no device sets the last
+ * error and changes nothing. */
+NPUMEM_API void npumem_record_stream(void* ptr, void* stream) NPUMEM_NOEXCEPT;
 
 /* Makes the process-wide allocator of a device index before first use. NULL spec or
  * conf: read NPUMEM_DEVICE / NPUMEM_ALLOC_CONF. INVALID_ARGUMENT when the index
@@ -198,7 +199,7 @@ NPUMEM_API npumem_status_t npumem_size_patterns(npumem_allocator_t* allocator,
 NPUMEM_API npumem_status_t npumem_snapshot_json(npumem_allocator_t* allocator,
                                                 char** out) NPUMEM_NOEXCEPT;
 /* Problems met when the allocator was made that did not stop it (e.g. "expandable_segments
- * is not supported by device ..."), one per line, each ending in '\n'; "" when none.
+ * feature is not supported by device ..."), one per line, each ending in '\n'; "" when none.
  * Free *out with npumem_string_free(). */
 NPUMEM_API npumem_status_t npumem_warnings(npumem_allocator_t* allocator,
                                            char** out) NPUMEM_NOEXCEPT;

@@ -2,6 +2,7 @@
 
 #include <array>
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <mutex>
 
@@ -66,7 +67,14 @@ npumem_allocator& made_from_environment(int device) {
     return *made_meanwhile;
   }
   const Config config = config_from_environment();
-  return make_locked(device, environment_or("NPUMEM_DEVICE", "sim"), config, "NPUMEM_DEVICE");
+  npumem_allocator& made =
+      make_locked(device, environment_or("NPUMEM_DEVICE", "sim"), config, "NPUMEM_DEVICE");
+  // Made behind a framework's back (npumem_malloc): stderr is the one place a user
+  // sees, e.g., that expandable segments fell back.
+  for (const std::string& warning : made.allocator.warnings()) {
+    std::fprintf(stderr, "npumem: device %d: %s\n", device, warning.c_str());
+  }
+  return made;
 }
 
 }  // namespace

@@ -50,16 +50,22 @@ void npumem_free(void* ptr, ssize_t /*size*/, int device, void* /*stream*/) noex
   });
 }
 
-npumem_status_t npumem_record_stream(void* ptr, int device, void* stream) noexcept {
-  return guarded([&] {
-    npumem_allocator* handle = npumem::capi::find_device_allocator(device);
-    if (handle == nullptr) {
-      throw npumem::InvalidPointer("record_stream: pointer " + pointer_text(ptr) +
-                                   " is not live on device " + std::to_string(device) +
-                                   " (it has no allocator yet)");
+// The record_stream_fn of the pluggable allocators carries no device: the allocator
+// holding the pointer takes it (a pointer is live in at most one).
+void npumem_record_stream(void* ptr, void* stream) noexcept {
+  guarded([&] {
+    for (int device = 0; device < npumem::capi::kMaxDevices; ++device) {
+      npumem_allocator* handle = npumem::capi::find_device_allocator(device);
+      if (handle == nullptr) continue;
+      try {
+        handle->allocator.record_stream(ptr, reinterpret_cast<npumem::StreamId>(stream));
+        return NPUMEM_OK;
+      } catch (const npumem::InvalidPointer&) {
+        // not this device's
+      }
     }
-    handle->allocator.record_stream(ptr, reinterpret_cast<npumem::StreamId>(stream));
-    return NPUMEM_OK;
+    throw npumem::InvalidPointer("record_stream: pointer " + pointer_text(ptr) +
+                                 " is not live on any device");
   });
 }
 

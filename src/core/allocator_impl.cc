@@ -515,7 +515,7 @@ std::size_t Allocator::Impl::release_cached_everywhere(Tier tier) {
 }
 
 // Only allocated, requested and allocation counts are kept on the hot path; active
-// ones equal them (no stream-deferred frees) and are filled in by public_stats().
+// ones equal them (held blocks count as freed) and are filled in by public_stats().
 // A pool's own stats are kept once named pools exist.
 void Allocator::Impl::account_block(PoolState& pool, const Block& block, bool allocated) {
   if (allocated) {
@@ -564,8 +564,7 @@ void Allocator::Impl::deallocate(void* ptr) {
     cache->lock.lock();
     block = live.find(address);
     if (block != nullptr && block->owner == cache && !block->cached && observers.empty() &&
-        !streams.orders(block) && cache->counts_for(block->segment->pool) &&
-        cache->keep(block)) {
+        !streams.orders(block) && cache->counts_for(block->segment->pool) && cache->keep(block)) {
       cache->count_free(*block);
       cache->lock.unlock();
       return;

@@ -159,7 +159,8 @@ TEST(CapiPluggable, HandleCallsWorkOnTheProcessWideAllocator) {
 }
 
 // PyTorch passes its stream to npumem_malloc; tensor.record_stream(s) reaches
-// npumem_record_stream. The virtual NPU keeps a kernel "running" on a stream.
+// npumem_record_stream (the pluggable allocator's record_stream_fn, without a device).
+// The virtual NPU keeps a kernel "running" on a stream.
 TEST(CapiPluggable, StreamsOrderReuseAndRecordStreamAddsOne) {
   ASSERT_EQ(npumem_init(15, "sim:hbm=256MiB,ddr=0", ""), NPUMEM_OK) << npumem_last_error();
   auto& npu = dynamic_cast<npumem::SimDevice&>(process_wide(15).device());
@@ -168,7 +169,8 @@ TEST(CapiPluggable, StreamsOrderReuseAndRecordStreamAddsOne) {
   const auto bytes = static_cast<ssize_t>(8 * npumem::MiB);
   void* a = npumem_malloc(bytes, 15, compute);
   ASSERT_NE(a, nullptr) << npumem_last_error();
-  ASSERT_EQ(npumem_record_stream(a, 15, copy), NPUMEM_OK) << npumem_last_error();
+  npumem_record_stream(a, copy);
+  EXPECT_STREQ(npumem_last_error(), "");
   npu.launch_kernel(npumem::StreamId{0x20});  // the copy stream still reads `a`
   npumem_free(a, bytes, 15, compute);
   void* b = npumem_malloc(bytes, 15, compute);
@@ -181,10 +183,28 @@ TEST(CapiPluggable, StreamsOrderReuseAndRecordStreamAddsOne) {
   npumem_free(c, bytes, 15, copy);
   npumem_free(d, bytes, 15, copy);
 
-  EXPECT_EQ(npumem_record_stream(a, 15, copy), NPUMEM_INVALID_POINTER);
-  EXPECT_TRUE(contains(npumem_last_error(), "is not a live allocation")) << npumem_last_error();
-  EXPECT_EQ(npumem_record_stream(a, 42, copy), NPUMEM_INVALID_POINTER);
-  EXPECT_TRUE(contains(npumem_last_error(), "no allocator yet")) << npumem_last_error();
+  npumem_record_stream(a, copy);
+  EXPECT_TRUE(contains(npumem_last_error(), "is not live on any device")) << npumem_last_error();
+}
+
+// torch_npu makes the allocator through npumem_malloc: the fallback warning goes to
+// stderr (and stays readable through npumem_warnings).
+TEST(CapiPluggable, AllocatorMadeByMallocPrintsItsWarnings) {
+  set_environment("sim:hbm=256MiB,vmm=false", "expandable_segments:true");
+  ::testing::internal::CaptureStderr();
+  void* ptr = npumem_malloc(4096, 16, nullptr);
+  const std::string printed = ::testing::internal::GetCapturedStderr();
+  clear_environment();
+  ASSERT_NE(ptr, nullptr) << npumem_last_error();
+  EXPECT_TRUE(contains(printed,
+                       "npumem: device 16: expandable_segments feature is not supported by "
+                       "device sim:16"))
+      << printed;
+  EXPECT_TRUE(contains(printed, "falling back to the caching strategy")) << printed;
+  ::testing::internal::CaptureStderr();
+  npumem_free(ptr, 4096, 16, nullptr);
+  npumem_free(npumem_malloc(4096, 16, nullptr), 4096, 16, nullptr);
+  EXPECT_EQ(::testing::internal::GetCapturedStderr(), "") << "once, when it is made";
 }
 
 TEST(SpecForDevice, SpecsWithoutAnIndexGetTheDeviceIndex) {

@@ -5,8 +5,10 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <iterator>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 #include <string>
 
@@ -46,6 +48,7 @@ std::map<std::string, long long> finalize_counts(const std::filesystem::path& lo
 class ReplayOnAcl : public ::testing::TestWithParam<const char*> {
  protected:
   void SetUp() override {
+    if (!std::filesystem::exists(kSharedTraces)) GTEST_SKIP() << "no " << kSharedTraces;
     log_ = std::filesystem::temp_directory_path() /
            ("npumem_acl_" + std::to_string(::getpid()) + ".log");
     std::filesystem::remove(log_);
@@ -87,9 +90,19 @@ TEST_P(ReplayOnAcl, ExpandableGoesThroughTheVirtualMemoryCalls) {
   EXPECT_EQ(counts["held_bytes"], 0);
 }
 
-INSTANTIATE_TEST_SUITE_P(SharedTraces, ReplayOnAcl,
-                         ::testing::Values("resnet50_train", "mobilenet_v2_infer", "vit_b_16_infer",
-                                           "bert_train_dynpad"));
+// Every shared trace (the list is checked against the folder below).
+constexpr const char* kTraceNames[] = {"resnet50_train", "mobilenet_v2_infer", "vit_b_16_infer",
+                                       "bert_train_dynpad"};
+INSTANTIATE_TEST_SUITE_P(SharedTraces, ReplayOnAcl, ::testing::ValuesIn(kTraceNames));
+
+TEST(ReplayOnAclTraces, EverySharedTraceIsReplayed) {
+  if (!std::filesystem::exists(kSharedTraces)) GTEST_SKIP() << "no " << kSharedTraces;
+  std::set<std::string> in_folder;
+  for (const auto& entry : std::filesystem::directory_iterator(kSharedTraces)) {
+    if (entry.path().extension() == ".trace") in_folder.insert(entry.path().stem().string());
+  }
+  EXPECT_EQ(in_folder, std::set<std::string>(std::begin(kTraceNames), std::end(kTraceNames)));
+}
 
 class ReplayOnAclNpu : public ReplayOnAcl {};
 
@@ -99,6 +112,10 @@ TEST_F(ReplayOnAclNpu, WithoutVirtualMemoryExpandableFallsBack) {
   const auto acl = run_npumem("replay " + trace + " --device acl:0 --strategy expandable",
                               acl_environment(log_, false));
   ASSERT_EQ(acl.exit_code, 0) << acl.err;
+  EXPECT_NE(acl.err.find("npumem: warning: expandable_segments feature is not supported by "
+                         "device acl:0"),
+            std::string::npos)
+      << acl.err;
   EXPECT_NE(acl.out.find("on acl:0 (caching)"), std::string::npos) << acl.out;
   auto counts = finalize_counts(log_);
   EXPECT_EQ(counts["maps"], 0);
