@@ -93,6 +93,9 @@ class Device {
   // Whether the event's work has run (an unknown event counts as done).
   virtual bool event_completed(EventHandle event);
   virtual void release_event(EventHandle event);
+  // Waits until the event has completed; the allocator does so before giving up with
+  // OutOfMemory while freed blocks wait for events. Default: polls event_completed.
+  virtual void wait_event(EventHandle event);
 
   // What the driver said about the last call that failed (error code and message),
   // for error reports; empty where the device has nothing to add.

@@ -323,6 +323,11 @@ void* Allocator::Impl::allocate_locked(std::size_t bytes, StreamId stream, Threa
     if (block == nullptr) {
       Refusal refusal;
       block = allocate_block(pool, size, source->kind_for(size), refusal);
+      if (block == nullptr && streams.held() != 0) {
+        // As PyTorch does before giving up: wait for the work the held blocks wait for.
+        streams.wait_and_settle(*device, release_to_pool);
+        block = allocate_block(pool, size, source->kind_for(size), refusal);
+      }
       if (block == nullptr) fail(pool, bytes, size, refusal);
     }
     live.insert(block->address, block);

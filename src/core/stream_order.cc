@@ -68,6 +68,13 @@ void StreamOrder::settle(Device& device, const std::function<void(Block*)>& rele
   }
 }
 
+void StreamOrder::wait_and_settle(Device& device, const std::function<void(Block*)>& release) {
+  for (const Held& held : held_) {
+    for (const EventHandle event : held.events) device.wait_event(event);
+  }
+  settle(device, release);
+}
+
 void StreamOrder::drop(Device& device) {
   for (Held& held : held_) release_events(device, held);
   held_.clear();

@@ -55,6 +55,8 @@ class StreamOrder {
   // Hands every held block whose events completed to `release` (per stream in order:
   // a stream's events complete in the order they were recorded).
   void settle(Device& device, const std::function<void(Block*)>& release);
+  // Waits for every held block's events (Device::wait_event), then settles them all.
+  void wait_and_settle(Device& device, const std::function<void(Block*)>& release);
   // Releases every event; the held blocks go with their segments (allocator teardown).
   void drop(Device& device);
   std::size_t held() const { return held_.size(); }

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <thread>
 
 namespace npumem {
 
@@ -59,6 +60,10 @@ bool Device::event_completed(EventHandle /*event*/) {
 }
 
 void Device::release_event(EventHandle /*event*/) {}
+
+void Device::wait_event(EventHandle event) {
+  while (!event_completed(event)) std::this_thread::yield();
+}
 
 // The slower of the two tiers bounds the transfer; a tier without a bandwidth figure
 // (0) is not modelled and the transfer costs no time.

@@ -1,5 +1,7 @@
 #include "sim_device.h"
 
+#include <algorithm>
+
 #include "os_memory.h"
 
 namespace npumem {
@@ -259,6 +261,14 @@ bool SimDevice::event_completed(EventHandle event) {
 void SimDevice::release_event(EventHandle event) {
   const std::lock_guard lock(mutex_);
   events_.erase(event.id);
+}
+
+void SimDevice::wait_event(EventHandle event) {
+  const std::lock_guard lock(mutex_);
+  const auto found = events_.find(event.id);
+  if (found == events_.end()) return;
+  StreamWork& work = streams_[found->second.stream];
+  work.finished = std::max(work.finished, found->second.waits_for);
 }
 
 void SimDevice::launch_kernel(StreamId stream) {

@@ -72,6 +72,8 @@ class SimDevice : public Device {
   DeviceStatus record_event(StreamId stream, EventHandle* out) override;
   bool event_completed(EventHandle event) override;
   void release_event(EventHandle event) override;
+  // Simulated time passes: the stream's work queued before the event finishes.
+  void wait_event(EventHandle event) override;
   void launch_kernel(StreamId stream);
   // Finishes the oldest running kernel of the stream (none running: nothing happens).
   void finish_kernel(StreamId stream);

@@ -133,6 +133,26 @@ TEST_P(StreamOrder, FrontCachesHandNoBlockToAnotherStream) {
   EXPECT_EQ(device.live_events(), 0u);
 }
 
+// Memory held behind a running kernel is not lost: before giving up with OutOfMemory
+// the allocator waits for the work (on the virtual NPU, simulated time passes).
+TEST_P(StreamOrder, OutOfMemoryWaitsForHeldBlocksFirst) {
+  if (GetParam() == testing::Backend::acl) {
+    GTEST_SKIP() << "the double's kernels finish only when a test says so: waiting would hang";
+  }
+  SimSpec spec;
+  spec.hbm_bytes = 64 * MiB;
+  spec.ddr_bytes = 0;
+  const TestDevice device(GetParam(), spec);
+  Allocator allocator(device.device());
+  void* a = allocator.allocate(40 * MiB, kCompute);
+  device.launch_kernel(kCompute);
+  allocator.deallocate(a);
+  void* b = allocator.allocate(40 * MiB, kCopy);  // no room beside the held block
+  EXPECT_EQ(b, a) << "given once the compute stream's work was waited for";
+  EXPECT_EQ(allocator.stats().num_ooms, 0);
+  allocator.deallocate(b);
+}
+
 TEST_P(StreamOrder, OneStreamRecordsNoEvents) {
   const TestDevice device = npu();
   Allocator allocator(device.device());
