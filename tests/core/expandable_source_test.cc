@@ -66,6 +66,20 @@ TEST_P(Expandable, GrowsByGranulesInOneRange) {
   allocator.deallocate(b);
 }
 
+TEST_P(Expandable, GrowthUsesTheFreeTailBeforeMappingNewGranules) {
+  if (!testing::controls_available(GetParam())) GTEST_SKIP() << "needs the test double's controls";
+  const TestDevice sim = device();
+  Allocator allocator(sim.device(), expandable());
+  void* a = allocator.allocate(30 * MiB);  // two granules, 10 MiB free behind a
+  void* b = allocator.allocate(25 * MiB);  // the free 10 MiB and one new granule
+  EXPECT_EQ(reserved(allocator), static_cast<std::int64_t>(60 * MiB));
+  EXPECT_EQ(counts_of(sim).creates, 3u);
+  EXPECT_EQ(static_cast<char*>(b) - static_cast<char*>(a), static_cast<std::ptrdiff_t>(30 * MiB));
+  testing::expect_consistent(allocator, {{a, 30 * MiB}, {b, 25 * MiB}});
+  allocator.deallocate(a);
+  allocator.deallocate(b);
+}
+
 TEST_P(Expandable, ReclaimUnmapsWholeFreeGranulesOnly) {
   const std::shared_ptr<Device> npu = device().device();
   Allocator allocator(npu, expandable());
