@@ -24,12 +24,13 @@ class StreamOrder {
   // Notes an allocation's stream; ordering starts at the second stream seen, on a
   // device that has events. True when this call started it.
   bool note(const Device& device, StreamId stream) {
-    if (active_ || stream == first_stream_) return false;
+    if (active_) return false;
     if (!seen_) {
       first_stream_ = stream;
       seen_ = true;
       return false;
     }
+    if (stream == first_stream_) return false;
     active_ = device.supports_events();
     return active_;
   }

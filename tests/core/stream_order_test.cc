@@ -153,6 +153,20 @@ TEST_P(StreamOrder, OutOfMemoryWaitsForHeldBlocksFirst) {
   allocator.deallocate(b);
 }
 
+// PyTorch's default stream is 0 (a null cudaStream_t / aclrtStream): it is a stream
+// like any other.
+TEST_P(StreamOrder, TheDefaultStreamIsAStreamToo) {
+  const TestDevice device = npu();
+  Allocator allocator(device.device());
+  void* a = allocator.allocate(8 * MiB, 0);
+  device.launch_kernel(0);
+  allocator.deallocate(a);
+  void* b = allocator.allocate(8 * MiB, kCopy);
+  EXPECT_NE(b, a) << "reused while the default stream's kernel still runs";
+  device.finish_kernel(0);
+  allocator.deallocate(b);
+}
+
 TEST_P(StreamOrder, OneStreamRecordsNoEvents) {
   const TestDevice device = npu();
   Allocator allocator(device.device());
