@@ -112,7 +112,9 @@ def memory_snapshot() -> list[dict[str, Any]]:
     return segments
 
 
-def caching_allocator_alloc(size: int, device: DeviceLike = None, stream: StreamLike = None) -> int:
+def caching_allocator_alloc(
+    size: int, device: DeviceLike = None, stream: StreamLike = None
+) -> int:
     """Allocates `size` bytes on the device (this thread's pool) for work on `stream`
     (see stream_id); returns the address. Raises OutOfMemoryError with the allocator's
     explanation."""
