@@ -93,17 +93,20 @@ class ReplayRun {
       case TraceOp::tag:
         set_memory_tag(trace_.tags[event.index]);
         return 0;
+      case TraceOp::stream:
+        stream_ = event.bytes;
+        return 0;
     }
     return 0;
   }
 
   void allocate(const TraceEvent& event) {
     if (!options_.record_latencies) {
-      pointers_[event.index] = allocator_.allocate(event.bytes);
+      pointers_[event.index] = allocator_.allocate(event.bytes, stream_);
       return;
     }
     const Clock::time_point start = Clock::now();
-    pointers_[event.index] = allocator_.allocate(event.bytes);
+    pointers_[event.index] = allocator_.allocate(event.bytes, stream_);
     result_.allocation_latencies_ns.push_back(elapsed_ns(start, Clock::now()));
   }
 
@@ -148,6 +151,7 @@ class ReplayRun {
   std::vector<void*> pointers_;
   std::vector<bool> pool_ready_;
   std::optional<PoolScope> pool_scope_;       // declared after allocator_: ends before it
+  StreamId stream_ = 0;                       // set by `s` lines
   ScopedMemoryTag caller_tag_{memory_tag()};  // restores it after the trace's `t` lines
   ReplayResult result_;
 };

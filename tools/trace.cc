@@ -70,8 +70,11 @@ class TraceParser {
     } else if (op == "t") {
       if (fields.count > 2) expect_arguments(fields, 1, "[<tag>]");
       add_tag(fields.count == 2 ? fields.items[1] : std::string_view{});
+    } else if (op == "s") {
+      expect_arguments(fields, 1, "<stream>");
+      trace_.events.push_back({TraceOp::stream, 0, parse_number(fields.items[1], "stream")});
     } else {
-      fail("unknown op " + quoted(op) + " (expected a, f, p, i, t or a # comment)");
+      fail("unknown op " + quoted(op) + " (expected a, f, p, i, t, s or a # comment)");
     }
   }
 

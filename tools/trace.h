@@ -16,6 +16,7 @@ enum class TraceOp : std::uint8_t {
   pool,       // `p <name>`: later allocations go to this pool
   iteration,  // `i`: an iteration boundary
   tag,        // `t [<tag>]`: later allocations carry this memory tag (none: no tag)
+  stream,     // `s <stream>`: later allocations are made on this stream
 };
 
 struct TraceEvent {
@@ -24,7 +25,7 @@ struct TraceEvent {
   // finds its pointer by index; pool: the index into Trace::pools; iteration: 0;
   // tag: the index into Trace::tags.
   std::uint32_t index = 0;
-  // alloc/free: the allocation's requested bytes; otherwise 0.
+  // alloc/free: the allocation's requested bytes; stream: the stream; otherwise 0.
   std::uint64_t bytes = 0;
 };
 

@@ -96,8 +96,17 @@ class Allocator {
   // Returns memory of at least `bytes` (aligned to the granule) from the current
   // thread's pool. Throws OutOfMemory. allocate(0) returns a unique valid pointer.
   void* allocate(std::size_t bytes);
+  // The same, for work on `stream`. Once a second stream allocates (on a device with
+  // events), reuse is stream-ordered as in PyTorch: a block freed on stream S serves S
+  // again at once and other streams only after an event recorded on S at the free has
+  // completed (docs/DESIGN.md, "Streams").
+  void* allocate(std::size_t bytes, StreamId stream);
   // Throws InvalidPointer for a pointer not live in this allocator (changing nothing).
   void deallocate(void* ptr);
+  // PyTorch's record_stream: the live block is also used by `stream`, so when freed it
+  // serves no stream, its own included, until events on all its streams completed.
+  // Throws InvalidPointer for a pointer that is not live.
+  void record_stream(void* ptr, StreamId stream);
   // Grows or shrinks a live allocation in place (growing needs a free neighbour, as
   // aclrtMemReuse); returns false, changing nothing, when it cannot. Throws
   // InvalidPointer for a pointer that is not live.

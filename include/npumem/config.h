@@ -18,6 +18,16 @@ enum class Strategy : std::uint8_t {
 
 std::string_view strategy_name(Strategy strategy);
 
+// What the expandable strategy becomes on a device without virtual-memory calls
+// (the seeds' "expandable_segments feature is not supported" NPU).
+enum class ExpandableFallback : std::uint8_t {
+  automatic,  // static when static_size is set, else caching
+  caching,
+  static_arena  // the seeds' driver: one arena of static_size
+};
+
+std::string_view expandable_fallback_name(ExpandableFallback fallback);
+
 struct Config {
   Strategy strategy = Strategy::caching;
   // Requests are rounded up to a multiple of this (a power of two, >= 64).
@@ -42,6 +52,7 @@ struct Config {
   // Static strategy: arena size per tier use (HBM first), and fallback to caching.
   std::uint64_t static_size = 0;
   bool static_fallback = false;
+  ExpandableFallback expandable_fallback = ExpandableFallback::automatic;
   // Limits on the bytes this allocator may reserve per tier (0: the tier's capacity).
   std::uint64_t hbm_limit = 0;
   std::uint64_t ddr_limit = 0;

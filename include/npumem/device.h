@@ -39,6 +39,16 @@ struct TierInfo {
   std::uint64_t granularity_bytes = 0;  // sizes of segments and chunks are multiples of it
 };
 
+// A stream of the device's work queue as the framework names it (aclrtStream,
+// cudaStream_t, as an integer); 0 is the default stream.
+using StreamId = std::uint64_t;
+
+// An event recorded on a stream by record_event(); opaque to callers.
+struct EventHandle {
+  std::uint64_t id = 0;
+  explicit operator bool() const { return id != 0; }
+};
+
 // A physical chunk created by create_physical(); opaque to callers.
 struct PhysicalHandle {
   std::uint64_t id = 0;
@@ -49,7 +59,7 @@ class Device {
  public:
   virtual ~Device() = default;
 
-  // "sim:0", "host", "cuda:0".
+  // "sim:0", "host", "cuda:0", "acl:0".
   virtual std::string name() const = 0;
   virtual TierInfo tier_info(Tier tier) const = 0;
   bool has_tier(Tier tier) const { return tier_info(tier).present; }
@@ -74,12 +84,29 @@ class Device {
   virtual double transfer_seconds(Tier from, Tier to, std::size_t bytes) const;
   // Copies bytes between device addresses (when backed) and returns the modelled seconds.
   virtual double copy(void* dst, Tier dst_tier, const void* src, Tier src_tier, std::size_t bytes);
+
+  // Stream events (aclrtRecordEvent, cudaEventRecord): an event recorded on a stream
+  // completes once the work queued there before it has run. Devices without them
+  // answer not_supported; the allocator then does not order reuse by stream.
+  virtual bool supports_events() const { return false; }
+  virtual DeviceStatus record_event(StreamId stream, EventHandle* out);
+  // Whether the event's work has run (an unknown event counts as done).
+  virtual bool event_completed(EventHandle event);
+  virtual void release_event(EventHandle event);
+  // Waits until the event has completed; the allocator does so before giving up with
+  // OutOfMemory while freed blocks wait for events. Default: polls event_completed.
+  virtual void wait_event(EventHandle event);
+
+  // What the driver said about the last call that failed (error code and message),
+  // for error reports; empty where the device has nothing to add.
+  virtual std::string last_error() const { return {}; }
 };
 
 // Builds a device from a spec string:
 //   sim[:key=value,...]   the virtual NPU (see docs/DEVICES.md for keys)
 //   host                  plain host memory, one tier
 //   cuda[:N]              a CUDA GPU (only when built with CUDA)
+//   acl[:N][,key=value]   an Ascend NPU through libascendcl.so, loaded at run time
 // Throws ConfigError naming the bad part.
 std::shared_ptr<Device> make_device(std::string_view spec);
 

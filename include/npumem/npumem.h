@@ -85,13 +85,21 @@ NPUMEM_API const char* npumem_last_error(void) NPUMEM_NOEXCEPT;
 /* ---- The pluggable-allocator entry points and the process-wide allocators ---- */
 
 /* void* my_malloc(ssize_t size, int device, cudaStream_t stream) of PyTorch. Returns
- * NULL on failure (and sets the last error). The stream is ignored: blocks are not
- * stream-ordered. */
+ * NULL on failure (and sets the last error). The block remembers the stream: once a
+ * second stream allocates, a block freed on one stream serves another only after an
+ * event recorded at the free has completed (docs/DESIGN.md, "Streams"). */
 NPUMEM_API void* npumem_malloc(ssize_t size, int device, void* stream) NPUMEM_NOEXCEPT;
 /* void my_free(void* ptr, ssize_t size, int device, cudaStream_t stream). NULL is a
  * no-op; a pointer not live on that device sets the last error and changes nothing.
- * size and stream are ignored: the allocator knows each block's size. */
+ * size and stream are ignored: the allocator knows each block's size and stream. */
 NPUMEM_API void npumem_free(void* ptr, ssize_t size, int device, void* stream) NPUMEM_NOEXCEPT;
+/* void record_stream_fn(void* ptr, aclrtStream / cudaStream_t stream), which
+ * torch_npu's NPUPluggableAllocator (and PyTorch's CUDAPluggableAllocator) call for
+ * tensor.record_stream(s): the live allocation `ptr`, on whichever device holds it,
+ * is also used by `stream`, so once freed it serves no stream until events recorded
+ * on all its streams have completed. A pointer live on no device sets the last
+ * error and changes nothing. */
+NPUMEM_API void npumem_record_stream(void* ptr, void* stream) NPUMEM_NOEXCEPT;
 
 /* Makes the process-wide allocator of a device index before first use. NULL spec or
  * conf: read NPUMEM_DEVICE / NPUMEM_ALLOC_CONF. INVALID_ARGUMENT when the index
@@ -220,7 +228,7 @@ NPUMEM_API npumem_status_t npumem_copy(npumem_allocator_t* allocator, void* dst,
                                        size_t bytes, double* seconds) NPUMEM_NOEXCEPT;
 
 /* Problems met when the allocator was made that did not stop it (e.g. "expandable_segments
- * is not supported by device ..."), one per line, each ending in '\n'; "" when none.
+ * feature is not supported by device ..."), one per line, each ending in '\n'; "" when none.
  * Free *out with npumem_string_free(). */
 NPUMEM_API npumem_status_t npumem_warnings(npumem_allocator_t* allocator,
                                            char** out) NPUMEM_NOEXCEPT;

@@ -66,7 +66,7 @@ struct StatSplit {
 
 struct Stats {
   StatSplit allocated_bytes;  // bytes in blocks handed out (rounded sizes)
-  StatSplit active_bytes;     // same as allocated here: no stream-deferred frees
+  StatSplit active_bytes;     // same as allocated: blocks held for stream events count as freed
   StatSplit requested_bytes;  // bytes the callers asked for
   StatSplit reserved_bytes;   // bytes held from the device
   StatSplit allocation;       // count of blocks handed out

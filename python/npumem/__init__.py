@@ -29,6 +29,7 @@ from npumem.memory import (
     memory_snapshot,
     memory_stats,
     memory_stats_as_nested_dict,
+    record_stream,
     reset_max_memory_allocated,
     reset_peak_memory_stats,
 )
@@ -76,6 +77,7 @@ __all__ = [
     "memory_snapshot",
     "memory_stats",
     "memory_stats_as_nested_dict",
+    "record_stream",
     "memory_summary",
     "pool",
     "pools",

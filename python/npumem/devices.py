@@ -54,8 +54,8 @@ def get_device(device: DeviceLike = None) -> _core.Device:
 
 
 def _warn(device: _core.Device) -> None:
-    """The allocator's construction warnings (e.g. "expandable_segments is not supported
-    by device ...") as Python warnings, once, when the device is made."""
+    """The allocator's construction warnings (e.g. "expandable_segments feature is not
+    supported by device ...") as Python warnings, once, when the device is made."""
     for message in device.warnings:
         warnings.warn(f"npumem device {device.index}: {message}", RuntimeWarning, stacklevel=3)
 

@@ -4,10 +4,14 @@ using a device."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Union
 
 from npumem import _core
 from npumem.devices import DeviceLike, get_device, initialized_devices
+
+# A stream: None (the default stream), its handle as an int, or a Stream object
+# (torch_npu.npu.Stream, torch.cuda.Stream) carrying the handle.
+StreamLike = Union[int, Any, None]
 
 
 def memory_stats(device: DeviceLike = None) -> dict[str, int]:
@@ -108,10 +112,42 @@ def memory_snapshot() -> list[dict[str, Any]]:
     return segments
 
 
-def caching_allocator_alloc(size: int, device: DeviceLike = None) -> int:
-    """Allocates `size` bytes on the device (this thread's pool); returns the address.
-    Raises OutOfMemoryError with the allocator's explanation."""
-    return get_device(device).allocate(size)
+def caching_allocator_alloc(
+    size: int, device: DeviceLike = None, stream: StreamLike = None
+) -> int:
+    """Allocates `size` bytes on the device (this thread's pool) for work on `stream`
+    (see stream_id); returns the address. Raises OutOfMemoryError with the allocator's
+    explanation."""
+    return get_device(device).allocate(size, stream_id(stream))
+
+
+def record_stream(ptr: int, stream: StreamLike, device: DeviceLike = None) -> None:
+    """tensor.record_stream(stream) for an address caching_allocator_alloc() returned:
+    `stream` uses it too, so once freed it serves no stream until the work queued on
+    all its streams by then has run. Raises InvalidPointerError for an address the
+    device does not hold."""
+    get_device(device).record_stream(ptr, stream_id(stream))
+
+
+def stream_id(stream: StreamLike) -> int:
+    """The stream as the allocator knows it: None is the default stream (0); an int is
+    the stream's handle; a torch_npu or torch.cuda Stream gives its `npu_stream` or
+    `cuda_stream` handle."""
+    if stream is None:
+        return 0
+    for attribute in ("npu_stream", "cuda_stream"):
+        handle = getattr(stream, attribute, None)
+        if handle is not None:
+            stream = handle
+            break
+    if isinstance(stream, bool) or not isinstance(stream, int):
+        raise TypeError(
+            "a stream is None, an int handle or a Stream with npu_stream/cuda_stream, "
+            f"not {stream!r}"
+        )
+    if stream < 0:
+        raise ValueError(f"a stream handle is not negative, got {stream}")
+    return stream
 
 
 def caching_allocator_resize(ptr: int, size: int, device: DeviceLike = None) -> bool:

@@ -162,10 +162,17 @@ void bind_devices(py::module_& module) {
       .def("pools", [](const Entry& e) { return pools_list(*e.allocator); })
       .def(
           "allocate",
-          [](Entry& e, std::size_t bytes) {
-            return reinterpret_cast<std::uintptr_t>(e.allocator->allocate(bytes));
+          [](Entry& e, std::size_t bytes, npumem::StreamId stream) {
+            return reinterpret_cast<std::uintptr_t>(e.allocator->allocate(bytes, stream));
           },
-          py::arg("bytes"), py::call_guard<py::gil_scoped_release>())
+          py::arg("bytes"), py::arg("stream") = 0, py::call_guard<py::gil_scoped_release>())
+      .def(
+          "record_stream",
+          [](Entry& e, std::uintptr_t ptr, npumem::StreamId stream) {
+            e.allocator->record_stream(to_pointer(ptr), stream);
+          },
+          py::arg("ptr"), py::arg("stream"), py::call_guard<py::gil_scoped_release>(),
+          "The live allocation is also used by `stream` (tensor.record_stream)")
       .def(
           "deallocate",
           [](Entry& e, std::uintptr_t ptr) { e.allocator->deallocate(to_pointer(ptr)); },

@@ -146,10 +146,16 @@ class ErrorTest(unittest.TestCase):
         self.assertEqual(npumem.memory_stats(device), before)
 
     def test_an_unsupported_feature_warns(self):
-        with self.assertWarnsRegex(RuntimeWarning, "expandable_segments is not supported"):
+        with self.assertWarnsRegex(RuntimeWarning, "expandable_segments feature is not supported"):
             device = fresh_device("sim:hbm=64MiB,vmm=false", "expandable_segments:true")
         self.assertEqual(len(device.warnings), 1)
-        self.assertIn("caching", device.warnings[0])
+        self.assertIn("falling back to the caching strategy", device.warnings[0])
+        self.assertIn("strategy:caching,", device.config)
+        with self.assertWarnsRegex(RuntimeWarning, "falling back to the static strategy"):
+            arena = fresh_device(
+                "sim:hbm=64MiB,vmm=false", "expandable_segments:true,static_size:32MiB"
+            )
+        self.assertIn("strategy:static,", arena.config)
 
     def test_bad_spec_and_config_name_the_problem(self):
         with self.assertRaisesRegex(npumem.ConfigError, "unknown key 'hmb'"):
@@ -179,6 +185,30 @@ class ErrorTest(unittest.TestCase):
             npumem.memory_allocated(-1)
         with self.assertRaisesRegex(npumem.ConfigError, "unknown tier 'l2'"):
             fresh_device().largest_free_block("l2")
+
+
+class StreamTest(unittest.TestCase):
+    """Streams as PyTorch passes them (the ordering itself is tested in C++, where the
+    virtual NPU can keep a kernel running: tests/core/stream_order_test.cc)."""
+
+    def test_allocations_take_a_stream_and_record_stream_adds_one(self):
+        device = fresh_device()
+
+        class Stream:  # torch_npu.npu.Stream carries its aclrtStream as npu_stream
+            npu_stream = 0x5000
+
+        ptr = npumem.caching_allocator_alloc(MiB, device, stream=Stream())
+        npumem.record_stream(ptr, 0x6000, device)
+        npumem.caching_allocator_delete(ptr, device)
+        self.assertEqual(npumem.memory_allocated(device), 0)
+        with self.assertRaisesRegex(npumem.InvalidPointerError, "not a live allocation"):
+            npumem.record_stream(ptr, 0x6000, device)
+
+    def test_bad_streams_are_named(self):
+        with self.assertRaisesRegex(TypeError, "not 'compute'"):
+            npumem.caching_allocator_alloc(64, fresh_device(), stream="compute")
+        with self.assertRaisesRegex(ValueError, "got -1"):
+            npumem.caching_allocator_alloc(64, fresh_device(), stream=-1)
 
 
 class TorchCudaNamesTest(unittest.TestCase):

@@ -2,6 +2,7 @@
 
 #include <array>
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <mutex>
 
@@ -66,7 +67,14 @@ npumem_allocator& made_from_environment(int device) {
     return *made_meanwhile;
   }
   const Config config = config_from_environment();
-  return make_locked(device, environment_or("NPUMEM_DEVICE", "sim"), config, "NPUMEM_DEVICE");
+  npumem_allocator& made =
+      make_locked(device, environment_or("NPUMEM_DEVICE", "sim"), config, "NPUMEM_DEVICE");
+  // Made behind a framework's back (npumem_malloc): stderr is the one place a user
+  // sees, e.g., that expandable segments fell back.
+  for (const std::string& warning : made.allocator.warnings()) {
+    std::fprintf(stderr, "npumem: device %d: %s\n", device, warning.c_str());
+  }
+  return made;
 }
 
 }  // namespace
@@ -74,6 +82,8 @@ npumem_allocator& made_from_environment(int device) {
 std::string spec_for_device(std::string_view spec, int device) {
   const std::string index = std::to_string(device);
   if (spec == "cuda") return "cuda:" + index;
+  if (spec == "acl") return "acl:" + index;
+  if (spec.starts_with("acl,")) return "acl:" + index + std::string(spec.substr(3));
   if (spec == "sim") return "sim:id=" + index;
   if (spec.starts_with("sim:") && !names_an_id(spec.substr(4))) {
     return std::string(spec) + ",id=" + index;

@@ -22,14 +22,16 @@ std::string pointer_text(const void* ptr) {
 
 extern "C" {
 
-void* npumem_malloc(ssize_t size, int device, void* /*stream*/) noexcept {
+void* npumem_malloc(ssize_t size, int device, void* stream) noexcept {
   void* result = nullptr;
   guarded([&] {
     if (size < 0) {
       throw ArgumentError("npumem_malloc: size " + std::to_string(size) + " is negative");
     }
-    result =
-        npumem::capi::device_allocator(device).allocator.allocate(static_cast<std::size_t>(size));
+    // The stream orders reuse (Allocator::allocate); the block remembers it, so the
+    // free's stream argument (the same one, from PyTorch) is not needed.
+    result = npumem::capi::device_allocator(device).allocator.allocate(
+        static_cast<std::size_t>(size), reinterpret_cast<npumem::StreamId>(stream));
     return NPUMEM_OK;
   });
   return result;
@@ -46,6 +48,25 @@ void npumem_free(void* ptr, ssize_t /*size*/, int device, void* /*stream*/) noex
     }
     handle->allocator.deallocate(ptr);
     return NPUMEM_OK;
+  });
+}
+
+// The record_stream_fn of the pluggable allocators carries no device: the allocator
+// holding the pointer takes it (a pointer is live in at most one).
+void npumem_record_stream(void* ptr, void* stream) noexcept {
+  guarded([&] {
+    for (int device = 0; device < npumem::capi::kMaxDevices; ++device) {
+      npumem_allocator* handle = npumem::capi::find_device_allocator(device);
+      if (handle == nullptr) continue;
+      try {
+        handle->allocator.record_stream(ptr, reinterpret_cast<npumem::StreamId>(stream));
+        return NPUMEM_OK;
+      } catch (const npumem::InvalidPointer&) {
+        // not this device's
+      }
+    }
+    throw npumem::InvalidPointer("record_stream: pointer " + pointer_text(ptr) +
+                                 " is not live on any device");
   });
 }
 

@@ -16,8 +16,16 @@ void* Allocator::allocate(std::size_t bytes) {
   return impl_->allocate(bytes);
 }
 
+void* Allocator::allocate(std::size_t bytes, StreamId stream) {
+  return impl_->allocate(bytes, stream);
+}
+
 void Allocator::deallocate(void* ptr) {
   impl_->deallocate(ptr);
+}
+
+void Allocator::record_stream(void* ptr, StreamId stream) {
+  impl_->record_stream(ptr, stream);
 }
 
 bool Allocator::resize(void* ptr, std::size_t bytes) {

@@ -38,6 +38,11 @@ auto& stat_of(StatsType& stats, int counter, int split, Tier kept_tier) {
   return splits.by_tier[static_cast<std::size_t>(kept_tier)];
 }
 
+// A freed block goes back to its block pool, free to every stream.
+void release_to_pool(Block* block) {
+  block->segment->pool->block_pool(block->segment->tier, block->segment->kind).release(block);
+}
+
 // The pool this thread allocates from, per allocator (PoolScope sets it).
 thread_local const Allocator::Impl* scoped_owner = nullptr;
 thread_local PoolState* scoped_pool = nullptr;
@@ -64,9 +69,7 @@ Allocator::Impl::Impl(std::shared_ptr<Device> dev, Config conf,
   }
   cached_tier = tier_limit[index(Tier::hbm)] != 0 ? Tier::hbm : Tier::ddr;
   if (config.strategy == Strategy::expandable && !device->supports_virtual_memory()) {
-    warnings.push_back("expandable_segments is not supported by device " + device->name() +
-                       " (no virtual-memory calls); using the caching strategy");
-    config.strategy = Strategy::caching;
+    fall_back_from_expandable();
   }
   switch (config.strategy) {
     case Strategy::caching:
@@ -93,12 +96,33 @@ Allocator::Impl::Impl(std::shared_ptr<Device> dev, Config conf,
   }
 }
 
+// The seeds' NPU: one warning in the seeds' words, then the strategy
+// expandable_fallback names (static needs static_size, the arena's size).
+void Allocator::Impl::fall_back_from_expandable() {
+  const bool to_static =
+      config.expandable_fallback == ExpandableFallback::static_arena ||
+      (config.expandable_fallback == ExpandableFallback::automatic && config.static_size != 0);
+  if (to_static && config.static_size == 0) {
+    throw ConfigError(
+        "expandable_fallback:static needs static_size:<bytes> (the arena size): "
+        "device " +
+        device->name() + " has no virtual-memory calls");
+  }
+  config.strategy = to_static ? Strategy::static_arena : Strategy::caching;
+  warnings.push_back("expandable_segments feature is not supported by device " + device->name() +
+                     " (no virtual-memory calls); falling back to the " +
+                     std::string(strategy_name(config.strategy)) +
+                     " strategy (expandable_fallback:" +
+                     std::string(expandable_fallback_name(config.expandable_fallback)) + ")");
+}
+
 Allocator::Impl::~Impl() {
   {
     std::lock_guard guard(caches->mutex);  // waits out a thread retiring its cache
     caches->owner.store(nullptr);
   }
   flush_recycled();
+  streams.drop(*device);
   release_everything();
 }
 
@@ -224,7 +248,7 @@ void Allocator::Impl::drop_credit() {
 void Allocator::Impl::drop_cached(Block* block) const {
   live.erase(block->address);
   block->owner = nullptr;
-  block->segment->pool->block_pool(block->segment->tier, block->segment->kind).release(block);
+  release_to_pool(block);
 }
 
 void Allocator::Impl::release_everything() {
@@ -277,15 +301,16 @@ PoolState* Allocator::Impl::find_pool(const std::string& name) const {
 }
 
 // The fast path: a block this thread freed, of exactly this size and pool, under the
-// thread's cache lock alone; no table is touched (the block stayed in `live`).
-void* Allocator::Impl::allocate(std::size_t bytes) {
+// thread's cache lock alone; no table is touched (the block stayed in `live`). Only
+// while reuse is not ordered by stream, for the one stream seen so far.
+void* Allocator::Impl::allocate(std::size_t bytes, StreamId stream) {
   ThreadCache* cache = core::thread_cache(caches->id);
   bool locked = false;
   // The planned strategy counts every request in order, so it always takes the lock.
   if (cache != nullptr && planned == nullptr && !solo.load(std::memory_order_relaxed) &&
       bytes <= std::numeric_limits<std::size_t>::max() / 2) {
     cache->lock.lock();
-    if (observers.empty()) {
+    if (observers.empty() && streams.unordered_for(stream)) {
       const std::size_t size = core::round_up_pow2(std::max<std::size_t>(bytes, 1), config.granule);
       if (Block* block = cache->take_counted(size, &current_pool(), bytes)) {
         block->requested = bytes;
@@ -301,31 +326,41 @@ void* Allocator::Impl::allocate(std::size_t bytes) {
   if (!locked) mutex.lock();  // solo: the cache is used under this lock alone
   // One call site, so backtraces taken below are the same whichever way came here.
   std::lock_guard lock(mutex, std::adopt_lock);
-  return allocate_locked(bytes, cache);
+  return allocate_locked(bytes, stream, cache);
 }
 
 // With the lock held.
-void* Allocator::Impl::allocate_locked(std::size_t bytes, ThreadCache* known) {
+void* Allocator::Impl::allocate_locked(std::size_t bytes, StreamId stream, ThreadCache* known) {
   ThreadCache* cache = attach_cache(known);
   PoolState& pool = current_pool();
   if (bytes > std::numeric_limits<std::size_t>::max() / 2) fail(pool, bytes, bytes, {});
   const std::size_t size = core::round_up_pow2(std::max<std::size_t>(bytes, 1), config.granule);
+  if (streams.note(*device, stream)) hold_free_blocks();
   Block* block = planned != nullptr ? planned->take(pool, size) : nullptr;
   if (block != nullptr) {
     live.insert(block->address, block);
     block->owner = cache;
   } else if (cache != nullptr) {
-    block = cache->take(size, &pool);
+    block = cache->take(size, &pool);  // still in `live`
   }
   if (block == nullptr) {
-    Refusal refusal;
-    block = allocate_block(pool, size, source->kind_for(size), refusal);
-    if (block == nullptr) fail(pool, bytes, size, refusal);
+    block = reuse_held(pool, size, stream);
+    if (block == nullptr) {
+      Refusal refusal;
+      block = allocate_block(pool, size, source->kind_for(size), refusal);
+      if (block == nullptr && streams.held() != 0) {
+        // As PyTorch does before giving up: wait for the work the held blocks wait for.
+        streams.wait_and_settle(*device, release_to_pool);
+        block = allocate_block(pool, size, source->kind_for(size), refusal);
+      }
+      if (block == nullptr) fail(pool, bytes, size, refusal);
+    }
     live.insert(block->address, block);
     block->owner = cache;
   }
   block->requested = bytes;
   block->tag = core::current_tag_id();
+  block->stream = stream;
   account_block(pool, *block, true);
   if (planned != nullptr) planned->allocated(*block);
   if (!observers.empty()) {
@@ -333,6 +368,38 @@ void* Allocator::Impl::allocate_locked(std::size_t bytes, ThreadCache* known) {
            block->tag);
   }
   return reinterpret_cast<void*>(block->address);
+}
+
+// Ordering starts: a second stream allocates. Blocks the first stream freed until now
+// recorded no event, and its kernels may still use them, so every free block waits
+// behind an event on that stream (its own stream may still take them back at once).
+// Front caches keep nothing from now on: they record no events.
+void Allocator::Impl::hold_free_blocks() {
+  flush_recycled();
+  for (const auto& pool : pools) {
+    for (Tier tier : kAllTiers) {
+      for (PoolKind kind : {PoolKind::small, PoolKind::large}) {
+        BlockPool& blocks = pool->block_pool(tier, kind);
+        while (const Block* largest = blocks.largest_free_block()) {
+          Block* block = blocks.take(largest->size, largest->size, config.granule, 0);
+          block->stream = streams.first_stream();
+          if (!streams.hold(*device, block)) {
+            blocks.release(block);  // no event to wait for: as without ordering
+            return;
+          }
+        }
+      }
+    }
+  }
+}
+
+// A block this stream freed, held behind events (stream_order.h); when there is none,
+// the held blocks whose events have completed go back to their pools.
+Block* Allocator::Impl::reuse_held(PoolState& pool, std::size_t size, StreamId stream) {
+  if (streams.held() == 0) return nullptr;
+  Block* block = streams.reuse(*device, stream, size, &pool);
+  if (block == nullptr) streams.settle(*device, release_to_pool);
+  return block;
 }
 
 // HBM first; DDR when spilling is allowed. Each tier tries its cache, then growth,
@@ -481,7 +548,7 @@ std::size_t Allocator::Impl::release_cached_everywhere(Tier tier) {
 }
 
 // Only allocated, requested and allocation counts are kept on the hot path; active
-// ones equal them (no stream-deferred frees) and are filled in by public_stats().
+// ones equal them (held blocks count as freed) and are filled in by public_stats().
 // A pool's own stats are kept once named pools exist.
 void Allocator::Impl::account_block(PoolState& pool, const Block& block, bool allocated) {
   if (allocated) {
@@ -530,7 +597,7 @@ void Allocator::Impl::deallocate(void* ptr) {
     cache->lock.lock();
     block = live.find(address);
     if (block != nullptr && block->owner == cache && !block->cached && observers.empty() &&
-        cache->counts_for(block->segment->pool) && cache->keep(block)) {
+        !streams.orders(block) && cache->counts_for(block->segment->pool) && cache->keep(block)) {
       cache->count_free(*block);
       cache->lock.unlock();
       return;
@@ -565,12 +632,17 @@ void Allocator::Impl::deallocate_locked(std::uintptr_t address, Block* block, Th
     }
     // The planned strategy's large blocks go back at once: their offsets are planned.
     const bool keepable = planned == nullptr || block->segment->kind == PoolKind::small;
-    if (block->owner == cache && keepable && cache->keep(block)) return;
+    if (block->owner == cache && keepable && !streams.orders(block) && cache->keep(block)) return;
   }
   live.erase(address);
   block->owner = nullptr;
   if (planned != nullptr && planned->release_block(pool, block)) return;
-  pool.block_pool(block->segment->tier, block->segment->kind).release(block);
+  if (!streams.hold(*device, block)) release_to_pool(block);
+}
+
+void Allocator::Impl::record_stream(void* ptr, StreamId stream) {
+  std::lock_guard lock(mutex);
+  streams.add_use(&live_block(ptr), stream);
 }
 
 // Accounted as a free of the old block and an allocation of the new one, so stats
@@ -664,6 +736,7 @@ const Block& Allocator::Impl::live_block(const void* ptr) const {
 
 std::size_t Allocator::Impl::empty_cache() {
   std::lock_guard lock(mutex);
+  streams.settle(*device, release_to_pool);
   std::size_t released = 0;
   for (Tier tier : kAllTiers) released += release_cached_everywhere(tier);
   return released;
@@ -728,6 +801,7 @@ core::OomContext Allocator::Impl::oom_context(PoolState& pool, std::size_t bytes
   c.arena_exhausted = refusal.arena;
   c.strategy = std::string(strategy_name(config.strategy));
   c.spill_to_ddr = config.spill_to_ddr;
+  c.device_error = device->last_error();
   for (Tier tier : kAllTiers) {
     core::TierMemory& t = c.tiers[index(tier)];
     const TierInfo info = device->tier_info(tier);

@@ -18,6 +18,7 @@
 #include "core/pool_state.h"
 #include "core/segment_source.h"
 #include "core/spin_lock.h"
+#include "core/stream_order.h"
 #include "core/thread_cache_registry.h"
 #include "npumem/allocator.h"
 
@@ -52,9 +53,11 @@ struct Allocator::Impl {
   };
 
   // The public operations (the facade holds the lock where these do not). allocate
-  // and deallocate first try the calling thread's front cache under its lock alone.
-  void* allocate(std::size_t bytes);
+  // and deallocate first try the calling thread's front cache under its lock alone
+  // (not once reuse is ordered by stream: stream_order.h).
+  void* allocate(std::size_t bytes, StreamId stream = 0);
   void deallocate(void* ptr);
+  void record_stream(void* ptr, StreamId stream);
   bool resize(void* ptr, std::size_t bytes);
   const core::Block& live_block(const void* ptr) const;  // throws InvalidPointer
   double copy(void* dst, const void* src, std::size_t bytes);
@@ -113,7 +116,7 @@ struct Allocator::Impl {
 
   core::PoolState& current_pool();
   // With the lock held; `known`: the calling thread's cache when the caller has it.
-  void* allocate_locked(std::size_t bytes, core::ThreadCache* known);
+  void* allocate_locked(std::size_t bytes, StreamId stream, core::ThreadCache* known);
   void deallocate_locked(std::uintptr_t address, core::Block* block, core::ThreadCache* known);
   // The calling thread's front cache (`known` when given), made (or a retired one
   // taken over) if it has none.
@@ -124,6 +127,8 @@ struct Allocator::Impl {
   static void retire_cache(Impl& impl, core::ThreadCache& cache);
   void fold_counters(core::ThreadCache& cache);
   void drop_cached(core::Block* block) const;
+  void hold_free_blocks();
+  core::Block* reuse_held(core::PoolState& pool, std::size_t size, StreamId stream);
   core::Block* allocate_block(core::PoolState& pool, std::size_t size, PoolKind kind,
                               Refusal& refusal);
   core::Block* allocate_on_tier(core::PoolState& pool, Tier tier, std::size_t size, PoolKind kind,
@@ -138,10 +143,14 @@ struct Allocator::Impl {
                          const Refusal& refusal);
   [[noreturn]] void invalid_free(std::uintptr_t address) const;
   void release_everything();
+  void fall_back_from_expandable();
   core::OomContext oom_context(core::PoolState& pool, std::size_t bytes, std::size_t size,
                                const Refusal& refusal) const;
 
   std::unique_ptr<core::SegmentSource> source;
+  // Changed under the lock, which holds every front cache's: a thread holding its own
+  // cache's lock may read it.
+  core::StreamOrder streams;
   core::SpinLock own_lock;  // the first half of ExclusiveLock
   std::shared_ptr<core::CacheRegistry> caches;
   // At most one front cache so far: its thread's operations take the allocator's lock

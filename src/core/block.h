@@ -25,6 +25,7 @@ struct Block {
   Segment* segment = nullptr;
   // The front cache whose thread allocated it, while live or kept by that cache.
   ThreadCache* owner = nullptr;
+  StreamId stream = 0;    // the stream it was last allocated on
   std::uint32_t tag = 0;  // interned memory tag (0: none)
   // Planned strategy: the iteration (high 32 bits) and request index that made it.
   std::uint64_t sequence = 0;

@@ -27,6 +27,18 @@ std::string_view strategy_name(Strategy strategy) {
   return "unknown";
 }
 
+std::string_view expandable_fallback_name(ExpandableFallback fallback) {
+  switch (fallback) {
+    case ExpandableFallback::automatic:
+      return "auto";
+    case ExpandableFallback::caching:
+      return "caching";
+    case ExpandableFallback::static_arena:
+      return "static";
+  }
+  return "unknown";
+}
+
 namespace {
 
 using Setter = std::function<void(Config&, std::string_view key, std::string_view value)>;
@@ -115,6 +127,18 @@ const std::map<std::string, Setter, std::less<>>& setters() {
       {"expandable_large_granule", size_setter(&Config::expandable_large_granule, 1, false)},
       {"static_size", size_setter(&Config::static_size, 0, false)},
       {"static_fallback", bool_setter(&Config::static_fallback)},
+      {"expandable_fallback",
+       [](Config& c, std::string_view key, std::string_view value) {
+         if (value == "auto") {
+           c.expandable_fallback = ExpandableFallback::automatic;
+         } else if (value == "caching") {
+           c.expandable_fallback = ExpandableFallback::caching;
+         } else if (value == "static") {
+           c.expandable_fallback = ExpandableFallback::static_arena;
+         } else {
+           bad_value(key, value, "caching, static, auto");
+         }
+       }},
       {"hbm", size_setter(&Config::hbm_limit, 0, false)},
       {"ddr", size_setter(&Config::ddr_limit, 0, false)},
   };
@@ -174,8 +198,9 @@ std::string to_string(const Config& c) {
   out << ",expandable_small_granule:" << c.expandable_small_granule
       << ",expandable_large_granule:" << c.expandable_large_granule
       << ",static_size:" << c.static_size
-      << ",static_fallback:" << (c.static_fallback ? "true" : "false") << ",hbm:" << c.hbm_limit
-      << ",ddr:" << c.ddr_limit;
+      << ",static_fallback:" << (c.static_fallback ? "true" : "false")
+      << ",expandable_fallback:" << expandable_fallback_name(c.expandable_fallback)
+      << ",hbm:" << c.hbm_limit << ",ddr:" << c.ddr_limit;
   return out.str();
 }
 

@@ -79,6 +79,7 @@ std::string explain_out_of_memory(const OomContext& c) {
     out << line;
   }
   if (!c.spill_to_ddr) out << "  (spilling to DDR is disabled)\n";
+  if (!c.device_error.empty()) out << "  device: " << c.device_error << "\n";
   out << advice(c);
   return out.str();
 }

@@ -34,6 +34,7 @@ struct OomContext {
   std::string strategy;
   bool spill_to_ddr = true;
   std::array<TierMemory, kTierCount> tiers;
+  std::string device_error;  // the driver's word on its last refusal (Device::last_error)
 };
 
 std::string explain_out_of_memory(const OomContext& context);

@@ -346,4 +346,38 @@ double CudaDevice::copy(void* dst, Tier /*dst_tier*/, const void* src, Tier /*sr
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
+DeviceStatus CudaDevice::record_event(StreamId stream, EventHandle* out) {
+  if (out == nullptr) return DeviceStatus::invalid_argument;
+  const CurrentDevice current(ordinal_);
+  cudaEvent_t event = nullptr;
+  if (const DeviceStatus created =
+          status_of(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
+      created != DeviceStatus::ok) {
+    return created;
+  }
+  const auto cuda_stream = reinterpret_cast<cudaStream_t>(static_cast<std::uintptr_t>(stream));
+  if (const DeviceStatus recorded = status_of(cudaEventRecord(event, cuda_stream));
+      recorded != DeviceStatus::ok) {
+    cudaEventDestroy(event);
+    return recorded;
+  }
+  *out = EventHandle{static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(event))};
+  return DeviceStatus::ok;
+}
+
+// Anything but cudaSuccess (cudaErrorNotReady, or a failure) counts as not complete:
+// holding a block longer is safe, reusing it early is not.
+bool CudaDevice::event_completed(EventHandle event) {
+  if (!event) return true;
+  const cudaError_t result =
+      cudaEventQuery(reinterpret_cast<cudaEvent_t>(static_cast<std::uintptr_t>(event.id)));
+  if (result != cudaSuccess) cudaGetLastError();
+  return result == cudaSuccess;
+}
+
+void CudaDevice::release_event(EventHandle event) {
+  if (!event) return;
+  status_of(cudaEventDestroy(reinterpret_cast<cudaEvent_t>(static_cast<std::uintptr_t>(event.id))));
+}
+
 }  // namespace npumem

@@ -46,6 +46,13 @@ class CudaDevice final : public Device {
   DeviceStatus map(void* addr, PhysicalHandle handle) override;
   void unmap(void* addr, std::size_t bytes) override;
 
+  // cudaEventCreateWithFlags (no timing) + cudaEventRecord / cudaEventQuery /
+  // cudaEventDestroy; the StreamId is the cudaStream_t.
+  bool supports_events() const override { return true; }
+  DeviceStatus record_event(StreamId stream, EventHandle* out) override;
+  bool event_completed(EventHandle event) override;
+  void release_event(EventHandle event) override;
+
   // cudaMemcpy between any addresses the GPU can reach; returns the measured seconds.
   double copy(void* dst, Tier dst_tier, const void* src, Tier src_tier, std::size_t bytes) override;
 

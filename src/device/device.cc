@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <thread>
 
 namespace npumem {
 
@@ -49,6 +50,20 @@ DeviceStatus Device::map(void* /*addr*/, PhysicalHandle /*handle*/) {
 }
 
 void Device::unmap(void* /*addr*/, std::size_t /*bytes*/) {}
+
+DeviceStatus Device::record_event(StreamId /*stream*/, EventHandle* /*out*/) {
+  return DeviceStatus::not_supported;
+}
+
+bool Device::event_completed(EventHandle /*event*/) {
+  return true;
+}
+
+void Device::release_event(EventHandle /*event*/) {}
+
+void Device::wait_event(EventHandle event) {
+  while (!event_completed(event)) std::this_thread::yield();
+}
 
 // The slower of the two tiers bounds the transfer; a tier without a bandwidth figure
 // (0) is not modelled and the transfer costs no time.

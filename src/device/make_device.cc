@@ -1,6 +1,9 @@
 // make_device: the one place that turns a device spec string into a device.
 #include <array>
+#include <string>
 
+#include "acl_device.h"
+#include "acl_spec.h"
 #include "host_device.h"
 #include "npumem/device.h"
 #include "npumem/errors.h"
@@ -13,7 +16,8 @@
 namespace npumem {
 namespace {
 
-constexpr std::string_view kAccepted = "sim[:key=value,...], host, cuda[:N]";
+constexpr std::string_view kAccepted =
+    "sim[:key=value,...], host, cuda[:N], acl[:N[,key=value,...]]";
 
 // Each backend claims the specs whose first word (before ':') is its name.
 struct Backend {
@@ -44,8 +48,13 @@ std::shared_ptr<Device> make_cuda(std::string_view spec) {
 }
 #endif
 
-constexpr std::array<Backend, 3> kBackends = {
-    {{"sim", make_sim}, {"host", make_host}, {"cuda", make_cuda}}};
+// The Ascend backend is always built: libascendcl.so is looked for at run time.
+std::shared_ptr<Device> make_acl(std::string_view spec) {
+  return std::make_shared<AclDevice>(parse_acl_spec(spec), std::string(spec));
+}
+
+constexpr std::array<Backend, 4> kBackends = {
+    {{"sim", make_sim}, {"host", make_host}, {"cuda", make_cuda}, {"acl", make_acl}}};
 
 }  // namespace
 

@@ -1,5 +1,7 @@
 #include "sim_device.h"
 
+#include <algorithm>
+
 #include "os_memory.h"
 
 namespace npumem {
@@ -238,6 +240,51 @@ void SimDevice::give_back(void* ptr, std::size_t bytes) {
 
 void* SimDevice::obtain_address_range(std::size_t bytes) {
   return backed() ? os::reserve(bytes, spec_.granularity) : address_space_->take(bytes);
+}
+
+DeviceStatus SimDevice::record_event(StreamId stream, EventHandle* out) {
+  if (out == nullptr) return DeviceStatus::invalid_argument;
+  const std::lock_guard lock(mutex_);
+  const std::uint64_t id = next_event_id_++;
+  events_.emplace(id, Event{stream, streams_[stream].launched});
+  *out = EventHandle{id};
+  return DeviceStatus::ok;
+}
+
+bool SimDevice::event_completed(EventHandle event) {
+  const std::lock_guard lock(mutex_);
+  const auto found = events_.find(event.id);
+  if (found == events_.end()) return true;
+  return streams_[found->second.stream].finished >= found->second.waits_for;
+}
+
+void SimDevice::release_event(EventHandle event) {
+  const std::lock_guard lock(mutex_);
+  events_.erase(event.id);
+}
+
+void SimDevice::wait_event(EventHandle event) {
+  const std::lock_guard lock(mutex_);
+  const auto found = events_.find(event.id);
+  if (found == events_.end()) return;
+  StreamWork& work = streams_[found->second.stream];
+  work.finished = std::max(work.finished, found->second.waits_for);
+}
+
+void SimDevice::launch_kernel(StreamId stream) {
+  const std::lock_guard lock(mutex_);
+  ++streams_[stream].launched;
+}
+
+void SimDevice::finish_kernel(StreamId stream) {
+  const std::lock_guard lock(mutex_);
+  StreamWork& work = streams_[stream];
+  if (work.finished < work.launched) ++work.finished;
+}
+
+std::size_t SimDevice::live_events() const {
+  const std::lock_guard lock(mutex_);
+  return events_.size();
 }
 
 }  // namespace npumem

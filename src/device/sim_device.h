@@ -65,6 +65,20 @@ class SimDevice : public Device {
 
   double copy(void* dst, Tier dst_tier, const void* src, Tier src_tier, std::size_t bytes) override;
 
+  // Simulated streams: work queued with launch_kernel runs until finish_kernel (in
+  // order per stream), so a test can keep a kernel "running" while the allocator
+  // decides about reuse. An event completes once the work queued before it finished.
+  bool supports_events() const override { return true; }
+  DeviceStatus record_event(StreamId stream, EventHandle* out) override;
+  bool event_completed(EventHandle event) override;
+  void release_event(EventHandle event) override;
+  // Simulated time passes: the stream's work queued before the event finishes.
+  void wait_event(EventHandle event) override;
+  void launch_kernel(StreamId stream);
+  // Finishes the oldest running kernel of the stream (none running: nothing happens).
+  void finish_kernel(StreamId stream);
+  std::size_t live_events() const;
+
   const SimSpec& spec() const { return spec_; }
   DeviceCallCounts call_counts() const;
   // Replaces the fault plan (and restarts its count and random sequence), e.g. to
@@ -104,6 +118,17 @@ class SimDevice : public Device {
   std::unique_ptr<AddressSpace> address_space_;  // backing none only
   FaultInjector injector_;
   DeviceCallCounts counts_;
+  struct StreamWork {
+    std::uint64_t launched = 0;
+    std::uint64_t finished = 0;
+  };
+  struct Event {
+    StreamId stream;
+    std::uint64_t waits_for;  // the stream's launched count when recorded
+  };
+  std::unordered_map<StreamId, StreamWork> streams_;
+  std::unordered_map<std::uint64_t, Event> events_;
+  std::uint64_t next_event_id_ = 1;
 };
 
 }  // namespace npumem

@@ -58,7 +58,8 @@ TEST(CapiWarnings, AStrategyFallbackIsReportedAndNoneIsEmpty) {
   ASSERT_EQ(npumem_warnings(fallback, &text), NPUMEM_OK) << npumem_last_error();
   const std::string warnings = text;
   npumem_string_free(text);
-  EXPECT_NE(warnings.find("expandable_segments is not supported"), std::string::npos) << warnings;
+  EXPECT_NE(warnings.find("expandable_segments feature is not supported"), std::string::npos)
+      << warnings;
   EXPECT_EQ(warnings.back(), '\n');
   EXPECT_EQ(npumem_allocator_destroy(fallback), NPUMEM_OK);
 

@@ -6,8 +6,10 @@
 #include <cstdlib>
 #include <string>
 
+#include "acl/test_device.h"
 #include "capi/device_registry.h"
 #include "capi/handle.h"
+#include "device/sim_device.h"
 #include "npumem/npumem.h"
 #include "npumem/units.h"
 
@@ -156,11 +158,62 @@ TEST(CapiPluggable, HandleCallsWorkOnTheProcessWideAllocator) {
   EXPECT_GT(released, 0U);
 }
 
+// PyTorch passes its stream to npumem_malloc; tensor.record_stream(s) reaches
+// npumem_record_stream (the pluggable allocator's record_stream_fn, without a device).
+// The virtual NPU keeps a kernel "running" on a stream.
+TEST(CapiPluggable, StreamsOrderReuseAndRecordStreamAddsOne) {
+  ASSERT_EQ(npumem_init(15, "sim:hbm=256MiB,ddr=0", ""), NPUMEM_OK) << npumem_last_error();
+  auto& npu = dynamic_cast<npumem::SimDevice&>(process_wide(15).device());
+  void* compute = reinterpret_cast<void*>(std::uintptr_t{0x10});
+  void* copy = reinterpret_cast<void*>(std::uintptr_t{0x20});
+  const auto bytes = static_cast<ssize_t>(8 * npumem::MiB);
+  void* a = npumem_malloc(bytes, 15, compute);
+  ASSERT_NE(a, nullptr) << npumem_last_error();
+  npumem_record_stream(a, copy);
+  EXPECT_STREQ(npumem_last_error(), "");
+  npu.launch_kernel(npumem::StreamId{0x20});  // the copy stream still reads `a`
+  npumem_free(a, bytes, 15, compute);
+  void* b = npumem_malloc(bytes, 15, compute);
+  EXPECT_NE(b, a) << "the copy stream's kernel still runs";
+  npu.finish_kernel(npumem::StreamId{0x20});
+  npumem_free(b, bytes, 15, compute);
+  void* c = npumem_malloc(bytes, 15, copy);
+  void* d = npumem_malloc(bytes, 15, copy);
+  EXPECT_TRUE(c == a || d == a) << "free for every stream once the copy finished";
+  npumem_free(c, bytes, 15, copy);
+  npumem_free(d, bytes, 15, copy);
+
+  npumem_record_stream(a, copy);
+  EXPECT_TRUE(contains(npumem_last_error(), "is not live on any device")) << npumem_last_error();
+}
+
+// torch_npu makes the allocator through npumem_malloc: the fallback warning goes to
+// stderr (and stays readable through npumem_warnings).
+TEST(CapiPluggable, AllocatorMadeByMallocPrintsItsWarnings) {
+  set_environment("sim:hbm=256MiB,vmm=false", "expandable_segments:true");
+  ::testing::internal::CaptureStderr();
+  void* ptr = npumem_malloc(4096, 16, nullptr);
+  const std::string printed = ::testing::internal::GetCapturedStderr();
+  clear_environment();
+  ASSERT_NE(ptr, nullptr) << npumem_last_error();
+  EXPECT_TRUE(contains(printed,
+                       "npumem: device 16: expandable_segments feature is not supported by "
+                       "device sim:16"))
+      << printed;
+  EXPECT_TRUE(contains(printed, "falling back to the caching strategy")) << printed;
+  ::testing::internal::CaptureStderr();
+  npumem_free(ptr, 4096, 16, nullptr);
+  npumem_free(npumem_malloc(4096, 16, nullptr), 4096, 16, nullptr);
+  EXPECT_EQ(::testing::internal::GetCapturedStderr(), "") << "once, when it is made";
+}
+
 TEST(SpecForDevice, SpecsWithoutAnIndexGetTheDeviceIndex) {
   using npumem::capi::spec_for_device;
   EXPECT_EQ(spec_for_device("cuda", 3), "cuda:3");
   EXPECT_EQ(spec_for_device("sim", 3), "sim:id=3");
   EXPECT_EQ(spec_for_device("sim:hbm=1GiB", 3), "sim:hbm=1GiB,id=3");
+  EXPECT_EQ(spec_for_device("acl", 3), "acl:3");
+  EXPECT_EQ(spec_for_device("acl,vmm=off", 3), "acl:3,vmm=off");
 }
 
 TEST(SpecForDevice, SpecsThatNameTheirDeviceAreKept) {
@@ -169,6 +222,25 @@ TEST(SpecForDevice, SpecsThatNameTheirDeviceAreKept) {
   EXPECT_EQ(spec_for_device("sim:hbm=1GiB,id=7", 3), "sim:hbm=1GiB,id=7");
   EXPECT_EQ(spec_for_device("sim:id=0", 3), "sim:id=0");
   EXPECT_EQ(spec_for_device("host", 3), "host");
+  EXPECT_EQ(spec_for_device("acl:1,hbm=1GiB", 3), "acl:1,hbm=1GiB");
+}
+
+// The torch_npu route: npumem_malloc / npumem_free on an Ascend NPU (the test double of
+// libascendcl.so here), the memory reachable through ACL's copy.
+TEST(PluggableOnAcl, MallocAndFreeOnTheNpu) {
+  npumem::testing::AclDouble::instance().configure({});
+  ASSERT_EQ(npumem_init(41, "acl:0", "expandable_segments:true"), NPUMEM_OK) << npumem_last_error();
+  void* p = npumem_malloc(static_cast<ssize_t>(3 * npumem::MiB), 41, nullptr);
+  ASSERT_NE(p, nullptr) << npumem_last_error();
+  npumem_allocator_t* handle = nullptr;
+  ASSERT_EQ(npumem_device_allocator(41, &handle), NPUMEM_OK);
+  npumem::Device& npu = handle->allocator.device();
+  EXPECT_EQ(npu.name(), "acl:0");
+  EXPECT_TRUE(handle->allocator.warnings().empty());
+  npumem::testing::fill(npu, p, 0x3C, 3 * npumem::MiB);
+  EXPECT_TRUE(npumem::testing::holds(npu, p, 0x3C, 3 * npumem::MiB));
+  npumem_free(p, static_cast<ssize_t>(3 * npumem::MiB), 41, nullptr);
+  EXPECT_EQ(handle->allocator.stats().allocated_bytes.all.current, 0);
 }
 
 }  // namespace

@@ -5,7 +5,7 @@
 #include <thread>
 #include <vector>
 
-#include "device/sim_device.h"
+#include "acl/test_device.h"
 #include "invariants.h"
 #include "npumem/allocator.h"
 #include "npumem/units.h"
@@ -15,12 +15,13 @@ namespace {
 
 // Two threads allocate and free at random; with `mark_every`, the first also marks an
 // iteration every that many steps (the planned strategy learns and serves meanwhile).
-void two_threads_stress(const Config& config, int mark_every) {
+void two_threads_stress(testing::Backend backend, const Config& config, int mark_every) {
   SimSpec spec;
   spec.hbm_bytes = 128 * MiB;
   spec.ddr_bytes = 128 * MiB;
   spec.backing = Backing::host;
-  Allocator allocator(std::make_shared<SimDevice>(spec), config);
+  const std::shared_ptr<Device> device = testing::TestDevice(backend, spec).device();
+  Allocator allocator(device, config);
   std::vector<std::map<void*, std::size_t>> kept(2);
   auto work = [&](int thread) {
     std::mt19937_64 rng(static_cast<unsigned>(thread) + 1);
@@ -31,14 +32,14 @@ void two_threads_stress(const Config& config, int mark_every) {
         const std::size_t i = rng() % mine.size();
         auto [p, bytes] = mine[i];
         // Memory stays ours while held: the first byte still carries our mark.
-        ASSERT_EQ(p[0], static_cast<unsigned char>(thread + 1));
+        ASSERT_TRUE(testing::holds(*device, p, static_cast<unsigned char>(thread + 1), 1));
         allocator.deallocate(p);
         mine[i] = mine.back();
         mine.pop_back();
       } else {
         const std::size_t bytes = rng() % 8 == 0 ? MiB + rng() % (3 * MiB) : 1 + rng() % 65536;
         auto* p = static_cast<unsigned char*>(allocator.allocate(bytes));
-        p[0] = static_cast<unsigned char>(thread + 1);
+        testing::fill(*device, p, static_cast<unsigned char>(thread + 1), 1);
         mine.emplace_back(p, bytes);
       }
     }
@@ -58,15 +59,22 @@ void two_threads_stress(const Config& config, int mark_every) {
   EXPECT_EQ(allocator.stats().allocated_bytes.all.current, 0);
 }
 
-TEST(AllocatorConcurrency, TwoThreadsStress) {
-  two_threads_stress(Config{}, 0);
+// Runs on the virtual NPU and on acl:0 over the test double of libascendcl.so, where
+// each thread's first device call also has to make the NPU current on that thread.
+class AllocatorConcurrency : public ::testing::TestWithParam<testing::Backend> {};
+
+TEST_P(AllocatorConcurrency, TwoThreadsStress) {
+  two_threads_stress(GetParam(), Config{}, 0);
 }
 
-TEST(AllocatorConcurrency, TwoThreadsStressThePlannedStrategyAcrossIterations) {
+TEST_P(AllocatorConcurrency, TwoThreadsStressThePlannedStrategyAcrossIterations) {
   Config config;
   config.strategy = Strategy::planned;
-  two_threads_stress(config, 500);
+  two_threads_stress(GetParam(), config, 500);
 }
+
+INSTANTIATE_TEST_SUITE_P(Devices, AllocatorConcurrency, ::testing::ValuesIn(testing::kBackends),
+                         [](const auto& info) { return testing::backend_name(info.param); });
 
 }  // namespace
 }  // namespace npumem

@@ -5,7 +5,7 @@
 #include <map>
 #include <random>
 
-#include "device/sim_device.h"
+#include "acl/test_device.h"
 #include "invariants.h"
 #include "npumem/errors.h"
 #include "npumem/units.h"
@@ -13,17 +13,24 @@
 namespace npumem {
 namespace {
 
+using testing::Backend;
 using testing::expect_consistent;
+using testing::TestDevice;
 
-std::shared_ptr<SimDevice> sim(std::uint64_t hbm, std::uint64_t ddr) {
-  SimSpec spec;
-  spec.hbm_bytes = hbm;
-  spec.ddr_bytes = ddr;
-  return std::make_shared<SimDevice>(spec);
-}
+// Every test runs on the virtual NPU and on acl:0 over the test double of libascendcl.so.
+class AllocatorOn : public ::testing::TestWithParam<Backend> {
+ protected:
+  TestDevice make(const SimSpec& spec) const { return TestDevice(GetParam(), spec); }
+  std::shared_ptr<Device> npu(std::uint64_t hbm, std::uint64_t ddr) const {
+    SimSpec spec;
+    spec.hbm_bytes = hbm;
+    spec.ddr_bytes = ddr;
+    return make(spec).device();
+  }
+};
 
-TEST(Allocator, RoundsToGranuleAndCountsRequestedBytes) {
-  Allocator allocator(sim(1 * GiB, 0));
+TEST_P(AllocatorOn, RoundsToGranuleAndCountsRequestedBytes) {
+  Allocator allocator(npu(1 * GiB, 0));
   void* p = allocator.allocate(1000);
   EXPECT_EQ(reinterpret_cast<std::uintptr_t>(p) % 512, 0u);
   const Stats stats = allocator.stats();
@@ -37,10 +44,10 @@ TEST(Allocator, RoundsToGranuleAndCountsRequestedBytes) {
   EXPECT_EQ(allocator.stats().allocated_bytes.all.freed, 1024);
 }
 
-TEST(Allocator, GranuleOf256WorksToo) {
+TEST_P(AllocatorOn, GranuleOf256WorksToo) {
   Config config;
   config.granule = 256;
-  Allocator allocator(sim(1 * GiB, 0), config);
+  Allocator allocator(npu(1 * GiB, 0), config);
   void* p = allocator.allocate(300);
   EXPECT_EQ(allocator.stats().allocated_bytes.all.current, 512);
   void* q = allocator.allocate(200);
@@ -49,8 +56,8 @@ TEST(Allocator, GranuleOf256WorksToo) {
   allocator.deallocate(q);
 }
 
-TEST(Allocator, SmallAndLargeRequestsUseSeparateSegments) {
-  Allocator allocator(sim(1 * GiB, 0));
+TEST_P(AllocatorOn, SmallAndLargeRequestsUseSeparateSegments) {
+  Allocator allocator(npu(1 * GiB, 0));
   void* small = allocator.allocate(4096);
   void* large = allocator.allocate(4 * MiB);
   const auto segments = allocator.snapshot();
@@ -64,20 +71,25 @@ TEST(Allocator, SmallAndLargeRequestsUseSeparateSegments) {
   allocator.deallocate(large);
 }
 
-TEST(Allocator, ReusesCachedBlocksWithoutDeviceCalls) {
-  auto device = sim(1 * GiB, 0);
-  Allocator allocator(device);
+TEST_P(AllocatorOn, ReusesCachedBlocksWithoutDeviceCalls) {
+  SimSpec spec;
+  spec.ddr_bytes = 0;
+  const TestDevice device = make(spec);
+  Allocator allocator(device.device());
   void* p = allocator.allocate(8 * MiB);
   allocator.deallocate(p);
-  const auto calls = device->call_counts().segment_allocs;
+  DeviceCallCounts before;
+  if (!device.call_counts(&before)) GTEST_SKIP() << "no call counts on a real NPU";
   void* q = allocator.allocate(8 * MiB);
   EXPECT_EQ(q, p);
-  EXPECT_EQ(device->call_counts().segment_allocs, calls);
+  DeviceCallCounts after;
+  ASSERT_TRUE(device.call_counts(&after));
+  EXPECT_EQ(after.segment_allocs, before.segment_allocs);
   allocator.deallocate(q);
 }
 
-TEST(Allocator, SplitsAndCoalesces) {
-  Allocator allocator(sim(1 * GiB, 0));
+TEST_P(AllocatorOn, SplitsAndCoalesces) {
+  Allocator allocator(npu(1 * GiB, 0));
   std::vector<void*> blocks;
   for (int i = 0; i < 4; ++i) blocks.push_back(allocator.allocate(2 * MiB));
   ASSERT_EQ(allocator.snapshot().size(), 1u);  // one 20 MiB segment split four ways
@@ -93,8 +105,8 @@ TEST(Allocator, SplitsAndCoalesces) {
   EXPECT_EQ(segments[0].blocks[0].size, 20 * MiB);
 }
 
-TEST(Allocator, SpillsToDdrWhenHbmIsFull) {
-  Allocator allocator(sim(64 * MiB, 256 * MiB));
+TEST_P(AllocatorOn, SpillsToDdrWhenHbmIsFull) {
+  Allocator allocator(npu(64 * MiB, 256 * MiB));
   void* a = allocator.allocate(48 * MiB);
   void* b = allocator.allocate(48 * MiB);
   EXPECT_EQ(allocator.tier_of(a), Tier::hbm);
@@ -108,8 +120,8 @@ TEST(Allocator, SpillsToDdrWhenHbmIsFull) {
   allocator.deallocate(a);
 }
 
-TEST(Allocator, ReclaimsHbmCacheBeforeSpilling) {
-  Allocator allocator(sim(64 * MiB, 256 * MiB));
+TEST_P(AllocatorOn, ReclaimsHbmCacheBeforeSpilling) {
+  Allocator allocator(npu(64 * MiB, 256 * MiB));
   void* a = allocator.allocate(40 * MiB);
   allocator.deallocate(a);  // 40 MiB cached on HBM, too small for what comes next
   void* b = allocator.allocate(60 * MiB);
@@ -118,17 +130,17 @@ TEST(Allocator, ReclaimsHbmCacheBeforeSpilling) {
   allocator.deallocate(b);
 }
 
-TEST(Allocator, SpillingCanBeDisabled) {
+TEST_P(AllocatorOn, SpillingCanBeDisabled) {
   Config config;
   config.spill_to_ddr = false;
-  Allocator allocator(sim(64 * MiB, 256 * MiB), config);
+  Allocator allocator(npu(64 * MiB, 256 * MiB), config);
   void* a = allocator.allocate(48 * MiB);
   EXPECT_THROW(allocator.allocate(48 * MiB), OutOfMemory);
   allocator.deallocate(a);
 }
 
-TEST(Allocator, OutOfMemoryExplainsItself) {
-  Allocator allocator(sim(64 * MiB, 32 * MiB));
+TEST_P(AllocatorOn, OutOfMemoryExplainsItself) {
+  Allocator allocator(npu(64 * MiB, 32 * MiB));
   void* a = allocator.allocate(40 * MiB);
   try {
     allocator.allocate(50 * MiB);
@@ -150,11 +162,11 @@ TEST(Allocator, OutOfMemoryExplainsItself) {
   allocator.deallocate(a);
 }
 
-TEST(Allocator, OutOfMemoryAdvisesOnFragmentation) {
+TEST_P(AllocatorOn, OutOfMemoryAdvisesOnFragmentation) {
   Config config;
   config.large_segment = 32 * MiB;
   config.large_segment_threshold = 32 * MiB;
-  Allocator allocator(sim(64 * MiB, 0), config);
+  Allocator allocator(npu(64 * MiB, 0), config);
   std::vector<void*> blocks;
   for (int i = 0; i < 16; ++i) blocks.push_back(allocator.allocate(4 * MiB));
   for (int i = 0; i < 16; i += 2) allocator.deallocate(blocks[i]);  // 32 MiB free in 4 MiB holes
@@ -168,8 +180,8 @@ TEST(Allocator, OutOfMemoryAdvisesOnFragmentation) {
   for (int i = 1; i < 16; i += 2) allocator.deallocate(blocks[i]);
 }
 
-TEST(Allocator, DoubleFreeIsDetectedAndChangesNothing) {
-  Allocator allocator(sim(1 * GiB, 0));
+TEST_P(AllocatorOn, DoubleFreeIsDetectedAndChangesNothing) {
+  Allocator allocator(npu(1 * GiB, 0));
   void* p = allocator.allocate(4096);
   void* q = allocator.allocate(4096);
   allocator.deallocate(p);
@@ -185,8 +197,8 @@ TEST(Allocator, DoubleFreeIsDetectedAndChangesNothing) {
   allocator.deallocate(q);
 }
 
-TEST(Allocator, ForeignAndInteriorPointersAreRejected) {
-  Allocator allocator(sim(1 * GiB, 0));
+TEST_P(AllocatorOn, ForeignAndInteriorPointersAreRejected) {
+  Allocator allocator(npu(1 * GiB, 0));
   int on_stack = 0;
   void* p = allocator.allocate(4096);
   EXPECT_THROW(allocator.deallocate(&on_stack), InvalidPointer);
@@ -202,8 +214,8 @@ TEST(Allocator, ForeignAndInteriorPointersAreRejected) {
   allocator.deallocate(p);
 }
 
-TEST(Allocator, EmptyCacheReleasesFreeSegmentsOnly) {
-  auto device = sim(1 * GiB, 0);
+TEST_P(AllocatorOn, EmptyCacheReleasesFreeSegmentsOnly) {
+  auto device = npu(1 * GiB, 0);
   Allocator allocator(device);
   void* keep = allocator.allocate(30 * MiB);
   void* drop = allocator.allocate(40 * MiB);
@@ -215,8 +227,8 @@ TEST(Allocator, EmptyCacheReleasesFreeSegmentsOnly) {
   allocator.deallocate(keep);
 }
 
-TEST(Allocator, ResetPeakKeepsCurrent) {
-  Allocator allocator(sim(1 * GiB, 0));
+TEST_P(AllocatorOn, ResetPeakKeepsCurrent) {
+  Allocator allocator(npu(1 * GiB, 0));
   void* a = allocator.allocate(8 * MiB);
   void* b = allocator.allocate(8 * MiB);
   allocator.deallocate(b);
@@ -226,11 +238,11 @@ TEST(Allocator, ResetPeakKeepsCurrent) {
   allocator.deallocate(a);
 }
 
-TEST(Allocator, MaxSplitSizeKeepsLargeBlocksWhole) {
+TEST_P(AllocatorOn, MaxSplitSizeKeepsLargeBlocksWhole) {
   for (const bool limit_splits : {false, true}) {
     Config config;
     if (limit_splits) config.max_split_size = 48 * MiB;
-    Allocator allocator(sim(1 * GiB, 0), config);
+    Allocator allocator(npu(1 * GiB, 0), config);
     allocator.deallocate(allocator.allocate(200 * MiB));  // raise the high-water mark
     allocator.empty_cache();
     void* big = allocator.allocate(64 * MiB);
@@ -241,13 +253,16 @@ TEST(Allocator, MaxSplitSizeKeepsLargeBlocksWhole) {
   }
 }
 
-TEST(Allocator, InjectedDeviceFaultsEndInRetryOrCleanOom) {
+TEST_P(AllocatorOn, InjectedDeviceFaultsEndInRetryOrCleanOom) {
+  if (!testing::controls_available(GetParam()))
+    GTEST_SKIP() << "needs the test double's injected faults";
   SimSpec spec;
   spec.hbm_bytes = 512 * MiB;
   spec.ddr_bytes = 512 * MiB;
   spec.faults.probability = 0.3;
   spec.faults.seed = 5;
-  auto device = std::make_shared<SimDevice>(spec);
+  const TestDevice test_device = make(spec);
+  const std::shared_ptr<Device> device = test_device.device();
   std::mt19937_64 rng(3);
   std::map<void*, std::size_t> live;
   int ooms = 0;
@@ -274,18 +289,22 @@ TEST(Allocator, InjectedDeviceFaultsEndInRetryOrCleanOom) {
     allocator.empty_cache();
     EXPECT_EQ(allocator.stats().reserved_bytes.all.current, 0);
   }
-  EXPECT_GT(device->call_counts().injected_failures, 0u);
+  DeviceCallCounts calls;
+  if (test_device.call_counts(&calls)) {
+    EXPECT_GT(calls.injected_failures, 0u);
+  }
   EXPECT_EQ(device->tier_info(Tier::hbm).used_bytes, 0u);  // nothing leaked
   EXPECT_EQ(device->tier_info(Tier::ddr).used_bytes, 0u);
 }
 
-TEST(Allocator, EveryNthSegmentFailureIsRetriedOnDdr) {
+TEST_P(AllocatorOn, EveryNthSegmentFailureIsRetriedOnDdr) {
+  if (!testing::controls_available(GetParam()))
+    GTEST_SKIP() << "needs the test double's injected faults";
   SimSpec spec;
   spec.hbm_bytes = 1 * GiB;
   spec.ddr_bytes = 1 * GiB;
   spec.faults.every = 2;
-  auto device = std::make_shared<SimDevice>(spec);
-  Allocator allocator(device);
+  Allocator allocator(make(spec).device());
   void* a = allocator.allocate(30 * MiB);  // call 1: ok on HBM
   void* b = allocator.allocate(30 * MiB);  // call 2 fails on HBM, call 3 succeeds on DDR
   EXPECT_EQ(allocator.tier_of(a), Tier::hbm);
@@ -294,8 +313,8 @@ TEST(Allocator, EveryNthSegmentFailureIsRetriedOnDdr) {
   allocator.deallocate(b);
 }
 
-TEST(Allocator, DestructorReturnsEverySegment) {
-  auto device = sim(1 * GiB, 1 * GiB);
+TEST_P(AllocatorOn, DestructorReturnsEverySegment) {
+  auto device = npu(1 * GiB, 1 * GiB);
   {
     Allocator allocator(device);
     allocator.allocate(5 * MiB);
@@ -304,8 +323,8 @@ TEST(Allocator, DestructorReturnsEverySegment) {
   EXPECT_EQ(device->tier_info(Tier::hbm).used_bytes, 0u);
 }
 
-TEST(Allocator, ZeroByteAllocationsAreUnique) {
-  Allocator allocator(sim(1 * GiB, 0));
+TEST_P(AllocatorOn, ZeroByteAllocationsAreUnique) {
+  Allocator allocator(npu(1 * GiB, 0));
   void* a = allocator.allocate(0);
   void* b = allocator.allocate(0);
   EXPECT_NE(a, b);
@@ -314,15 +333,16 @@ TEST(Allocator, ZeroByteAllocationsAreUnique) {
   allocator.deallocate(b);
 }
 
-TEST(Allocator, HostBackedMemoryIsWritable) {
+TEST_P(AllocatorOn, HostBackedMemoryIsWritable) {
   SimSpec spec;
   spec.hbm_bytes = 256 * MiB;
   spec.ddr_bytes = 0;
   spec.backing = Backing::host;
-  Allocator allocator(std::make_shared<SimDevice>(spec));
-  auto* bytes = static_cast<unsigned char*>(allocator.allocate(3 * MiB));
-  for (std::size_t i = 0; i < 3 * MiB; i += 4096) bytes[i] = static_cast<unsigned char>(i >> 12);
-  EXPECT_EQ(bytes[4096 * 7], 7);
+  const std::shared_ptr<Device> device = make(spec).device();
+  Allocator allocator(device);
+  void* bytes = allocator.allocate(3 * MiB);
+  testing::fill(*device, bytes, 7, 3 * MiB);
+  EXPECT_TRUE(testing::holds(*device, bytes, 7, 3 * MiB));
   allocator.deallocate(bytes);
 }
 
@@ -332,8 +352,8 @@ class KindRecorder : public AllocatorObserver {
   std::vector<EventKind> kinds;
 };
 
-TEST(Allocator, MarkIterationReachesObserversInEventOrder) {
-  Allocator allocator(sim(1 * GiB, 0));
+TEST_P(AllocatorOn, MarkIterationReachesObserversInEventOrder) {
+  Allocator allocator(npu(1 * GiB, 0));
   auto recorder = std::make_shared<KindRecorder>();
   allocator.add_observer(recorder);
   allocator.mark_iteration();
@@ -349,6 +369,9 @@ TEST(Allocator, MarkIterationReachesObserversInEventOrder) {
   EXPECT_EQ(seen, expected);
   EXPECT_EQ(event_kind_name(EventKind::iteration), "iteration");
 }
+
+INSTANTIATE_TEST_SUITE_P(Devices, AllocatorOn, ::testing::ValuesIn(testing::kBackends),
+                         [](const auto& info) { return testing::backend_name(info.param); });
 
 }  // namespace
 }  // namespace npumem

@@ -3,7 +3,7 @@
 #include <atomic>
 #include <thread>
 
-#include "device/sim_device.h"
+#include "acl/test_device.h"
 #include "npumem/allocator.h"
 #include "npumem/errors.h"
 #include "npumem/units.h"
@@ -11,14 +11,18 @@
 namespace npumem {
 namespace {
 
-std::shared_ptr<Device> device() {
-  SimSpec spec;
-  spec.hbm_bytes = 1 * GiB;
-  spec.ddr_bytes = 0;
-  return std::make_shared<SimDevice>(spec);
-}
+// Every test runs on the virtual NPU and on acl:0 over the test double of libascendcl.so.
+class Pool : public ::testing::TestWithParam<testing::Backend> {
+ protected:
+  std::shared_ptr<Device> device() const {
+    SimSpec spec;
+    spec.hbm_bytes = 1 * GiB;
+    spec.ddr_bytes = 0;
+    return testing::TestDevice(GetParam(), spec).device();
+  }
+};
 
-TEST(Pool, ScopeRoutesAllocationsAndStatsArePerPool) {
+TEST_P(Pool, ScopeRoutesAllocationsAndStatsArePerPool) {
   Allocator allocator(device());
   allocator.create_pool("model_a", 0);
   void* outside = allocator.allocate(MiB);
@@ -43,7 +47,7 @@ TEST(Pool, ScopeRoutesAllocationsAndStatsArePerPool) {
   allocator.deallocate(after);
 }
 
-TEST(Pool, OnePoolsCacheNeverServesAnother) {
+TEST_P(Pool, OnePoolsCacheNeverServesAnother) {
   Allocator allocator(device());
   allocator.create_pool("a");
   allocator.create_pool("b");
@@ -59,7 +63,7 @@ TEST(Pool, OnePoolsCacheNeverServesAnother) {
   allocator.deallocate(from_b);
 }
 
-TEST(Pool, QuotaIsEnforcedAndNamesThePool) {
+TEST_P(Pool, QuotaIsEnforcedAndNamesThePool) {
   Allocator allocator(device());
   allocator.create_pool("small_model", 64 * MiB);
   PoolScope scope(allocator, "small_model");
@@ -78,7 +82,7 @@ TEST(Pool, QuotaIsEnforcedAndNamesThePool) {
   allocator.deallocate(b);
 }
 
-TEST(Pool, QuotaHoldsUnderTwoThreads) {
+TEST_P(Pool, QuotaHoldsUnderTwoThreads) {
   Allocator allocator(device());
   allocator.create_pool("capped", 96 * MiB);
   std::atomic<std::int64_t> ooms{0};
@@ -102,13 +106,16 @@ TEST(Pool, QuotaHoldsUnderTwoThreads) {
   EXPECT_EQ(capped.stats.allocated_bytes.all.current, 0);
 }
 
-TEST(Pool, UnknownAndDuplicatePoolsAreErrors) {
+TEST_P(Pool, UnknownAndDuplicatePoolsAreErrors) {
   Allocator allocator(device());
   EXPECT_THROW(PoolScope(allocator, "nope"), ConfigError);
   allocator.create_pool("x");
   EXPECT_THROW(allocator.create_pool("x"), ConfigError);
   EXPECT_THROW(allocator.create_pool(""), ConfigError);
 }
+
+INSTANTIATE_TEST_SUITE_P(Devices, Pool, ::testing::ValuesIn(testing::kBackends),
+                         [](const auto& info) { return testing::backend_name(info.param); });
 
 }  // namespace
 }  // namespace npumem

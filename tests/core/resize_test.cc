@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "device/sim_device.h"
+#include "acl/test_device.h"
 #include "invariants.h"
 #include "npumem/allocator.h"
 #include "npumem/errors.h"
@@ -9,18 +9,22 @@
 namespace npumem {
 namespace {
 
-TEST(Resize, GrowsIntoAFreeNeighbourAndShrinksInPlace) {
+// Runs on the virtual NPU and on acl:0 over the test double of libascendcl.so.
+class Resize : public ::testing::TestWithParam<testing::Backend> {};
+
+TEST_P(Resize, GrowsIntoAFreeNeighbourAndShrinksInPlace) {
   SimSpec spec;
   spec.hbm_bytes = 1 * GiB;
   spec.ddr_bytes = 0;
   spec.backing = Backing::host;
-  Allocator allocator(std::make_shared<SimDevice>(spec));
+  const std::shared_ptr<Device> device = testing::TestDevice(GetParam(), spec).device();
+  Allocator allocator(device);
   auto* cache = static_cast<unsigned char*>(allocator.allocate(4 * MiB));
-  cache[0] = 42;
+  testing::fill(*device, cache, 42, 1);
   ASSERT_TRUE(allocator.resize(cache, 12 * MiB));  // the segment's free tail follows it
   EXPECT_EQ(allocator.allocation_size(cache), 12 * MiB);
-  EXPECT_EQ(cache[0], 42);
-  cache[12 * MiB - 1] = 7;
+  EXPECT_TRUE(testing::holds(*device, cache, 42, 1));
+  testing::fill(*device, cache + 12 * MiB - 1, 7, 1);
   EXPECT_EQ(allocator.stats().requested_bytes.all.current, static_cast<std::int64_t>(12 * MiB));
   void* neighbour = allocator.allocate(2 * MiB);
   EXPECT_FALSE(allocator.resize(cache, 24 * MiB));  // no free neighbour big enough
@@ -31,6 +35,9 @@ TEST(Resize, GrowsIntoAFreeNeighbourAndShrinksInPlace) {
   allocator.deallocate(neighbour);
   EXPECT_THROW(allocator.resize(cache, 10), InvalidPointer);
 }
+
+INSTANTIATE_TEST_SUITE_P(Devices, Resize, ::testing::ValuesIn(testing::kBackends),
+                         [](const auto& info) { return testing::backend_name(info.param); });
 
 }  // namespace
 }  // namespace npumem

@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "device/sim_device.h"
+#include "acl/test_device.h"
 #include "invariants.h"
 #include "npumem/allocator.h"
 #include "npumem/errors.h"
@@ -19,17 +19,33 @@ Config static_arena(std::uint64_t bytes, bool fallback = false) {
   return config;
 }
 
-std::shared_ptr<SimDevice> device() {
-  SimSpec spec;
-  spec.hbm_bytes = 1 * GiB;
-  spec.ddr_bytes = 1 * GiB;
-  return std::make_shared<SimDevice>(spec);
+using testing::Backend;
+using testing::TestDevice;
+
+// Every test runs on the virtual NPU and on acl:0 over the test double of libascendcl.so.
+class Static : public ::testing::TestWithParam<Backend> {
+ protected:
+  TestDevice npu() const {
+    SimSpec spec;
+    spec.hbm_bytes = 1 * GiB;
+    spec.ddr_bytes = 1 * GiB;
+    return TestDevice(GetParam(), spec);
+  }
+  std::shared_ptr<Device> device() const { return npu().device(); }
+};
+
+std::uint64_t total_calls(const TestDevice& device) {
+  DeviceCallCounts counts;
+  if (!device.call_counts(&counts)) ADD_FAILURE() << "no call counts on this device";
+  return counts.total();
 }
 
-TEST(Static, MakesNoDeviceCallAfterInitialisation) {
-  auto sim = device();
-  Allocator allocator(sim, static_arena(64 * MiB));
-  const std::uint64_t calls = sim->call_counts().total();
+TEST_P(Static, MakesNoDeviceCallAfterInitialisation) {
+  if (!testing::controls_available(GetParam()))
+    GTEST_SKIP() << "needs the test double's call counts";
+  const TestDevice sim = npu();
+  Allocator allocator(sim.device(), static_arena(64 * MiB));
+  const std::uint64_t calls = total_calls(sim);
   std::vector<void*> blocks;
   for (int round = 0; round < 50; ++round) {
     for (int i = 0; i < 20; ++i) blocks.push_back(allocator.allocate(1000 + i * 50000));
@@ -37,11 +53,11 @@ TEST(Static, MakesNoDeviceCallAfterInitialisation) {
     blocks.clear();
   }
   allocator.empty_cache();  // the arena is never given back
-  EXPECT_EQ(sim->call_counts().total(), calls);
+  EXPECT_EQ(total_calls(sim), calls);
   EXPECT_EQ(allocator.stats().reserved_bytes.all.current, static_cast<std::int64_t>(64 * MiB));
 }
 
-TEST(Static, ExhaustionIsAnErrorWithAdvice) {
+TEST_P(Static, ExhaustionIsAnErrorWithAdvice) {
   Allocator allocator(device(), static_arena(16 * MiB));
   void* a = allocator.allocate(12 * MiB);
   try {
@@ -53,7 +69,7 @@ TEST(Static, ExhaustionIsAnErrorWithAdvice) {
   allocator.deallocate(a);
 }
 
-TEST(Static, FallbackUsesCachingSegmentsAndReleasesThemOnly) {
+TEST_P(Static, FallbackUsesCachingSegmentsAndReleasesThemOnly) {
   auto sim = device();
   Allocator allocator(sim, static_arena(16 * MiB, true));
   void* a = allocator.allocate(12 * MiB);
@@ -66,14 +82,14 @@ TEST(Static, FallbackUsesCachingSegmentsAndReleasesThemOnly) {
   allocator.deallocate(a);
 }
 
-TEST(Static, NeedsAnArenaSizeThatFits) {
+TEST_P(Static, NeedsAnArenaSizeThatFits) {
   EXPECT_THROW(Allocator(device(), static_arena(0)), ConfigError);
   auto sim = device();
   EXPECT_THROW(Allocator(sim, static_arena(4 * GiB)), OutOfMemory);
   EXPECT_EQ(sim->tier_info(Tier::hbm).used_bytes, 0u);
 }
 
-TEST(Static, NamedPoolsGetAnArenaOfTheirQuota) {
+TEST_P(Static, NamedPoolsGetAnArenaOfTheirQuota) {
   Allocator allocator(device(), static_arena(16 * MiB));
   EXPECT_THROW(allocator.create_pool("unsized"), ConfigError);
   allocator.create_pool("model_b", 32 * MiB);
@@ -83,6 +99,9 @@ TEST(Static, NamedPoolsGetAnArenaOfTheirQuota) {
   allocator.deallocate(p);
   EXPECT_EQ(allocator.stats().reserved_bytes.all.current, static_cast<std::int64_t>(48 * MiB));
 }
+
+INSTANTIATE_TEST_SUITE_P(Devices, Static, ::testing::ValuesIn(testing::kBackends),
+                         [](const auto& info) { return testing::backend_name(info.param); });
 
 }  // namespace
 }  // namespace npumem

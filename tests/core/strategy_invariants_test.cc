@@ -1,10 +1,12 @@
-// The allocator invariant suite, run under every strategy.
+// The allocator invariant suite, run under every strategy on every backend: the
+// virtual NPU and acl:0 over the test double of libascendcl.so.
 #include <gtest/gtest.h>
 
 #include <map>
 #include <random>
+#include <tuple>
 
-#include "device/sim_device.h"
+#include "acl/test_device.h"
 #include "invariants.h"
 #include "npumem/allocator.h"
 #include "npumem/errors.h"
@@ -21,15 +23,24 @@ Config config_for(Strategy strategy) {
   return config;
 }
 
-class StrategyInvariants : public ::testing::TestWithParam<Strategy> {};
+using testing::Backend;
+using testing::TestDevice;
+
+class StrategyInvariants : public ::testing::TestWithParam<std::tuple<Strategy, Backend>> {
+ protected:
+  Strategy strategy() const { return std::get<0>(GetParam()); }
+  std::shared_ptr<Device> make(const SimSpec& spec) const {
+    return TestDevice(std::get<1>(GetParam()), spec).device();
+  }
+};
 
 TEST_P(StrategyInvariants, HoldThroughALongRandomSequence) {
   SimSpec spec;
   spec.hbm_bytes = 256 * MiB;
   spec.ddr_bytes = 256 * MiB;
-  auto device = std::make_shared<SimDevice>(spec);
+  auto device = make(spec);
   {
-    Allocator allocator(device, config_for(GetParam()));
+    Allocator allocator(device, config_for(strategy()));
     std::mt19937_64 rng(42);
     std::map<void*, std::size_t> live;
     std::vector<void*> order;
@@ -61,7 +72,7 @@ TEST_P(StrategyInvariants, HoldThroughALongRandomSequence) {
     for (void* p : order) allocator.deallocate(p);
     allocator.empty_cache();
     testing::expect_consistent(allocator, {});
-    const bool arena_stays = GetParam() == Strategy::static_arena;
+    const bool arena_stays = strategy() == Strategy::static_arena;
     EXPECT_EQ(allocator.stats().reserved_bytes.all.current,
               arena_stays ? static_cast<std::int64_t>(160 * MiB) : 0);
   }
@@ -73,9 +84,9 @@ TEST_P(StrategyInvariants, SpillAndMisuseBehaveAlike) {
   SimSpec spec;
   spec.hbm_bytes = 64 * MiB;
   spec.ddr_bytes = 256 * MiB;
-  Config config = config_for(GetParam());
+  Config config = config_for(strategy());
   config.static_size = 40 * MiB;
-  Allocator allocator(std::make_shared<SimDevice>(spec), config);
+  Allocator allocator(make(spec), config);
   void* a = allocator.allocate(30 * MiB);
   void* b = allocator.allocate(60 * MiB);
   EXPECT_EQ(allocator.tier_of(a), Tier::hbm);
@@ -86,10 +97,15 @@ TEST_P(StrategyInvariants, SpillAndMisuseBehaveAlike) {
   allocator.deallocate(a);
 }
 
-INSTANTIATE_TEST_SUITE_P(AllStrategies, StrategyInvariants,
-                         ::testing::Values(Strategy::caching, Strategy::expandable,
-                                           Strategy::static_arena, Strategy::planned),
-                         [](const auto& info) { return std::string(strategy_name(info.param)); });
+INSTANTIATE_TEST_SUITE_P(
+    AllStrategies, StrategyInvariants,
+    ::testing::Combine(::testing::Values(Strategy::caching, Strategy::expandable,
+                                         Strategy::static_arena, Strategy::planned),
+                       ::testing::ValuesIn(testing::kBackends)),
+    [](const auto& info) {
+      return std::string(strategy_name(std::get<0>(info.param))) + "_on_" +
+             testing::backend_name(std::get<1>(info.param));
+    });
 
 }  // namespace
 }  // namespace npumem

@@ -11,7 +11,7 @@
 #include <thread>
 #include <vector>
 
-#include "device/sim_device.h"
+#include "acl/test_device.h"
 #include "invariants.h"
 #include "npumem/allocator.h"
 #include "npumem/errors.h"
@@ -20,13 +20,17 @@
 namespace npumem {
 namespace {
 
-std::shared_ptr<Device> sim_device() {
-  SimSpec spec;
-  spec.hbm_bytes = 256 * MiB;
-  spec.ddr_bytes = 0;
-  spec.backing = Backing::none;
-  return std::make_shared<SimDevice>(spec);
-}
+// On the virtual NPU and on acl:0 over the test double of libascendcl.so.
+class ThreadCache : public ::testing::TestWithParam<testing::Backend> {
+ protected:
+  std::shared_ptr<Device> npu() const {
+    SimSpec spec;
+    spec.hbm_bytes = 256 * MiB;
+    spec.ddr_bytes = 0;
+    spec.backing = Backing::none;
+    return testing::TestDevice(GetParam(), spec).device();
+  }
+};
 
 // While one thread alone allocates, its cache works under the allocator's lock; from
 // the second thread on each works under its own. The tests below want the latter.
@@ -70,8 +74,8 @@ class Worker {
   std::thread thread_;
 };
 
-TEST(ThreadCache, StatsReadFromAnotherThreadAreExact) {
-  Allocator allocator(sim_device());
+TEST_P(ThreadCache, StatsReadFromAnotherThreadAreExact) {
+  Allocator allocator(npu());
   use_from_another_thread(allocator);
   Worker worker;
   std::vector<void*> blocks;
@@ -101,8 +105,8 @@ TEST(ThreadCache, StatsReadFromAnotherThreadAreExact) {
 
 // A cache's credit (its own frees) must not let it pass a peak another thread
 // reached meanwhile without that peak being raised.
-TEST(ThreadCache, PeakRaisedByAnotherThreadStaysExact) {
-  Allocator allocator(sim_device());
+TEST_P(ThreadCache, PeakRaisedByAnotherThreadStaysExact) {
+  Allocator allocator(npu());
   Worker a;
   Worker b;
   std::vector<void*> mine;
@@ -140,8 +144,8 @@ TEST(ThreadCache, PeakRaisedByAnotherThreadStaysExact) {
   EXPECT_EQ(allocator.stats().allocated_bytes.all.current, 0);
 }
 
-TEST(ThreadCache, BlocksFreedByAnotherThread) {
-  Allocator allocator(sim_device());
+TEST_P(ThreadCache, BlocksFreedByAnotherThread) {
+  Allocator allocator(npu());
   std::map<void*, std::size_t> live;
   Worker a;
   Worker b;
@@ -164,8 +168,8 @@ TEST(ThreadCache, BlocksFreedByAnotherThread) {
   b.run([&] { EXPECT_THROW(allocator.deallocate(p), InvalidPointer); });
 }
 
-TEST(ThreadCache, DoubleFreeOfAKeptBlockIsReported) {
-  Allocator allocator(sim_device());
+TEST_P(ThreadCache, DoubleFreeOfAKeptBlockIsReported) {
+  Allocator allocator(npu());
   void* p = allocator.allocate(KiB);
   allocator.deallocate(p);  // kept by this thread's cache
   try {
@@ -176,8 +180,8 @@ TEST(ThreadCache, DoubleFreeOfAKeptBlockIsReported) {
   }
 }
 
-TEST(ThreadCache, ThreadExitReturnsKeptBlocks) {
-  Allocator allocator(sim_device());
+TEST_P(ThreadCache, ThreadExitReturnsKeptBlocks) {
+  Allocator allocator(npu());
   void* survivor = nullptr;
   std::thread([&] {
     std::vector<void*> blocks;
@@ -201,8 +205,8 @@ TEST(ThreadCache, ThreadExitReturnsKeptBlocks) {
   EXPECT_EQ(allocator.stats().allocation.all.allocated, 9);
 }
 
-TEST(ThreadCache, EmptyCacheReleasesWhatCachesKeep) {
-  Allocator allocator(sim_device());
+TEST_P(ThreadCache, EmptyCacheReleasesWhatCachesKeep) {
+  Allocator allocator(npu());
   use_from_another_thread(allocator);
   Worker worker;
   worker.run([&] {
@@ -221,21 +225,21 @@ TEST(ThreadCache, EmptyCacheReleasesWhatCachesKeep) {
   EXPECT_EQ(allocator.stats().allocated_bytes.all.current, 0);
 }
 
-TEST(ThreadCache, ThreadOutlivesTheAllocator) {
-  auto allocator = std::make_unique<Allocator>(sim_device());
+TEST_P(ThreadCache, ThreadOutlivesTheAllocator) {
+  auto allocator = std::make_unique<Allocator>(npu());
   Worker worker;
   worker.run([&] { allocator->deallocate(allocator->allocate(KiB)); });
   allocator.reset();
   // The worker's exit must not touch the destroyed allocator; a new one works there.
-  Allocator next(sim_device());
+  Allocator next(npu());
   worker.run([&] { next.deallocate(next.allocate(KiB)); });
   EXPECT_EQ(next.stats().allocation.all.allocated, 1);
 }
 
 // Threads free each other's blocks while another reads statistics: every read is
 // consistent (peak >= current >= 0) and the totals end exact.
-TEST(ThreadCache, CrossThreadFreesWithConcurrentReaders) {
-  Allocator allocator(sim_device());
+TEST_P(ThreadCache, CrossThreadFreesWithConcurrentReaders) {
+  Allocator allocator(npu());
   std::mutex handoff_mutex;
   std::vector<void*> handoff;  // blocks one thread allocated for another to free
   std::atomic<int> running{2};
@@ -298,9 +302,9 @@ class CountingObserver : public AllocatorObserver {
   int frees = 0;
 };
 
-TEST(ThreadCache, ObserversSeeEveryEvent) {
+TEST_P(ThreadCache, ObserversSeeEveryEvent) {
   for (const bool shared : {false, true}) {
-    Allocator allocator(sim_device());
+    Allocator allocator(npu());
     if (shared) use_from_another_thread(allocator);
     allocator.deallocate(allocator.allocate(KiB));  // leaves a kept block and credit
     auto observer = std::make_shared<CountingObserver>();
@@ -310,6 +314,9 @@ TEST(ThreadCache, ObserversSeeEveryEvent) {
     EXPECT_EQ(observer->frees, 5) << "shared " << shared;
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Devices, ThreadCache, ::testing::ValuesIn(testing::kBackends),
+                         [](const auto& info) { return testing::backend_name(info.param); });
 
 }  // namespace
 }  // namespace npumem

@@ -87,6 +87,22 @@ class CudaDeviceTest : public ::testing::Test {
   std::size_t granularity_ = 0;
 };
 
+// An event on a stream completes once the stream's work before it has run.
+TEST_F(CudaDeviceTest, EventsCompleteAfterTheirStreamsWork) {
+  cudaStream_t stream = nullptr;
+  ASSERT_EQ(cudaStreamCreate(&stream), cudaSuccess);
+  void* ptr = nullptr;
+  ASSERT_EQ(device_->allocate_segment(Tier::hbm, granularity_, &ptr), DeviceStatus::ok);
+  ASSERT_EQ(cudaMemsetAsync(ptr, 1, granularity_, stream), cudaSuccess);
+  EventHandle event;
+  ASSERT_EQ(device_->record_event(reinterpret_cast<StreamId>(stream), &event), DeviceStatus::ok);
+  ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+  EXPECT_TRUE(device_->event_completed(event));
+  device_->release_event(event);
+  device_->free_segment(Tier::hbm, ptr, granularity_);
+  cudaStreamDestroy(stream);
+}
+
 TEST_F(CudaDeviceTest, HbmIsTheGpuMemoryAndThereIsNoDdr) {
   std::size_t free_bytes = 0;
   std::size_t total_bytes = 0;

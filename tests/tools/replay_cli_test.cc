@@ -216,7 +216,7 @@ TEST(ReplayCliTest, AnUnsupportedFeatureWarnsOnStderr) {
   const auto run = run_npumem("replay " + trace.path() +
                               " --device sim:vmm=false --conf expandable_segments:true");
   EXPECT_EQ(run.exit_code, 0) << run.err;
-  EXPECT_NE(run.err.find("npumem: warning: expandable_segments is not supported"),
+  EXPECT_NE(run.err.find("npumem: warning: expandable_segments feature is not supported"),
             std::string::npos)
       << run.err;
 }

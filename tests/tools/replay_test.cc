@@ -88,6 +88,17 @@ TEST(ReplayTest, PoolSwitchesRouteAllocationsToNamedPools) {
   }
 }
 
+// On the virtual NPU no kernel runs, so the event recorded at each free has completed
+// by the next allocation: the other stream reuses the block instead of growing.
+TEST(ReplayTest, StreamMarkersOrderReuseAndCompleteEventsReleaseIt) {
+  const std::string one = std::to_string(kLarge);
+  const ReplayResult result = replay_text("s 1\na 1 " + one + "\nf 1\ns 2\na 2 " + one +
+                                          "\nf 2\ns 1\na 3 " + one + "\nf 3\n");
+  ASSERT_TRUE(result.completed());
+  EXPECT_EQ(result.peak_requested_bytes, kLarge);
+  EXPECT_EQ(result.peak_reserved_bytes(), kLarge);
+}
+
 TEST(ReplayTest, CountsIterationMarkers) {
   EXPECT_EQ(replay_text("i\na 1 10\ni\nf 1\ni\n").iterations, 3u);
 }

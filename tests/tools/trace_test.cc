@@ -77,6 +77,17 @@ TEST(TraceTest, TagLinesBecomeEventsAndAnEmptyTagClears) {
   EXPECT_EQ(parse_error("t a b\n"), "t.trace:1: 't' has extra fields after [<tag>]: 'b'");
 }
 
+TEST(TraceTest, StreamLinesCarryTheStream) {
+  const Trace trace = parse_trace("s 7\na 1 8\ns 18446744073709551615\n", "t.trace");
+  ASSERT_EQ(trace.events.size(), 3u);
+  EXPECT_EQ(trace.events[0].op, TraceOp::stream);
+  EXPECT_EQ(trace.events[0].bytes, 7u);
+  EXPECT_EQ(trace.events[2].bytes, 18446744073709551615u);
+  EXPECT_EQ(trace.memory_events(), 1u);
+  EXPECT_EQ(parse_error("s\n"), "t.trace:1: 's' is missing fields: expected <stream>");
+  EXPECT_EQ(parse_error("s x\n"), "t.trace:1: stream is not a number: 'x'");
+}
+
 TEST(TraceTest, PeakLiveBytesFollowsAllocationsAndFrees) {
   const Trace trace = parse_trace("a 1 100\na 2 50\nf 1\na 3 120\na 4 10\nf 2\n", "t.trace");
   EXPECT_EQ(peak_live_bytes(trace), 180u);  // 50 + 120 + 10
@@ -85,9 +96,9 @@ TEST(TraceTest, PeakLiveBytesFollowsAllocationsAndFrees) {
 
 TEST(TraceTest, ErrorsNameFileLineAndProblem) {
   EXPECT_EQ(parse_error("a 1 10\nx 2\n"),
-            "t.trace:2: unknown op 'x' (expected a, f, p, i, t or a # comment)");
+            "t.trace:2: unknown op 'x' (expected a, f, p, i, t, s or a # comment)");
   EXPECT_EQ(parse_error("alloc 1 2\n"),
-            "t.trace:1: unknown op 'alloc' (expected a, f, p, i, t or a # comment)");
+            "t.trace:1: unknown op 'alloc' (expected a, f, p, i, t, s or a # comment)");
 }
 
 TEST(TraceTest, RejectsMissingFields) {
