@@ -12,12 +12,13 @@
 namespace npumem::core {
 
 struct PoolState {
-  PoolState(std::string pool_name, std::uint64_t quota)
+  // `totals`: the allocator's statistics, which the block pools count into too.
+  PoolState(std::string pool_name, std::uint64_t quota, Stats* totals)
       : name(std::move(pool_name)), quota_bytes(quota) {
     for (Tier tier : kAllTiers) {
       for (PoolKind kind : {PoolKind::small, PoolKind::large}) {
         blocks[static_cast<int>(tier)][static_cast<int>(kind)] =
-            std::make_unique<BlockPool>(tier, kind, this);
+            std::make_unique<BlockPool>(tier, kind, this, totals);
       }
     }
   }
@@ -33,7 +34,7 @@ struct PoolState {
 
   std::string name;
   std::uint64_t quota_bytes;  // 0: no quota
-  Stats stats;
+  Stats stats;  // before blocks: they count into it until destroyed
   std::array<std::array<std::unique_ptr<BlockPool>, 2>, kTierCount> blocks;
 };
 
