@@ -122,6 +122,13 @@ void bind_devices(py::module_& module) {
           "Problems met when the allocator was made that did not stop it, e.g. a fallback")
       .def("stats", [](const Entry& e) { return stats_dict(e.allocator->stats()); })
       .def("reset_peak_stats", [](Entry& e) { e.allocator->reset_peak_stats(); })
+      .def("reset_accumulated_stats", [](Entry& e) { e.allocator->reset_accumulated_stats(); })
+      .def(
+          "set_memory_fraction",
+          [](Entry& e, double fraction) { e.allocator->set_memory_fraction(fraction); },
+          py::arg("fraction"), "Caps the HBM the allocator may reserve at a fraction of it")
+      .def_property_readonly("memory_fraction",
+                             [](const Entry& e) { return e.allocator->memory_fraction(); })
       .def(
           "mark_iteration", [](Entry& e) { e.allocator->mark_iteration(); },
           "Marks the start of an iteration: observers (leak check) and strategies see it")

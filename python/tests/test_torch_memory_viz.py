@@ -26,7 +26,7 @@ def flamegraph_lines(lines: str) -> str:
 class MemoryVizTest(unittest.TestCase):
     def setUp(self):
         self.device = fresh_device()
-        npumem._record_memory_history(True, self.device.index)
+        npumem._record_memory_history(True, self.device.index, stacks=None)
         self.addCleanup(npumem._record_memory_history, False, self.device.index)
         with npumem.tag("Model.encoder"):
             self.tagged = npumem.caching_allocator_alloc(3 * MiB, self.device)
@@ -64,6 +64,17 @@ class MemoryVizTest(unittest.TestCase):
             )
         self.assertEqual(result.returncode, 0, result.stderr)
         self.assertIn("'active_allocated'", result.stdout)
+
+    def test_python_stacks_reach_the_flame_graph(self):
+        npumem._record_memory_history(True, self.device.index)
+        ptr = npumem.caching_allocator_alloc(5000, self.device)
+        self.addCleanup(npumem.caching_allocator_delete, ptr, self.device)
+        memory = memory_viz.memory(npumem._snapshot(self.device.index), flamegraph_lines)
+        self.assertRegex(
+            memory,
+            r"stream_0;active_allocated;.*test_torch_memory_viz\.py:\d+:"
+            r"test_python_stacks_reach_the_flame_graph;memory\.py:\d+:caching_allocator_alloc 5000",
+        )
 
     def test_without_recording_blocks_have_no_history(self):
         npumem._record_memory_history(False, self.device.index)
