@@ -4,7 +4,8 @@ _snapshot and _dump_snapshot, in the shape torch 1.13's torch.cuda._memory_viz r
 "history" lists where each allocation came from.
 
 A block's history frames are, as in PyTorch 1.13, the Python stack that allocated it
-(innermost first; recorded for threads holding the GIL), followed by its memory tag
+(innermost first; taken for caching_allocator_alloc and for PyTorch's tensors through
+npumem.torch, none for threads running no Python code), followed by its memory tag
 (npumem.tag, or the module path npumem.torch.tag_modules gives it) as the outermost
 frame {"filename": "<npumem tag>", "line": 0, "name": tag}, so the flame graphs group
 memory by tag and module, then by code. stacks=None records the tags alone. Blocks

@@ -146,7 +146,7 @@ void bind_devices(py::module_& module) {
       .def(
           "allocate",
           [](Entry& e, std::size_t bytes) {
-            return reinterpret_cast<std::uintptr_t>(e.allocator->allocate(bytes));
+            return reinterpret_cast<std::uintptr_t>(allocate_for_python(e, bytes));
           },
           py::arg("bytes"), py::call_guard<py::gil_scoped_release>())
       .def(

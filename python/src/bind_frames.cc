@@ -1,100 +1,37 @@
-// Python stack frames per live allocation, for npumem._record_memory_history: an
-// observer that copies the Python stack (innermost frame first) of each allocation
-// made by a thread holding the GIL, and forgets it when the block is freed. Threads
-// without the GIL (PyTorch's autograd workers, C callers) allocate without frames.
-//
-// It runs under the allocator's lock and runs no Python code: it reads frames of the
-// active call chain, which their interpreter frames keep alive, so releasing its own
-// references never destroys an object.
+// FrameRecorder: records the Python stack of each allocation a device makes for
+// Python (npumem.caching_allocator_alloc, PyTorch tensors through npumem.torch) until
+// stop(), for npumem._record_memory_history.
 #include <pybind11/stl.h>
 
 #include <cstdint>
 #include <memory>
-#include <mutex>
-#include <string>
-#include <unordered_map>
-#include <vector>
 
 #include "bindings.h"
 #include "device_registry.h"
-#include "npumem/observer.h"
+#include "python_stacks.h"
 
 namespace py = pybind11;
 
 namespace npumem::python {
 namespace {
 
-struct PythonFrame {
-  std::string filename;
-  int line = 0;
-  std::string name;
-};
-
-std::string utf8(PyObject* text) {
-  const char* bytes = PyUnicode_AsUTF8(text);
-  if (bytes == nullptr) {
-    PyErr_Clear();
-    return "?";
-  }
-  return bytes;
-}
-
-// The calling thread's Python stack, innermost first; empty without the GIL.
-std::vector<PythonFrame> current_python_stack() {
-  std::vector<PythonFrame> stack;
-  if (!Py_IsInitialized() || PyGILState_Check() == 0) return stack;
-  PyFrameObject* frame = PyEval_GetFrame();  // borrowed
-  Py_XINCREF(frame);
-  while (frame != nullptr) {
-    PyCodeObject* code = PyFrame_GetCode(frame);
-    stack.push_back({utf8(code->co_filename), PyFrame_GetLineNumber(frame), utf8(code->co_name)});
-    Py_DECREF(code);
-    PyFrameObject* caller = PyFrame_GetBack(frame);
-    Py_DECREF(frame);
-    frame = caller;
-  }
-  return stack;
-}
-
-class FrameObserver : public AllocatorObserver {
- public:
-  void on_event(const Event& event) override {
-    if (event.kind != EventKind::alloc && event.kind != EventKind::free) return;
-    std::vector<PythonFrame> stack;
-    if (event.kind == EventKind::alloc) stack = current_python_stack();
-    std::lock_guard lock(mutex_);
-    if (stack.empty()) {
-      stacks_.erase(event.address);
-    } else {
-      stacks_[event.address] = std::move(stack);
-    }
-  }
-
-  std::vector<PythonFrame> frames(std::uint64_t address) const {
-    std::lock_guard lock(mutex_);
-    const auto found = stacks_.find(address);
-    return found == stacks_.end() ? std::vector<PythonFrame>{} : found->second;
-  }
-
- private:
-  mutable std::mutex mutex_;
-  std::unordered_map<std::uint64_t, std::vector<PythonFrame>> stacks_;
-};
-
-// A FrameObserver attached to a device until stop() or its destruction.
 class FrameRecorder {
  public:
   explicit FrameRecorder(DeviceEntry& device)
-      : device_(device), observer_(std::make_shared<FrameObserver>()) {
-    device.allocator->add_observer(observer_);
+      : device_(device), stacks_(std::make_shared<PythonStacks>()) {
+    device.allocator->add_observer(stacks_);
+    record_stacks(device, stacks_);
   }
   ~FrameRecorder() { stop(); }
   FrameRecorder(const FrameRecorder&) = delete;
   FrameRecorder& operator=(const FrameRecorder&) = delete;
-  void stop() { device_.allocator->remove_observer(observer_); }
+  void stop() {
+    record_stacks(device_, nullptr);
+    device_.allocator->remove_observer(stacks_);
+  }
   py::list frames(std::uint64_t address) const {
     py::list result;
-    for (const PythonFrame& frame : observer_->frames(address)) {
+    for (const PythonFrame& frame : stacks_->frames(address)) {
       py::dict entry;
       entry["filename"] = frame.filename;
       entry["line"] = frame.line;
@@ -106,7 +43,7 @@ class FrameRecorder {
 
  private:
   DeviceEntry& device_;
-  std::shared_ptr<FrameObserver> observer_;
+  std::shared_ptr<PythonStacks> stacks_;
 };
 
 }  // namespace
