@@ -51,6 +51,11 @@ class BlockPool {
 
   // Expandable ranges: the best-fitting unmapped block of at least `size`.
   Block* find_unmapped(std::size_t size) const { return unmapped_.find(size, ~std::size_t{0}); }
+  // The first unmapped block of at least min_size that accept(block) takes.
+  template <typename Accept>
+  Block* find_unmapped_if(std::size_t min_size, Accept&& accept) const {
+    return unmapped_.find_first(min_size, accept);
+  }
   // Marks the first `bytes` of an unmapped block as mapped and free; returns the
   // free block they end up in after merging.
   Block* map_front(Block* unmapped, std::size_t bytes);

@@ -35,9 +35,10 @@ std::uintptr_t ExpandableSource::first_whole_granule(const Range& range, const B
   return range.base + round_up(block.address - range.base, range.granule);
 }
 
-Block* ExpandableSource::granule_donor(BlockPool& blocks, const Range& range) const {
+Block* ExpandableSource::granule_donor(BlockPool& blocks, const Range& range,
+                                       const Block* keep_beside) const {
   const auto holds_granule = [&](const Block& b) {
-    return !b.allocated && b.mapped &&
+    return !b.allocated && b.mapped && b.next != keep_beside && b.prev != keep_beside &&
            first_whole_granule(range, b) + range.granule <= b.address + b.size;
   };
   Block* largest = blocks.largest_free_block();
@@ -48,11 +49,11 @@ Block* ExpandableSource::granule_donor(BlockPool& blocks, const Range& range) co
 }
 
 bool ExpandableSource::take_free_granule(PoolState& pool, BlockPool& donor, const BlockPool& taker,
-                                         PhysicalHandle* out) {
+                                         const Block* keep_beside, PhysicalHandle* out) {
   const auto found = ranges_.find(&donor);
   if (found == ranges_.end()) return false;
   Range& range = found->second;
-  Block* block = granule_donor(donor, range);
+  Block* block = granule_donor(donor, range, keep_beside);
   if (block == nullptr) return false;
   const std::uintptr_t start = first_whole_granule(range, *block);
   const std::size_t index = granule_index(range, start);
@@ -92,13 +93,38 @@ void ExpandableSource::drop_chunk(PoolState& pool, BlockPool& blocks, PhysicalHa
                           -static_cast<std::int64_t>(range.granule));
 }
 
+// Mapping right after a free block that ends a mapped stretch needs only the bytes the
+// free block lacks: a request never leaves a whole free tail behind its new granules.
+ExpandableSource::Placement ExpandableSource::placement(const BlockPool& blocks, const Range& range,
+                                                        std::size_t size) const {
+  const auto granules_for = [&](std::size_t bytes) {
+    return round_up(bytes, range.granule) / range.granule;
+  };
+  Placement best;
+  blocks.find_unmapped_if(range.granule, [&](Block& unmapped) {
+    const Block* before = unmapped.prev;
+    if (before == nullptr || before->allocated || !before->mapped || before->size >= size) {
+      return false;
+    }
+    const std::size_t granules = granules_for(size - before->size);
+    if (granules * range.granule <= unmapped.size &&
+        (best.free_before == nullptr || before->size > best.free_before->size)) {
+      best = {&unmapped, before, granules};
+    }
+    return false;  // visit them all: few unmapped stretches exist
+  });
+  if (best.unmapped != nullptr) return best;
+  return {nullptr, nullptr, granules_for(size)};
+}
+
 // Gathers the chunks first (free granules, then new ones), then finds the unmapped
 // stretch, then maps: a failure at any step leaves every block either mapped with
 // its chunk or unmapped, and releases the chunks it could not place.
 GrowResult ExpandableSource::grow(PoolState& pool, BlockPool& blocks, std::size_t size) {
   Range* range = range_for(pool, blocks);
   if (range == nullptr) return GrowResult::device_refused;
-  const std::size_t count = round_up(size, range->granule) / range->granule;
+  const Placement place = placement(blocks, *range, size);
+  const std::size_t count = place.granules;
   std::vector<PhysicalHandle> chunks;
   GrowResult result = GrowResult::ok;
   BlockPool& sibling = pool.block_pool(
@@ -109,8 +135,8 @@ GrowResult ExpandableSource::grow(PoolState& pool, BlockPool& blocks, std::size_
   bool released_sibling = share_with_sibling;
   while (chunks.size() < count) {
     PhysicalHandle handle;
-    if (!take_free_granule(pool, blocks, blocks, &handle) &&
-        !(share_with_sibling && take_free_granule(pool, sibling, blocks, &handle))) {
+    if (!take_free_granule(pool, blocks, blocks, place.unmapped, &handle) &&
+        !(share_with_sibling && take_free_granule(pool, sibling, blocks, nullptr, &handle))) {
       // New memory past the high-water mark raises the footprint for good: first give
       // back the sibling kind's whole free granules (of another size, so not taken).
       if (!released_sibling && allocator_.would_raise_high_water(blocks.tier(), range->granule)) {
@@ -122,7 +148,9 @@ GrowResult ExpandableSource::grow(PoolState& pool, BlockPool& blocks, std::size_
     }
     chunks.push_back(handle);
   }
-  Block* target = result == GrowResult::ok ? blocks.find_unmapped(count * range->granule) : nullptr;
+  Block* target = result != GrowResult::ok    ? nullptr
+                  : place.unmapped != nullptr ? place.unmapped
+                                              : blocks.find_unmapped(count * range->granule);
   if (target == nullptr && result == GrowResult::ok) result = GrowResult::device_refused;
   std::size_t placed = 0;
   for (; result == GrowResult::ok && placed < chunks.size(); ++placed) {

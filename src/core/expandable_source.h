@@ -30,13 +30,25 @@ class ExpandableSource : public SegmentSource {
     std::vector<PhysicalHandle> chunks;  // by granule index; empty handle: unmapped
   };
 
+  // Where new granules go: an unmapped block, and the free mapped block right before
+  // it whose bytes the request uses too (nullptr when there is none).
+  struct Placement {
+    Block* unmapped = nullptr;
+    const Block* free_before = nullptr;
+    std::size_t granules = 0;  // to map at the front of `unmapped`
+  };
+
   Range* range_for(PoolState& pool, BlockPool& blocks);
+  Placement placement(const BlockPool& blocks, const Range& range, std::size_t size) const;
   // Unmaps one whole free granule of `donor` and hands over its chunk, re-accounting
   // its bytes to `taker` when that is the sibling pool kind.
+  // Never takes from a block next to `keep_beside` (the placement's unmapped block),
+  // so the placement stays as it was chosen.
   bool take_free_granule(PoolState& pool, BlockPool& donor, const BlockPool& taker,
-                         PhysicalHandle* out);
-  // A free mapped block of `blocks` holding a whole granule, or nullptr.
-  Block* granule_donor(BlockPool& blocks, const Range& range) const;
+                         const Block* keep_beside, PhysicalHandle* out);
+  // A free mapped block of `blocks` holding a whole granule and not next to
+  // `keep_beside`, or nullptr.
+  Block* granule_donor(BlockPool& blocks, const Range& range, const Block* keep_beside) const;
   // The start of the first whole granule inside a free block (or its end when none).
   static std::uintptr_t first_whole_granule(const Range& range, const Block& block);
   GrowResult new_granule(PoolState& pool, BlockPool& blocks, Range& range, PhysicalHandle* out);

@@ -50,6 +50,19 @@ TEST(Expandable, GrowsByGranulesInOneRange) {
   allocator.deallocate(b);
 }
 
+TEST(Expandable, GrowthUsesTheFreeTailBeforeMappingNewGranules) {
+  auto sim = device();
+  Allocator allocator(sim, expandable());
+  void* a = allocator.allocate(30 * MiB);  // two granules, 10 MiB free behind a
+  void* b = allocator.allocate(25 * MiB);  // the free 10 MiB and one new granule
+  EXPECT_EQ(reserved(allocator), static_cast<std::int64_t>(60 * MiB));
+  EXPECT_EQ(sim->call_counts().creates, 3u);
+  EXPECT_EQ(static_cast<char*>(b) - static_cast<char*>(a), static_cast<std::ptrdiff_t>(30 * MiB));
+  testing::expect_consistent(allocator, {{a, 30 * MiB}, {b, 25 * MiB}});
+  allocator.deallocate(a);
+  allocator.deallocate(b);
+}
+
 TEST(Expandable, ReclaimUnmapsWholeFreeGranulesOnly) {
   auto sim = device();
   Allocator allocator(sim, expandable());
