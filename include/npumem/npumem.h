@@ -124,8 +124,8 @@ NPUMEM_API npumem_status_t npumem_stat(npumem_allocator_t* allocator, const char
 NPUMEM_API npumem_status_t npumem_reset_peak_stats(npumem_allocator_t* allocator) NPUMEM_NOEXCEPT;
 /* Zeroes the accumulated counts (each statistic's allocated and freed, num_ooms, ...);
  * current values and peaks stay (torch.cuda.reset_accumulated_memory_stats). */
-NPUMEM_API npumem_status_t
-npumem_reset_accumulated_stats(npumem_allocator_t* allocator) NPUMEM_NOEXCEPT;
+NPUMEM_API npumem_status_t npumem_reset_accumulated_stats(npumem_allocator_t* allocator)
+    NPUMEM_NOEXCEPT;
 /* Caps the HBM the allocator may reserve at `fraction` (0 to 1) of the tier's capacity
  * (torch.cuda.set_per_process_memory_fraction): growth past it spills to DDR or is an
  * OUT_OF_MEMORY whose message names the fraction. Outside [0, 1]: INVALID_CONFIG. */

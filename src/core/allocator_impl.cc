@@ -110,8 +110,7 @@ void Allocator::Impl::set_memory_fraction(double fraction) {
     throw ConfigError("device " + device->name() + " has no HBM to take a memory fraction of");
   }
   memory_fraction = fraction;
-  const auto share =
-      static_cast<std::uint64_t>(fraction * static_cast<double>(hbm.capacity_bytes));
+  const auto share = static_cast<std::uint64_t>(fraction * static_cast<double>(hbm.capacity_bytes));
   tier_limit[index(Tier::hbm)] = std::min(configured_limit(Tier::hbm), share);
 }
 

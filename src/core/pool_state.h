@@ -34,7 +34,7 @@ struct PoolState {
 
   std::string name;
   std::uint64_t quota_bytes;  // 0: no quota
-  Stats stats;  // before blocks: they count into it until destroyed
+  Stats stats;                // before blocks: they count into it until destroyed
   std::array<std::array<std::unique_ptr<BlockPool>, 2>, kTierCount> blocks;
 };
 

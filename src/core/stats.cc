@@ -15,8 +15,8 @@ void StatSplit::reset_accumulated() {
 }
 
 std::array<StatSplit*, 9> Stats::splits() {
-  return {&allocated_bytes, &active_bytes, &requested_bytes,      &reserved_bytes,      &allocation,
-          &active,          &segment,      &inactive_split, &inactive_split_bytes};
+  return {&allocated_bytes, &active_bytes, &requested_bytes, &reserved_bytes,      &allocation,
+          &active,          &segment,      &inactive_split,  &inactive_split_bytes};
 }
 
 void Stats::reset_peak() {

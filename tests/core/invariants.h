@@ -1,5 +1,6 @@
 // Checks an allocator's whole state against its snapshot: segments disjoint, blocks
-// tiling each segment exactly, free neighbours coalesced, statistics (inactive split blocks too) equal to a recount.
+// tiling each segment exactly, free neighbours coalesced, statistics (inactive split
+// blocks too) equal to a recount.
 #pragma once
 
 #include <gtest/gtest.h>
