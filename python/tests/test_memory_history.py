@@ -60,7 +60,8 @@ class PythonFramesTest(unittest.TestCase):
             ptr = allocate_here(self.device, MiB)
         self.addCleanup(npumem.caching_allocator_delete, ptr, self.device)
         frames = history_frames(self.device, ptr)
-        self.assertEqual(frames[-1], {"filename": "<npumem tag>", "line": 0, "name": "Model.encoder"})
+        tag_frame = {"filename": "<npumem tag>", "line": 0, "name": "Model.encoder"}
+        self.assertEqual(frames[-1], tag_frame)
         self.assertEqual(frames[1]["name"], "allocate_here")
 
     def test_a_reused_address_takes_its_new_stack(self):
