@@ -1,11 +1,12 @@
-// `npumem viz SNAPSHOT.json -o out.html`: turns a snapshot (npumem replay --record)
-// into a self-contained HTML memory timeline.
+// `npumem viz SNAPSHOT.json... -o out.html`: turns snapshots (npumem replay --record),
+// one per device, into a self-contained HTML memory timeline with a device selector.
 #include <cerrno>
 #include <cstring>
 #include <fstream>
 #include <iostream>
 #include <memory>
 #include <sstream>
+#include <vector>
 
 #include "commands.h"
 #include "html_timeline.h"
@@ -15,7 +16,7 @@ namespace npumem::cli {
 namespace {
 
 struct VizOptions {
-  std::string snapshot_path;
+  std::vector<std::string> snapshot_paths;
   std::string output_path;
 };
 
@@ -46,8 +47,13 @@ nlohmann::json read_snapshot(const std::string& path) {
 }
 
 int run_viz(const VizOptions& options) {
-  const nlohmann::json snapshot = read_snapshot(options.snapshot_path);
-  const std::string page = render_html_timeline(snapshot, options.snapshot_path);
+  std::vector<nlohmann::json> snapshots;
+  std::string title;
+  for (const std::string& path : options.snapshot_paths) {
+    snapshots.push_back(read_snapshot(path));
+    title += (title.empty() ? "" : ", ") + path;
+  }
+  const std::string page = render_html_timeline(snapshots, title);
   std::ofstream out(options.output_path, std::ios::binary);
   if (!out) {
     throw Error("cannot write " + options.output_path + ": " + std::strerror(errno));
@@ -65,8 +71,8 @@ int run_viz(const VizOptions& options) {
 void add_viz_command(CLI::App& app, int& exit_code) {
   auto options = std::make_shared<VizOptions>();
   CLI::App* command =
-      app.add_subcommand("viz", "Turn a memory snapshot (replay --record) into an HTML timeline");
-  command->add_option("snapshot", options->snapshot_path, "snapshot JSON")
+      app.add_subcommand("viz", "Turn memory snapshots (replay --record) into an HTML timeline");
+  command->add_option("snapshots", options->snapshot_paths, "snapshot JSON, one per device")
       ->required()
       ->check(CLI::ExistingFile);
   command->add_option("-o,--output", options->output_path, "HTML file to write")->required();

@@ -27,7 +27,7 @@ constexpr const char* kBody = R"html(
 <div id="error"></div>
 <div class="warn" id="dropped"></div>
 <h2>Memory over time, stacked by allocation</h2>
-<div class="meta">pool: <select id="pool"><option value="">all pools</option></select></div>
+<div class="meta">device: <select id="device"></select> pool: <select id="pool"><option value="">all pools</option></select></div>
 <div class="meta">x: event number; each pixel column shows its highest moment; black line: reserved bytes; dashed red line: the peak of allocated bytes; red marks: out-of-memory errors</div>
 <canvas id="timeline" width="1300" height="420"></canvas>
 <div class="legend" id="legend"></div>
@@ -39,7 +39,7 @@ constexpr const char* kBody = R"html(
 <table id="largest"></table>
 )html";
 
-// Draws the page from the snapshot in <script id="snapshot">.
+// Draws the page from one of the snapshots in <script id="snapshots">.
 constexpr const char* kScript = R"js(
 "use strict";
 window.addEventListener("error", function (e) {
@@ -48,7 +48,36 @@ window.addEventListener("error", function (e) {
   document.getElementById("error").textContent = "error: " + e.message;
 });
 (function () {
-  var snap = JSON.parse(document.getElementById("snapshot").textContent);
+  var snapshots = JSON.parse(document.getElementById("snapshots").textContent);
+  // A setting of the page's URL: "#device=1&pool=a".
+  function hashParam(name) {
+    var found = null;
+    window.location.hash.slice(1).split("&").forEach(function (part) {
+      var eq = part.indexOf("=");
+      if (eq > 0 && part.slice(0, eq) === name) found = decodeURIComponent(part.slice(eq + 1));
+    });
+    return found;
+  }
+  // The device drawn: one snapshot per device, from the selector or #device=N.
+  var wantedDevice = Number(hashParam("device"));
+  var deviceIndex = Number.isInteger(wantedDevice) && wantedDevice >= 0 &&
+    wantedDevice < snapshots.length ? wantedDevice : 0;
+  var snap = snapshots[deviceIndex];
+  (function () {
+    var select = document.getElementById("device");
+    snapshots.forEach(function (s, k) {
+      var option = document.createElement("option");
+      option.value = String(k);
+      option.textContent = k + ": " + s.device.name;
+      select.appendChild(option);
+    });
+    select.value = String(deviceIndex);
+    select.addEventListener("change", function () {
+      window.location.hash = "device=" + select.value;
+      window.location.reload();
+    });
+  })();
+  document.body.dataset.device = String(deviceIndex);
   var plotted = 0;
   var SVG = "http://www.w3.org/2000/svg";
 
@@ -144,10 +173,8 @@ window.addEventListener("error", function (e) {
       option.value = option.textContent = name;
       select.appendChild(option);
     });
-    var wanted = /^#pool=(.*)$/.exec(window.location.hash);
-    if (wanted && names[decodeURIComponent(wanted[1])]) {
-      shown = select.value = decodeURIComponent(wanted[1]);
-    }
+    var wanted = hashParam("pool");
+    if (wanted !== null && names[wanted]) shown = select.value = wanted;
     select.addEventListener("change", function () {
       shown = select.value || null;
       drawTimeline();
@@ -412,14 +439,16 @@ void check_snapshot(const nlohmann::json& snapshot) {
   require(snapshot.at("history"), "entries", Type::array, "history.");
 }
 
-std::string render_html_timeline(const nlohmann::json& snapshot, const std::string& title) {
+std::string render_html_timeline(const std::vector<nlohmann::json>& snapshots,
+                                 const std::string& title) {
   return "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<title>npumem: " +
          html_escaped(title) + "</title>\n<style>" + kStyle + "</style></head>\n" +
          "<body data-rendered=\"pending\">" + kBody +
          "<script type=\"application/json\" id=\"defaults\">" +
          nlohmann::json(to_string(Config{})).dump() + "</script>\n" +
-         "<script type=\"application/json\" id=\"snapshot\">" +
-         script_safe(snapshot.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)) +
+         "<script type=\"application/json\" id=\"snapshots\">" +
+         script_safe(nlohmann::json(snapshots).dump(-1, ' ', false,
+                                                    nlohmann::json::error_handler_t::replace)) +
          "</script>\n<script>" + kScript + "</script>\n</body></html>\n";
 }
 

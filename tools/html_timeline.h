@@ -6,19 +6,23 @@
 // timeline draws its highest moment, so the drawn peak is the true one. When drawn,
 // <body> carries data-rendered="ok", data-plotted=<count of drawn shapes>,
 // data-drawn-peak=<highest allocated bytes drawn>, data-pool=<the pool shown, "" for
-// all; a selector, or #pool=NAME in the URL, shows one> and data-ooms=<OOM marks>; a script
-// error sets data-rendered="error" and data-error.
+// all; a selector, or #pool=NAME in the URL, shows one>, data-device=<the index of the
+// snapshot drawn; a selector, or #device=N, picks it> and data-ooms=<OOM marks>; a
+// script error sets data-rendered="error" and data-error.
 #pragma once
 
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 namespace npumem::cli {
 
 // Throws Error naming the problem when `snapshot` is not an npumem snapshot.
 void check_snapshot(const nlohmann::json& snapshot);
 
-// The page for a checked snapshot; `title` names it (e.g. the snapshot's file).
-std::string render_html_timeline(const nlohmann::json& snapshot, const std::string& title);
+// The page for checked snapshots, one per device (the first is drawn until the device
+// selector picks another); `title` names it (e.g. the snapshots' files).
+std::string render_html_timeline(const std::vector<nlohmann::json>& snapshots,
+                                 const std::string& title);
 
 }  // namespace npumem::cli

@@ -126,6 +126,16 @@ class Allocator {
 
   Stats stats() const;
   void reset_peak_stats();
+  // Zeroes the accumulated counts (each statistic's allocated and freed, num_ooms,
+  // num_device_alloc, ...) of the allocator and its pools; current values and peaks stay.
+  void reset_accumulated_stats();
+  // Caps the HBM this allocator may reserve at `fraction` of the tier's capacity (within
+  // any `hbm` setting), as torch.cuda.set_per_process_memory_fraction: growth past it
+  // is refused, so requests spill to DDR or fail with an OutOfMemory naming the
+  // fraction. Memory reserved already stays. Throws ConfigError for a fraction outside
+  // [0, 1] or a device without HBM.
+  void set_memory_fraction(double fraction);
+  double memory_fraction() const;  // 1 until set
   // Releases every cached free segment to the device; returns the bytes released.
   std::size_t empty_cache();
   std::vector<SegmentInfo> snapshot() const;

@@ -143,6 +143,15 @@ NPUMEM_API npumem_status_t npumem_stats(npumem_allocator_t* allocator,
 NPUMEM_API npumem_status_t npumem_stat(npumem_allocator_t* allocator, const char* key,
                                        int64_t* out) NPUMEM_NOEXCEPT;
 NPUMEM_API npumem_status_t npumem_reset_peak_stats(npumem_allocator_t* allocator) NPUMEM_NOEXCEPT;
+/* Zeroes the accumulated counts (each statistic's allocated and freed, num_ooms, ...);
+ * current values and peaks stay (torch.cuda.reset_accumulated_memory_stats). */
+NPUMEM_API npumem_status_t npumem_reset_accumulated_stats(npumem_allocator_t* allocator)
+    NPUMEM_NOEXCEPT;
+/* Caps the HBM the allocator may reserve at `fraction` (0 to 1) of the tier's capacity
+ * (torch.cuda.set_per_process_memory_fraction): growth past it spills to DDR or is an
+ * OUT_OF_MEMORY whose message names the fraction. Outside [0, 1]: INVALID_CONFIG. */
+NPUMEM_API npumem_status_t npumem_set_memory_fraction(npumem_allocator_t* allocator,
+                                                      double fraction) NPUMEM_NOEXCEPT;
 /* Grows or shrinks a live allocation in place (the seed's aclrtMemReuse: growing needs
  * a free neighbour); *resized (may be NULL) is 1 when it did, 0 when it could not and
  * nothing changed. A pointer not live here is INVALID_POINTER. */

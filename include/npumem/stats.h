@@ -27,6 +27,10 @@ struct Stat {
     freed += amount;
   }
   void reset_peak() { peak = current; }
+  void reset_accumulated() {
+    allocated = 0;
+    freed = 0;
+  }
 };
 
 // Copies between tiers (Allocator::copy), one direction: how many, the bytes, and the
@@ -62,6 +66,7 @@ struct StatSplit {
     by_tier[static_cast<int>(tier)].decrease(amount);
   }
   void reset_peak();
+  void reset_accumulated();
 };
 
 struct Stats {
@@ -72,6 +77,14 @@ struct Stats {
   StatSplit allocation;       // count of blocks handed out
   StatSplit active;           // count of active blocks
   StatSplit segment;          // count of segments (or mapped ranges)
+  // Free mapped blocks sharing their segment with other blocks: cached memory that
+  // empty_cache() cannot release (PyTorch's inactive_split). Blocks a thread's front
+  // cache keeps count as neither allocated nor inactive.
+  StatSplit inactive_split;
+  StatSplit inactive_split_bytes;
+  // Allocations and segments of at least max_split_size bytes (never split).
+  Stat oversize_allocations;
+  Stat oversize_segments;
 
   std::int64_t num_alloc_retries = 0;  // allocations that needed a reclaim first
   std::int64_t num_ooms = 0;
@@ -81,13 +94,21 @@ struct Stats {
   std::int64_t num_reclaims = 0;  // cache releases made to satisfy a request
   // [from][to] by Tier; not reset with the peaks.
   std::array<std::array<CopyStat, kTierCount>, kTierCount> copies{};
+  // The max_split_size setting, -1 when unset (PyTorch prints SIZE_MAX so).
+  std::int64_t max_split_size = -1;
 
   void reset_peak();
+  // Zeroes what accumulates (each statistic's allocated and freed, the num_ counts);
+  // current values and peaks stay (torch.cuda.reset_accumulated_memory_stats).
+  void reset_accumulated();
   // Flat "name.split.field" keys as torch.cuda.memory_stats() prints them,
   // e.g. "allocated_bytes.all.current", "reserved_bytes.hbm.peak", "num_ooms", and per
   // copy direction "num_copies.ddr_to_hbm", "copy_bytes.ddr_to_hbm",
   // "copy_modelled_ns.ddr_to_hbm" (the modelled seconds in nanoseconds).
   std::map<std::string, std::int64_t> as_map() const;
+
+ private:
+  std::array<StatSplit*, 9> splits();  // every StatSplit above
 };
 
 }  // namespace npumem

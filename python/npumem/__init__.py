@@ -30,8 +30,10 @@ from npumem.memory import (
     memory_stats,
     memory_stats_as_nested_dict,
     record_stream,
+    reset_accumulated_memory_stats,
     reset_max_memory_allocated,
     reset_peak_memory_stats,
+    set_per_process_memory_fraction,
 )
 from npumem.memory_history import _dump_snapshot, _record_memory_history, _snapshot
 from npumem.observe import (
@@ -81,8 +83,10 @@ __all__ = [
     "memory_summary",
     "pool",
     "pools",
+    "reset_accumulated_memory_stats",
     "reset_max_memory_allocated",
     "reset_peak_memory_stats",
+    "set_per_process_memory_fraction",
     "snapshot_json",
     "tag",
 ]

@@ -1,6 +1,6 @@
 """The torch.cuda.memory API on npumem devices: statistics under PyTorch's keys,
-peaks, snapshots, cache release, raw allocations, free memory and the processes
-using a device."""
+peaks, snapshots, cache release, raw allocations, free memory, the per-process memory
+fraction and the processes using a device."""
 
 from __future__ import annotations
 
@@ -50,6 +50,26 @@ def reset_max_memory_allocated(device: DeviceLike = None) -> None:
     reset_peak_memory_stats(device)
 
 
+def reset_accumulated_memory_stats(device: DeviceLike = None) -> None:
+    """Zeroes what accumulates: each statistic's "allocated" and "freed" totals and the
+    num_ counts (num_ooms, num_alloc_retries, ...), on the device and each of its
+    pools; current values and peaks stay."""
+    get_device(device).reset_accumulated_stats()
+
+
+def set_per_process_memory_fraction(fraction: float, device: DeviceLike = None) -> None:
+    """Caps the HBM the device's allocator may reserve at `fraction` (0 to 1) of the
+    tier's capacity (within any `hbm` setting), like
+    torch.cuda.set_per_process_memory_fraction(): growth past it spills to DDR when
+    spill_to_ddr allows, else raises OutOfMemoryError naming the fraction. Memory
+    reserved already stays. Raises TypeError for a non-number, ValueError outside [0, 1]."""
+    if isinstance(fraction, bool) or not isinstance(fraction, (int, float)):
+        raise TypeError(f"fraction must be a float between 0 and 1, got {fraction!r}")
+    if not 0 <= fraction <= 1:  # NaN fails this too
+        raise ValueError(f"fraction must be between 0 and 1, got {fraction}")
+    get_device(device).set_memory_fraction(float(fraction))
+
+
 def memory_stats_as_nested_dict(device: DeviceLike = None) -> dict[str, Any]:
     """memory_stats() with its dotted keys as nested dicts, as PyTorch gives it:
     {"allocated_bytes": {"all": {"current": ...}}, "num_ooms": ...}."""
@@ -66,9 +86,11 @@ def memory_stats_as_nested_dict(device: DeviceLike = None) -> dict[str, Any]:
 def mem_get_info(device: DeviceLike = None) -> tuple[int, int]:
     """(free, total) bytes of the device's HBM for this process, like
     torch.cuda.mem_get_info(): total is the HBM its allocator may reserve (the `hbm`
-    setting, else the tier's capacity), free is total less what it has reserved."""
+    setting, else the tier's capacity, and at most its set_per_process_memory_fraction),
+    free is total less what it has reserved."""
     chosen = get_device(device)
-    total = chosen.tier_info("hbm")["capacity_bytes"]
+    capacity = chosen.tier_info("hbm")["capacity_bytes"]
+    total = int(chosen.memory_fraction * capacity)
     settings = dict(item.split(":", 1) for item in chosen.config.split(","))
     limit = int(settings.get("hbm", "0"))
     if limit:

@@ -3,39 +3,60 @@ _snapshot and _dump_snapshot, in the shape torch 1.13's torch.cuda._memory_viz r
 (stats, segments, memory, compare): a list of segments with "stream" and blocks whose
 "history" lists where each allocation came from.
 
-npumem records no native stacks per allocation here; a block's history frame is its
-memory tag (npumem.tag, or the module path npumem.torch.tag_modules gives it), as
-{"filename": "<npumem tag>", "line": 0, "name": tag}, so the flame graphs group memory
-by tag and module. Untagged blocks have no frames ("<non-python>" in the graphs)."""
+A block's history frames are, as in PyTorch 1.13, the Python stack that allocated it
+(innermost first; taken for caching_allocator_alloc and for PyTorch's tensors through
+npumem.torch, none for threads running no Python code), followed by its memory tag
+(npumem.tag, or the module path npumem.torch.tag_modules gives it) as the outermost
+frame {"filename": "<npumem tag>", "line": 0, "name": tag}, so the flame graphs group
+memory by tag and module, then by code. stacks=None records the tags alone. Blocks
+with neither have no frames ("<non-python>" in the graphs)."""
 
 from __future__ import annotations
 
 import pickle
-from typing import Any
+from typing import Any, Optional
 
+from npumem import _core
 from npumem.devices import DeviceLike, device_index, get_device, initialized_devices
 
-_recording: set[int] = set()
+# The devices recording history: their Python stack recorder (None: tags alone).
+_recording: dict[int, Optional[_core.FrameRecorder]] = {}
+
+_STACKS = ("python", None)
 
 
-def _record_memory_history(enabled: bool, device: DeviceLike = None) -> None:
+def _stop(index: int) -> None:
+    recorder = _recording.pop(index, None)
+    if recorder is not None:
+        recorder.stop()
+
+
+def _record_memory_history(
+    enabled: bool, device: DeviceLike = None, *, stacks: Optional[str] = "python"
+) -> None:
     """From now on (until called with False), _snapshot() gives each allocated block of
-    `device` (None: every device) a history entry."""
+    `device` (None: every device made so far) a history entry. stacks="python" records
+    the Python stack of each allocation made from now on; None records tags alone."""
+    if stacks not in _STACKS:
+        raise ValueError(f"stacks must be 'python' or None, got {stacks!r}")
     indices = [device_index(device)] if device is not None else None
-    if enabled:
-        if indices is None:
-            indices = [made.index for made in initialized_devices()] or [0]
-        for index in indices:
-            get_device(index)
-            _recording.add(index)
-    elif indices is None:
-        _recording.clear()
-    else:
-        _recording.difference_update(indices)
+    if not enabled:
+        for index in list(_recording) if indices is None else indices:
+            _stop(index)
+        return
+    if indices is None:
+        indices = [made.index for made in initialized_devices()] or [0]
+    for index in indices:
+        chosen = get_device(index)
+        _stop(index)
+        _recording[index] = _core.FrameRecorder(chosen) if stacks == "python" else None
 
 
-def _frames(tag: str) -> list[dict[str, Any]]:
-    return [{"filename": "<npumem tag>", "line": 0, "name": tag}] if tag else []
+def _frames(block: dict[str, Any], recorder: Optional[_core.FrameRecorder]) -> list[dict[str, Any]]:
+    frames = recorder.frames(block["address"]) if recorder is not None else []
+    if block["tag"]:
+        frames.append({"filename": "<npumem tag>", "line": 0, "name": block["tag"]})
+    return frames
 
 
 def _snapshot(device: DeviceLike = None) -> list[dict[str, Any]]:
@@ -45,6 +66,7 @@ def _snapshot(device: DeviceLike = None) -> list[dict[str, Any]]:
     segments: list[dict[str, Any]] = []
     for made in devices:
         recording = made.index in _recording
+        recorder = _recording.get(made.index)
         for segment in made.snapshot():
             segment["stream"] = 0  # npumem blocks are not stream-ordered
             for block in segment["blocks"]:
@@ -53,7 +75,7 @@ def _snapshot(device: DeviceLike = None) -> list[dict[str, Any]]:
                         {
                             "addr": block["address"],
                             "real_size": block["requested_size"],
-                            "frames": _frames(block["tag"]),
+                            "frames": _frames(block, recorder),
                         }
                     ]
             segments.append(segment)

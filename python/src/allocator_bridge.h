@@ -14,7 +14,8 @@ inline constexpr std::uint32_t kAllocatorBridgeVersion = 2;
 
 struct AllocatorBridge {
   std::uint32_t version = kAllocatorBridgeVersion;
-  // The npumem::Allocator; it lives until the process ends.
+  // The device's entry in _core's registry (passed back to the functions below); it
+  // lives until the process ends.
   void* allocator = nullptr;
   // Returns the memory, or nullptr with the explanation in *error; *out_of_memory
   // tells an out-of-memory failure from others. Thread safe; needs no Python lock.

@@ -136,6 +136,13 @@ void bind_devices(py::module_& module) {
              return result;
            })
       .def("reset_peak_stats", [](Entry& e) { e.allocator->reset_peak_stats(); })
+      .def("reset_accumulated_stats", [](Entry& e) { e.allocator->reset_accumulated_stats(); })
+      .def(
+          "set_memory_fraction",
+          [](Entry& e, double fraction) { e.allocator->set_memory_fraction(fraction); },
+          py::arg("fraction"), "Caps the HBM the allocator may reserve at a fraction of it")
+      .def_property_readonly("memory_fraction",
+                             [](const Entry& e) { return e.allocator->memory_fraction(); })
       .def(
           "mark_iteration", [](Entry& e) { e.allocator->mark_iteration(); },
           "Marks the start of an iteration: observers (leak check) and strategies see it")
@@ -163,7 +170,7 @@ void bind_devices(py::module_& module) {
       .def(
           "allocate",
           [](Entry& e, std::size_t bytes, npumem::StreamId stream) {
-            return reinterpret_cast<std::uintptr_t>(e.allocator->allocate(bytes, stream));
+            return reinterpret_cast<std::uintptr_t>(allocate_for_python(e, bytes, stream));
           },
           py::arg("bytes"), py::arg("stream") = 0, py::call_guard<py::gil_scoped_release>())
       .def(

@@ -1,6 +1,7 @@
 // The HTML memory timeline of `npumem viz`, drawn from a snapshot JSON, for Python.
 // Built when the tools layer (which renders it) is part of the build.
 #include <string>
+#include <vector>
 
 #include "bindings.h"
 #include "html_timeline.h"
@@ -15,7 +16,7 @@ void bind_timeline(py::module_& module) {
       [](const std::string& snapshot_json, const std::string& title) {
         const nlohmann::json snapshot = nlohmann::json::parse(snapshot_json);
         cli::check_snapshot(snapshot);
-        return cli::render_html_timeline(snapshot, title);
+        return cli::render_html_timeline(std::vector<nlohmann::json>{snapshot}, title);
       },
       py::arg("snapshot_json"), py::arg("title"),
       "A self-contained HTML page: memory over time, the segment map, the largest blocks");

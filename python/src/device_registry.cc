@@ -22,9 +22,14 @@ Registry& registry() {
   return *instance;
 }
 
-void* bridge_allocate(void* allocator, std::size_t bytes, std::string* error, bool* out_of_memory) {
+// The bridge's context is the DeviceEntry.
+Allocator& allocator_of(void* entry) {
+  return *static_cast<DeviceEntry*>(entry)->allocator;
+}
+
+void* bridge_allocate(void* entry, std::size_t bytes, std::string* error, bool* out_of_memory) {
   try {
-    return static_cast<Allocator*>(allocator)->allocate(bytes);
+    return allocate_for_python(*static_cast<DeviceEntry*>(entry), bytes);
   } catch (const OutOfMemory& failure) {
     *error = failure.what();
     *out_of_memory = true;
@@ -35,9 +40,9 @@ void* bridge_allocate(void* allocator, std::size_t bytes, std::string* error, bo
   return nullptr;
 }
 
-bool bridge_deallocate(void* allocator, void* ptr, std::string* error) {
+bool bridge_deallocate(void* entry, void* ptr, std::string* error) {
   try {
-    static_cast<Allocator*>(allocator)->deallocate(ptr);
+    allocator_of(entry).deallocate(ptr);
     return true;
   } catch (const std::exception& failure) {
     *error = failure.what();
@@ -45,25 +50,44 @@ bool bridge_deallocate(void* allocator, void* ptr, std::string* error) {
   }
 }
 
-bool bridge_owns(void* allocator, const void* ptr) {
-  return static_cast<Allocator*>(allocator)->owns(ptr);
+bool bridge_owns(void* entry, const void* ptr) {
+  return allocator_of(entry).owns(ptr);
 }
 
-std::size_t bridge_allocation_size(void* allocator, const void* ptr) {
+std::size_t bridge_allocation_size(void* entry, const void* ptr) {
   try {
-    return static_cast<Allocator*>(allocator)->allocation_size(ptr);
+    return allocator_of(entry).allocation_size(ptr);
   } catch (const InvalidPointer&) {
     return 0;
   }
 }
 
-void bridge_totals(void* allocator, std::int64_t* allocated, std::int64_t* reserved) {
-  const Stats stats = static_cast<Allocator*>(allocator)->stats();
+void bridge_totals(void* entry, std::int64_t* allocated, std::int64_t* reserved) {
+  const Stats stats = allocator_of(entry).stats();
   *allocated = stats.allocated_bytes.all.current;
   *reserved = stats.reserved_bytes.all.current;
 }
 
 }  // namespace
+
+void* allocate_for_python(DeviceEntry& device, std::size_t bytes, StreamId stream) {
+  std::shared_ptr<PythonStacks> stacks;
+  if (device.recording_stacks.load(std::memory_order_acquire)) {
+    std::lock_guard lock(device.stacks_mutex);
+    stacks = device.stacks;
+  }
+  if (!stacks) return device.allocator->allocate(bytes, stream);
+  std::vector<PythonFrame> stack = PythonStacks::capture();  // before the allocator's lock
+  void* ptr = device.allocator->allocate(bytes, stream);
+  if (!stack.empty()) stacks->remember(reinterpret_cast<std::uintptr_t>(ptr), std::move(stack));
+  return ptr;
+}
+
+void record_stacks(DeviceEntry& device, std::shared_ptr<PythonStacks> stacks) {
+  std::lock_guard lock(device.stacks_mutex);
+  device.recording_stacks.store(stacks != nullptr, std::memory_order_release);
+  device.stacks = std::move(stacks);
+}
 
 bool spec_is_host_accessible(const std::string& spec) {
   const std::string_view text = spec;
@@ -90,7 +114,7 @@ DeviceEntry& add_entry(Registry& reg, int index, std::string spec, Allocator& al
   entry->spec = std::move(spec);
   entry->host_accessible = spec_is_host_accessible(entry->spec);
   entry->allocator = &allocator;
-  entry->bridge.allocator = &allocator;
+  entry->bridge.allocator = entry.get();
   entry->bridge.allocate = bridge_allocate;
   entry->bridge.deallocate = bridge_deallocate;
   entry->bridge.owns = bridge_owns;

@@ -4,12 +4,15 @@
 // may be freed by any thread until the process exits.
 #pragma once
 
+#include <atomic>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
 #include "allocator_bridge.h"
 #include "npumem/allocator.h"
+#include "python_stacks.h"
 
 namespace npumem::python {
 
@@ -18,8 +21,18 @@ struct DeviceEntry {
   std::string spec;                // the device spec as given (the index is added as its id)
   bool host_accessible = false;    // its memory is real host memory (tensors may live there)
   Allocator* allocator = nullptr;  // the process's, never destroyed
-  AllocatorBridge bridge;          // points at allocator; handed to npumem._torch
+  AllocatorBridge bridge;          // points at this entry; handed to npumem._torch
+  // Set while _record_memory_history takes Python stacks (record_stacks).
+  std::atomic<bool> recording_stacks{false};
+  std::mutex stacks_mutex;
+  std::shared_ptr<PythonStacks> stacks;
 };
+
+// An allocation for Python code (caching_allocator_alloc, PyTorch's tensors): with
+// its Python stack remembered while stacks are recorded. Throws as Allocator::allocate.
+void* allocate_for_python(DeviceEntry& device, std::size_t bytes, StreamId stream = 0);
+// Starts (or, with nullptr, stops) remembering the stacks of allocate_for_python.
+void record_stacks(DeviceEntry& device, std::shared_ptr<PythonStacks> stacks);
 
 // Makes the device and its allocator; the config is `conf` over NPUMEM_ALLOC_CONF.
 // Throws ConfigError for a bad spec or config, or when the index is taken already

@@ -25,13 +25,20 @@ class StatsTest(unittest.TestCase):
             "allocation.all.peak",
             "num_alloc_retries",
             "num_ooms",
+            "inactive_split.all.current",
+            "inactive_split.large_pool.peak",
+            "inactive_split_bytes.small_pool.freed",
+            "oversize_allocations.current",
+            "oversize_segments.peak",
+            "max_split_size",
         ):
             self.assertIn(key, stats)
         self.assertIn("reserved_bytes.hbm.peak", stats)
         self.assertIn("allocated_bytes.ddr.current", stats)
         pattern = re.compile(
             r"^([a-z_]+\.(all|small_pool|large_pool|hbm|ddr)\.(current|peak|allocated|freed)"
-            r"|num_[a-z_]+"
+            r"|oversize_(allocations|segments)\.(current|peak|allocated|freed)"
+            r"|num_[a-z_]+|max_split_size"
             # npumem's own: copies between tiers per direction (npumem.copy)
             r"|(num_copies|copy_bytes|copy_modelled_ns)\.(hbm|ddr)_to_(hbm|ddr))$"
         )
@@ -95,6 +102,101 @@ class StatsTest(unittest.TestCase):
         self.assertEqual(stats["allocated_bytes.ddr.current"], 12 * MiB)
 
 
+class CachedMemoryStatsTest(unittest.TestCase):
+    def inactive_split_in_snapshot(self, device):
+        """(count, bytes) of free blocks sharing their segment, from the snapshot."""
+        count = size = 0
+        for segment in device.snapshot():
+            if len(segment["blocks"]) > 1:
+                for block in segment["blocks"]:
+                    if block["state"] == "inactive":
+                        count += 1
+                        size += block["size"]
+        return count, size
+
+    def test_inactive_split_counts_free_blocks_sharing_a_segment(self):
+        device = fresh_device("sim:hbm=256MiB,ddr=0")
+        ptrs = [npumem.caching_allocator_alloc(2 * MiB, device) for _ in range(4)]
+        npumem.caching_allocator_delete(ptrs[1], device)
+        stats = npumem.memory_stats(device)
+        # One 20 MiB segment: a free hole of 2 MiB and a free tail of 12 MiB.
+        self.assertEqual(stats["inactive_split.all.current"], 2)
+        self.assertEqual(stats["inactive_split.large_pool.current"], 2)
+        self.assertEqual(stats["inactive_split.small_pool.current"], 0)
+        self.assertEqual(stats["inactive_split_bytes.all.current"], 14 * MiB)
+        self.assertEqual(self.inactive_split_in_snapshot(device), (2, 14 * MiB))
+        for ptr in ptrs[:1] + ptrs[2:]:
+            npumem.caching_allocator_delete(ptr, device)
+        stats = npumem.memory_stats(device)
+        self.assertEqual(stats["inactive_split.all.current"], 0)
+        self.assertEqual(stats["inactive_split_bytes.all.current"], 0)
+        self.assertEqual(self.inactive_split_in_snapshot(device), (0, 0))
+        self.assertGreaterEqual(stats["inactive_split_bytes.all.peak"], 14 * MiB)
+
+    def test_oversize_counts_follow_max_split_size(self):
+        self.assertEqual(npumem.memory_stats(fresh_device())["max_split_size"], -1)
+        device = fresh_device("sim:hbm=256MiB,ddr=0", "max_split_size:32MiB")
+        big = npumem.caching_allocator_alloc(40 * MiB, device)
+        small = npumem.caching_allocator_alloc(4 * MiB, device)
+        stats = npumem.memory_stats(device)
+        self.assertEqual(stats["max_split_size"], 32 * MiB)
+        self.assertEqual(stats["oversize_allocations.current"], 1)
+        self.assertEqual(stats["oversize_segments.current"], 1)
+        npumem.caching_allocator_delete(big, device)
+        npumem.empty_cache(device)
+        stats = npumem.memory_stats(device)
+        self.assertEqual(stats["oversize_allocations.current"], 0)
+        self.assertEqual(stats["oversize_allocations.peak"], 1)
+        self.assertEqual(stats["oversize_segments.current"], 0)
+        self.assertEqual(stats["oversize_segments.freed"], 1)
+        npumem.caching_allocator_delete(small, device)
+
+    def test_reset_accumulated_memory_stats_keeps_current_and_peak(self):
+        device = fresh_device()
+        kept = npumem.caching_allocator_alloc(3 * MiB, device)
+        npumem.caching_allocator_delete(npumem.caching_allocator_alloc(MiB, device), device)
+        before = npumem.memory_stats(device)
+        self.assertGreater(before["allocated_bytes.all.freed"], 0)
+        self.assertGreater(before["num_device_alloc"], 0)
+        npumem.reset_accumulated_memory_stats(device)
+        after = npumem.memory_stats(device)
+        for key in ("allocated_bytes.all.allocated", "allocated_bytes.all.freed",
+                    "allocation.large_pool.allocated", "reserved_bytes.hbm.allocated",
+                    "num_device_alloc"):
+            self.assertEqual(after[key], 0, key)
+        for key in ("allocated_bytes.all.current", "allocated_bytes.all.peak",
+                    "reserved_bytes.all.current"):
+            self.assertEqual(after[key], before[key], key)
+        npumem.caching_allocator_delete(kept, device)
+        self.assertEqual(npumem.memory_stats(device)["allocated_bytes.all.freed"], 3 * MiB)
+
+
+class MemoryFractionTest(unittest.TestCase):
+    def test_the_fraction_caps_hbm_and_the_error_names_it(self):
+        device = fresh_device("sim:hbm=64MiB,ddr=0")
+        npumem.set_per_process_memory_fraction(0.25, device)
+        self.assertEqual(device.memory_fraction, 0.25)
+        self.assertEqual(npumem.mem_get_info(device), (16 * MiB, 16 * MiB))
+        first = npumem.caching_allocator_alloc(10 * MiB, device)
+        with self.assertRaisesRegex(npumem.OutOfMemoryError, r"memory fraction 0\.25"):
+            npumem.caching_allocator_alloc(10 * MiB, device)
+        npumem.set_per_process_memory_fraction(1.0, device)
+        second = npumem.caching_allocator_alloc(10 * MiB, device)
+        for ptr in (first, second):
+            npumem.caching_allocator_delete(ptr, device)
+
+    def test_bad_fractions_are_rejected_and_change_nothing(self):
+        device = fresh_device()
+        npumem.set_per_process_memory_fraction(0.5, device)
+        for bad in (-0.5, 1.01, float("nan")):
+            with self.assertRaisesRegex(ValueError, "between 0 and 1"):
+                npumem.set_per_process_memory_fraction(bad, device)
+        for bad in ("0.5", None, True):
+            with self.assertRaisesRegex(TypeError, "fraction must be a float"):
+                npumem.set_per_process_memory_fraction(bad, device)
+        self.assertEqual(device.memory_fraction, 0.5)
+
+
 class SnapshotTest(unittest.TestCase):
     def test_snapshot_lists_segments_and_blocks_with_tier_pool_and_tag(self):
         device = fresh_device()
@@ -140,6 +242,9 @@ class ErrorTest(unittest.TestCase):
         device = fresh_device()
         ptr = npumem.caching_allocator_alloc(100, device)
         npumem.caching_allocator_delete(ptr, device)
+        # The check returns blocks this thread's front cache keeps to the pools (moving
+        # them into inactive_split), as a snapshot does.
+        device.snapshot()
         before = npumem.memory_stats(device)
         with self.assertRaises(npumem.InvalidPointerError):
             npumem.caching_allocator_delete(ptr, device)

@@ -26,7 +26,7 @@ def flamegraph_lines(lines: str) -> str:
 class MemoryVizTest(unittest.TestCase):
     def setUp(self):
         self.device = fresh_device()
-        npumem._record_memory_history(True, self.device.index)
+        npumem._record_memory_history(True, self.device.index, stacks=None)
         self.addCleanup(npumem._record_memory_history, False, self.device.index)
         with npumem.tag("Model.encoder"):
             self.tagged = npumem.caching_allocator_alloc(3 * MiB, self.device)
@@ -65,11 +65,52 @@ class MemoryVizTest(unittest.TestCase):
         self.assertEqual(result.returncode, 0, result.stderr)
         self.assertIn("'active_allocated'", result.stdout)
 
+    def test_python_stacks_reach_the_flame_graph(self):
+        npumem._record_memory_history(True, self.device.index)
+        ptr = npumem.caching_allocator_alloc(5000, self.device)
+        self.addCleanup(npumem.caching_allocator_delete, ptr, self.device)
+        memory = memory_viz.memory(npumem._snapshot(self.device.index), flamegraph_lines)
+        self.assertRegex(
+            memory,
+            r"stream_0;active_allocated;.*test_torch_memory_viz\.py:\d+:"
+            r"test_python_stacks_reach_the_flame_graph;memory\.py:\d+:caching_allocator_alloc 5000",
+        )
+
     def test_without_recording_blocks_have_no_history(self):
         npumem._record_memory_history(False, self.device.index)
         for segment in npumem._snapshot(self.device.index):
             for block in segment["blocks"]:
                 self.assertNotIn("history", block)
+
+
+class TorchStacksTest(unittest.TestCase):
+    """Tensors PyTorch allocates through npumem.torch carry the Python stack that made
+    them and, under tag_modules, the module path as the outermost frame."""
+
+    def test_a_forward_tensor_names_the_module_and_the_code(self):
+        import torch
+
+        import npumem.torch
+
+        device = npumem.torch.install("sim:hbm=256MiB,ddr=0,backing=host", device=0)
+        npumem._record_memory_history(True, device.index)
+        self.addCleanup(npumem._record_memory_history, False, device.index)
+        model = torch.nn.Sequential(torch.nn.Linear(256, 1024))
+        with npumem.torch.tag_modules():
+            output = model(torch.ones(64, 256))
+        frames = None
+        for segment in npumem._snapshot(device.index):
+            for block in segment["blocks"]:
+                if block["address"] == output.data_ptr():
+                    frames = block["history"][0]["frames"]
+        self.assertIsNotNone(frames, "the output tensor's block is in the snapshot")
+        self.assertEqual(frames[-1]["name"], "Sequential.0")
+        names = [(os.path.basename(frame["filename"]), frame["name"]) for frame in frames]
+        self.assertIn(("linear.py", "forward"), names)
+        self.assertIn(
+            ("test_torch_memory_viz.py", "test_a_forward_tensor_names_the_module_and_the_code"),
+            names,
+        )
 
 
 if __name__ == "__main__":

@@ -140,6 +140,21 @@ npumem_status_t npumem_reset_peak_stats(npumem_allocator_t* allocator) noexcept 
   });
 }
 
+npumem_status_t npumem_reset_accumulated_stats(npumem_allocator_t* allocator) noexcept {
+  return guarded([&] {
+    allocator_of(allocator).reset_accumulated_stats();
+    return NPUMEM_OK;
+  });
+}
+
+npumem_status_t npumem_set_memory_fraction(npumem_allocator_t* allocator,
+                                           double fraction) noexcept {
+  return guarded([&] {
+    allocator_of(allocator).set_memory_fraction(fraction);
+    return NPUMEM_OK;
+  });
+}
+
 npumem_status_t npumem_empty_cache(npumem_allocator_t* allocator, size_t* released) noexcept {
   return guarded([&] {
     const std::size_t bytes = allocator_of(allocator).empty_cache();

@@ -64,6 +64,22 @@ void Allocator::reset_peak_stats() {
   impl_->drop_credit();
 }
 
+void Allocator::reset_accumulated_stats() {
+  std::lock_guard lock(impl_->mutex);
+  impl_->stats.reset_accumulated();
+  for (auto& pool : impl_->pools) pool->stats.reset_accumulated();
+}
+
+void Allocator::set_memory_fraction(double fraction) {
+  std::lock_guard lock(impl_->mutex);
+  impl_->set_memory_fraction(fraction);
+}
+
+double Allocator::memory_fraction() const {
+  std::lock_guard lock(impl_->mutex);
+  return impl_->memory_fraction;
+}
+
 std::size_t Allocator::empty_cache() {
   return impl_->empty_cache();
 }

@@ -60,12 +60,9 @@ Allocator::Impl::Impl(std::shared_ptr<Device> dev, Config conf,
                       std::to_string(config.granule));
   }
   for (Tier tier : kAllTiers) {
-    const TierInfo info = device->tier_info(tier);
-    const std::uint64_t limit = tier == Tier::hbm ? config.hbm_limit : config.ddr_limit;
-    tier_limit[index(tier)] =
-        info.present ? (limit == 0 ? info.capacity_bytes : std::min(limit, info.capacity_bytes))
-                     : 0;
-    tier_granularity[index(tier)] = std::max<std::uint64_t>(info.granularity_bytes, 1);
+    tier_limit[index(tier)] = configured_limit(tier);
+    tier_granularity[index(tier)] =
+        std::max<std::uint64_t>(device->tier_info(tier).granularity_bytes, 1);
   }
   cached_tier = tier_limit[index(Tier::hbm)] != 0 ? Tier::hbm : Tier::ddr;
   if (config.strategy == Strategy::expandable && !device->supports_virtual_memory()) {
@@ -124,6 +121,28 @@ Allocator::Impl::~Impl() {
   flush_recycled();
   streams.drop(*device);
   release_everything();
+}
+
+std::uint64_t Allocator::Impl::configured_limit(Tier tier) const {
+  const TierInfo info = device->tier_info(tier);
+  if (!info.present) return 0;
+  const std::uint64_t limit = tier == Tier::hbm ? config.hbm_limit : config.ddr_limit;
+  return limit == 0 ? info.capacity_bytes : std::min(limit, info.capacity_bytes);
+}
+
+// PyTorch's setMemoryFraction: what is reserved already stays; growth past the new
+// limit is refused (and spills to DDR when allowed).
+void Allocator::Impl::set_memory_fraction(double fraction) {
+  if (!(fraction >= 0.0 && fraction <= 1.0)) {
+    throw ConfigError("memory fraction must be between 0 and 1, got " + std::to_string(fraction));
+  }
+  const TierInfo hbm = device->tier_info(Tier::hbm);
+  if (!hbm.present) {
+    throw ConfigError("device " + device->name() + " has no HBM to take a memory fraction of");
+  }
+  memory_fraction = fraction;
+  const auto share = static_cast<std::uint64_t>(fraction * static_cast<double>(hbm.capacity_bytes));
+  tier_limit[index(Tier::hbm)] = std::min(configured_limit(Tier::hbm), share);
 }
 
 // While one cache exists (solo), its thread works under the allocator's own lock
@@ -278,7 +297,7 @@ PoolState& Allocator::Impl::create_pool(const std::string& name, std::uint64_t q
     pools.front()->stats = stats;
     per_pool_stats = true;
   }
-  pools.push_back(std::make_unique<PoolState>(name, quota_bytes, tier));
+  pools.push_back(std::make_unique<PoolState>(name, quota_bytes, &stats, tier));
   try {
     source->pool_created(*pools.back());
   } catch (...) {
@@ -505,12 +524,16 @@ void Allocator::Impl::add_reserved(PoolState& pool, Tier tier, PoolKind kind, st
       static_cast<std::uint64_t>(stats.reserved_bytes.by_tier[index(tier)].current));
 }
 
-void Allocator::Impl::add_segments(PoolState& pool, Tier tier, PoolKind kind, std::int64_t count) {
+void Allocator::Impl::add_segments(PoolState& pool, Tier tier, PoolKind kind, std::int64_t count,
+                                   std::size_t segment_bytes) {
+  const bool oversize = segment_bytes >= config.max_split_size;
   for (Stats* s : {&stats, &pool.stats}) {
     if (count >= 0) {
       s->segment.increase(kind, tier, count);
+      if (oversize) s->oversize_segments.increase(count);
     } else {
       s->segment.decrease(kind, tier, -count);
+      if (oversize) s->oversize_segments.decrease(-count);
     }
   }
 }
@@ -564,16 +587,19 @@ void Allocator::Impl::count_block(PoolState& pool, const Block& block, bool allo
   const PoolKind kind = block.segment->kind;
   const auto size = static_cast<std::int64_t>(block.size);
   const auto requested = static_cast<std::int64_t>(block.requested);
+  const bool oversize = block.size >= config.max_split_size;
   for (Stats* s : {&stats, per_pool_stats ? &pool.stats : nullptr}) {
     if (s == nullptr) continue;
     if (allocated) {
       s->allocated_bytes.increase(kind, tier, size);
       s->requested_bytes.increase(kind, tier, requested);
       s->allocation.increase(kind, tier, 1);
+      if (oversize) s->oversize_allocations.increase(1);
     } else {
       s->allocated_bytes.decrease(kind, tier, size);
       s->requested_bytes.decrease(kind, tier, requested);
       s->allocation.decrease(kind, tier, 1);
+      if (oversize) s->oversize_allocations.decrease(1);
     }
   }
 }
@@ -582,6 +608,9 @@ Stats Allocator::Impl::public_stats(const PoolState* pool) const {
   Stats out = pool == nullptr || !per_pool_stats ? stats : pool->stats;
   out.active_bytes = out.allocated_bytes;
   out.active = out.allocation;
+  if (config.max_split_size != std::numeric_limits<std::uint64_t>::max()) {
+    out.max_split_size = static_cast<std::int64_t>(config.max_split_size);
+  }
   return out;
 }
 
@@ -597,7 +626,8 @@ void Allocator::Impl::deallocate(void* ptr) {
     cache->lock.lock();
     block = live.find(address);
     if (block != nullptr && block->owner == cache && !block->cached && observers.empty() &&
-        !streams.orders(block) && cache->counts_for(block->segment->pool) && cache->keep(block)) {
+        !streams.orders(block) && cache->counts_for(block->segment->pool) && cacheable(*block) &&
+        cache->keep(block)) {
       cache->count_free(*block);
       cache->lock.unlock();
       return;
@@ -632,7 +662,10 @@ void Allocator::Impl::deallocate_locked(std::uintptr_t address, Block* block, Th
     }
     // The planned strategy's large blocks go back at once: their offsets are planned.
     const bool keepable = planned == nullptr || block->segment->kind == PoolKind::small;
-    if (block->owner == cache && keepable && !streams.orders(block) && cache->keep(block)) return;
+    if (block->owner == cache && keepable && !streams.orders(block) && cacheable(*block) &&
+        cache->keep(block)) {
+      return;
+    }
   }
   live.erase(address);
   block->owner = nullptr;
@@ -802,6 +835,7 @@ core::OomContext Allocator::Impl::oom_context(PoolState& pool, std::size_t bytes
   c.strategy = std::string(strategy_name(config.strategy));
   c.spill_to_ddr = config.spill_to_ddr;
   c.device_error = device->last_error();
+  c.memory_fraction = memory_fraction;
   for (Tier tier : kAllTiers) {
     core::TierMemory& t = c.tiers[index(tier)];
     const TierInfo info = device->tier_info(tier);

@@ -70,6 +70,9 @@ struct Allocator::Impl {
   core::PoolState* find_pool(const std::string& name) const;
   // Statistics as users see them: the allocator's (nullptr) or one pool's.
   Stats public_stats(const core::PoolState* pool) const;
+  // Caps the HBM limit at `fraction` of the tier's capacity (ConfigError outside [0, 1]).
+  void set_memory_fraction(double fraction);
+  double memory_fraction = 1.0;  // of HBM's capacity this allocator may reserve
   // The calling thread's pool scope (PoolScope): which allocator, which pool.
   static void set_scope(const Impl* owner, core::PoolState* pool);
   static const Impl* scope_owner();
@@ -81,12 +84,17 @@ struct Allocator::Impl {
   core::GrowResult admit(const core::PoolState& pool, Tier tier, std::size_t bytes) const;
   bool would_raise_high_water(Tier tier, std::size_t bytes) const;
   void add_reserved(core::PoolState& pool, Tier tier, PoolKind kind, std::int64_t bytes);
-  void add_segments(core::PoolState& pool, Tier tier, PoolKind kind, std::int64_t count);
+  // `count` segments of `segment_bytes` each made (> 0) or released (< 0).
+  void add_segments(core::PoolState& pool, Tier tier, PoolKind kind, std::int64_t count,
+                    std::size_t segment_bytes);
   void count_device_call(core::PoolState& pool, bool allocation);
   std::size_t release_cached(core::PoolState& pool, Tier tier);
   // Returns the front caches' kept blocks to their block pools (coalescing them).
   void flush_recycled() const;
   bool any_cached() const;
+  // Whether a front cache may keep the block: oversize blocks go back to the pools, so
+  // the fast paths, which count no oversize allocations, never serve one.
+  bool cacheable(const core::Block& block) const { return block.size < config.max_split_size; }
   // Takes back all front-cache credit (peaks were reset: there is no slack left).
   void drop_credit();
   void notify(EventKind kind, std::uint64_t address, std::uint64_t bytes, std::uint64_t requested,
@@ -95,11 +103,11 @@ struct Allocator::Impl {
   std::shared_ptr<Device> device;
   Config config;
   mutable ExclusiveLock mutex{*this};
+  Stats stats;  // before pools: their block pools count into it until destroyed
   std::vector<std::unique_ptr<core::PoolState>> pools;  // pools[0] is "default"
   // Live blocks and the blocks front caches keep (a cached block stays here, so its
   // reuse touches no table). Changed under the lock only; front caches read it.
   mutable core::PointerMap live;
-  Stats stats;
   std::vector<std::shared_ptr<AllocatorObserver>> observers;
   std::vector<std::string> warnings;
   // Per-pool block statistics start when the first named pool is created.
@@ -158,6 +166,8 @@ struct Allocator::Impl {
   // the statistics. False for good once a second thread allocates or frees.
   std::atomic<bool> solo{true};
   Tier cached_tier = Tier::hbm;  // front caches keep the first tier's blocks only
+  // The limit the config and the device give a tier (before any memory fraction).
+  std::uint64_t configured_limit(Tier tier) const;
   std::array<std::uint64_t, kTierCount> tier_limit{};
   std::array<std::uint64_t, kTierCount> tier_granularity{};
   // Highest reserved bytes per tier ever reached; unlike the peak stat, not reset.

@@ -1,5 +1,7 @@
 #include "core/block_pool.h"
 
+#include "core/pool_state.h"
+
 namespace npumem::core {
 
 BlockPool::~BlockPool() {
@@ -14,6 +16,7 @@ void BlockPool::file(Block* block) {
   if (block->mapped) {
     if (!block->segment->closed) index_.insert(block);
     free_bytes_ += block->size;
+    count_inactive_split(block, true);
   } else {
     unmapped_.insert(block);
   }
@@ -23,8 +26,24 @@ void BlockPool::unfile(Block* block) {
   if (block->mapped) {
     if (!block->segment->closed) index_.remove(block);
     free_bytes_ -= block->size;
+    count_inactive_split(block, false);
   } else {
     unmapped_.remove(block);
+  }
+}
+
+void BlockPool::count_inactive_split(const Block* block, bool filed) {
+  if (!is_split(block)) return;
+  const auto bytes = static_cast<std::int64_t>(block->size);
+  for (Stats* stats : {pool_ != nullptr ? &pool_->stats : nullptr, totals_}) {
+    if (stats == nullptr) continue;
+    if (filed) {
+      stats->inactive_split.increase(kind_, tier_, 1);
+      stats->inactive_split_bytes.increase(kind_, tier_, bytes);
+    } else {
+      stats->inactive_split.decrease(kind_, tier_, 1);
+      stats->inactive_split_bytes.decrease(kind_, tier_, bytes);
+    }
   }
 }
 

@@ -2,7 +2,9 @@
 // segments, their blocks, and a free index. Splits blocks on allocation and
 // coalesces free neighbours on release. Free blocks of expandable ranges may be
 // unmapped (no physical memory); they sit in a second index and never serve a
-// request until mapped. Knows nothing of devices or statistics.
+// request until mapped. Knows nothing of devices; of the statistics it keeps only
+// its inactive split blocks (free mapped blocks sharing their segment), in its pool's
+// Stats and the allocator's.
 #pragma once
 
 #include <cstddef>
@@ -17,7 +19,9 @@ namespace npumem::core {
 
 class BlockPool {
  public:
-  BlockPool(Tier tier, PoolKind kind, PoolState* pool) : tier_(tier), kind_(kind), pool_(pool) {}
+  // `pool` and `totals` (each may be nullptr) receive the inactive split counts.
+  BlockPool(Tier tier, PoolKind kind, PoolState* pool, Stats* totals = nullptr)
+      : tier_(tier), kind_(kind), pool_(pool), totals_(totals) {}
   ~BlockPool();
   BlockPool(const BlockPool&) = delete;
   BlockPool& operator=(const BlockPool&) = delete;
@@ -86,6 +90,12 @@ class BlockPool {
   Block* settle_free(Block* block);
   void file(Block* block);
   void unfile(Block* block);
+  // A filed block keeps its neighbours' presence until unfiled (splits and merges
+  // unfile first), so file and unfile see the same answer.
+  static bool is_split(const Block* block) {
+    return block->prev != nullptr || block->next != nullptr;
+  }
+  void count_inactive_split(const Block* block, bool filed);
   void drop_segment(Segment* segment);
   void link_idle(Segment* segment);
   void unlink_idle(Segment* segment);
@@ -93,6 +103,7 @@ class BlockPool {
   Tier tier_;
   PoolKind kind_;
   PoolState* pool_;
+  Stats* totals_;
   FreeIndex index_;     // free mapped blocks
   FreeIndex unmapped_;  // free unmapped blocks
   ObjectPool<Block> block_records_;

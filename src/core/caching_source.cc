@@ -59,7 +59,7 @@ GrowResult CachingSource::add_segment(PoolState& pool, BlockPool& blocks, std::s
   }
   const Segment* segment = blocks.add_segment(reinterpret_cast<std::uintptr_t>(address), bytes);
   allocator_.count_device_call(pool, true);
-  allocator_.add_segments(pool, tier, blocks.kind(), 1);
+  allocator_.add_segments(pool, tier, blocks.kind(), 1, bytes);
   allocator_.add_reserved(pool, tier, blocks.kind(), static_cast<std::int64_t>(bytes));
   allocator_.notify(EventKind::segment_alloc, segment->address, bytes, 0, tier, pool);
   return GrowResult::ok;
@@ -75,7 +75,7 @@ std::size_t CachingSource::release_except(PoolState& pool, BlockPool& blocks,
   return blocks.remove_free_segments(keep, [&](const Segment& segment) {
     allocator_.device->free_segment(tier, reinterpret_cast<void*>(segment.address), segment.size);
     allocator_.count_device_call(pool, false);
-    allocator_.add_segments(pool, tier, blocks.kind(), -1);
+    allocator_.add_segments(pool, tier, blocks.kind(), -1, segment.size);
     allocator_.add_reserved(pool, tier, blocks.kind(), -static_cast<std::int64_t>(segment.size));
     allocator_.notify(EventKind::segment_free, segment.address, segment.size, 0, tier, pool);
   });

@@ -37,6 +37,11 @@ std::string advice(const OomContext& c) {
              "max_split_size to keep large cached blocks whole.";
     }
   }
+  if (c.memory_fraction < 1.0 && hbm.limit_bytes < hbm.capacity_bytes &&
+      hbm.reserved_bytes + c.rounded_bytes > hbm.limit_bytes) {
+    return "Advice: the per-process memory fraction holds HBM below its capacity; raise it "
+           "(set_per_process_memory_fraction) or free tensors.";
+  }
   if (!c.spill_to_ddr && ddr.present && ddr.limit_bytes > ddr.reserved_bytes + c.rounded_bytes) {
     return "Advice: DDR has room; allow spilling with spill_to_ddr:true.";
   }
@@ -77,6 +82,12 @@ std::string explain_out_of_memory(const OomContext& c) {
                     format_bytes(t.largest_free_bytes).c_str(), percent(t.fragmentation).c_str());
     }
     out << line;
+  }
+  if (c.memory_fraction < 1.0) {
+    char fraction[32];
+    std::snprintf(fraction, sizeof fraction, "%g", c.memory_fraction);
+    out << "  (HBM is capped at " << percent(c.memory_fraction) << " of its capacity by the "
+        << "per-process memory fraction " << fraction << ")\n";
   }
   if (!c.spill_to_ddr) out << "  (spilling to DDR is disabled)\n";
   if (!c.device_error.empty()) out << "  device: " << c.device_error << "\n";

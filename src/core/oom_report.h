@@ -33,6 +33,7 @@ struct OomContext {
   bool arena_exhausted = false;  // the static arena is full and fallback is off
   std::string strategy;
   bool spill_to_ddr = true;
+  double memory_fraction = 1.0;  // of HBM's capacity (set_memory_fraction)
   std::array<TierMemory, kTierCount> tiers;
   std::string device_error;  // the driver's word on its last refusal (Device::last_error)
 };

@@ -13,12 +13,14 @@
 namespace npumem::core {
 
 struct PoolState {
-  PoolState(std::string pool_name, std::uint64_t quota, std::optional<Tier> tier = std::nullopt)
+  // `totals`: the allocator's statistics, which the block pools count into too.
+  PoolState(std::string pool_name, std::uint64_t quota, Stats* totals,
+            std::optional<Tier> tier = std::nullopt)
       : name(std::move(pool_name)), quota_bytes(quota), pinned_tier(tier) {
     for (Tier tier : kAllTiers) {
       for (PoolKind kind : {PoolKind::small, PoolKind::large}) {
         blocks[static_cast<int>(tier)][static_cast<int>(kind)] =
-            std::make_unique<BlockPool>(tier, kind, this);
+            std::make_unique<BlockPool>(tier, kind, this, totals);
       }
     }
   }
@@ -35,7 +37,7 @@ struct PoolState {
   std::string name;
   std::uint64_t quota_bytes;        // 0: no quota
   std::optional<Tier> pinned_tier;  // set: allocations come only from this tier
-  Stats stats;
+  Stats stats;                      // before blocks: they count into it until destroyed
   std::array<std::array<std::unique_ptr<BlockPool>, 2>, kTierCount> blocks;
 };
 

@@ -10,11 +10,33 @@ void StatSplit::reset_peak() {
   for (Stat& stat : by_tier) stat.reset_peak();
 }
 
+void StatSplit::reset_accumulated() {
+  all.reset_accumulated();
+  for (Stat& stat : by_kind) stat.reset_accumulated();
+  for (Stat& stat : by_tier) stat.reset_accumulated();
+}
+
+std::array<StatSplit*, 9> Stats::splits() {
+  return {&allocated_bytes, &active_bytes, &requested_bytes, &reserved_bytes,      &allocation,
+          &active,          &segment,      &inactive_split,  &inactive_split_bytes};
+}
+
 void Stats::reset_peak() {
-  for (StatSplit* split : {&allocated_bytes, &active_bytes, &requested_bytes, &reserved_bytes,
-                           &allocation, &active, &segment}) {
-    split->reset_peak();
-  }
+  for (StatSplit* split : splits()) split->reset_peak();
+  oversize_allocations.reset_peak();
+  oversize_segments.reset_peak();
+}
+
+void Stats::reset_accumulated() {
+  for (StatSplit* split : splits()) split->reset_accumulated();
+  oversize_allocations.reset_accumulated();
+  oversize_segments.reset_accumulated();
+  num_alloc_retries = 0;
+  num_ooms = 0;
+  num_device_alloc = 0;
+  num_device_free = 0;
+  num_spills = 0;
+  num_reclaims = 0;
 }
 
 namespace {
@@ -48,6 +70,11 @@ std::map<std::string, std::int64_t> Stats::as_map() const {
   add_split(out, "allocation", allocation);
   add_split(out, "active", active);
   add_split(out, "segment", segment);
+  add_split(out, "inactive_split", inactive_split);
+  add_split(out, "inactive_split_bytes", inactive_split_bytes);
+  add_stat(out, "oversize_allocations", oversize_allocations);
+  add_stat(out, "oversize_segments", oversize_segments);
+  out["max_split_size"] = max_split_size;
   out["num_alloc_retries"] = num_alloc_retries;
   out["num_ooms"] = num_ooms;
   out["num_device_alloc"] = num_device_alloc;

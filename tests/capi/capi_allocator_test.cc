@@ -213,6 +213,31 @@ TEST_F(CapiAllocator, ResetPeakStatsDropsThePeakToTheCurrentValue) {
   EXPECT_EQ(stats().allocated_bytes_peak, 0);
 }
 
+TEST_F(CapiAllocator, ResetAccumulatedStatsZeroesTotalsOnly) {
+  void* ptr = nullptr;
+  ASSERT_EQ(npumem_allocate(allocator_, 8 * kMiB, &ptr), NPUMEM_OK);
+  ASSERT_EQ(npumem_reset_accumulated_stats(allocator_), NPUMEM_OK);
+  EXPECT_EQ(stat("allocated_bytes.all.allocated"), 0);
+  EXPECT_EQ(stat("num_device_alloc"), 0);
+  EXPECT_EQ(stat("allocated_bytes.all.current"), 8 * kMiB);
+  ASSERT_EQ(npumem_deallocate(allocator_, ptr), NPUMEM_OK);
+  EXPECT_EQ(stat("allocated_bytes.all.freed"), 8 * kMiB);
+  EXPECT_EQ(npumem_reset_accumulated_stats(nullptr), NPUMEM_INVALID_ARGUMENT);
+}
+
+TEST_F(CapiAllocator, MemoryFractionCapsHbm) {
+  ASSERT_EQ(npumem_set_memory_fraction(allocator_, 0.01), NPUMEM_OK);  // about 10 MiB
+  void* ptr = nullptr;
+  EXPECT_EQ(npumem_allocate(allocator_, 64 * kMiB, &ptr), NPUMEM_OUT_OF_MEMORY);
+  EXPECT_NE(std::string(npumem_last_error()).find("memory fraction 0.01"), std::string::npos)
+      << npumem_last_error();
+  EXPECT_EQ(npumem_set_memory_fraction(allocator_, 2.0), NPUMEM_INVALID_CONFIG);
+  EXPECT_NE(std::string(npumem_last_error()).find("between 0 and 1"), std::string::npos);
+  ASSERT_EQ(npumem_set_memory_fraction(allocator_, 1.0), NPUMEM_OK);
+  ASSERT_EQ(npumem_allocate(allocator_, 64 * kMiB, &ptr), NPUMEM_OK);
+  EXPECT_EQ(npumem_deallocate(allocator_, ptr), NPUMEM_OK);
+}
+
 TEST_F(CapiAllocator, EmptyCacheReleasesCachedSegments) {
   void* ptr = nullptr;
   ASSERT_EQ(npumem_allocate(allocator_, 4 * kMiB, &ptr), NPUMEM_OK);

@@ -1,5 +1,6 @@
 // Checks an allocator's whole state against its snapshot: segments disjoint, blocks
-// tiling each segment exactly, free neighbours coalesced, statistics equal to a recount.
+// tiling each segment exactly, free neighbours coalesced, statistics (inactive split
+// blocks too) equal to a recount.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -17,6 +18,7 @@ inline void expect_consistent(const Allocator& allocator,
   const std::vector<SegmentInfo> segments = allocator.snapshot();
   const Stats stats = allocator.stats();
   std::int64_t reserved = 0, allocated = 0, requested = 0, blocks_allocated = 0;
+  std::int64_t inactive_split = 0, inactive_split_bytes = 0;
   std::uint64_t previous_end = 0;
   std::map<std::uint64_t, std::uint64_t> allocated_blocks;
   for (const SegmentInfo& segment : segments) {
@@ -29,6 +31,10 @@ inline void expect_consistent(const Allocator& allocator,
       ASSERT_GT(block.size, 0u);
       cursor += block.size;
       if (block.mapped) reserved += static_cast<std::int64_t>(block.size);
+      if (block.mapped && !block.allocated && segment.blocks.size() > 1) {
+        ++inactive_split;
+        inactive_split_bytes += static_cast<std::int64_t>(block.size);
+      }
       ASSERT_TRUE(block.mapped || !block.allocated) << "an allocated block is unmapped";
       if (block.allocated) {
         allocated += static_cast<std::int64_t>(block.size);
@@ -47,6 +53,8 @@ inline void expect_consistent(const Allocator& allocator,
   EXPECT_EQ(stats.requested_bytes.all.current, requested);
   EXPECT_EQ(stats.allocation.all.current, blocks_allocated);
   EXPECT_EQ(stats.segment.all.current, static_cast<std::int64_t>(segments.size()));
+  EXPECT_EQ(stats.inactive_split.all.current, inactive_split);
+  EXPECT_EQ(stats.inactive_split_bytes.all.current, inactive_split_bytes);
   ASSERT_EQ(allocated_blocks.size(), live.size());
   for (const auto& [ptr, bytes] : live) {
     const auto found = allocated_blocks.find(reinterpret_cast<std::uint64_t>(ptr));

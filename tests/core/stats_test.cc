@@ -32,9 +32,35 @@ TEST(Stats, MapUsesPyTorchKeysPlusTiers) {
   for (const char* key :
        {"reserved_bytes.all.freed", "active_bytes.all.current", "requested_bytes.all.current",
         "allocation.all.current", "segment.all.current", "active.all.current", "num_alloc_retries",
-        "num_device_alloc", "num_device_free", "num_spills", "num_reclaims"}) {
+        "num_device_alloc", "num_device_free", "num_spills", "num_reclaims",
+        "inactive_split.large_pool.peak", "inactive_split_bytes.all.freed",
+        "oversize_allocations.current", "oversize_segments.allocated"}) {
     EXPECT_EQ(map.count(key), 1u) << key;
   }
+  EXPECT_EQ(map.at("max_split_size"), -1);
+  EXPECT_EQ(map.count("oversize_allocations.all.current"), 0u) << "PyTorch's keys have no split";
+}
+
+TEST(Stats, ResetAccumulatedKeepsCurrentAndPeak) {
+  Stats stats;
+  stats.allocated_bytes.increase(PoolKind::small, Tier::hbm, 300);
+  stats.allocated_bytes.decrease(PoolKind::small, Tier::hbm, 100);
+  stats.oversize_segments.increase(2);
+  stats.num_ooms = 3;
+  stats.num_spills = 1;
+  stats.reset_accumulated();
+  for (const Stat& stat :
+       {stats.allocated_bytes.all, stats.allocated_bytes.by_kind[static_cast<int>(PoolKind::small)],
+        stats.allocated_bytes.by_tier[static_cast<int>(Tier::hbm)]}) {
+    EXPECT_EQ(stat.allocated, 0);
+    EXPECT_EQ(stat.freed, 0);
+    EXPECT_EQ(stat.current, 200);
+    EXPECT_EQ(stat.peak, 300);
+  }
+  EXPECT_EQ(stats.oversize_segments.allocated, 0);
+  EXPECT_EQ(stats.oversize_segments.current, 2);
+  EXPECT_EQ(stats.num_ooms, 0);
+  EXPECT_EQ(stats.num_spills, 0);
 }
 
 }  // namespace

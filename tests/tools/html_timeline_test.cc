@@ -25,7 +25,8 @@ nlohmann::json snapshot_with_tag(const std::string& tag) {
 TEST(HtmlTimeline, IsOneSelfContainedPageWithTheSnapshotInside) {
   const nlohmann::json snapshot = snapshot_with_tag("attention");
   check_snapshot(snapshot);
-  const std::string page = render_html_timeline(snapshot, "run <1>.json");
+  const std::string page =
+      render_html_timeline(std::vector<nlohmann::json>{snapshot}, "run <1>.json");
   EXPECT_EQ(page.rfind("<!DOCTYPE html>", 0), 0u);
   EXPECT_NE(page.find("<title>npumem: run &lt;1&gt;.json</title>"), std::string::npos);
   EXPECT_NE(page.find("data-rendered=\"pending\""), std::string::npos);
@@ -39,8 +40,8 @@ TEST(HtmlTimeline, IsOneSelfContainedPageWithTheSnapshotInside) {
 }
 
 TEST(HtmlTimeline, TagsCannotCloseTheScriptElement) {
-  const std::string page =
-      render_html_timeline(snapshot_with_tag("</script><script>alert(1)"), "x");
+  const std::string page = render_html_timeline(
+      std::vector<nlohmann::json>{snapshot_with_tag("</script><script>alert(1)")}, "x");
   EXPECT_EQ(page.find("</script><script>alert"), std::string::npos);
   EXPECT_NE(page.find("\\u003c/script>\\u003cscript>alert(1)"), std::string::npos);
 }

@@ -95,6 +95,40 @@ TEST(VizCliTest, APoolFilterDrawsThatPoolAlone) {
   std::filesystem::remove_all(dir);
 }
 
+TEST(VizCliTest, ADeviceSelectorDrawsOneSnapshotOfSeveral) {
+  if (!std::filesystem::exists(kChromium)) GTEST_SKIP() << "no " << kChromium;
+  const auto dir = scratch();
+  const auto first_trace = dir / "first.trace";
+  const auto second_trace = dir / "second.trace";
+  std::ofstream(first_trace) << "a 1 1024\na 2 5120\nf 2\n";
+  std::ofstream(second_trace) << "a 1 4096\na 2 4096\n";
+  const auto first = dir / "first.json";
+  const auto second = dir / "second.json";
+  ASSERT_EQ(run_npumem("replay " + first_trace.string() + " --device sim:hbm=1GiB --record " +
+                       first.string())
+                .exit_code,
+            0);
+  ASSERT_EQ(run_npumem("replay " + second_trace.string() + " --device sim:hbm=2GiB --record " +
+                       second.string())
+                .exit_code,
+            0);
+  const auto page = dir / "timeline.html";
+  ASSERT_EQ(run_npumem("viz " + first.string() + " " + second.string() + " -o " + page.string())
+                .exit_code,
+            0);
+  const std::string shown_first = rendered_dom(page.string(), dir);
+  EXPECT_NE(shown_first.find("data-device=\"0\""), std::string::npos)
+      << shown_first.substr(0, 1500);
+  EXPECT_NE(shown_first.find("data-drawn-peak=\"6144\""), std::string::npos);
+  EXPECT_NE(shown_first.find(">0: sim"), std::string::npos);
+  EXPECT_NE(shown_first.find(">1: sim"), std::string::npos);
+  const std::string shown_second = rendered_dom(page.string() + "#device=1", dir);
+  EXPECT_NE(shown_second.find("data-device=\"1\""), std::string::npos)
+      << shown_second.substr(0, 1500);
+  EXPECT_NE(shown_second.find("data-drawn-peak=\"8192\""), std::string::npos);
+  std::filesystem::remove_all(dir);
+}
+
 TEST(VizCliTest, TheTimelineMarksOomsDroppedEventsAndNonDefaultSettings) {
   if (!std::filesystem::exists(kChromium)) GTEST_SKIP() << "no " << kChromium;
   const auto dir = scratch();

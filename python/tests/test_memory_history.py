@@ -1,0 +1,101 @@
+"""_record_memory_history records the Python stack of each allocation (innermost frame
+first, the memory tag as the outermost), and _snapshot() hands it out per block."""
+
+from __future__ import annotations
+
+import inspect
+import os
+import unittest
+
+import npumem
+from support import fresh_device
+
+MiB = 1 << 20
+
+
+def allocate_here(device, size):
+    return npumem.caching_allocator_alloc(size, device)
+
+
+def lines_of(function):
+    source, first = inspect.getsourcelines(function)
+    return range(first, first + len(source))
+
+
+def history_frames(device, address):
+    for segment in npumem._snapshot(device.index):
+        for block in segment["blocks"]:
+            if block["address"] == address:
+                return block["history"][0]["frames"]
+    raise AssertionError(f"no block at {address:#x}")
+
+
+def same_file(path, expected):
+    return os.path.realpath(path) == os.path.realpath(expected)
+
+
+class PythonFramesTest(unittest.TestCase):
+    def setUp(self):
+        self.device = fresh_device()
+        self.addCleanup(npumem._record_memory_history, False, self.device.index)
+
+    def test_frames_name_the_code_that_allocated(self):
+        npumem._record_memory_history(True, self.device.index)
+        ptr = allocate_here(self.device, MiB)
+        self.addCleanup(npumem.caching_allocator_delete, ptr, self.device)
+        frames = history_frames(self.device, ptr)
+        # Innermost first: npumem's own function, then this file's.
+        self.assertTrue(frames[0]["filename"].endswith(os.path.join("npumem", "memory.py")))
+        self.assertEqual(frames[0]["name"], "caching_allocator_alloc")
+        mine = [frame for frame in frames if same_file(frame["filename"], __file__)]
+        self.assertEqual([frame["name"] for frame in mine[:2]],
+                         ["allocate_here", "test_frames_name_the_code_that_allocated"])
+        self.assertIn(mine[0]["line"], lines_of(allocate_here))
+        self.assertIn(mine[1]["line"], lines_of(self.test_frames_name_the_code_that_allocated))
+        self.assertEqual(frames.index(mine[0]), 1)
+
+    def test_the_tag_is_the_outermost_frame(self):
+        npumem._record_memory_history(True, self.device.index)
+        with npumem.tag("Model.encoder"):
+            ptr = allocate_here(self.device, MiB)
+        self.addCleanup(npumem.caching_allocator_delete, ptr, self.device)
+        frames = history_frames(self.device, ptr)
+        tag_frame = {"filename": "<npumem tag>", "line": 0, "name": "Model.encoder"}
+        self.assertEqual(frames[-1], tag_frame)
+        self.assertEqual(frames[1]["name"], "allocate_here")
+
+    def test_a_reused_address_takes_its_new_stack(self):
+        npumem._record_memory_history(True, self.device.index)
+        first = allocate_here(self.device, MiB)
+        npumem.caching_allocator_delete(first, self.device)
+        second = npumem.caching_allocator_alloc(MiB, self.device)
+        self.addCleanup(npumem.caching_allocator_delete, second, self.device)
+        self.assertEqual(second, first)  # the freed block is served again
+        names = [frame["name"] for frame in history_frames(self.device, second)]
+        self.assertNotIn("allocate_here", names)
+        self.assertIn("test_a_reused_address_takes_its_new_stack", names)
+
+    def test_stacks_none_records_tags_alone(self):
+        npumem._record_memory_history(True, self.device.index, stacks=None)
+        with npumem.tag("head"):
+            tagged = allocate_here(self.device, MiB)
+        untagged = allocate_here(self.device, MiB)
+        for ptr in (tagged, untagged):
+            self.addCleanup(npumem.caching_allocator_delete, ptr, self.device)
+        self.assertEqual(history_frames(self.device, tagged),
+                         [{"filename": "<npumem tag>", "line": 0, "name": "head"}])
+        self.assertEqual(history_frames(self.device, untagged), [])
+
+    def test_allocations_before_recording_have_no_stack(self):
+        before = allocate_here(self.device, MiB)
+        self.addCleanup(npumem.caching_allocator_delete, before, self.device)
+        npumem._record_memory_history(True, self.device.index)
+        self.assertEqual(history_frames(self.device, before), [])
+
+    def test_a_bad_stacks_value_is_rejected(self):
+        with self.assertRaisesRegex(ValueError, "stacks must be 'python' or None"):
+            npumem._record_memory_history(True, self.device.index, stacks="all")
+
+
+if __name__ == "__main__":
+    unittest.main()
