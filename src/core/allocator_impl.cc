@@ -35,10 +35,7 @@ thread_local PoolState* scoped_pool = nullptr;
 Allocator::Impl::Impl(std::shared_ptr<Device> dev, Config conf)
     : device(std::move(dev)), config(conf) {
   if (!device) throw ConfigError("allocator needs a device");
-  if (config.granule < 64 || (config.granule & (config.granule - 1)) != 0) {
-    throw ConfigError("granule must be a power of two of at least 64 bytes, got " +
-                      std::to_string(config.granule));
-  }
+  validate(config);
   for (Tier tier : kAllTiers) {
     const TierInfo info = device->tier_info(tier);
     const std::uint64_t limit = tier == Tier::hbm ? config.hbm_limit : config.ddr_limit;
