@@ -3,6 +3,7 @@
 #include <string>
 
 #include "commands.h"
+#include "json_text.h"
 #include "npumem/config.h"
 #include "replay.h"
 #include "strategy_comparison.h"
@@ -32,7 +33,7 @@ void add_compare_command(CLI::App& app, int& exit_code) {
     replay.config = parse_config(options->conf, config_from_environment());
     const auto rows = compare_strategies(trace, replay);
     if (options->json) {
-      std::cout << comparison_json(options->trace_path, rows).dump(2) << "\n";
+      std::cout << json_text(comparison_json(options->trace_path, rows)) << "\n";
     } else {
       std::cout << comparison_text(options->trace_path, rows);
     }

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "json_text.h"
 #include "npumem/errors.h"
 #include "npumem/plan.h"
 #include "npumem/units.h"
@@ -46,7 +47,7 @@ std::string read_text(const std::string& path) {
 
 void print(const nlohmann::json& json_report, const std::string& text_report, bool as_json) {
   if (as_json) {
-    std::cout << json_report.dump(2) << "\n";
+    std::cout << json_text(json_report) << "\n";
   } else {
     std::cout << text_report;
   }
@@ -122,7 +123,8 @@ void add_memory_command(CLI::App& plan_command, int& exit_code) {
       ->required()
       ->check(CLI::ExistingFile);
   command->add_option("--alignment", options->alignment, "offset and size alignment (power of two)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(power_of_two_size_check());
   command->add_option("--time-limit", options->time_limit_s, "seconds the search may take")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
@@ -142,7 +144,8 @@ void add_layer_options(CLI::App* command, LayerCommandOptions& options) {
   command
       ->add_option("--hbm-bandwidth", options.hbm_bandwidth,
                    "estimates the time of layers without compute_ms (memory-bound)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(bandwidth_check());
   command->add_flag("--json", options.json, "print one JSON object");
 }
 
@@ -152,9 +155,11 @@ void add_shard_command(CLI::App& plan_command, int& exit_code) {
       "shard", "Shard plan: consecutive layer groups double-buffered from DDR into HBM");
   add_layer_options(command, *options);
   command->add_option("--hbm", options->budget, "HBM budget for weights and activations")
-      ->required();
+      ->required()
+      ->check(size_check());
   command->add_option("--bandwidth", options->load_bandwidth, "DDR to HBM bandwidth")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(bandwidth_check());
   command->callback([options, &exit_code] { exit_code = run_shard(*options); });
 }
 
@@ -163,7 +168,9 @@ void add_recompute_command(CLI::App& plan_command, int& exit_code) {
   CLI::App* command = plan_command.add_subcommand(
       "recompute", "Recompute plan: which activations training keeps under a memory budget");
   add_layer_options(command, *options);
-  command->add_option("--budget", options->budget, "activation memory budget")->required();
+  command->add_option("--budget", options->budget, "activation memory budget")
+      ->required()
+      ->check(size_check());
   command->callback([options, &exit_code] { exit_code = run_recompute(*options); });
 }
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "json_text.h"
 #include "min_capacity.h"
 #include "npumem/config.h"
 #include "npumem/units.h"
@@ -88,7 +89,7 @@ int run_replay(const ReplayCommandOptions& options) {
         advise_static_size(trace, replay_options, *options.advise_margin_percent / 100.0);
   }
   if (options.json) {
-    std::cout << replay_report_json(report).dump(2) << "\n";
+    std::cout << json_text(replay_report_json(report)) << "\n";
   } else {
     std::cout << replay_report_text(report);
   }

@@ -9,6 +9,7 @@
 
 #include "commands.h"
 #include "html_timeline.h"
+#include "json_text.h"
 #include "npumem/errors.h"
 
 namespace npumem::cli {
@@ -22,12 +23,14 @@ struct VizOptions {
 nlohmann::json read_snapshot(const std::string& path) {
   std::ifstream file(path, std::ios::binary);
   if (!file) throw Error("cannot read snapshot " + path + ": " + std::strerror(errno));
+  std::ostringstream text;
+  text << file.rdbuf();
+  nlohmann::json snapshot = parse_json_text(text.str(), path);
   try {
-    nlohmann::json snapshot = nlohmann::json::parse(file);
     check_snapshot(snapshot);
     return snapshot;
   } catch (const nlohmann::json::exception& e) {
-    throw Error(path + " is not valid JSON: " + e.what());
+    throw Error(path + " is not an npumem snapshot: " + e.what());
   } catch (const Error& e) {
     throw Error(path + ": " + e.what());
   }

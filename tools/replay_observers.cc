@@ -45,7 +45,7 @@ void add_replay_observer_options(CLI::App& command, ReplayObserverOptions& optio
       .add_option("--history-entries", options.history_entries,
                   "events the history keeps (the oldest are dropped)")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(std::size_t{1}, std::size_t{1'000'000'000}));
   command.add_flag("--leak-check", options.leak_check,
                    "baseline at the first `i` line, judge growth at the last, name survivors");
   command

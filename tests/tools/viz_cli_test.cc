@@ -76,7 +76,7 @@ TEST(VizCliTest, BadSnapshotsGetAClearError) {
 
   const auto broken = run_npumem("viz " + not_json.string() + " -o " + page);
   EXPECT_EQ(broken.exit_code, 2);
-  EXPECT_NE(broken.err.find("is not valid JSON"), std::string::npos) << broken.err;
+  EXPECT_NE(broken.err.find("malformed JSON"), std::string::npos) << broken.err;
   const auto foreign = run_npumem("viz " + other.string() + " -o " + page);
   EXPECT_EQ(foreign.exit_code, 2);
   EXPECT_NE(foreign.err.find("not an npumem snapshot"), std::string::npos) << foreign.err;

@@ -1,0 +1,102 @@
+// Input built to break the CLI: ill-formed UTF-8 in names and tags, JSON nested
+// far too deep, numbers out of range. Each must end in output or a clear error,
+// never in an abort or a crash.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "run_npumem.h"
+
+namespace npumem::cli {
+namespace {
+
+using testing::run_npumem;
+
+class HostileInputCliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("npumem_hostile_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::string write(const std::string& name, const std::string& text) const {
+    std::ofstream(dir_ / name, std::ios::binary) << text;
+    return (dir_ / name).string();
+  }
+  std::filesystem::path dir_;
+};
+
+// A pool and a tag that are not UTF-8 (a truncated sequence, a lone 0xff).
+constexpr const char* kBadNamesTrace =
+    "p pool\xe6\xa8\na 1 3000000\nt tag\xff\na 2 1000\nf 1\nf 2\n";
+
+TEST_F(HostileInputCliTest, IllFormedUtf8NamesStillGiveJsonAndADrawableSnapshot) {
+  const std::string trace = write("bad.trace", kBadNamesTrace);
+  const auto report = run_npumem("replay " + trace + " --device sim:hbm=1GiB,ddr=0 --json");
+  ASSERT_EQ(report.exit_code, 0) << report.err;
+  EXPECT_TRUE(nlohmann::json::accept(report.out)) << report.out;
+
+  const std::string snapshot = (dir_ / "snap.json").string();
+  const auto recorded =
+      run_npumem("replay " + trace + " --device sim:hbm=1GiB,ddr=0 --record " + snapshot);
+  ASSERT_EQ(recorded.exit_code, 0) << recorded.err;
+  const auto drawn = run_npumem("viz " + snapshot + " -o " + (dir_ / "page.html").string());
+  EXPECT_EQ(drawn.exit_code, 0) << drawn.err;
+}
+
+TEST_F(HostileInputCliTest, DeeplyNestedJsonIsRefusedWithFileAndLine) {
+  const std::string deep = std::string(100'000, '[') + std::string(100'000, ']');
+  const std::string model = write("deep.json", "{\"layers\":\n" + deep + "}");
+  for (const std::string& command :
+       {"plan shard " + model + " --hbm 1GiB", "plan recompute " + model + " --budget 1GiB",
+        "viz " + model + " -o " + (dir_ / "p.html").string()}) {
+    const auto result = run_npumem(command);
+    EXPECT_EQ(result.exit_code, 2) << command << "\n" << result.err;
+    EXPECT_NE(result.err.find(model + ":2:"), std::string::npos) << command << "\n" << result.err;
+    EXPECT_NE(result.err.find("nested deeper"), std::string::npos) << result.err;
+  }
+}
+
+TEST_F(HostileInputCliTest, NumbersOutOfRangeAreErrorsWithFileAndLine) {
+  const std::string model = write("huge.json",
+                                  "{\"layers\": [\n{\"name\": \"a\", \"weight_bytes\": 1e400, "
+                                  "\"activation_bytes\": 1}]}");
+  for (const std::string& command :
+       {"plan shard " + model + " --hbm 1GiB", "plan recompute " + model + " --budget 1GiB"}) {
+    const auto result = run_npumem(command);
+    EXPECT_EQ(result.exit_code, 2) << command << "\n" << result.err;
+    EXPECT_NE(result.err.find(model + ":2:"), std::string::npos) << command << "\n" << result.err;
+  }
+}
+
+TEST_F(HostileInputCliTest, BadSizeOptionsNameTheOption) {
+  const std::string records = write("m.records", "100 0 1\n");
+  const std::string model =
+      write("m.json", R"({"layers": [{"name": "a", "weight_bytes": 1, "activation_bytes": 1}]})");
+  for (const auto& [command, option] : std::vector<std::pair<std::string, std::string>>{
+           {"plan memory " + records + " --alignment x", "--alignment"},
+           {"plan memory " + records + " --alignment 3", "--alignment"},
+           {"plan shard " + model + " --hbm lots", "--hbm"},
+           {"plan shard " + model + " --hbm 1GiB --bandwidth fast", "--bandwidth"},
+           {"plan recompute " + model + " --budget -1", "--budget"}}) {
+    const auto result = run_npumem(command);
+    EXPECT_EQ(result.exit_code, 2) << command << "\n" << result.err;
+    EXPECT_NE(result.err.find(option), std::string::npos) << command << "\n" << result.err;
+  }
+}
+
+TEST_F(HostileInputCliTest, HistoryEntriesIsBounded) {
+  const std::string trace = write("t.trace", "a 1 100\nf 1\n");
+  const auto huge = run_npumem("replay " + trace + " --record " + (dir_ / "s.json").string() +
+                               " --history-entries 4611686018427387904");
+  EXPECT_EQ(huge.exit_code, 2) << huge.err;
+  EXPECT_NE(huge.err.find("--history-entries"), std::string::npos) << huge.err;
+}
+
+}  // namespace
+}  // namespace npumem::cli
