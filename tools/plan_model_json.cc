@@ -62,7 +62,8 @@ class ModelReader {
   template <std::size_t N>
   void check_keys(const json& object, const char* const (&known)[N],
                   const std::string& where) const {
-    for (const auto& [key, value] : object.items()) {
+    for (const auto& item : object.items()) {
+      const std::string& key = item.key();
       if (std::find_if(std::begin(known), std::end(known),
                        [&](const char* name) { return key == name; }) == std::end(known)) {
         std::string expected;
