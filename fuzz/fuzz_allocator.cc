@@ -102,8 +102,8 @@ npumem::SimSpec device_spec(FuzzedDataProvider& data) {
 
 npumem::Config allocator_config(FuzzedDataProvider& data) {
   npumem::Config config;
-  config.strategy = data.PickValueInArray({npumem::Strategy::caching, npumem::Strategy::expandable,
-                                           npumem::Strategy::static_arena});
+  config.strategy = data.PickValueInArray(
+      {npumem::Strategy::caching, npumem::Strategy::expandable, npumem::Strategy::static_arena});
   config.static_size = data.PickValueInArray({std::uint64_t{0}, 4 * MiB, 32 * MiB});
   config.static_fallback = data.ConsumeBool();
   config.spill_to_ddr = data.ConsumeBool();
@@ -134,7 +134,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* bytes, std::size_t siz
     for (int step = 0; step < 256 && data.remaining_bytes() > 0; ++step) {
       switch (data.ConsumeIntegralInRange(0, 5)) {
         case 0: {
-          const std::string pool = pools[data.ConsumeIntegralInRange<std::size_t>(0, pools.size() - 1)];
+          const std::string pool =
+              pools[data.ConsumeIntegralInRange<std::size_t>(0, pools.size() - 1)];
           npumem::PoolScope scope(allocator, pool);
           const std::size_t request = request_size(data);
           const npumem::Stats before = allocator.stats();
@@ -195,7 +196,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* bytes, std::size_t siz
             const std::string name = "pool" + std::to_string(pools.size());
             try {
               allocator.create_pool(name, data.PickValueInArray({std::uint64_t{0}, 19 * MiB,
-                                                                  std::uint64_t{40 * MiB}}));
+                                                                 std::uint64_t{40 * MiB}}));
               pools.push_back(name);
             } catch (const npumem::Error&) {
               // The static strategy needs a quota and reserves the pool's arena up
