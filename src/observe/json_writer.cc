@@ -4,39 +4,9 @@
 #include <cmath>
 #include <cstdio>
 
+#include "observe/untrusted_text.h"
+
 namespace npumem::observe {
-
-namespace {
-
-// The length of the well-formed UTF-8 sequence at `at` (RFC 3629: no overlong
-// forms, no surrogates, nothing above U+10FFFF), or 0 when it is ill-formed.
-std::size_t utf8_length(std::string_view text, std::size_t at) {
-  const auto byte = [&](std::size_t i) { return static_cast<unsigned char>(text[at + i]); };
-  const unsigned lead = byte(0);
-  std::size_t length = 0;
-  unsigned low = 0x80;  // the second byte's range, narrowed for overlongs and surrogates
-  unsigned high = 0xbf;
-  if (lead >= 0xc2 && lead <= 0xdf) {
-    length = 2;
-  } else if (lead >= 0xe0 && lead <= 0xef) {
-    length = 3;
-    if (lead == 0xe0) low = 0xa0;
-    if (lead == 0xed) high = 0x9f;
-  } else if (lead >= 0xf0 && lead <= 0xf4) {
-    length = 4;
-    if (lead == 0xf0) low = 0x90;
-    if (lead == 0xf4) high = 0x8f;
-  } else {
-    return 0;
-  }
-  if (at + length > text.size() || byte(1) < low || byte(1) > high) return 0;
-  for (std::size_t i = 2; i < length; ++i) {
-    if (byte(i) < 0x80 || byte(i) > 0xbf) return 0;
-  }
-  return length;
-}
-
-}  // namespace
 
 // Names and tags come from users and may hold any bytes; JSON must be UTF-8, so
 // each ill-formed byte is written as U+FFFD (the replacement character).
