@@ -163,14 +163,11 @@ Block* Allocator::Impl::allocate_on_tier(PoolState& pool, Tier tier, std::size_t
   if (grown != GrowResult::ok) {
     // A quota only frees by releasing the pool's own cache; anything else by every pool's.
     const std::size_t released = grown == GrowResult::quota_refused
-                                     ? release_cached(pool, tier)
-                                     : release_cached_everywhere(tier);
+                                     ? reclaim(pool, tier, size)
+                                     : reclaim_everywhere(pool, tier, size);
     if (released != 0) {
       ++stats.num_alloc_retries;
-      ++stats.num_reclaims;
       ++pool.stats.num_alloc_retries;
-      ++pool.stats.num_reclaims;
-      notify(EventKind::reclaim, 0, released, size, tier, pool);
       grown = grow(pool, tier, kind, size);
     }
   }
@@ -189,7 +186,7 @@ GrowResult Allocator::Impl::grow(PoolState& pool, Tier tier, PoolKind kind, std:
   // cached memory before taking more.
   if (threshold > 0 && reserved + static_cast<double>(size) >
                            threshold * static_cast<double>(tier_limit[index(tier)])) {
-    release_cached(pool, tier);
+    reclaim(pool, tier, size);
   }
   return source->grow(pool, pool.block_pool(tier, kind), size);
 }
@@ -267,6 +264,24 @@ std::size_t Allocator::Impl::release_cached(PoolState& pool, Tier tier) {
 std::size_t Allocator::Impl::release_cached_everywhere(Tier tier) {
   std::size_t released = 0;
   for (auto& pool : pools) released += release_cached(*pool, tier);
+  return released;
+}
+
+std::size_t Allocator::Impl::reclaim(PoolState& pool, Tier tier, std::size_t size) {
+  return counted_reclaim(pool, tier, size, release_cached(pool, tier));
+}
+
+std::size_t Allocator::Impl::reclaim_everywhere(PoolState& pool, Tier tier, std::size_t size) {
+  return counted_reclaim(pool, tier, size, release_cached_everywhere(tier));
+}
+
+std::size_t Allocator::Impl::counted_reclaim(PoolState& pool, Tier tier, std::size_t size,
+                                             std::size_t released) {
+  if (released != 0) {
+    ++stats.num_reclaims;
+    ++pool.stats.num_reclaims;
+    notify(EventKind::reclaim, 0, released, size, tier, pool);
+  }
   return released;
 }
 

@@ -51,6 +51,9 @@ struct Allocator::Impl {
   void add_segments(core::PoolState& pool, Tier tier, PoolKind kind, std::int64_t count);
   void count_device_call(core::PoolState& pool, bool allocation);
   std::size_t release_cached(core::PoolState& pool, Tier tier);
+  // release_cached on the way to serving a request of `size` bytes (under pressure):
+  // counted in num_reclaims and reported to observers when anything was released.
+  std::size_t reclaim(core::PoolState& pool, Tier tier, std::size_t size);
   // Returns the recycle cache's blocks to their block pools (coalescing them).
   void flush_recycled() const;
   void notify(EventKind kind, std::uint64_t address, std::uint64_t bytes, std::uint64_t requested,
@@ -81,6 +84,10 @@ struct Allocator::Impl {
   core::GrowResult grow(core::PoolState& pool, Tier tier, PoolKind kind, std::size_t size);
   core::Block* take_cached(core::PoolState& pool, Tier tier, std::size_t size, PoolKind kind);
   std::size_t release_cached_everywhere(Tier tier);
+  // reclaim in every pool.
+  std::size_t reclaim_everywhere(core::PoolState& pool, Tier tier, std::size_t size);
+  std::size_t counted_reclaim(core::PoolState& pool, Tier tier, std::size_t size,
+                              std::size_t released);
   void account_block(core::PoolState& pool, const core::Block& block, bool allocated);
   [[noreturn]] void fail(core::PoolState& pool, std::size_t bytes, std::size_t size,
                          const Refusal& refusal);

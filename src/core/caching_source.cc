@@ -50,7 +50,7 @@ GrowResult CachingSource::grow(PoolState& pool, BlockPool& blocks, std::size_t s
   // Growing past the high-water mark raises the footprint for good: first give back
   // free cached segments, so the reserved peak follows the live peak.
   if (allocator_.would_raise_high_water(blocks.tier(), bytes)) {
-    allocator_.release_cached(pool, blocks.tier());
+    allocator_.reclaim(pool, blocks.tier(), size);
   }
   const std::size_t smallest = round_up(size, allocator_.granularity(blocks.tier()));
   GrowResult result = add_segment(pool, blocks, bytes);
