@@ -79,8 +79,9 @@ struct LatencySummary {
 LatencySummary summarize_latencies(std::vector<std::uint64_t> latencies_ns);
 
 // Replays `trace` on a fresh allocator over make_device(options.device_spec).
-// An OutOfMemory stops the replay and is recorded in the result; a bad device spec
-// or config throws ConfigError.
+// An OutOfMemory stops the replay and is recorded in the result, also one that
+// refuses the allocator itself (a static arena the device cannot hold); a bad device
+// spec or config throws ConfigError.
 ReplayResult replay_trace(const Trace& trace, const ReplayOptions& options);
 
 }  // namespace npumem::cli

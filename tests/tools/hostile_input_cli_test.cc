@@ -98,5 +98,31 @@ TEST_F(HostileInputCliTest, HistoryEntriesIsBounded) {
   EXPECT_NE(huge.err.find("--history-entries"), std::string::npos) << huge.err;
 }
 
+// A static arena the device refuses (an injected fault) is said to be refused, not
+// too large, and --json still prints its report.
+TEST_F(HostileInputCliTest, AStaticArenaRefusedByADeviceFaultIsReportedAsSuch) {
+  const std::string trace = write("small.trace", "a 1 1000\nf 1\n");
+  const auto replay = run_npumem("replay " + trace +
+                                 " --strategy static --conf static_size:1GiB"
+                                 " --device sim:fail_every=1 --json");
+  EXPECT_EQ(replay.exit_code, 3) << replay.err;
+  const auto report = nlohmann::json::parse(replay.out);
+  const std::string reason = report.at("out_of_memory");
+  EXPECT_NE(reason.find("the device refused the static arena of 1.00 GiB"), std::string::npos)
+      << reason;
+  EXPECT_EQ(reason.find("does not fit"), std::string::npos) << reason;
+  EXPECT_NE(replay.err.find("device refused"), std::string::npos) << replay.err;
+
+  const auto too_large =
+      run_npumem("replay " + trace + " --strategy static --conf static_size:128GiB --json");
+  EXPECT_EQ(too_large.exit_code, 3) << too_large.err;
+  EXPECT_NE(nlohmann::json::parse(too_large.out)
+                .at("out_of_memory")
+                .get<std::string>()
+                .find("does not fit in HBM (limit 64.0 GiB)"),
+            std::string::npos)
+      << too_large.out;
+}
+
 }  // namespace
 }  // namespace npumem::cli
