@@ -3,6 +3,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 
 #include "npumem/allocator.h"
 #include "npumem/npumem.h"
@@ -10,15 +11,20 @@
 struct npumem_allocator {
   npumem_allocator(std::shared_ptr<npumem::Device> device, const npumem::Config& config,
                    bool process_wide_allocator)
-      : allocator(std::move(device), config), process_wide(process_wide_allocator) {}
+      : process_wide(process_wide_allocator) {
+    allocator.emplace(std::move(device), config);
+  }
 
-  npumem::Allocator allocator;
+  // Empty once npumem_allocator_destroy has run: destroy ends the allocator but keeps
+  // this small handle, so that a call on it afterwards is an INVALID_ARGUMENT rather
+  // than a read of freed memory.
+  std::optional<npumem::Allocator> allocator;
   const bool process_wide;
 };
 
 namespace npumem::capi {
 
-// The allocator behind a handle; throws ArgumentError for NULL.
+// The allocator behind a handle; throws ArgumentError for NULL or a destroyed handle.
 Allocator& allocator_of(npumem_allocator_t* handle);
 
 }  // namespace npumem::capi

@@ -28,7 +28,7 @@ void* npumem_malloc(ssize_t size, int device, void* /*stream*/) noexcept {
       throw ArgumentError("npumem_malloc: size " + std::to_string(size) + " is negative");
     }
     result =
-        npumem::capi::device_allocator(device).allocator.allocate(static_cast<std::size_t>(size));
+        npumem::capi::device_allocator(device).allocator->allocate(static_cast<std::size_t>(size));
     return NPUMEM_OK;
   });
   return result;
@@ -43,7 +43,7 @@ void npumem_free(void* ptr, ssize_t /*size*/, int device, void* /*stream*/) noex
                                    " was not allocated on device " + std::to_string(device) +
                                    " (it has no allocator yet)");
     }
-    handle->allocator.deallocate(ptr);
+    npumem::capi::allocator_of(handle).deallocate(ptr);
     return NPUMEM_OK;
   });
 }
