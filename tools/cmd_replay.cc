@@ -71,6 +71,11 @@ int run_replay(const ReplayCommandOptions& options) {
   replay_options.device_spec = options.device_spec;
   replay_options.config = build_config(options);
   replay_options.record_latencies = options.latency;
+  if (replay_options.config.strategy == Strategy::static_arena) {
+    // A trace's pools need quotas to size their arenas: each gets the smallest arena
+    // its own allocations complete in (the report's pool table shows them).
+    replay_options.pool_quotas = pool_quotas(advise_pool_arenas(trace, replay_options, 0.0), false);
+  }
   ReplayReport report;
   report.trace_path = options.trace_path;
   {

@@ -112,7 +112,8 @@ class ReplayRun {
   void switch_pool(std::uint32_t pool_index) {
     const std::string& name = trace_.pools[pool_index];
     if (!pool_ready_[pool_index]) {
-      allocator_.create_pool(name);
+      const auto quota = options_.pool_quotas.find(name);
+      allocator_.create_pool(name, quota == options_.pool_quotas.end() ? 0 : quota->second);
       pool_ready_[pool_index] = true;
     }
     pool_scope_.reset();

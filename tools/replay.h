@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -34,6 +35,9 @@ struct ReplayHooks {
 struct ReplayOptions {
   std::string device_spec = "sim";
   Config config;
+  // Quotas of the pools the trace's `p` lines create (a pool not here gets none). The
+  // static strategy sizes a pool's arena by its quota.
+  std::map<std::string, std::uint64_t> pool_quotas;
   // Times every allocation on its own (adds clock reads to the timed loop).
   bool record_latencies = false;
   ReplayProgress progress;
