@@ -54,8 +54,9 @@ void print(const nlohmann::json& json_report, const std::string& text_report, bo
 }
 
 int run_memory(const MemoryCommandOptions& options) {
+  std::vector<std::size_t> lines;
   const std::vector<plan::TensorLifetime> tensors =
-      plan::parse_lifetime_records(read_text(options.records_path), options.records_path);
+      plan::parse_lifetime_records(read_text(options.records_path), options.records_path, &lines);
   plan::MemoryPlanOptions plan_options;
   plan_options.alignment = parse_size(options.alignment);
   plan_options.time_limit = std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -64,7 +65,11 @@ int run_memory(const MemoryCommandOptions& options) {
   plan_options.seed = options.seed;
   const auto start = std::chrono::steady_clock::now();
   MemoryReport report;
-  report.plan = plan::plan_memory(tensors, plan_options);
+  try {
+    report.plan = plan::plan_memory(tensors, plan_options);
+  } catch (const plan::TensorSizeError& e) {
+    throw ParseError(options.records_path, lines.at(e.tensor()), e.what());
+  }
   report.plan_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   report.records_path = options.records_path;
