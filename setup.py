@@ -72,6 +72,18 @@ class CMakeBuild(build_ext):
         destination = self.get_ext_fullpath(ext.name)
         os.makedirs(os.path.dirname(destination), exist_ok=True)
         shutil.copyfile(built[0], destination)
+        if ext.target == "npumem_python_core":
+            self.copy_shared_library(os.path.dirname(destination))
+
+    def copy_shared_library(self, package: str) -> None:
+        """npumem._core uses libnpumem.so (the process's one npumem, shared with C code
+        calling npumem_malloc) and finds it beside itself ($ORIGIN), under its soname."""
+        libraries = [path for path in glob.glob(os.path.join(self.cmake_dir, "lib", "libnpumem.so.*"))
+                     if os.path.islink(path)]
+        if len(libraries) != 1:
+            raise CompileError(f"expected one libnpumem.so.<version> link, found {libraries}")
+        shutil.copyfile(os.path.realpath(libraries[0]),
+                        os.path.join(package, os.path.basename(libraries[0])))
 
 
 setup(

@@ -4,11 +4,18 @@
 // live blocks and allocates another in its place, so after warm-up every request is
 // served from memory the heap already holds. Each row's Time is ns per pair (per
 // thread for threads:2; items_per_second counts pairs of all threads).
+//
+// fill/N and steady/N trace the cost against the number of live blocks (10^3 to
+// 10^6): fill/N allocates N blocks into an empty heap (npumem: a fresh allocator, so
+// every segment is a growth) and frees them; steady/N frees the oldest of N live
+// blocks and allocates another. time_per_op is per allocation or free.
 #include <benchmark/benchmark.h>
 
 #include <array>
 #include <cstddef>
+#include <memory>
 #include <span>
+#include <vector>
 
 #include "npumem/allocator.h"
 #include "npumem/units.h"
@@ -76,6 +83,58 @@ void BM_OneSize(benchmark::State& state) {
   run_ring<Heap>(state, size);
 }
 
+// Small sizes, so 10^6 live blocks of malloc stay well under a GiB of host memory.
+constexpr std::array<std::size_t, 4> kFillSizes = {256, 512, 768, 1024};
+
+// Its own allocator per fill, on a device large enough for 10^6 blocks.
+struct FreshNpumemHeap {
+  Allocator allocator{make_device("sim:hbm=64G")};
+  void* allocate(std::size_t bytes) { return allocator.allocate(bytes); }
+  void deallocate(void* ptr) { allocator.deallocate(ptr); }
+};
+
+// Time per operation: a rate counter inverted (printed as seconds with an SI prefix).
+void count_ops(benchmark::State& state, std::size_t ops_per_iteration) {
+  state.counters["time_per_op"] =
+      benchmark::Counter(static_cast<double>(state.iterations() * ops_per_iteration),
+                         benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+}
+
+template <typename Heap>
+void BM_Fill(benchmark::State& state) {
+  const auto count = static_cast<std::size_t>(state.range(0));
+  std::vector<void*> blocks(count);
+  for (auto _ : state) {
+    state.PauseTiming();
+    auto heap = std::make_unique<Heap>();
+    state.ResumeTiming();
+    for (std::size_t i = 0; i < count; ++i) blocks[i] = heap->allocate(kFillSizes[i % 4]);
+    for (void* ptr : blocks) heap->deallocate(ptr);
+    state.PauseTiming();
+    heap.reset();
+    state.ResumeTiming();
+  }
+  count_ops(state, 2 * count);
+}
+
+template <typename Heap>
+void BM_Steady(benchmark::State& state) {
+  const auto count = static_cast<std::size_t>(state.range(0));
+  auto heap = std::make_unique<Heap>();
+  std::vector<void*> blocks(count);
+  for (std::size_t i = 0; i < count; ++i) blocks[i] = heap->allocate(kFillSizes[i % 4]);
+  std::size_t slot = 0;
+  std::size_t size_index = 1;
+  for (auto _ : state) {
+    heap->deallocate(blocks[slot]);
+    blocks[slot] = heap->allocate(kFillSizes[size_index]);
+    slot = slot + 1 == count ? 0 : slot + 1;
+    size_index = (size_index + 1) % kFillSizes.size();
+  }
+  for (void* ptr : blocks) heap->deallocate(ptr);
+  count_ops(state, 2);
+}
+
 BENCHMARK_TEMPLATE(BM_MixedSizes, NpumemHeap)->Name("mixed/npumem");
 BENCHMARK_TEMPLATE(BM_MixedSizes, SystemHeap)->Name("mixed/malloc");
 BENCHMARK_TEMPLATE(BM_MixedSizes, Mimalloc)->Name("mixed/mimalloc");
@@ -85,6 +144,34 @@ BENCHMARK_TEMPLATE(BM_MixedSizes, Mimalloc)->Name("mixed/mimalloc")->Threads(2)-
 BENCHMARK_TEMPLATE(BM_OneSize, NpumemHeap)->Name("one_size/npumem")->Arg(512)->Arg(1 << 20);
 BENCHMARK_TEMPLATE(BM_OneSize, SystemHeap)->Name("one_size/malloc")->Arg(512)->Arg(1 << 20);
 BENCHMARK_TEMPLATE(BM_OneSize, Mimalloc)->Name("one_size/mimalloc")->Arg(512)->Arg(1 << 20);
+
+BENCHMARK_TEMPLATE(BM_Fill, FreshNpumemHeap)
+    ->Name("fill/npumem")
+    ->RangeMultiplier(10)
+    ->Range(1000, 1000000)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_TEMPLATE(BM_Fill, SystemHeap)
+    ->Name("fill/malloc")
+    ->RangeMultiplier(10)
+    ->Range(1000, 1000000)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_TEMPLATE(BM_Fill, Mimalloc)
+    ->Name("fill/mimalloc")
+    ->RangeMultiplier(10)
+    ->Range(1000, 1000000)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_TEMPLATE(BM_Steady, FreshNpumemHeap)
+    ->Name("steady/npumem")
+    ->RangeMultiplier(10)
+    ->Range(1000, 1000000);
+BENCHMARK_TEMPLATE(BM_Steady, SystemHeap)
+    ->Name("steady/malloc")
+    ->RangeMultiplier(10)
+    ->Range(1000, 1000000);
+BENCHMARK_TEMPLATE(BM_Steady, Mimalloc)
+    ->Name("steady/mimalloc")
+    ->RangeMultiplier(10)
+    ->Range(1000, 1000000);
 
 }  // namespace
 }  // namespace npumem::bench

@@ -3,8 +3,8 @@
 #include <string>
 
 #include "commands.h"
+#include "conf_option.h"
 #include "json_text.h"
-#include "npumem/config.h"
 #include "replay.h"
 #include "strategy_comparison.h"
 #include "trace.h"
@@ -30,7 +30,7 @@ void add_compare_command(CLI::App& app, int& exit_code) {
     const Trace trace = read_trace(options->trace_path);
     ReplayOptions replay;
     replay.device_spec = options->device_spec;
-    replay.config = parse_config(options->conf, config_from_environment());
+    replay.config = config_from_conf_option(options->conf);
     const auto rows = compare_strategies(trace, replay);
     if (options->json) {
       std::cout << json_text(comparison_json(options->trace_path, rows)) << "\n";

@@ -1,5 +1,7 @@
 // `npumem replay TRACE`: replays an allocation trace through the allocator on a
 // device and reports peaks, overhead, tier use, spills, reclaims, OOMs and speed.
+#include <charconv>
+#include <cmath>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -7,6 +9,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "conf_option.h"
 #include "json_text.h"
 #include "min_capacity.h"
 #include "npumem/config.h"
@@ -36,6 +39,21 @@ struct ReplayCommandOptions {
   ReplayObserverOptions observe;
 };
 
+// "10%" or "10" (as the README writes it) to "10"; anything but a non-negative
+// number is an error naming the option.
+std::string percent_text(const std::string& given) {
+  std::string text = given;
+  if (text.ends_with('%')) text.pop_back();
+  double value = -1;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (error != std::errc{} || end != text.data() + text.size() || !(value >= 0) ||
+      !std::isfinite(value)) {
+    throw CLI::ValidationError("expects a margin in percent such as 10 or 10%, not '" + given +
+                               "'");
+  }
+  return text;
+}
+
 std::vector<std::string> strategy_names() {
   std::vector<std::string> names;
   for (const Strategy strategy : kStrategies) names.emplace_back(strategy_name(strategy));
@@ -44,7 +62,7 @@ std::vector<std::string> strategy_names() {
 
 // NPUMEM_ALLOC_CONF, then --conf over it, then --strategy over both.
 Config build_config(const ReplayCommandOptions& options) {
-  Config config = parse_config(options.conf, config_from_environment());
+  Config config = config_from_conf_option(options.conf);
   if (options.strategy) {
     for (const Strategy strategy : kStrategies) {
       if (strategy_name(strategy) == *options.strategy) config.strategy = strategy;
@@ -87,6 +105,9 @@ int run_replay(const ReplayCommandOptions& options) {
     replay_options.progress = nullptr;
     replay_options.hooks = {};
   }
+  for (const std::string& warning : report.result.warnings) {
+    std::cerr << "npumem: warning: " << warning << "\n";
+  }
   if (options.min_capacity)
     report.min_hbm_capacity_bytes = find_min_capacity(trace, replay_options);
   if (options.advise_margin_percent) {
@@ -97,6 +118,9 @@ int run_replay(const ReplayCommandOptions& options) {
     std::cout << json_text(replay_report_json(report)) << "\n";
   } else {
     std::cout << replay_report_text(report);
+  }
+  if (observers.size_patterns()) {
+    (options.json ? std::cerr : std::cout) << to_string(*observers.size_patterns());
   }
   const auto& leaks = observers.leak_report();
   if (leaks) (options.json ? std::cerr : std::cout) << to_string(*leaks);
@@ -133,7 +157,7 @@ void add_replay_command(CLI::App& app, int& exit_code) {
                    "under the static strategy, plus this margin in percent")
       ->expected(0, 1)
       ->default_str("10")
-      ->check(CLI::NonNegativeNumber);
+      ->transform(percent_text, "MARGIN[%]");
   add_replay_observer_options(*command, options->observe);
   command->callback([options, &exit_code] { exit_code = run_replay(*options); });
 }

@@ -20,19 +20,35 @@ struct VizOptions {
   std::string output_path;
 };
 
+constexpr const char* kHowToRecord =
+    "snapshots come from `npumem replay TRACE --record FILE` or npumem.MemoryHistory";
+
 nlohmann::json read_snapshot(const std::string& path) {
   std::ifstream file(path, std::ios::binary);
   if (!file) throw Error("cannot read snapshot " + path + ": " + std::strerror(errno));
   std::ostringstream text;
   text << file.rdbuf();
-  nlohmann::json snapshot = parse_json_text(text.str(), path);
+  nlohmann::json snapshot;
+  try {
+    snapshot = parse_json_text(text.str(), path);
+  } catch (const ParseError& e) {
+    // A syntax error's own text says where; other refusals keep their file:line.
+    std::string problem = e.what();
+    const std::string syntax = ": malformed JSON: ";
+    if (const std::size_t at = problem.find(syntax); at != std::string::npos) {
+      problem = problem.substr(at + syntax.size());
+    }
+    throw Error(path + " is not an npumem snapshot: it is not JSON (" + problem + "); " +
+                kHowToRecord);
+  }
   try {
     check_snapshot(snapshot);
     return snapshot;
   } catch (const nlohmann::json::exception& e) {
-    throw Error(path + " is not an npumem snapshot: " + e.what());
+    throw Error(path + " is not an npumem snapshot: " + without_exception_id(e) + "; " +
+                kHowToRecord);
   } catch (const Error& e) {
-    throw Error(path + ": " + e.what());
+    throw Error(path + ": " + e.what() + "; " + kHowToRecord);
   }
 }
 

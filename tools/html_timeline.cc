@@ -1,5 +1,6 @@
 #include "html_timeline.h"
 
+#include "npumem/config.h"
 #include "npumem/errors.h"
 #include "npumem/snapshot.h"
 
@@ -10,7 +11,7 @@ constexpr const char* kStyle = R"css(
 body{font:13px system-ui,sans-serif;margin:16px;color:#222;background:#fafafa}
 h1{font-size:18px;margin:0 0 4px}h2{font-size:15px;margin:20px 0 6px}
 .meta{color:#555}.config{font-size:11px;overflow-wrap:anywhere;max-width:1300px}
-#error{color:#b00;font-weight:bold}
+#error{color:#b00;font-weight:bold}.warn{color:#b00}
 canvas,svg{border:1px solid #ccc;background:#fff;display:block}
 table{border-collapse:collapse;background:#fff}
 td,th{padding:2px 10px;border-bottom:1px solid #eee;text-align:right}
@@ -24,8 +25,10 @@ constexpr const char* kBody = R"html(
 <div class="meta" id="meta"></div>
 <div class="meta config" id="config"></div>
 <div id="error"></div>
+<div class="warn" id="dropped"></div>
 <h2>Memory over time, stacked by allocation</h2>
-<div class="meta">x: event number; black line: reserved bytes; dashed red line: the peak of allocated bytes</div>
+<div class="meta">pool: <select id="pool"><option value="">all pools</option></select></div>
+<div class="meta">x: event number; each pixel column shows its highest moment; black line: reserved bytes; dashed red line: the peak of allocated bytes; red marks: out-of-memory errors</div>
 <canvas id="timeline" width="1300" height="420"></canvas>
 <div class="legend" id="legend"></div>
 <h2>Segments</h2>
@@ -95,7 +98,22 @@ window.addEventListener("error", function (e) {
   var peak = 0;
   for (i = 1; i < n; i++) if (totalAlloc[i] > totalAlloc[peak]) peak = i;
 
-  document.getElementById("config").textContent = snap.config;
+  // The settings that differ from the defaults (all of them are in the snapshot).
+  var defaults = {}, changed = [];
+  JSON.parse(document.getElementById("defaults").textContent).split(",").forEach(function (kv) {
+    defaults[kv.slice(0, kv.indexOf(":"))] = kv.slice(kv.indexOf(":") + 1);
+  });
+  snap.config.split(",").forEach(function (kv) {
+    if (defaults[kv.slice(0, kv.indexOf(":"))] !== kv.slice(kv.indexOf(":") + 1)) changed.push(kv);
+  });
+  document.getElementById("config").textContent =
+    "config: " + (changed.length ? changed.join(", ") : "the defaults");
+  if (snap.history.dropped) {
+    document.getElementById("dropped").textContent = "The history ring dropped the " +
+      snap.history.dropped + " oldest events: memory allocated before the first kept event is " +
+      "drawn grey, and the peak is only that of the kept events (record with more history " +
+      "entries, e.g. --history-entries).";
+  }
   document.getElementById("meta").textContent =
     "device " + snap.device.name + " \u00b7 peak allocated " +
     fmt(snap.stats["allocated_bytes.all.peak"]) + " \u00b7 peak reserved " +
@@ -104,9 +122,41 @@ window.addEventListener("error", function (e) {
       (snap.history.dropped ? " (" + snap.history.dropped + " older ones dropped)" : "")
       : "no history recorded (replay with --record)");
 
+  // Allocated bytes of one pool at each event (allocations live over [start, end)).
+  function poolSeries(pool) {
+    var series = new Float64Array(n), diff = new Float64Array(n + 1);
+    allocs.forEach(function (a) {
+      if (a.pool !== pool) return;
+      diff[a.start] += a.size;
+      diff[a.end] -= a.size;
+    });
+    for (var k = 0, sum = 0; k < n; k++) { sum += diff[k]; series[k] = sum; }
+    return series;
+  }
+
+  // The pool shown (null: all), from the selector or the page's #pool=NAME.
+  var shown = null;
+  (function () {
+    var select = document.getElementById("pool"), names = {};
+    allocs.forEach(function (a) { names[a.pool] = true; });
+    Object.keys(names).sort().forEach(function (name) {
+      var option = document.createElement("option");
+      option.value = option.textContent = name;
+      select.appendChild(option);
+    });
+    var wanted = /^#pool=(.*)$/.exec(window.location.hash);
+    if (wanted && names[decodeURIComponent(wanted[1])]) {
+      shown = select.value = decodeURIComponent(wanted[1]);
+    }
+    select.addEventListener("change", function () {
+      shown = select.value || null;
+      drawTimeline();
+    });
+  })();
+
   function drawTimeline() {
     var canvas = document.getElementById("timeline"), ctx = canvas.getContext("2d");
-    var W = canvas.width, H = canvas.height, L = 80, R = 10, T = 12, B = 30;
+    var W = canvas.width, H = canvas.height, L = 80, R = 10, T = 14, B = 30;
     var pw = W - L - R, ph = H - T - B;
     ctx.fillStyle = "#fff";
     ctx.fillRect(0, 0, W, H);
@@ -116,16 +166,40 @@ window.addEventListener("error", function (e) {
       ctx.fillText("no history recorded", L + 10, T + 20);
       return;
     }
+    // One pool: its allocations and allocated bytes only (reserved bytes are the
+    // device's, not drawn then).
+    var series = shown === null ? totalAlloc : poolSeries(shown);
+    var reserved = shown === null ? totalResv : new Float64Array(n);
+    var drawn = shown === null ? allocs : allocs.filter(function (a) { return a.pool === shown; });
+    var top = 0;
+    for (i = 1; i < n; i++) if (series[i] > series[top]) top = i;
     var maxY = 1;
-    for (i = 0; i < n; i++) maxY = Math.max(maxY, totalAlloc[i], totalResv[i]);
+    for (i = 0; i < n; i++) maxY = Math.max(maxY, series[i], reserved[i]);
+    // Round ticks: 1, 2 or 5 times a power of ten of the byte unit (B, KiB, MiB, ...).
+    var unit = Math.pow(1024, Math.max(0, Math.floor(Math.log(maxY / 5) / Math.log(1024))));
+    var raw = maxY / 5 / unit, step = unit;
+    [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000].some(function (m) {
+      step = m * unit;
+      return m >= raw;
+    });
+    var ticks = Math.ceil(maxY / step);
+    maxY = ticks * step;
     var cols = Math.min(pw, n), colW = pw / cols;
-    var byEnd = allocs.slice().sort(function (x, y) { return x.end - y.end; });
+    var byEnd = drawn.slice().sort(function (x, y) { return x.end - y.end; });
     var live = new Map(), added = 0, removed = 0, bytesSeen = {};
-    var reservedLine = [];
+    var reservedLine = [], lo = 0, drawnPeak = 0;
     for (var c = 0; c < cols; c++) {
-      var idx = Math.floor((c + 1) * n / cols) - 1;
-      while (added < allocs.length && allocs[added].start <= idx) {
-        live.set(allocs[added].n, allocs[added]);
+      // The column covers events [lo, hi]: it draws the moment of most allocated bytes
+      // there (the true peak survives), and the most reserved.
+      var hi = Math.floor((c + 1) * n / cols) - 1, idx = lo, resv = 0;
+      for (var j = lo; j <= hi; j++) {
+        if (series[j] > series[idx]) idx = j;
+        resv = Math.max(resv, reserved[j]);
+      }
+      lo = hi + 1;
+      drawnPeak = Math.max(drawnPeak, series[idx]);
+      while (added < drawn.length && drawn[added].start <= idx) {
+        live.set(drawn[added].n, drawn[added]);
         added++;
       }
       while (removed < byEnd.length && byEnd[removed].end <= idx) {
@@ -135,7 +209,7 @@ window.addEventListener("error", function (e) {
       var x = L + c * colW, y = T + ph, tracked = 0, small = 0;
       live.forEach(function (a) { tracked += a.size; });
       // Allocations made before recording began (or dropped from the ring).
-      var base = Math.max(0, totalAlloc[idx] - tracked);
+      var base = Math.max(0, series[idx] - tracked);
       function bar(bytes, style) {
         var h = bytes / maxY * ph;
         ctx.fillStyle = style;
@@ -150,7 +224,7 @@ window.addEventListener("error", function (e) {
         bar(a.size, color(a.tag, a.size, a.n));
       });
       if (small > 0) bar(small, "#c8c8c8");
-      reservedLine.push([x + colW / 2, T + ph - totalResv[idx] / maxY * ph]);
+      if (shown === null) reservedLine.push([x + colW / 2, T + ph - resv / maxY * ph]);
     }
     ctx.strokeStyle = "#000";
     ctx.lineWidth = 1.5;
@@ -158,7 +232,7 @@ window.addEventListener("error", function (e) {
     reservedLine.forEach(function (p, k) { if (k) ctx.lineTo(p[0], p[1]); else ctx.moveTo(p[0], p[1]); });
     ctx.stroke();
     plotted++;
-    var px = L + (peak + 0.5) / n * pw;
+    var px = L + (top + 0.5) / n * pw;
     ctx.strokeStyle = "#d00";
     ctx.setLineDash([4, 3]);
     ctx.beginPath(); ctx.moveTo(px, T); ctx.lineTo(px, T + ph); ctx.stroke();
@@ -166,11 +240,27 @@ window.addEventListener("error", function (e) {
     ctx.fillStyle = "#222";
     ctx.strokeStyle = "#888";
     ctx.lineWidth = 1;
-    for (var k = 0; k <= 5; k++) {
-      var v = maxY * k / 5, yy = T + ph - ph * k / 5;
-      ctx.fillText(fmt(Math.round(v)), 4, yy + 4);
+    for (var k = 0; k <= ticks; k++) {
+      var yy = T + ph - ph * k / ticks;
+      ctx.fillText(fmt(step * k), 4, yy + 4);
       ctx.beginPath(); ctx.moveTo(L - 4, yy); ctx.lineTo(L, yy); ctx.stroke();
     }
+    document.body.dataset.drawnPeak = String(drawnPeak);
+    document.body.dataset.pool = shown === null ? "" : shown;
+    var ooms = 0;
+    ctx.fillStyle = "#d00";
+    entries.forEach(function (e, at) {
+      if (e.kind !== "oom") return;
+      var ox = L + (at + 0.5) / n * pw;
+      ctx.beginPath(); ctx.moveTo(ox, T); ctx.lineTo(ox - 5, T - 9); ctx.lineTo(ox + 5, T - 9);
+      ctx.fill();
+      ctx.fillRect(ox - 0.5, T, 1, ph);
+      ctx.fillText("OOM " + fmt(e.requested_bytes), Math.min(ox + 6, W - 90), T + 12);
+      plotted++;
+      ooms++;
+    });
+    document.body.dataset.ooms = String(ooms);
+    ctx.fillStyle = "#222";
     for (k = 0; k <= 10; k++) {
       var label = String(Math.round((n - 1) * k / 10));
       var width = ctx.measureText(label).width;
@@ -326,6 +416,8 @@ std::string render_html_timeline(const nlohmann::json& snapshot, const std::stri
   return "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<title>npumem: " +
          html_escaped(title) + "</title>\n<style>" + kStyle + "</style></head>\n" +
          "<body data-rendered=\"pending\">" + kBody +
+         "<script type=\"application/json\" id=\"defaults\">" +
+         nlohmann::json(to_string(Config{})).dump() + "</script>\n" +
          "<script type=\"application/json\" id=\"snapshot\">" +
          script_safe(snapshot.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)) +
          "</script>\n<script>" + kScript + "</script>\n</body></html>\n";

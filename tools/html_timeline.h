@@ -1,8 +1,13 @@
 // The memory timeline page of `npumem viz`: one self-contained HTML file (inline
 // script and style, no network) drawn from a snapshot (write_snapshot_json): memory
 // over time stacked by allocation, the segment map, and the largest live blocks at
-// the peak. When drawn, <body> carries data-rendered="ok" and data-plotted=<count of
-// drawn shapes>; a script error sets data-rendered="error" and data-error.
+// the peak, with the settings that differ from the defaults, a warning when the
+// history ring dropped events, and out-of-memory marks. Each pixel column of the
+// timeline draws its highest moment, so the drawn peak is the true one. When drawn,
+// <body> carries data-rendered="ok", data-plotted=<count of drawn shapes>,
+// data-drawn-peak=<highest allocated bytes drawn>, data-pool=<the pool shown, "" for
+// all; a selector, or #pool=NAME in the URL, shows one> and data-ooms=<OOM marks>; a script
+// error sets data-rendered="error" and data-error.
 #pragma once
 
 #include <nlohmann/json.hpp>

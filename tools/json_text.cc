@@ -48,7 +48,7 @@ nlohmann::json parse_json_text(std::string_view text, const std::string& source)
   } catch (const nlohmann::json::parse_error& e) {
     // byte is 1-based: the position just after the offending character.
     throw ParseError(source, line_of(text, e.byte == 0 ? 0 : e.byte - 1),
-                     "malformed JSON: " + std::string(e.what()));
+                     "malformed JSON: " + without_exception_id(e));
   } catch (const nlohmann::json::exception& e) {
     // out_of_range (a number such as 1e400) carries no position, only the token.
     const std::string message = e.what();
@@ -60,6 +60,13 @@ nlohmann::json parse_json_text(std::string_view text, const std::string& source)
     }
     throw ParseError(source, line_of(text, at == std::string_view::npos ? 0 : at), message);
   }
+}
+
+std::string without_exception_id(const nlohmann::json::exception& e) {
+  const std::string text = e.what();
+  const std::size_t end = text.find("] ");
+  return text.starts_with("[json.exception.") && end != std::string::npos ? text.substr(end + 2)
+                                                                          : text;
 }
 
 std::string json_text(const nlohmann::json& value, int indent) {

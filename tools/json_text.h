@@ -17,6 +17,9 @@ inline constexpr std::size_t kMaxJsonDepth = 256;
 // on numbers out of range (1e400).
 nlohmann::json parse_json_text(std::string_view text, const std::string& source);
 
+// nlohmann's message without its "[json.exception.parse_error.101] " prefix.
+std::string without_exception_id(const nlohmann::json::exception& e);
+
 // `value` as indented JSON text, ill-formed UTF-8 written as U+FFFD.
 std::string json_text(const nlohmann::json& value, int indent = 2);
 

@@ -89,6 +89,7 @@ class ReplayRun {
         return 0;
       case TraceOp::iteration:
         ++result_.iterations;
+        allocator_.mark_iteration();
         if (options_.hooks.on_iteration) options_.hooks.on_iteration(allocator_);
         return 0;
       case TraceOp::tag:
@@ -123,6 +124,7 @@ class ReplayRun {
   void collect_figures() {
     result_.device_name = allocator_.device().name();
     result_.strategy = allocator_.config().strategy;
+    result_.warnings = allocator_.warnings();
     result_.events = trace_.memory_events();
     result_.allocations = trace_.allocations;
     result_.peak_requested_bytes = peak_live_bytes(trace_);

@@ -65,6 +65,7 @@ struct ReplayResult {
   double ns_per_event = 0.0;  // wall time of the replay loop per event replayed
   std::vector<std::uint64_t> allocation_latencies_ns;  // when record_latencies
   std::optional<std::string> out_of_memory;            // the explanation, when it stopped
+  std::vector<std::string> warnings;  // the allocator's (Allocator::warnings), e.g. a fallback
 
   bool completed() const { return !out_of_memory.has_value(); }
   std::uint64_t peak_reserved_bytes() const;

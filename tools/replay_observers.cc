@@ -47,12 +47,17 @@ void add_replay_observer_options(CLI::App& command, ReplayObserverOptions& optio
       ->capture_default_str()
       ->check(CLI::Range(std::size_t{1}, std::size_t{1'000'000'000}));
   command.add_flag("--leak-check", options.leak_check,
-                   "baseline at the first `i` line, judge growth at the last, name survivors");
+                   "at the last `i` line, name allocations made after warm-up (the first "
+                   "iteration) that stay alive iteration after iteration; exit 4 on a leak");
   command
       .add_option("--leak-threshold", options.leak_threshold,
-                  "growth of allocated bytes that counts as a leak")
+                  "recurring survivors above this fraction of the steady-state allocated "
+                  "bytes are a leak (0: any)")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
+  command.add_flag("--patterns", options.patterns,
+                   "report the requested sizes: histogram, most frequent sizes, and how much "
+                   "each iteration repeats the one before");
   command
       .add_option("--hold", options.hold_seconds,
                   "keep the finished replay alive this many seconds (visible to `npumem smi`)")
@@ -88,22 +93,38 @@ void ReplayObservers::start(Allocator& allocator) {
   if (!options_.record_path.empty() || !options_.chrome_trace_path.empty()) {
     recorder_ = record_history(allocator, {.max_entries = options_.history_entries});
   }
+  // What comes before the first `i` is setup; the detector counts the `i` lines itself
+  // (the allocator's iteration events) and judges the steady state after warm-up.
+  if (options_.leak_check) {
+    leaks_ = LeakDetector::attach(allocator, {.threshold = options_.leak_threshold});
+  }
+  if (options_.patterns) {
+    hooks_ = std::make_shared<Hooks>();
+    analyser_.install(*hooks_);
+    allocator.add_observer(hooks_);
+  }
 }
 
-// The first `i` is the baseline (what came before is setup); the last one ends the check.
-void ReplayObservers::iteration(Allocator& allocator) {
+// The last `i` ends the check: what follows it is the iteration in progress.
+void ReplayObservers::iteration(Allocator& /*allocator*/) {
+  // Each `i` ends the iteration before it; what precedes the first one counts as an
+  // iteration only when it allocated something.
+  if (options_.patterns && (iterations_ended_ > 0 || analyser_.patterns(0).allocations > 0)) {
+    analyser_.tick();
+    ++iterations_ended_;
+  }
   if (!options_.leak_check) return;
   ++iterations_seen_;
-  if (iterations_seen_ == 1) {
-    leaks_ = LeakDetector::attach(allocator, {.threshold = options_.leak_threshold});
-    return;
-  }
-  leaks_->tick();
   if (iterations_seen_ == trace_iterations_) leak_report_ = leaks_->report();
 }
 
 void ReplayObservers::finish(Allocator& allocator) {
   if (leaks_ && !leak_report_) leak_report_ = leaks_->report();  // stopped early (OOM)
+  if (hooks_) {
+    allocator.remove_observer(hooks_);
+    analyser_.tick();  // the last iteration ends with the trace
+    size_patterns_ = analyser_.patterns();
+  }
   write_files(allocator);
   if (publisher_) publisher_->publish_now();
   hold();

@@ -1,7 +1,7 @@
 // What `npumem replay` watches besides its report: the history it records
 // (--record, --chrome-trace), the leak check over the trace's iterations
-// (--leak-check), and the stats page that `npumem smi` reads, held open after the
-// replay on request (--hold).
+// (--leak-check), the size patterns of its requests (--patterns), and the stats page that `npumem
+// smi` reads, held open after the replay on request (--hold).
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -12,6 +12,7 @@
 #include <string>
 
 #include "npumem/history.h"
+#include "npumem/hooks.h"
 #include "npumem/leak_detector.h"
 #include "npumem/stats_page.h"
 #include "replay.h"
@@ -24,12 +25,13 @@ struct ReplayObserverOptions {
   std::string chrome_trace_path;  // Chrome Trace Event file; empty: none
   std::size_t history_entries = 1'000'000;
   bool leak_check = false;
-  double leak_threshold = 0.10;
+  bool patterns = false;
+  double leak_threshold = 0.0;
   double hold_seconds = 0.0;
 };
 
-// Adds --record, --chrome-trace, --history-entries, --leak-check, --leak-threshold
-// and --hold to the replay command.
+// Adds --record, --chrome-trace, --history-entries, --leak-check, --leak-threshold,
+// --patterns and --hold to the replay command.
 void add_replay_observer_options(CLI::App& command, ReplayObserverOptions& options);
 
 class ReplayObservers {
@@ -41,6 +43,8 @@ class ReplayObservers {
   ReplayHooks hooks();
   // The leak check's verdict, once the replay has run with --leak-check.
   const std::optional<LeakReport>& leak_report() const { return leak_report_; }
+  // The size patterns of the requests, once the replay has run with --patterns.
+  const std::optional<SizePatterns>& size_patterns() const { return size_patterns_; }
 
  private:
   void start(Allocator& allocator);
@@ -57,6 +61,10 @@ class ReplayObservers {
   std::shared_ptr<HistoryRecorder> recorder_;
   std::shared_ptr<LeakDetector> leaks_;
   std::optional<LeakReport> leak_report_;
+  std::shared_ptr<Hooks> hooks_;
+  SizePatternAnalyser analyser_;
+  std::size_t iterations_ended_ = 0;  // analyser_ ticks
+  std::optional<SizePatterns> size_patterns_;
 };
 
 }  // namespace npumem::cli

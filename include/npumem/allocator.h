@@ -77,6 +77,10 @@ class Allocator {
   void create_pool(const std::string& name, std::uint64_t quota_bytes = 0);
   std::vector<PoolInfo> pools() const;
 
+  // Marks the start of an iteration (training step, inference batch): observers see an
+  // EventKind::iteration event; strategies and leak checks that learn per iteration use it.
+  void mark_iteration();
+
   void add_observer(std::shared_ptr<AllocatorObserver> observer);
   void remove_observer(const std::shared_ptr<AllocatorObserver>& observer);
 

@@ -1,7 +1,11 @@
-// Leak detection (the seeds' MemoryLeakDetector, and more): marks a baseline,
-// counts iterations, judges the growth of allocated bytes against a threshold, and
-// names the allocations made since the baseline that are still alive, grouped by
-// tag, pool and backtrace. An observer of the allocator.
+// Leak detection (the seeds' MemoryLeakDetector, judged in steady state): counts
+// iterations (tick(), or the allocator's EventKind::iteration from mark_iteration), and
+// after a warm-up (the first step makes optimizer state, gradients and caches that
+// legitimately stay) looks for allocations that stay alive iteration after iteration:
+// a group (tag, pool, backtrace) that left survivors in most of the judged iterations
+// is a leak. The iteration in progress is never judged (its tensors are in flight), and
+// survivors are counted as they were at the last boundary (plus what came after it).
+// An observer of the allocator.
 #pragma once
 
 #include <cstddef>
@@ -20,9 +24,14 @@
 namespace npumem {
 
 struct LeakOptions {
-  double threshold = 0.10;  // growth of allocated bytes that counts as a leak (10 %)
+  // Recurring survivors above this fraction of the steady-state baseline are a leak
+  // (0: any).
+  double threshold = 0.0;
   bool backtraces = false;  // group survivors by the allocating stack too
   std::size_t max_frames = 16;
+  // Iterations after the first boundary that are not judged (their survivors are
+  // listed, never called a leak).
+  std::size_t warmup_iterations = 1;
 };
 
 // Live allocations made since the baseline that share a tag, pool and backtrace.
@@ -36,16 +45,24 @@ struct LeakGroup {
   std::size_t iterations = 0;  // how many distinct iterations left survivors here
   std::size_t first_iteration = 0;
   std::size_t last_iteration = 0;
-  bool recurring = false;  // survivors from at least half the iterations (and two)
+  std::size_t judged_iterations = 0;  // of those, iterations after warm-up, before the last
+  // Survivors from at least half the judged iterations, and from two at least.
+  bool recurring = false;
 };
 
 struct LeakReport {
-  std::size_t iterations = 0;  // tick()s since the baseline
+  std::size_t iterations = 0;  // boundaries (tick()s, iteration events) since the baseline
+  std::size_t warmup_iterations = 1;
+  std::size_t judged_iterations = 0;  // complete iterations after warm-up
+  // Allocated bytes where the steady state starts (the first boundary after warm-up,
+  // else the baseline) and at the last boundary.
   std::uint64_t baseline_bytes = 0;
   std::uint64_t final_bytes = 0;
   double growth = 0.0;  // (final - baseline) / baseline; +inf from a zero baseline
-  double threshold = 0.10;
-  bool leaking = false;                // growth above the threshold
+  double threshold = 0.0;
+  std::uint64_t leaked_bytes = 0;  // held by recurring groups, made in judged iterations
+  // Recurring survivors above threshold x baseline (needs two judged iterations).
+  bool leaking = false;
   std::vector<std::uint64_t> samples;  // allocated bytes at each tick
   std::vector<LeakGroup> survivors;    // most bytes first
 };
@@ -62,7 +79,8 @@ class LeakDetector : public AllocatorObserver {
 
   // Starts over: allocated bytes now are the baseline; survivors are counted from here.
   void mark_baseline(const Allocator& allocator);
-  // Ends an iteration: samples allocated bytes.
+  // An iteration boundary: samples allocated bytes. The allocator's iteration events
+  // (Allocator::mark_iteration) do the same.
   void tick();
   LeakReport report() const;
 
@@ -76,6 +94,7 @@ class LeakDetector : public AllocatorObserver {
   using GroupKey = std::tuple<std::string, std::string, std::vector<const void*>>;
 
   std::uint32_t group_of(const Event& event);
+  void tick_locked();
 
   const LeakOptions options_;
   mutable std::mutex mutex_;
@@ -84,6 +103,7 @@ class LeakDetector : public AllocatorObserver {
   std::size_t iteration_ = 0;
   std::vector<std::uint64_t> samples_;
   std::unordered_map<std::uint64_t, Allocation> live_;  // by address, since the baseline
+  std::vector<Allocation> freed_since_boundary_;  // made before the last boundary, freed after
   std::map<GroupKey, std::uint32_t> group_ids_;
   std::vector<const GroupKey*> groups_;
   std::uint32_t last_group_ = 0;  // valid once groups_ is not empty

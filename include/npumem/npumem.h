@@ -123,14 +123,79 @@ NPUMEM_API npumem_status_t npumem_stats(npumem_allocator_t* allocator,
 NPUMEM_API npumem_status_t npumem_stat(npumem_allocator_t* allocator, const char* key,
                                        int64_t* out) NPUMEM_NOEXCEPT;
 NPUMEM_API npumem_status_t npumem_reset_peak_stats(npumem_allocator_t* allocator) NPUMEM_NOEXCEPT;
+/* Grows or shrinks a live allocation in place (the seed's aclrtMemReuse: growing needs
+ * a free neighbour); *resized (may be NULL) is 1 when it did, 0 when it could not and
+ * nothing changed. A pointer not live here is INVALID_POINTER. */
+NPUMEM_API npumem_status_t npumem_resize(npumem_allocator_t* allocator, void* ptr, size_t size,
+                                         int* resized) NPUMEM_NOEXCEPT;
+/* Creates pool `name` with a quota in bytes (0: none). */
+NPUMEM_API npumem_status_t npumem_create_pool(npumem_allocator_t* allocator, const char* name,
+                                              size_t quota_bytes) NPUMEM_NOEXCEPT;
+/* Tags the blocks this thread allocates from now on (NULL or "": no tag); tags group
+ * memory in snapshots, leak reports and the HTML timeline. */
+NPUMEM_API npumem_status_t npumem_set_tag(const char* tag) NPUMEM_NOEXCEPT;
 /* Releases every cached free segment; released (may be NULL) gets the bytes. */
 NPUMEM_API npumem_status_t npumem_empty_cache(npumem_allocator_t* allocator,
                                               size_t* released) NPUMEM_NOEXCEPT;
+/* Marks the start of an iteration (training step, inference batch); observers and
+ * strategies that learn per iteration use it. */
+NPUMEM_API npumem_status_t npumem_iteration(npumem_allocator_t* allocator) NPUMEM_NOEXCEPT;
+/* ---- Hooks and the size-pattern report ---- */
+
+typedef enum npumem_event_kind {
+  NPUMEM_EVENT_ALLOC = 0,         /* a block handed out */
+  NPUMEM_EVENT_FREE = 1,          /* a block returned */
+  NPUMEM_EVENT_SEGMENT_ALLOC = 2, /* memory obtained from the device */
+  NPUMEM_EVENT_SEGMENT_FREE = 3,  /* memory returned to the device */
+  NPUMEM_EVENT_MAP = 4,           /* physical granules mapped (expandable) */
+  NPUMEM_EVENT_UNMAP = 5,         /* physical granules unmapped (expandable) */
+  NPUMEM_EVENT_SPILL = 6,         /* an allocation served by DDR because HBM could not */
+  NPUMEM_EVENT_RECLAIM = 7,       /* cached memory released to satisfy a request */
+  NPUMEM_EVENT_OOM = 8,           /* an allocation failed */
+  NPUMEM_EVENT_ITERATION = 9      /* npumem_iteration */
+} npumem_event_kind_t;
+
+typedef struct npumem_event {
+  npumem_event_kind_t kind;
+  uint64_t address;
+  uint64_t bytes;           /* block, segment or released bytes */
+  uint64_t requested_bytes; /* alloc, free, oom: what the caller asked for */
+  int tier;                 /* 0 HBM, 1 DDR */
+  const char* pool;         /* valid during the call only */
+  const char* tag;          /* valid during the call only; "" when untagged */
+} npumem_event_t;
+
+typedef void (*npumem_hook_t)(const npumem_event_t* event, void* user_data);
+
+/* Calls hook(event, user_data) for every event whose bit (1u << kind) is set in kinds,
+ * in the allocating thread under the allocator's lock: keep it quick and do not call
+ * the allocator from it. *id (may be NULL) is for npumem_remove_hook. */
+NPUMEM_API npumem_status_t npumem_add_hook(npumem_allocator_t* allocator, uint32_t kinds,
+                                           npumem_hook_t hook, void* user_data,
+                                           uint64_t* id) NPUMEM_NOEXCEPT;
+/* An id no hook of this allocator has is INVALID_ARGUMENT. */
+NPUMEM_API npumem_status_t npumem_remove_hook(npumem_allocator_t* allocator,
+                                              uint64_t id) NPUMEM_NOEXCEPT;
+/* Starts counting the requested sizes (iterations end at npumem_iteration); a second
+ * call changes nothing. */
+NPUMEM_API npumem_status_t npumem_size_patterns_start(npumem_allocator_t* allocator)
+    NPUMEM_NOEXCEPT;
+/* The size-pattern report since npumem_size_patterns_start (a histogram, the most
+ * frequent sizes, how much each iteration repeats the one before); INVALID_ARGUMENT
+ * before it. Free *out with npumem_string_free(). */
+NPUMEM_API npumem_status_t npumem_size_patterns(npumem_allocator_t* allocator,
+                                                char** out) NPUMEM_NOEXCEPT;
+
 /* The allocator's snapshot as JSON: device, stats, pools, segments with their blocks
  * (write_snapshot_json of npumem/snapshot.h; schema in docs/OBSERVABILITY.md). Free
  * *out with npumem_string_free(). */
 NPUMEM_API npumem_status_t npumem_snapshot_json(npumem_allocator_t* allocator,
                                                 char** out) NPUMEM_NOEXCEPT;
+/* Problems met when the allocator was made that did not stop it (e.g. "expandable_segments
+ * is not supported by device ..."), one per line, each ending in '\n'; "" when none.
+ * Free *out with npumem_string_free(). */
+NPUMEM_API npumem_status_t npumem_warnings(npumem_allocator_t* allocator,
+                                           char** out) NPUMEM_NOEXCEPT;
 /* Frees a string this library returned; NULL is a no-op. */
 NPUMEM_API void npumem_string_free(char* text) NPUMEM_NOEXCEPT;
 

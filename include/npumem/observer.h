@@ -21,6 +21,7 @@ enum class EventKind : std::uint8_t {
   spill,          // an allocation served by DDR because HBM could not
   reclaim,        // cached memory released to satisfy a request
   oom,            // an allocation failed
+  iteration,      // the caller marked the start of an iteration (Allocator::mark_iteration)
 };
 
 std::string_view event_kind_name(EventKind kind);

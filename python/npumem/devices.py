@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import threading
+import warnings
 from typing import Optional, Union
 
 from npumem import _core
@@ -29,7 +30,9 @@ def init(spec: Optional[str] = None, conf: Optional[str] = None, device: int = 0
     if spec is None:
         spec = os.environ.get("NPUMEM_DEVICE", DEFAULT_SPEC)
     with _creation_lock:
-        return _core.create_device(index, spec, conf or "")
+        made = _core.create_device(index, spec, conf or "")
+    _warn(made)
+    return made
 
 
 def get_device(device: DeviceLike = None) -> _core.Device:
@@ -42,7 +45,16 @@ def get_device(device: DeviceLike = None) -> _core.Device:
         found = _core.find_device(index)
         if found is not None:
             return found
-        return _core.create_device(index, os.environ.get("NPUMEM_DEVICE", DEFAULT_SPEC), "")
+        made = _core.create_device(index, os.environ.get("NPUMEM_DEVICE", DEFAULT_SPEC), "")
+    _warn(made)
+    return made
+
+
+def _warn(device: _core.Device) -> None:
+    """The allocator's construction warnings (e.g. "expandable_segments is not supported
+    by device ...") as Python warnings, once, when the device is made."""
+    for message in device.warnings:
+        warnings.warn(f"npumem device {device.index}: {message}", RuntimeWarning, stacklevel=3)
 
 
 def is_initialized(device: DeviceLike = None) -> bool:

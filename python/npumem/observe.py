@@ -52,17 +52,24 @@ class Monitor:
 
 
 class LeakDetector:
-    """Watches a device from a baseline: tick() ends an iteration, report() judges the
-    growth of allocated bytes against `threshold` and names the allocations made since
-    the baseline that are still alive, grouped by memory tag, pool (and native
-    backtrace with `backtraces`). Attached until close() or the end of its `with`."""
+    """Watches a device from a baseline. Iterations end at tick() or at the device's
+    iteration marks (npumem.torch.iteration(), optimizer.step() under npumem.torch);
+    report() names the allocations made after `warmup_iterations` that stay alive
+    iteration after iteration (a leak when they hold more than `threshold` of the
+    steady-state allocated bytes; 0: any), and lists every survivor since the baseline
+    grouped by memory tag, pool (and native backtrace with `backtraces`). The iteration
+    in progress is never judged. Attached until close() or the end of its `with`."""
 
     def __init__(
-        self, device: DeviceLike = None, threshold: float = 0.10, backtraces: bool = False
+        self,
+        device: DeviceLike = None,
+        threshold: float = 0.0,
+        backtraces: bool = False,
+        warmup_iterations: int = 1,
     ):
         self.device = get_device(device)
         self._detector: Optional[_core.LeakDetector] = _core.LeakDetector(
-            self.device, threshold, backtraces
+            self.device, threshold, backtraces, warmup_iterations
         )
 
     def mark_baseline(self) -> None:
@@ -70,13 +77,15 @@ class LeakDetector:
         self._attached().mark_baseline()
 
     def tick(self) -> None:
-        """Ends an iteration: samples allocated bytes."""
+        """An iteration boundary: samples allocated bytes."""
         self._attached().tick()
 
     def report(self) -> dict[str, Any]:
-        """iterations, baseline_bytes, final_bytes, growth, threshold, leaking, samples,
-        survivors (groups: tag, pool, frames, count, bytes, requested_bytes, ...) and
-        text, the report as the C++ layer prints it."""
+        """iterations, warmup_iterations, judged_iterations, baseline_bytes (where the
+        steady state starts), final_bytes, growth, threshold, leaked_bytes, leaking,
+        samples, survivors (groups: tag, pool, frames, count, bytes, requested_bytes,
+        iterations, judged_iterations, recurring, ...) and text, the report as the C++
+        layer prints it."""
         return self._attached().report()
 
     def close(self) -> None:
@@ -100,6 +109,29 @@ class LeakDetector:
         if self._detector is None:
             raise _core.Error("the leak detector is closed")
         return self._detector
+
+
+class SizePatterns:
+    """Counts the sizes a device is asked for until stop(): report() gives a power-of-two
+    histogram, the most frequent sizes and, per iteration (ended by the device's
+    iteration marks, npumem.torch.iteration() or tick()), the share of requests the
+    previous iteration also made (1.0: a repeating loop, which a static plan fits)."""
+
+    def __init__(self, device: DeviceLike = None):
+        self.device = get_device(device)
+        self._patterns = _core.SizePatterns(self.device)
+
+    def tick(self) -> None:
+        """Ends an iteration."""
+        self._patterns.tick()
+
+    def report(self, top: int = 10) -> dict[str, Any]:
+        """allocations, distinct_sizes, histogram [(upper bound, count)], most_frequent
+        [(size, count)], repetition [share per iteration] and text."""
+        return self._patterns.report(top)
+
+    def stop(self) -> None:
+        self._patterns.stop()
 
 
 class MemoryHistory:

@@ -117,8 +117,14 @@ void bind_devices(py::module_& module) {
       .def_property_readonly("name", [](const Entry& e) { return e.allocator->device().name(); })
       .def_property_readonly("config",
                              [](const Entry& e) { return to_string(e.allocator->config()); })
+      .def_property_readonly(
+          "warnings", [](const Entry& e) { return e.allocator->warnings(); },
+          "Problems met when the allocator was made that did not stop it, e.g. a fallback")
       .def("stats", [](const Entry& e) { return stats_dict(e.allocator->stats()); })
       .def("reset_peak_stats", [](Entry& e) { e.allocator->reset_peak_stats(); })
+      .def(
+          "mark_iteration", [](Entry& e) { e.allocator->mark_iteration(); },
+          "Marks the start of an iteration: observers (leak check) and strategies see it")
       .def(
           "empty_cache", [](Entry& e) { return e.allocator->empty_cache(); },
           py::call_guard<py::gil_scoped_release>())
@@ -140,6 +146,13 @@ void bind_devices(py::module_& module) {
           "deallocate",
           [](Entry& e, std::uintptr_t ptr) { e.allocator->deallocate(to_pointer(ptr)); },
           py::arg("ptr"), py::call_guard<py::gil_scoped_release>())
+      .def(
+          "resize",
+          [](Entry& e, std::uintptr_t ptr, std::size_t bytes) {
+            return e.allocator->resize(to_pointer(ptr), bytes);
+          },
+          py::arg("ptr"), py::arg("bytes"), py::call_guard<py::gil_scoped_release>(),
+          "Grows or shrinks a live allocation in place; False (nothing changed) when it cannot")
       .def(
           "allocation_size",
           [](const Entry& e, std::uintptr_t ptr) {
@@ -183,6 +196,14 @@ void bind_devices(py::module_& module) {
   module.def("find_device", &find_device, py::arg("index"), py::return_value_policy::reference,
              "The device at `index`, or None");
   module.def("device_indices", &device_indices);
+  module.def(
+      "check_config",
+      [](const std::string& conf) {
+        return to_string(parse_config(conf, config_from_environment()));
+      },
+      py::arg("conf"),
+      "The settings `conf` over NPUMEM_ALLOC_CONF as a config string; ConfigError names a bad "
+      "key or value");
   module.def(
       "parse_size", [](const std::string& text) { return parse_size(text); }, py::arg("text"),
       "Bytes from a size such as '512MiB' or '4096'");

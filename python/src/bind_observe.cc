@@ -11,9 +11,11 @@
 #include "bindings.h"
 #include "device_registry.h"
 #include "npumem/history.h"
+#include "npumem/hooks.h"
 #include "npumem/leak_detector.h"
 #include "npumem/monitor.h"
 #include "npumem/snapshot.h"
+#include "npumem/stats_page.h"
 
 namespace py = pybind11;
 
@@ -51,15 +53,47 @@ py::dict leak_group_dict(const LeakGroup& group) {
   result["bytes"] = group.bytes;
   result["requested_bytes"] = group.requested_bytes;
   result["iterations"] = group.iterations;
+  result["judged_iterations"] = group.judged_iterations;
   result["first_iteration"] = group.first_iteration;
   result["last_iteration"] = group.last_iteration;
   result["recurring"] = group.recurring;
   return result;
 }
 
+// Every process on the stats pages (npumem smi's source): pid, name, and per device
+// its name and allocated / reserved bytes over the tiers.
+py::list stats_pages_list() {
+  py::list processes;
+  for (const ProcessStats& process : read_stats_pages()) {
+    py::list devices;
+    for (const PublishedDevice& device : process.devices) {
+      std::uint64_t allocated = 0;
+      std::uint64_t reserved = 0;
+      for (const PublishedTier& tier : device.tiers) {
+        allocated += tier.allocated_bytes;
+        reserved += tier.reserved_bytes;
+      }
+      py::dict entry;
+      entry["name"] = device.name;
+      entry["allocated_bytes"] = allocated;
+      entry["reserved_bytes"] = reserved;
+      devices.append(entry);
+    }
+    py::dict entry;
+    entry["pid"] = process.pid;
+    entry["name"] = process.process_name;
+    entry["devices"] = devices;
+    processes.append(entry);
+  }
+  return processes;
+}
+
 py::dict leak_report_dict(const LeakReport& report) {
   py::dict result;
   result["iterations"] = report.iterations;
+  result["warmup_iterations"] = report.warmup_iterations;
+  result["judged_iterations"] = report.judged_iterations;
+  result["leaked_bytes"] = report.leaked_bytes;
   result["baseline_bytes"] = report.baseline_bytes;
   result["final_bytes"] = report.final_bytes;
   result["growth"] = report.growth;
@@ -97,9 +131,13 @@ class PythonMonitor {
 // A LeakDetector attached to a device until detach() or its destruction.
 class PythonLeakDetector {
  public:
-  PythonLeakDetector(DeviceEntry& device, double threshold, bool backtraces)
+  PythonLeakDetector(DeviceEntry& device, double threshold, bool backtraces,
+                     std::size_t warmup_iterations)
       : device_(device),
-        detector_(LeakDetector::attach(*device.allocator, {threshold, backtraces})) {}
+        detector_(
+            LeakDetector::attach(*device.allocator, {.threshold = threshold,
+                                                     .backtraces = backtraces,
+                                                     .warmup_iterations = warmup_iterations})) {}
   ~PythonLeakDetector() { detach(); }
   PythonLeakDetector(const PythonLeakDetector&) = delete;
   PythonLeakDetector& operator=(const PythonLeakDetector&) = delete;
@@ -132,6 +170,39 @@ class PythonHistory {
   std::shared_ptr<HistoryRecorder> recorder_;
 };
 
+// A SizePatternAnalyser fed by hooks on a device (ticking at its iteration marks)
+// until stop() or its destruction. No Python code runs under the allocator's lock.
+class PythonSizePatterns {
+ public:
+  explicit PythonSizePatterns(DeviceEntry& device)
+      : device_(device), hooks_(std::make_shared<Hooks>()) {
+    analyser_.install(*hooks_);
+    hooks_->add({EventKind::iteration}, [this](const Event&) { analyser_.tick(); });
+    device.allocator->add_observer(hooks_);
+  }
+  ~PythonSizePatterns() { stop(); }
+  PythonSizePatterns(const PythonSizePatterns&) = delete;
+  PythonSizePatterns& operator=(const PythonSizePatterns&) = delete;
+  void stop() { device_.allocator->remove_observer(hooks_); }
+  void tick() { analyser_.tick(); }
+  py::dict report(std::size_t top) const {
+    const SizePatterns patterns = analyser_.patterns(top);
+    py::dict result;
+    result["allocations"] = patterns.allocations;
+    result["distinct_sizes"] = patterns.distinct_sizes;
+    result["histogram"] = patterns.histogram;
+    result["most_frequent"] = patterns.most_frequent;
+    result["repetition"] = patterns.repetition;
+    result["text"] = to_string(patterns);
+    return result;
+  }
+
+ private:
+  DeviceEntry& device_;
+  SizePatternAnalyser analyser_;  // before hooks_: the hooks call it
+  std::shared_ptr<Hooks> hooks_;
+};
+
 MemorySnapshot take_snapshot(const DeviceEntry& device, const PythonHistory* history) {
   return memory_snapshot(*device.allocator, history ? &history->recorder() : nullptr);
 }
@@ -148,14 +219,26 @@ void bind_observe(py::module_& module) {
       .def("empty_cache", &PythonMonitor::empty_cache,
            "Releases the cache; returns what it gave back, before and after");
 
+  module.def("stats_pages", &stats_pages_list,
+             "Every process publishing npumem stats (what npumem smi reads)");
+
   py::class_<PythonLeakDetector>(module, "LeakDetector",
-                                 "Judges growth since a baseline and names the survivors")
-      .def(py::init<DeviceEntry&, double, bool>(), py::arg("device"), py::arg("threshold"),
-           py::arg("backtraces"), py::keep_alive<1, 2>())
+                                 "Names what stays alive iteration after iteration after warm-up")
+      .def(py::init<DeviceEntry&, double, bool, std::size_t>(), py::arg("device"),
+           py::arg("threshold"), py::arg("backtraces"), py::arg("warmup_iterations"),
+           py::keep_alive<1, 2>())
       .def("mark_baseline", &PythonLeakDetector::mark_baseline)
       .def("tick", &PythonLeakDetector::tick)
       .def("report", &PythonLeakDetector::report)
       .def("detach", &PythonLeakDetector::detach);
+
+  py::class_<PythonSizePatterns>(module, "SizePatterns",
+                                 "Requested sizes of a device: histogram, frequent sizes, "
+                                 "repetition per iteration")
+      .def(py::init<DeviceEntry&>(), py::arg("device"), py::keep_alive<1, 2>())
+      .def("tick", &PythonSizePatterns::tick)
+      .def("report", &PythonSizePatterns::report, py::arg("top") = 10)
+      .def("stop", &PythonSizePatterns::stop);
 
   py::class_<PythonHistory>(module, "HistoryRecorder", "The allocator's events, in a ring")
       .def(py::init<DeviceEntry&, std::size_t, bool>(), py::arg("device"), py::arg("max_entries"),

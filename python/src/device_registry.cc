@@ -2,11 +2,11 @@
 
 #include <map>
 #include <mutex>
+#include <string_view>
 
-#include "capi/device_registry.h"
-#include "device/sim_spec.h"
 #include "npumem/config.h"
 #include "npumem/errors.h"
+#include "npumem/process_allocators.h"
 
 namespace npumem::python {
 namespace {
@@ -62,28 +62,31 @@ void bridge_totals(void* allocator, std::int64_t* allocated, std::int64_t* reser
 }  // namespace
 
 bool spec_is_host_accessible(const std::string& spec) {
-  const std::string word = spec.substr(0, spec.find(':'));
+  const std::string_view text = spec;
+  const std::string_view word = text.substr(0, text.find(':'));
   if (word == "host") return true;
-  if (word == "sim") return parse_sim_spec(spec).backing == Backing::host;
-  return false;
+  if (word != "sim" || word.size() == text.size()) return false;
+  std::string_view options = text.substr(word.size() + 1);
+  bool host_backed = false;  // the last backing= wins, as the sim spec reads it
+  while (!options.empty()) {
+    const std::size_t comma = options.find(',');
+    const std::string_view option = options.substr(0, comma);
+    if (option.starts_with("backing=")) host_backed = option == "backing=host";
+    options = comma == std::string_view::npos ? std::string_view{} : options.substr(comma + 1);
+  }
+  return host_backed;
 }
 
-DeviceEntry& create_device(int index, const std::string& spec, const std::string& conf) {
-  if (index < 0) throw ConfigError("device index " + std::to_string(index) + " is negative");
-  Registry& reg = registry();
-  std::lock_guard lock(reg.mutex);
-  if (reg.devices.contains(index)) {
-    throw ConfigError("npumem device " + std::to_string(index) + " exists already (spec '" +
-                      reg.devices.at(index)->spec + "'); initialise a device before first use");
-  }
+namespace {
+
+// Needs the registry's mutex.
+DeviceEntry& add_entry(Registry& reg, int index, std::string spec, Allocator& allocator) {
   auto entry = std::make_unique<DeviceEntry>();
   entry->index = index;
-  entry->spec = spec;
-  entry->host_accessible = spec_is_host_accessible(spec);
-  // Named like the C ABI's devices: "sim" and "cuda" specs get the index (sim:<index>).
-  entry->allocator = std::make_unique<Allocator>(make_device(capi::spec_for_device(spec, index)),
-                                                 parse_config(conf, config_from_environment()));
-  entry->bridge.allocator = entry->allocator.get();
+  entry->spec = std::move(spec);
+  entry->host_accessible = spec_is_host_accessible(entry->spec);
+  entry->allocator = &allocator;
+  entry->bridge.allocator = &allocator;
   entry->bridge.allocate = bridge_allocate;
   entry->bridge.deallocate = bridge_deallocate;
   entry->bridge.allocation_size = bridge_allocation_size;
@@ -93,18 +96,34 @@ DeviceEntry& create_device(int index, const std::string& spec, const std::string
   return result;
 }
 
+}  // namespace
+
+DeviceEntry& create_device(int index, const std::string& spec, const std::string& conf) {
+  if (index < 0) throw ConfigError("device index " + std::to_string(index) + " is negative");
+  const Config config = parse_config(conf, config_from_environment());
+  Registry& reg = registry();
+  std::lock_guard lock(reg.mutex);
+  Allocator& allocator = init_process_allocator(index, spec, config);
+  return add_entry(reg, index, spec, allocator);
+}
+
 DeviceEntry* find_device(int index) {
+  if (index < 0 || index >= kMaxProcessAllocators) return nullptr;
   Registry& reg = registry();
   std::lock_guard lock(reg.mutex);
   const auto found = reg.devices.find(index);
-  return found == reg.devices.end() ? nullptr : found->second.get();
+  if (found != reg.devices.end()) return found->second.get();
+  // Made outside Python (npumem_malloc in the same process): wrap it now.
+  Allocator* allocator = find_process_allocator(index);
+  if (allocator == nullptr) return nullptr;
+  return &add_entry(reg, index, process_allocator_spec(index), *allocator);
 }
 
 std::vector<int> device_indices() {
-  Registry& reg = registry();
-  std::lock_guard lock(reg.mutex);
   std::vector<int> indices;
-  for (const auto& [index, entry] : reg.devices) indices.push_back(index);
+  for (const int index : process_allocator_devices()) {
+    if (find_device(index) != nullptr) indices.push_back(index);
+  }
   return indices;
 }
 

@@ -31,6 +31,11 @@ bool RecordingAllocator::recording() const {
   return recording_;
 }
 
+void RecordingAllocator::mark_iteration() {
+  std::lock_guard lock(mutex_);
+  if (recording_) events_.push_back({'i', 0, 0});
+}
+
 c10::Allocator* RecordingAllocator::inner() const {
   std::lock_guard lock(mutex_);
   return inner_;
@@ -44,7 +49,7 @@ c10::DataPtr RecordingAllocator::allocate(std::size_t bytes) const {
   const c10::Device device = memory.device();
   std::lock_guard lock(mutex_);
   const std::uint64_t id = next_id_++;
-  if (recording_) events_.push_back({true, id, bytes});
+  if (recording_) events_.push_back({'a', id, bytes});
   live_.emplace(ptr, Live{std::move(memory), id, session_});
   return {ptr, ptr, &free_recorded, device};
 }
@@ -62,7 +67,7 @@ void RecordingAllocator::free_recorded(void* ptr) {
     const auto found = self.live_.find(ptr);
     if (found == self.live_.end()) return;
     if (self.recording_ && found->second.session == self.session_) {
-      self.events_.push_back({false, found->second.id, 0});
+      self.events_.push_back({'f', found->second.id, 0});
     }
     memory = std::move(found->second.inner);
     self.live_.erase(found);

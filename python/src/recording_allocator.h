@@ -1,6 +1,7 @@
 // A c10 allocator that forwards to another and records every allocation and free
 // with its exact requested size: the events of an allocation trace
-// (`a <id> <bytes>` / `f <id>`, ids in allocation order from 0).
+// (`a <id> <bytes>` / `f <id>`, ids in allocation order from 0), and the iteration
+// boundaries marked meanwhile (`i`).
 #pragma once
 
 #include <c10/core/Allocator.h>
@@ -13,9 +14,9 @@
 namespace npumem::python {
 
 struct RecordedEvent {
-  bool alloc = true;
+  char kind = 'a';  // 'a' allocation, 'f' free, 'i' iteration boundary
   std::uint64_t id = 0;
-  std::uint64_t bytes = 0;  // alloc only
+  std::uint64_t bytes = 0;  // 'a' only
 };
 
 class RecordingAllocator final : public c10::Allocator {
@@ -29,6 +30,8 @@ class RecordingAllocator final : public c10::Allocator {
   // Stops and returns the events since start(); later frees are not recorded.
   std::vector<RecordedEvent> stop();
   bool recording() const;
+  // Records an iteration boundary (an `i` line) when recording.
+  void mark_iteration();
   c10::Allocator* inner() const;
 
   // Zero bytes hold no memory and are passed through unrecorded.

@@ -83,15 +83,15 @@ void start_recording() {
   c10::SetCPUAllocator(&recorder, kPriority);
 }
 
-// (kind, id, bytes) with kind "a" or "f"; bytes is 0 for frees.
-std::vector<std::tuple<const char*, std::uint64_t, std::uint64_t>> stop_recording() {
+// (kind, id, bytes) with kind "a", "f" or "i"; bytes is 0 but for "a".
+std::vector<std::tuple<std::string, std::uint64_t, std::uint64_t>> stop_recording() {
   RecordingAllocator& recorder = RecordingAllocator::instance();
   std::vector<RecordedEvent> events = recorder.stop();
   c10::SetCPUAllocator(recorder.inner(), kPriority);
-  std::vector<std::tuple<const char*, std::uint64_t, std::uint64_t>> result;
+  std::vector<std::tuple<std::string, std::uint64_t, std::uint64_t>> result;
   result.reserve(events.size());
   for (const RecordedEvent& event : events) {
-    result.emplace_back(event.alloc ? "a" : "f", event.id, event.bytes);
+    result.emplace_back(std::string(1, event.kind), event.id, event.bytes);
   }
   return result;
 }
@@ -111,4 +111,7 @@ PYBIND11_MODULE(_torch, module) {
   module.def("stop_recording", &stop_recording,
              "Stops recording; returns the events as (kind, id, bytes) tuples");
   module.def("recording", [] { return RecordingAllocator::instance().recording(); });
+  module.def(
+      "record_iteration", [] { RecordingAllocator::instance().mark_iteration(); },
+      "Records an iteration boundary (an `i` line) when recording");
 }

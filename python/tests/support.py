@@ -9,8 +9,8 @@ import sys
 
 import npumem
 
-# Devices live for the process, so each test takes a fresh index.
-_indices = itertools.count(100)
+# Devices live for the process, so each test takes a fresh index (below 64).
+_indices = itertools.count(16)  # 0-15 are left to the tests that name one
 
 
 def fresh_device(spec: str = "sim:hbm=64MiB,ddr=128MiB", conf: str = ""):

@@ -126,13 +126,19 @@ class ErrorTest(unittest.TestCase):
             npumem.caching_allocator_delete(ptr, device)
         self.assertEqual(npumem.memory_stats(device), before)
 
+    def test_an_unsupported_feature_warns(self):
+        with self.assertWarnsRegex(RuntimeWarning, "expandable_segments is not supported"):
+            device = fresh_device("sim:hbm=64MiB,vmm=false", "expandable_segments:true")
+        self.assertEqual(len(device.warnings), 1)
+        self.assertIn("caching", device.warnings[0])
+
     def test_bad_spec_and_config_name_the_problem(self):
         with self.assertRaisesRegex(npumem.ConfigError, "unknown key 'hmb'"):
-            npumem.init("sim:hmb=1GiB", device=90)
+            npumem.init("sim:hmb=1GiB", device=60)
         with self.assertRaisesRegex(npumem.ConfigError, "granularity|granule"):
-            npumem.init("sim", "granule:100", device=91)
+            npumem.init("sim", "granule:100", device=61)
         with self.assertRaisesRegex(npumem.ConfigError, "not_a_device"):
-            npumem.init("not_a_device", device=92)
+            npumem.init("not_a_device", device=62)
         with self.assertRaisesRegex(npumem.ConfigError, "'lots'"):
             npumem.create_pool("p", quota="lots", device=fresh_device())
 
@@ -154,6 +160,52 @@ class ErrorTest(unittest.TestCase):
             npumem.memory_allocated(-1)
         with self.assertRaisesRegex(npumem.ConfigError, "unknown tier 'l2'"):
             fresh_device().largest_free_block("l2")
+
+
+class TorchCudaNamesTest(unittest.TestCase):
+    def test_mem_get_info_is_free_and_total_hbm(self):
+        device = fresh_device("sim:hbm=64MiB,ddr=128MiB")
+        self.assertEqual(npumem.mem_get_info(device), (64 * MiB, 64 * MiB))
+        ptr = npumem.caching_allocator_alloc(MiB, device)
+        reserved = npumem.memory_reserved(device)
+        self.assertGreater(reserved, 0)
+        self.assertEqual(npumem.mem_get_info(device), (64 * MiB - reserved, 64 * MiB))
+        npumem.caching_allocator_delete(ptr, device)
+        limited = fresh_device("sim:hbm=64MiB,ddr=128MiB", "hbm:16MiB")
+        self.assertEqual(npumem.mem_get_info(limited), (16 * MiB, 16 * MiB))
+
+    def test_nested_stats_and_the_older_reset_name(self):
+        device = fresh_device()
+        ptr = npumem.caching_allocator_alloc(3 * MiB, device)
+        nested = npumem.memory_stats_as_nested_dict(device)
+        self.assertEqual(nested["allocated_bytes"]["all"]["current"], 3 * MiB)
+        self.assertEqual(nested["reserved_bytes"]["hbm"]["peak"], npumem.max_memory_reserved(device))
+        self.assertEqual(nested["num_ooms"], 0)
+        npumem.caching_allocator_delete(ptr, device)
+        self.assertEqual(npumem.max_memory_allocated(device), 3 * MiB)
+        npumem.reset_max_memory_allocated(device)
+        self.assertEqual(npumem.max_memory_allocated(device), 0)
+
+    def test_list_gpu_processes_names_this_process(self):
+        # A fresh process: a stats page has places for 8 devices, fewer than this one made.
+        result = run_python(
+            "import os, npumem\n"
+            "device = npumem.init('sim:hbm=64MiB,ddr=0', device=2)\n"
+            "print(os.getpid())\n"
+            "print(npumem.list_gpu_processes(2))\n"
+        )
+        self.assertEqual(result.returncode, 0, result.stderr)
+        pid, listing = result.stdout.split("\n", 1)
+        self.assertTrue(listing.startswith("NPU:2 (sim:2)"), listing)
+        self.assertRegex(listing, rf"process +{pid} uses +0\.000 MB NPU memory \(python3")
+        hidden = run_python(
+            "import npumem\n"
+            "npumem.init('sim:hbm=64MiB,ddr=0', device=2)\n"
+            "print(npumem.list_gpu_processes(2))\n",
+            {"NPUMEM_STATS_PAGE": "0"},
+        )
+        self.assertEqual(hidden.returncode, 0, hidden.stderr)
+        self.assertIn("no processes are running", hidden.stdout)
 
 
 class DefaultDeviceTest(unittest.TestCase):

@@ -50,7 +50,7 @@ class MonitorTest(unittest.TestCase):
 class LeakDetectorTest(unittest.TestCase):
     def test_growth_and_survivors_by_tag(self):
         device = fresh_device()
-        with npumem.LeakDetector(device, threshold=0.10) as leaks:
+        with npumem.LeakDetector(device) as leaks:
             npumem.caching_allocator_alloc(MiB, device)
             leaks.mark_baseline()
             for _ in range(4):
@@ -62,7 +62,9 @@ class LeakDetectorTest(unittest.TestCase):
             report = leaks.report()
         self.assertTrue(report["leaking"])
         self.assertEqual(report["iterations"], 4)
-        self.assertEqual(report["baseline_bytes"], MiB)
+        self.assertEqual(report["judged_iterations"], 2)  # after warm-up, before the last
+        self.assertEqual(report["baseline_bytes"], MiB + 2 * 64 * 1024)
+        self.assertEqual(report["leaked_bytes"], 2 * 64 * 1024)
         self.assertEqual(report["final_bytes"], MiB + 4 * 64 * 1024)
         (group,) = report["survivors"]
         self.assertEqual(group["tag"], "history buffer")
@@ -85,6 +87,34 @@ class LeakDetectorTest(unittest.TestCase):
     def test_a_negative_threshold_is_refused(self):
         with self.assertRaises(npumem.ConfigError):
             npumem.LeakDetector(fresh_device(), threshold=-0.5)
+
+
+class SizePatternsAndResizeTest(unittest.TestCase):
+    def test_sizes_and_repetition_per_iteration_mark(self):
+        device = fresh_device()
+        patterns = npumem.SizePatterns(device)
+        for size in (4096, 4096, 100):
+            npumem.caching_allocator_delete(npumem.caching_allocator_alloc(size, device), device)
+            if size == 4096:
+                device.mark_iteration()
+        report = patterns.report()
+        patterns.stop()
+        npumem.caching_allocator_alloc(1, device)  # not counted after stop()
+        self.assertEqual(report["allocations"], 3)
+        self.assertEqual(report["most_frequent"][0], (4096, 2))
+        self.assertEqual(report["repetition"], [1.0])
+        self.assertIn("most frequent sizes", report["text"])
+        self.assertEqual(patterns.report()["allocations"], 3)
+
+    def test_resize_in_place(self):
+        device = fresh_device()
+        ptr = npumem.caching_allocator_alloc(MiB, device)
+        self.assertTrue(npumem.caching_allocator_resize(ptr, MiB + MiB // 2, device))
+        self.assertEqual(device.allocation_size(ptr), MiB + MiB // 2)
+        self.assertFalse(npumem.caching_allocator_resize(ptr, 1 << 40, device))
+        npumem.caching_allocator_delete(ptr, device)
+        with self.assertRaises(npumem.InvalidPointerError):
+            npumem.caching_allocator_resize(ptr, 10, device)
 
 
 class ExportTest(unittest.TestCase):

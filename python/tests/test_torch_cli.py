@@ -75,7 +75,7 @@ class CliTest(unittest.TestCase):
         self.assertEqual(self.figure(out, "ddr peak allocated"), 0)
         self.assertRegex(out, r"(?m)^start +0 B +0 B +0 B ")
         self.assertRegex(out, r"(?m)^end +0 B ")
-        self.assertIn("verdict: no leak", out)
+        self.assertIn("verdict: not judged", out)  # no optimizer step, no iteration()
         self.assertIn("no allocation made since the baseline is still alive", out)
 
     def test_run_peak_of_torchvision_training_equals_the_peak_captured_without_npumem(self):
@@ -92,11 +92,50 @@ class CliTest(unittest.TestCase):
         self.assertIn("step 1: loss", result.stdout)
         self.assertEqual(self.figure(result.stdout, "peak requested"), captured_peak)
         self.assertGreater(self.figure(result.stdout, "peak allocated"), captured_peak)
+        self.assertNotIn("LEAK", result.stdout)
+
+    TRAINING_LOOP = """
+        import torch
+        torch.manual_seed(0)
+        model = torch.nn.Sequential(
+            torch.nn.Linear(64, 256), torch.nn.ReLU(), torch.nn.Linear(256, 10)
+        )
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+        validation = torch.randn(32, 64)
+        kept = []
+        for step in range(8):
+            optimizer.zero_grad(set_to_none=True)
+            loss = model(torch.randn(32, 64)).square().mean()
+            loss.backward()
+            optimizer.step()
+            if KEEP:
+                kept.append(model(validation))  # the validation graph, kept every step
+        print("trained")
+        """
+
+    def test_run_fires_on_a_tensor_kept_every_step_naming_the_module(self):
+        script = self.script("leaky.py", "KEEP = True\n" + textwrap.dedent(self.TRAINING_LOOP))
+        result = self.npumem_torch("run", script)
+        self.assertEqual(result.returncode, 4, result.stdout + result.stderr)
+        self.assertIn("trained", result.stdout)
+        self.assertIn("leak check over 8 iterations (warm-up 1, judged 6)", result.stdout)
+        self.assertIn("verdict: LEAK SUSPECTED", result.stdout)
+        # The graph's saved activations, named by the module whose forward made them.
+        self.assertRegex(
+            result.stdout,
+            r"tag 'Sequential\.\d', pool 'default': \d+ allocations, .* made in \d+ of 8 "
+            r"iterations .*left behind in 6 iterations after warm-up",
+        )
+
+    def test_run_is_silent_on_the_same_loop_without_the_kept_tensor(self):
+        script = self.script("clean.py", "KEEP = False\n" + textwrap.dedent(self.TRAINING_LOOP))
+        result = self.npumem_torch("run", script)
+        self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
         self.assertIn("verdict: no leak", result.stdout)
 
-    def test_run_names_the_tensors_a_script_leaves_behind(self):
+    def test_run_lists_what_a_script_leaves_behind_by_tag(self):
         script = self.script(
-            "leaky.py",
+            "leftovers.py",
             """
             import builtins
             import torch
@@ -107,8 +146,43 @@ class CliTest(unittest.TestCase):
         )
         result = self.npumem_torch("run", script)
         self.assertEqual(result.returncode, 0, result.stderr)
-        self.assertIn("verdict: LEAK SUSPECTED", result.stdout)
         self.assertRegex(result.stdout, r"tag 'forgotten cache', pool 'default': 3 allocations")
+
+    def test_run_says_when_the_timeline_dropped_events(self):
+        script = self.script("many.py", "import torch\nfor _ in range(50):\n    torch.ones(100)\n")
+        page = os.path.join(self.folder.name, "t.html")
+        result = self.npumem_torch("run", "--html", page, "--history-entries", "10", script)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertRegex(result.stdout, r"the timeline dropped the \d+ oldest events")
+        with open(page, encoding="utf-8") as file:
+            self.assertIn('"max_entries":10', file.read().replace(" ", ""))
+
+    def test_run_checks_html_and_conf_before_running(self):
+        script = self.script("never_runs.py", "print('ran')\n")
+        missing = os.path.join(self.folder.name, "no", "such", "folder", "t.html")
+        result = self.npumem_torch("run", "--html", missing, script)
+        self.assertEqual(result.returncode, 2)
+        self.assertIn(f"--html: cannot write {missing}", result.stderr)
+        self.assertNotIn("ran", result.stdout)
+        result = self.npumem_torch("run", "--conf", "granule:x", script)
+        self.assertEqual(result.returncode, 2)
+        self.assertIn("--conf: bad value 'x' for key 'granule'", result.stderr)
+        self.assertNotIn("ran", result.stdout)
+
+    def test_ctrl_c_ends_the_script_and_keeps_the_report(self):
+        script = self.script(
+            "interrupted.py",
+            """
+            import torch
+            kept = torch.ones(1000)
+            raise KeyboardInterrupt
+            """,
+        )
+        result = self.npumem_torch("run", script)
+        self.assertEqual(result.returncode, 130, result.stderr)
+        self.assertIn("KeyboardInterrupt", result.stderr)
+        self.assertIn("exited with status 130", result.stdout)
+        self.assertIn("peak requested", result.stdout)
 
     def test_run_passes_on_the_exit_status_and_writes_the_timeline(self):
         script = self.script(
@@ -158,11 +232,16 @@ class CliTest(unittest.TestCase):
         with open(trace, encoding="ascii") as file:
             lines = file.read().splitlines()
         self.assertTrue(lines[0].startswith("# what: python3 "))
+        iterations = 0
         for line in lines:
             if line.startswith("#"):
                 continue
+            if line == "i":  # optimizer.step()
+                iterations += 1
+                continue
             fields = line.split()
             events.append((fields[0], int(fields[1]), int(fields[2]) if fields[0] == "a" else 0))
+        self.assertEqual(iterations, 1)
         peak = peak_live_bytes(events)
         self.assertGreater(peak, 44 << 20)  # resnet18's weights alone
         self.assertIn(f"({peak} bytes)", result.stdout)
@@ -182,6 +261,7 @@ class CliTest(unittest.TestCase):
         self.assertTrue(report["completed"])
         self.assertEqual(report["peak_requested_bytes"], peak)
         self.assertEqual(report["allocations"], sum(1 for kind, _, _ in events if kind == "a"))
+        self.assertEqual(report["iterations"], 1)
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@
 #include "capi/abi_guard.h"
 #include "capi/handle.h"
 #include "npumem/npumem.h"
+#include "npumem/observer.h"
 #include "npumem/snapshot.h"
 
 namespace npumem::capi {
@@ -45,7 +46,8 @@ void fill(const Stats& stats, npumem_stats_t& out) {
   out.num_device_free = stats.num_device_free;
 }
 
-// A copy of text in memory npumem_string_free releases.
+}  // namespace
+
 char* c_string(const std::string& text) {
   char* copy = static_cast<char*>(std::malloc(text.size() + 1));
   if (copy == nullptr) throw std::bad_alloc();
@@ -53,7 +55,6 @@ char* c_string(const std::string& text) {
   return copy;
 }
 
-}  // namespace
 }  // namespace npumem::capi
 
 using npumem::capi::allocator_of;
@@ -149,6 +150,39 @@ npumem_status_t npumem_empty_cache(npumem_allocator_t* allocator, size_t* releas
   });
 }
 
+npumem_status_t npumem_resize(npumem_allocator_t* allocator, void* ptr, size_t size,
+                              int* resized) noexcept {
+  return guarded([&] {
+    if (ptr == nullptr) throw npumem::capi::ArgumentError("ptr is NULL");
+    const bool done = allocator_of(allocator).resize(ptr, size);
+    if (resized != nullptr) *resized = done ? 1 : 0;
+    return NPUMEM_OK;
+  });
+}
+
+npumem_status_t npumem_create_pool(npumem_allocator_t* allocator, const char* name,
+                                   size_t quota_bytes) noexcept {
+  return guarded([&] {
+    if (name == nullptr) throw npumem::capi::ArgumentError("name is NULL");
+    allocator_of(allocator).create_pool(name, quota_bytes);
+    return NPUMEM_OK;
+  });
+}
+
+npumem_status_t npumem_set_tag(const char* tag) noexcept {
+  return guarded([&] {
+    npumem::set_memory_tag(tag == nullptr ? "" : tag);
+    return NPUMEM_OK;
+  });
+}
+
+npumem_status_t npumem_iteration(npumem_allocator_t* allocator) noexcept {
+  return guarded([&] {
+    allocator_of(allocator).mark_iteration();
+    return NPUMEM_OK;
+  });
+}
+
 npumem_status_t npumem_snapshot_json(npumem_allocator_t* allocator, char** out) noexcept {
   return guarded([&] {
     char*& result = required(out, "out");
@@ -156,6 +190,17 @@ npumem_status_t npumem_snapshot_json(npumem_allocator_t* allocator, char** out) 
     std::ostringstream json;
     npumem::write_snapshot_json(npumem::memory_snapshot(allocator_of(allocator)), json);
     result = npumem::capi::c_string(json.str());
+    return NPUMEM_OK;
+  });
+}
+
+npumem_status_t npumem_warnings(npumem_allocator_t* allocator, char** out) noexcept {
+  return guarded([&] {
+    char*& result = required(out, "out");
+    result = nullptr;
+    std::string lines;
+    for (const std::string& warning : allocator_of(allocator).warnings()) lines += warning + "\n";
+    result = npumem::capi::c_string(lines);
     return NPUMEM_OK;
   });
 }

@@ -6,14 +6,17 @@
 #include <mutex>
 
 #include "capi/abi_guard.h"
-#include "npumem/config.h"
+#include "capi/process_stats_page.h"
 #include "npumem/errors.h"
+#include "npumem/process_allocators.h"
 
 namespace npumem::capi {
 namespace {
 
 // Constant-initialised, so npumem_malloc works even from other static constructors.
 std::array<std::atomic<npumem_allocator*>, kMaxDevices> allocators{};
+// Written under creation_mutex before the allocator is stored; read after loading it.
+std::array<std::string, kMaxDevices> specs;
 std::mutex creation_mutex;
 
 void check_index(int device) {
@@ -38,20 +41,32 @@ bool names_an_id(std::string_view options) {
   return false;
 }
 
-std::shared_ptr<Device> device_from_environment(int device) {
+// Needs creation_mutex.
+npumem_allocator& make_locked(int device, const std::string& spec, const Config& config,
+                              const char* spec_source) {
+  std::shared_ptr<Device> made;
   try {
-    return make_device(spec_for_device(environment_or("NPUMEM_DEVICE", "sim"), device));
+    made = make_device(spec_for_device(spec, device));
   } catch (const ConfigError& error) {
-    throw ConfigError(std::string("NPUMEM_DEVICE: ") + error.what());
+    if (spec_source == nullptr) throw;
+    throw ConfigError(std::string(spec_source) + ": " + error.what());
   }
+  // Intentionally never deleted: see the header.
+  auto* handle = new npumem_allocator(std::move(made), config, /*process_wide_allocator=*/true);
+  specs[device] = spec;
+  allocators[device].store(handle, std::memory_order_release);
+  publish_on_stats_page(*handle->allocator);
+  return *handle;
 }
 
-// Needs creation_mutex.
-void publish(int device, std::shared_ptr<Device> made, const Config& config) {
-  // Intentionally never deleted: see the header.
-  allocators[device].store(
-      new npumem_allocator(std::move(made), config, /*process_wide_allocator=*/true),
-      std::memory_order_release);
+npumem_allocator& made_from_environment(int device) {
+  if (npumem_allocator* existing = find_device_allocator(device)) return *existing;
+  std::lock_guard lock(creation_mutex);
+  if (npumem_allocator* made_meanwhile = allocators[device].load(std::memory_order_acquire)) {
+    return *made_meanwhile;
+  }
+  const Config config = config_from_environment();
+  return make_locked(device, environment_or("NPUMEM_DEVICE", "sim"), config, "NPUMEM_DEVICE");
 }
 
 }  // namespace
@@ -72,14 +87,7 @@ npumem_allocator* find_device_allocator(int device) {
 }
 
 npumem_allocator& device_allocator(int device) {
-  if (npumem_allocator* existing = find_device_allocator(device)) return *existing;
-  std::lock_guard lock(creation_mutex);
-  if (npumem_allocator* made_meanwhile = allocators[device].load(std::memory_order_acquire)) {
-    return *made_meanwhile;
-  }
-  const Config config = config_from_environment();
-  publish(device, device_from_environment(device), config);
-  return *allocators[device].load(std::memory_order_acquire);
+  return made_from_environment(device);
 }
 
 void init_device_allocator(int device, const char* spec, const char* conf) {
@@ -91,10 +99,65 @@ void init_device_allocator(int device, const char* spec, const char* conf) {
                         "npumem_malloc and only once)");
   }
   const Config config = conf == nullptr ? config_from_environment() : parse_config(conf);
-  publish(device,
-          spec == nullptr ? device_from_environment(device)
-                          : make_device(spec_for_device(spec, device)),
-          config);
+  if (spec == nullptr) {
+    make_locked(device, environment_or("NPUMEM_DEVICE", "sim"), config, "NPUMEM_DEVICE");
+  } else {
+    make_locked(device, spec, config, nullptr);
+  }
 }
 
 }  // namespace npumem::capi
+
+namespace npumem {
+
+namespace {
+
+void check_process_device(int device) {
+  if (device < 0 || device >= kMaxProcessAllocators) {
+    throw ConfigError("device index " + std::to_string(device) + " is out of range [0, " +
+                      std::to_string(kMaxProcessAllocators) + ")");
+  }
+}
+
+}  // namespace
+
+static_assert(kMaxProcessAllocators == capi::kMaxDevices);
+
+Allocator* find_process_allocator(int device) {
+  check_process_device(device);
+  npumem_allocator* handle = capi::allocators[device].load(std::memory_order_acquire);
+  return handle == nullptr ? nullptr : &*handle->allocator;
+}
+
+Allocator& process_allocator(int device) {
+  check_process_device(device);
+  return *capi::made_from_environment(device).allocator;
+}
+
+Allocator& init_process_allocator(int device, const std::string& spec, const Config& config) {
+  check_process_device(device);
+  std::lock_guard lock(capi::creation_mutex);
+  if (capi::allocators[device].load(std::memory_order_acquire) != nullptr) {
+    throw ConfigError("npumem device " + std::to_string(device) + " exists already (spec '" +
+                      capi::specs[device] + "'); initialise a device before first use");
+  }
+  return *capi::make_locked(device, spec, config, nullptr).allocator;
+}
+
+std::string process_allocator_spec(int device) {
+  check_process_device(device);
+  return capi::allocators[device].load(std::memory_order_acquire) == nullptr ? std::string()
+                                                                             : capi::specs[device];
+}
+
+std::vector<int> process_allocator_devices() {
+  std::vector<int> devices;
+  for (int device = 0; device < kMaxProcessAllocators; ++device) {
+    if (capi::allocators[device].load(std::memory_order_acquire) != nullptr) {
+      devices.push_back(device);
+    }
+  }
+  return devices;
+}
+
+}  // namespace npumem

@@ -3,9 +3,12 @@
 #pragma once
 
 #include <memory>
+#include <mutex>
 #include <optional>
+#include <string>
 
 #include "npumem/allocator.h"
+#include "npumem/hooks.h"
 #include "npumem/npumem.h"
 
 struct npumem_allocator {
@@ -14,6 +17,12 @@ struct npumem_allocator {
       : process_wide(process_wide_allocator) {
     allocator.emplace(std::move(device), config);
   }
+
+  // Made on the first npumem_add_hook / npumem_size_patterns_start (under
+  // observers_mutex). Declared before the allocator, so they outlive its last event.
+  std::mutex observers_mutex;
+  std::shared_ptr<npumem::Hooks> hooks;
+  std::unique_ptr<npumem::SizePatternAnalyser> size_patterns;
 
   // Empty once npumem_allocator_destroy has run: destroy ends the allocator but keeps
   // this small handle, so that a call on it afterwards is an INVALID_ARGUMENT rather
@@ -26,5 +35,7 @@ namespace npumem::capi {
 
 // The allocator behind a handle; throws ArgumentError for NULL or a destroyed handle.
 Allocator& allocator_of(npumem_allocator_t* handle);
+// A copy of text in memory npumem_string_free releases.
+char* c_string(const std::string& text);
 
 }  // namespace npumem::capi

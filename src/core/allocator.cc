@@ -42,6 +42,7 @@ void Allocator::reset_peak_stats() {
   std::lock_guard lock(impl_->mutex);
   impl_->stats.reset_peak();
   for (auto& pool : impl_->pools) pool->stats.reset_peak();
+  impl_->drop_credit();
 }
 
 std::size_t Allocator::empty_cache() {
@@ -76,6 +77,11 @@ std::vector<PoolInfo> Allocator::pools() const {
   for (const auto& pool : impl_->pools)
     infos.push_back({pool->name, pool->quota_bytes, impl_->public_stats(pool.get())});
   return infos;
+}
+
+void Allocator::mark_iteration() {
+  std::lock_guard lock(impl_->mutex);
+  impl_->notify(EventKind::iteration, 0, 0, 0, Tier::hbm, *impl_->pools.front());
 }
 
 void Allocator::add_observer(std::shared_ptr<AllocatorObserver> observer) {

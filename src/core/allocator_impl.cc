@@ -17,13 +17,25 @@ using core::Block;
 using core::BlockPool;
 using core::GrowResult;
 using core::PoolState;
-using core::round_up;
 using core::Segment;
+using core::ThreadCache;
 
 namespace {
 
 int index(Tier tier) {
   return static_cast<int>(tier);
+}
+
+// The statistic a front cache counter and split stand for (thread_cache.h).
+template <typename StatsType>  // Stats or const Stats
+auto& stat_of(StatsType& stats, int counter, int split, Tier kept_tier) {
+  auto& splits = counter == ThreadCache::allocated_bytes   ? stats.allocated_bytes
+                 : counter == ThreadCache::requested_bytes ? stats.requested_bytes
+                                                           : stats.allocation;
+  if (split == ThreadCache::all) return splits.all;
+  if (split == ThreadCache::small_pool) return splits.by_kind[static_cast<int>(PoolKind::small)];
+  if (split == ThreadCache::large_pool) return splits.by_kind[static_cast<int>(PoolKind::large)];
+  return splits.by_tier[static_cast<std::size_t>(kept_tier)];
 }
 
 // The pool this thread allocates from, per allocator (PoolScope sets it).
@@ -33,7 +45,9 @@ thread_local PoolState* scoped_pool = nullptr;
 }  // namespace
 
 Allocator::Impl::Impl(std::shared_ptr<Device> dev, Config conf)
-    : device(std::move(dev)), config(conf) {
+    : device(std::move(dev)),
+      config(conf),
+      caches(std::make_shared<core::CacheRegistry>(this, &Impl::retire_cache)) {
   if (!device) throw ConfigError("allocator needs a device");
   validate(config);
   for (Tier tier : kAllTiers) {
@@ -44,6 +58,7 @@ Allocator::Impl::Impl(std::shared_ptr<Device> dev, Config conf)
                      : 0;
     tier_granularity[index(tier)] = std::max<std::uint64_t>(info.granularity_bytes, 1);
   }
+  cached_tier = tier_limit[index(Tier::hbm)] != 0 ? Tier::hbm : Tier::ddr;
   if (config.strategy == Strategy::expandable && !device->supports_virtual_memory()) {
     warnings.push_back("expandable_segments is not supported by device " + device->name() +
                        " (no virtual-memory calls); using the caching strategy");
@@ -69,7 +84,137 @@ Allocator::Impl::Impl(std::shared_ptr<Device> dev, Config conf)
 }
 
 Allocator::Impl::~Impl() {
+  {
+    std::lock_guard guard(caches->mutex);  // waits out a thread retiring its cache
+    caches->owner.store(nullptr);
+  }
+  flush_recycled();
   release_everything();
+}
+
+// While one cache exists (solo), its thread works under the allocator's own lock
+// and the cache locks are not needed.
+void Allocator::Impl::ExclusiveLock::lock_caches() {
+  for (const auto& cache : impl_.caches->caches) {
+    cache->lock.lock();
+    impl_.fold_counters(*cache);
+  }
+}
+
+bool Allocator::Impl::ExclusiveLock::try_lock_holding(ThreadCache& held) {
+  if (!impl_.own_lock.try_lock()) return false;
+  for (const auto& cache : impl_.caches->caches) {
+    if (cache.get() != &held) cache->lock.lock();
+    impl_.fold_counters(*cache);
+  }
+  return true;
+}
+
+void Allocator::Impl::ExclusiveLock::unlock_caches() {
+  for (const auto& cache : impl_.caches->caches) cache->lock.unlock();
+}
+
+// Called with the lock held: every cache is locked (unless solo), a new one too.
+ThreadCache* Allocator::Impl::attach_new_cache() {
+  if (ThreadCache* cache = core::thread_cache(caches->id)) return cache;
+  ThreadCache* cache = nullptr;
+  for (const auto& spare : caches->caches) {
+    if (spare->retired) {
+      cache = spare.get();
+      break;
+    }
+  }
+  const bool made = cache == nullptr;
+  if (made) {
+    cache = caches->caches.emplace_back(std::make_unique<ThreadCache>(cached_tier)).get();
+    if (caches->caches.size() == 2) {
+      // No longer solo: from now on the lock holds every cache's lock. The first
+      // cache's thread works under the allocator's lock while solo, so it is free.
+      caches->caches.front()->lock.lock();
+      caches->caches.front()->keep_large = true;
+      solo.store(false, std::memory_order_relaxed);
+    }
+    if (!solo.load(std::memory_order_relaxed)) {
+      cache->lock.lock();
+      cache->keep_large = true;
+    }
+  }
+  if (!core::adopt_thread_cache(caches, cache)) {
+    if (made) cache->retired = true;
+    return nullptr;
+  }
+  cache->retired = false;
+  return cache;
+}
+
+void Allocator::Impl::retire_cache(Impl& impl, ThreadCache& cache) {
+  std::lock_guard lock(impl.mutex);
+  cache.flush([&](Block* block) { impl.drop_cached(block); });
+  cache.retired = true;
+}
+
+// A cache's counters become the allocator's (and its pool's) statistics.
+void Allocator::Impl::fold_counters(ThreadCache& cache) {
+  PoolState* pool = cache.pool();
+  if (pool == nullptr) return;
+  Stats* pool_stats = per_pool_stats ? &pool->stats : nullptr;
+  cache.fold([&](int counter, int split, std::int64_t added, std::int64_t removed) {
+    for (Stats* s : {&stats, pool_stats}) {
+      if (s == nullptr) continue;
+      Stat& stat = stat_of(*s, counter, split, cached_tier);
+      stat.current += added - removed;
+      stat.allocated += added;
+      stat.freed += removed;
+      stat.peak = std::max(stat.peak, stat.current);
+    }
+  });
+}
+
+// After an allocation under the lock: takes back front-cache credit wherever the
+// current value plus all credit would pass the peak (thread_cache.h), so no
+// allocation a cache serves alone can pass it.
+void Allocator::Impl::limit_credit(const PoolState& pool, const Segment& segment) {
+  if (solo.load(std::memory_order_relaxed) ||
+      std::none_of(caches->caches.begin(), caches->caches.end(),
+                   [](const auto& cache) { return cache->has_credit(); })) {
+    return;
+  }
+  ThreadCache* self = core::thread_cache(caches->id);
+  for (const Stats* s :
+       {static_cast<const Stats*>(&stats), per_pool_stats ? &pool.stats : nullptr}) {
+    if (s == nullptr) continue;
+    for (int counter = 0; counter < ThreadCache::kCounters; ++counter) {
+      for (int split = 0; split < ThreadCache::kSplits; ++split) {
+        if (!ThreadCache::counts_in(segment, split, cached_tier)) continue;
+        const Stat& stat = stat_of(*s, counter, split, cached_tier);
+        std::int64_t excess = stat.current - stat.peak;
+        for (const auto& cache : caches->caches) {
+          if (s == &stats || cache->pool() == &pool) excess += cache->credit(counter, split);
+        }
+        // The calling thread's own credit goes first: it is in the slow path already,
+        // while taking another's would send that thread there too.
+        if (self != nullptr && (s == &stats || self->pool() == &pool) && excess > 0) {
+          excess -= self->revoke(counter, split, excess);
+        }
+        for (const auto& cache : caches->caches) {
+          if (excess <= 0) break;
+          if (s == &stats || cache->pool() == &pool) {
+            excess -= cache->revoke(counter, split, excess);
+          }
+        }
+      }
+    }
+  }
+}
+
+void Allocator::Impl::drop_credit() {
+  for (const auto& cache : caches->caches) cache->drop_credit();
+}
+
+void Allocator::Impl::drop_cached(Block* block) const {
+  live.erase(block->address);
+  block->owner = nullptr;
+  block->segment->pool->block_pool(block->segment->tier, block->segment->kind).release(block);
 }
 
 void Allocator::Impl::release_everything() {
@@ -110,20 +255,49 @@ PoolState* Allocator::Impl::find_pool(const std::string& name) const {
   return nullptr;
 }
 
+// The fast path: a block this thread freed, of exactly this size and pool, under the
+// thread's cache lock alone; no table is touched (the block stayed in `live`).
 void* Allocator::Impl::allocate(std::size_t bytes) {
-  std::lock_guard lock(mutex);
+  ThreadCache* cache = core::thread_cache(caches->id);
+  bool locked = false;
+  if (cache != nullptr && !solo.load(std::memory_order_relaxed) &&
+      bytes <= std::numeric_limits<std::size_t>::max() / 2) {
+    cache->lock.lock();
+    if (observers.empty()) {
+      const std::size_t size = core::round_up_pow2(std::max<std::size_t>(bytes, 1), config.granule);
+      if (Block* block = cache->take_counted(size, &current_pool(), bytes)) {
+        block->requested = bytes;
+        block->tag = core::current_tag_id();
+        cache->lock.unlock();
+        return reinterpret_cast<void*>(block->address);
+      }
+    }
+    // A miss: when the allocator's lock is free, take it without letting go of ours.
+    locked = mutex.try_lock_holding(*cache);
+    if (!locked) cache->lock.unlock();
+  }
+  if (!locked) mutex.lock();  // solo: the cache is used under this lock alone
+  // One call site, so backtraces taken below are the same whichever way came here.
+  std::lock_guard lock(mutex, std::adopt_lock);
+  return allocate_locked(bytes, cache);
+}
+
+// With the lock held.
+void* Allocator::Impl::allocate_locked(std::size_t bytes, ThreadCache* known) {
+  ThreadCache* cache = attach_cache(known);
   PoolState& pool = current_pool();
   if (bytes > std::numeric_limits<std::size_t>::max() / 2) fail(pool, bytes, bytes, {});
-  const std::size_t size = round_up(std::max<std::size_t>(bytes, 1), config.granule);
-  Block* block = recycled.take(size, &pool);
+  const std::size_t size = core::round_up_pow2(std::max<std::size_t>(bytes, 1), config.granule);
+  Block* block = cache != nullptr ? cache->take(size, &pool) : nullptr;
   if (block == nullptr) {
     Refusal refusal;
     block = allocate_block(pool, size, source->kind_for(size), refusal);
     if (block == nullptr) fail(pool, bytes, size, refusal);
+    live.insert(block->address, block);
+    block->owner = cache;
   }
   block->requested = bytes;
   block->tag = core::current_tag_id();
-  live.insert(block->address, block);
   account_block(pool, *block, true);
   if (!observers.empty()) {
     notify(EventKind::alloc, block->address, block->size, bytes, block->segment->tier, pool,
@@ -155,7 +329,7 @@ Block* Allocator::Impl::allocate_block(PoolState& pool, std::size_t size, PoolKi
 Block* Allocator::Impl::allocate_on_tier(PoolState& pool, Tier tier, std::size_t size,
                                          PoolKind kind, Refusal& refusal) {
   if (Block* block = take_cached(pool, tier, size, kind)) return block;
-  if (!recycled.empty()) {
+  if (any_cached()) {
     flush_recycled();
     if (Block* block = take_cached(pool, tier, size, kind)) return block;
   }
@@ -247,9 +421,14 @@ void Allocator::Impl::count_device_call(PoolState& pool, bool allocation) {
 }
 
 void Allocator::Impl::flush_recycled() const {
-  recycled.flush([](Block* block) {
-    block->segment->pool->block_pool(block->segment->tier, block->segment->kind).release(block);
-  });
+  for (const auto& cache : caches->caches) {
+    cache->flush([this](Block* block) { drop_cached(block); });
+  }
+}
+
+bool Allocator::Impl::any_cached() const {
+  return std::any_of(caches->caches.begin(), caches->caches.end(),
+                     [](const auto& cache) { return !cache->empty(); });
 }
 
 std::size_t Allocator::Impl::release_cached(PoolState& pool, Tier tier) {
@@ -289,6 +468,15 @@ std::size_t Allocator::Impl::counted_reclaim(PoolState& pool, Tier tier, std::si
 // ones equal them (no stream-deferred frees) and are filled in by public_stats().
 // A pool's own stats are kept once named pools exist.
 void Allocator::Impl::account_block(PoolState& pool, const Block& block, bool allocated) {
+  if (allocated) {
+    count_block(pool, block, true);
+    limit_credit(pool, *block.segment);
+  } else {
+    count_block(pool, block, false);
+  }
+}
+
+void Allocator::Impl::count_block(PoolState& pool, const Block& block, bool allocated) {
   const Tier tier = block.segment->tier;
   const PoolKind kind = block.segment->kind;
   const auto size = static_cast<std::int64_t>(block.size);
@@ -314,21 +502,54 @@ Stats Allocator::Impl::public_stats(const PoolState* pool) const {
   return out;
 }
 
+// The fast path: a live block this thread's cache owns goes back to that cache, under
+// its lock alone. `live` is only read here; it changes under the allocator's lock,
+// which holds this cache's lock too.
 void Allocator::Impl::deallocate(void* ptr) {
   const auto address = reinterpret_cast<std::uintptr_t>(ptr);
-  std::lock_guard lock(mutex);
-  Block* block = live.erase(address);
-  if (block == nullptr) invalid_free(address);
+  ThreadCache* cache = core::thread_cache(caches->id);
+  Block* block = nullptr;
+  bool locked = false;
+  if (cache != nullptr && !solo.load(std::memory_order_relaxed)) {
+    cache->lock.lock();
+    block = live.find(address);
+    if (block != nullptr && block->owner == cache && !block->cached && observers.empty() &&
+        cache->counts_for(block->segment->pool) && cache->keep(block)) {
+      cache->count_free(*block);
+      cache->lock.unlock();
+      return;
+    }
+    // The lookup holds while this cache's lock does: `live` changes only under both.
+    locked = mutex.try_lock_holding(*cache);
+    if (!locked) cache->lock.unlock();
+  }
+  if (!locked) {
+    mutex.lock();
+    block = live.find(address);
+  }
+  std::lock_guard lock(mutex, std::adopt_lock);
+  deallocate_locked(address, block, cache);
+}
+
+// With the lock held; `block` is what `live` holds for the address.
+void Allocator::Impl::deallocate_locked(std::uintptr_t address, Block* block, ThreadCache* known) {
+  if (block == nullptr || block->cached) invalid_free(address);
   PoolState& pool = *block->segment->pool;
   account_block(pool, *block, false);
   if (!observers.empty()) {
     notify(EventKind::free, block->address, block->size, block->requested, block->segment->tier,
            pool, block->tag);
   }
-  if (block->segment->tier == Tier::hbm && block->segment->kind == PoolKind::small &&
-      recycled.put(block)) {
-    return;
+  ThreadCache* cache = attach_cache(known);
+  if (cache != nullptr) {
+    if (!solo.load(std::memory_order_relaxed)) {
+      if (!cache->counts_for(&pool)) cache->drop_credit();  // the thread moved to another pool
+      cache->earn_credit(*block);
+    }
+    if (block->owner == cache && cache->keep(block)) return;
   }
+  live.erase(address);
+  block->owner = nullptr;
   pool.block_pool(block->segment->tier, block->segment->kind).release(block);
 }
 
@@ -337,9 +558,9 @@ void Allocator::Impl::deallocate(void* ptr) {
 bool Allocator::Impl::resize(void* ptr, std::size_t bytes) {
   std::lock_guard lock(mutex);
   Block* block = live.find(reinterpret_cast<std::uintptr_t>(ptr));
-  if (block == nullptr) invalid_free(reinterpret_cast<std::uintptr_t>(ptr));
+  if (block == nullptr || block->cached) invalid_free(reinterpret_cast<std::uintptr_t>(ptr));
   if (bytes > std::numeric_limits<std::size_t>::max() / 2) return false;
-  const std::size_t size = round_up(std::max<std::size_t>(bytes, 1), config.granule);
+  const std::size_t size = core::round_up_pow2(std::max<std::size_t>(bytes, 1), config.granule);
   flush_recycled();  // a kept neighbour may be the room to grow into
   PoolState& pool = *block->segment->pool;
   BlockPool& blocks = pool.block_pool(block->segment->tier, block->segment->kind);
@@ -390,7 +611,7 @@ void Allocator::Impl::invalid_free(std::uintptr_t address) const {
 
 const Block& Allocator::Impl::live_block(const void* ptr) const {
   const Block* block = live.find(reinterpret_cast<std::uintptr_t>(ptr));
-  if (block == nullptr) {
+  if (block == nullptr || block->cached) {
     char text[64];
     std::snprintf(text, sizeof text, "%p", ptr);
     throw InvalidPointer("pointer " + std::string(text) + " is not a live allocation");

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <cstddef>
 #include <memory>
 #include <mutex>
@@ -13,9 +14,9 @@
 #include "core/oom_report.h"
 #include "core/pointer_map.h"
 #include "core/pool_state.h"
-#include "core/recycle_cache.h"
 #include "core/segment_source.h"
 #include "core/spin_lock.h"
+#include "core/thread_cache_registry.h"
 #include "npumem/allocator.h"
 
 namespace npumem {
@@ -24,7 +25,32 @@ struct Allocator::Impl {
   Impl(std::shared_ptr<Device> device, Config config);
   ~Impl();
 
-  // The public operations (the facade holds the lock where these do not).
+  // The allocator's lock: its own spin lock, then every front cache's, so the holder
+  // sees and may change everything; taking it folds the caches' counters into the
+  // statistics, which are then exact.
+  class ExclusiveLock {
+   public:
+    explicit ExclusiveLock(Impl& impl) : impl_(impl) {}
+    void lock() {
+      impl_.own_lock.lock();
+      if (!impl_.solo.load(std::memory_order_relaxed)) lock_caches();
+    }
+    // The lock for a thread already holding its cache's lock (no waiting while it
+    // does: others take the allocator's lock first); false when it is taken.
+    bool try_lock_holding(core::ThreadCache& held);
+    void unlock() {
+      if (!impl_.solo.load(std::memory_order_relaxed)) unlock_caches();
+      impl_.own_lock.unlock();
+    }
+
+   private:
+    void lock_caches();
+    void unlock_caches();
+    Impl& impl_;
+  };
+
+  // The public operations (the facade holds the lock where these do not). allocate
+  // and deallocate first try the calling thread's front cache under its lock alone.
   void* allocate(std::size_t bytes);
   void deallocate(void* ptr);
   bool resize(void* ptr, std::size_t bytes);
@@ -54,16 +80,21 @@ struct Allocator::Impl {
   // release_cached on the way to serving a request of `size` bytes (under pressure):
   // counted in num_reclaims and reported to observers when anything was released.
   std::size_t reclaim(core::PoolState& pool, Tier tier, std::size_t size);
-  // Returns the recycle cache's blocks to their block pools (coalescing them).
+  // Returns the front caches' kept blocks to their block pools (coalescing them).
   void flush_recycled() const;
+  bool any_cached() const;
+  // Takes back all front-cache credit (peaks were reset: there is no slack left).
+  void drop_credit();
   void notify(EventKind kind, std::uint64_t address, std::uint64_t bytes, std::uint64_t requested,
               Tier tier, const core::PoolState& pool, std::uint32_t tag = 0) const;
 
   std::shared_ptr<Device> device;
   Config config;
-  mutable core::SpinLock mutex;
+  mutable ExclusiveLock mutex{*this};
   std::vector<std::unique_ptr<core::PoolState>> pools;  // pools[0] is "default"
-  core::PointerMap live;
+  // Live blocks and the blocks front caches keep (a cached block stays here, so its
+  // reuse touches no table). Changed under the lock only; front caches read it.
+  mutable core::PointerMap live;
   Stats stats;
   std::vector<std::shared_ptr<AllocatorObserver>> observers;
   std::vector<std::string> warnings;
@@ -77,6 +108,18 @@ struct Allocator::Impl {
   };
 
   core::PoolState& current_pool();
+  // With the lock held; `known`: the calling thread's cache when the caller has it.
+  void* allocate_locked(std::size_t bytes, core::ThreadCache* known);
+  void deallocate_locked(std::uintptr_t address, core::Block* block, core::ThreadCache* known);
+  // The calling thread's front cache (`known` when given), made (or a retired one
+  // taken over) if it has none.
+  core::ThreadCache* attach_cache(core::ThreadCache* known = nullptr) {
+    return known != nullptr ? known : attach_new_cache();
+  }
+  core::ThreadCache* attach_new_cache();
+  static void retire_cache(Impl& impl, core::ThreadCache& cache);
+  void fold_counters(core::ThreadCache& cache);
+  void drop_cached(core::Block* block) const;
   core::Block* allocate_block(core::PoolState& pool, std::size_t size, PoolKind kind,
                               Refusal& refusal);
   core::Block* allocate_on_tier(core::PoolState& pool, Tier tier, std::size_t size, PoolKind kind,
@@ -89,6 +132,8 @@ struct Allocator::Impl {
   std::size_t counted_reclaim(core::PoolState& pool, Tier tier, std::size_t size,
                               std::size_t released);
   void account_block(core::PoolState& pool, const core::Block& block, bool allocated);
+  void count_block(core::PoolState& pool, const core::Block& block, bool allocated);
+  void limit_credit(const core::PoolState& pool, const core::Segment& segment);
   [[noreturn]] void fail(core::PoolState& pool, std::size_t bytes, std::size_t size,
                          const Refusal& refusal);
   [[noreturn]] void invalid_free(std::uintptr_t address) const;
@@ -97,7 +142,13 @@ struct Allocator::Impl {
                                const Refusal& refusal) const;
 
   std::unique_ptr<core::SegmentSource> source;
-  mutable core::RecycleCache recycled;
+  core::SpinLock own_lock;  // the first half of ExclusiveLock
+  std::shared_ptr<core::CacheRegistry> caches;
+  // At most one front cache so far: its thread's operations take the allocator's lock
+  // (one atomic exchange, as before front caches) and its blocks count directly in
+  // the statistics. False for good once a second thread allocates or frees.
+  std::atomic<bool> solo{true};
+  Tier cached_tier = Tier::hbm;  // front caches keep the first tier's blocks only
   std::array<std::uint64_t, kTierCount> tier_limit{};
   std::array<std::uint64_t, kTierCount> tier_granularity{};
   // Highest reserved bytes per tier ever reached; unlike the peak stat, not reset.

@@ -12,6 +12,7 @@ namespace npumem::core {
 
 struct Segment;
 struct PoolState;
+class ThreadCache;
 
 struct Block {
   std::uintptr_t address = 0;
@@ -22,8 +23,11 @@ struct Block {
   Block* free_prev = nullptr;  // links in a free-index bucket
   Block* free_next = nullptr;
   Segment* segment = nullptr;
+  // The front cache whose thread allocated it, while live or kept by that cache.
+  ThreadCache* owner = nullptr;
   std::uint32_t tag = 0;  // interned memory tag (0: none)
   bool allocated = false;
+  bool cached = false;  // kept by its owner's front cache: free to users, taken to the pools
   // Free blocks of an expandable range may have no physical memory behind them;
   // allocated blocks are always mapped.
   bool mapped = true;
@@ -39,6 +43,8 @@ struct Segment {
   std::size_t allocated_blocks = 0;
   Segment* prev = nullptr;  // links in the owning block pool's segment list
   Segment* next = nullptr;
+  Segment* idle_prev = nullptr;  // links in its list of segments with no allocated block
+  Segment* idle_next = nullptr;
 };
 
 }  // namespace npumem::core

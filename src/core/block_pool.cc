@@ -38,7 +38,7 @@ Block* BlockPool::take(std::size_t size, std::size_t max_block, std::size_t spli
     file(split(block, size));
   }
   block->allocated = true;
-  ++block->segment->allocated_blocks;
+  if (block->segment->allocated_blocks++ == 0) unlink_idle(block->segment);
   return block;
 }
 
@@ -83,7 +83,7 @@ Block* BlockPool::release(Block* block) {
   block->allocated = false;
   block->requested = 0;
   block->tag = 0;
-  --block->segment->allocated_blocks;
+  if (--block->segment->allocated_blocks == 0) link_idle(block->segment);
   return settle_free(block);
 }
 
@@ -113,6 +113,7 @@ Segment* BlockPool::add_segment(std::uintptr_t address, std::size_t size, bool m
   segment->next = segments_;
   if (segments_ != nullptr) segments_->prev = segment;
   segments_ = segment;
+  link_idle(segment);
   Block* block = block_records_.make();
   block->address = address;
   block->size = size;
@@ -156,15 +157,30 @@ void BlockPool::drop_segment(Segment* segment) {
   if (segment->prev != nullptr) segment->prev->next = segment->next;
   if (segment->next != nullptr) segment->next->prev = segment->prev;
   if (segments_ == segment) segments_ = segment->next;
+  if (segment->allocated_blocks == 0) unlink_idle(segment);
   delete segment;
+}
+
+void BlockPool::link_idle(Segment* segment) {
+  segment->idle_prev = nullptr;
+  segment->idle_next = idle_;
+  if (idle_ != nullptr) idle_->idle_prev = segment;
+  idle_ = segment;
+}
+
+void BlockPool::unlink_idle(Segment* segment) {
+  if (segment->idle_prev != nullptr) segment->idle_prev->idle_next = segment->idle_next;
+  if (segment->idle_next != nullptr) segment->idle_next->idle_prev = segment->idle_prev;
+  if (idle_ == segment) idle_ = segment->idle_next;
+  segment->idle_prev = segment->idle_next = nullptr;
 }
 
 std::size_t BlockPool::remove_free_segments(const std::function<bool(const Segment&)>& keep,
                                             const std::function<void(const Segment&)>& give_back) {
   std::size_t removed = 0;
-  for (Segment* segment = segments_; segment != nullptr;) {
-    Segment* next = segment->next;
-    if (segment->allocated_blocks == 0 && !keep(*segment)) {
+  for (Segment* segment = idle_; segment != nullptr;) {
+    Segment* next = segment->idle_next;
+    if (!keep(*segment)) {
       give_back(*segment);
       removed += segment->size;
       drop_segment(segment);

@@ -38,6 +38,8 @@ class BlockPool {
   Segment* add_segment(std::uintptr_t address, std::size_t size, bool mapped = true);
   // Removes every segment with no allocated block that `keep` does not name; calls
   // give_back(segment) for each before its records are dropped. Returns the bytes.
+  // Visits only such segments (kept in their own list): growth calls this each time
+  // it passes the high-water mark, so a walk of all segments would cost O(live).
   std::size_t remove_free_segments(const std::function<bool(const Segment&)>& keep,
                                    const std::function<void(const Segment&)>& give_back);
   // Drops every record (the owner has returned the memory).
@@ -52,6 +54,11 @@ class BlockPool {
   void unmap_range(Block* free_block, std::uintptr_t start, std::size_t bytes);
   // The largest free mapped block, or nullptr.
   Block* largest_free_block() const { return index_.largest(); }
+  // The first free mapped block of at least min_size that accept(block) takes.
+  template <typename Accept>
+  Block* find_free(std::size_t min_size, Accept&& accept) const {
+    return index_.find_first(min_size, accept);
+  }
 
   Tier tier() const { return tier_; }
   PoolKind kind() const { return kind_; }
@@ -69,6 +76,8 @@ class BlockPool {
   void file(Block* block);
   void unfile(Block* block);
   void drop_segment(Segment* segment);
+  void link_idle(Segment* segment);
+  void unlink_idle(Segment* segment);
 
   Tier tier_;
   PoolKind kind_;
@@ -77,6 +86,7 @@ class BlockPool {
   FreeIndex unmapped_;  // free unmapped blocks
   ObjectPool<Block> block_records_;
   Segment* segments_ = nullptr;
+  Segment* idle_ = nullptr;  // segments with no allocated block
   std::size_t free_bytes_ = 0;
   std::size_t reserved_bytes_ = 0;
 };

@@ -32,8 +32,8 @@ using Setter = std::function<void(Config&, std::string_view key, std::string_vie
 
 [[noreturn]] void bad_value(std::string_view key, std::string_view value,
                             std::string_view accepted) {
-  throw ConfigError("NPUMEM_ALLOC_CONF: bad value '" + std::string(value) + "' for key '" +
-                    std::string(key) + "' (accepted: " + std::string(accepted) + ")");
+  throw ConfigError("bad value '" + std::string(value) + "' for key '" + std::string(key) +
+                    "' (accepted: " + std::string(accepted) + ")");
 }
 
 std::uint64_t size_value(std::string_view key, std::string_view value) {
@@ -174,15 +174,14 @@ Config parse_config(std::string_view text, Config base) {
     if (item.empty()) continue;
     const std::size_t colon = item.find(':');
     if (colon == std::string_view::npos) {
-      throw ConfigError("NPUMEM_ALLOC_CONF: '" + std::string(item) +
-                        "' is not key:value (keys: " + known_keys() + ")");
+      throw ConfigError("'" + std::string(item) + "' is not key:value (keys: " + known_keys() +
+                        ")");
     }
     const std::string_view key = trim(item.substr(0, colon));
     const std::string_view value = trim(item.substr(colon + 1));
     const auto setter = setters().find(key);
     if (setter == setters().end()) {
-      throw ConfigError("NPUMEM_ALLOC_CONF: unknown key '" + std::string(key) +
-                        "' (keys: " + known_keys() + ")");
+      throw ConfigError("unknown key '" + std::string(key) + "' (keys: " + known_keys() + ")");
     }
     setter->second(base, key, value);
   }
@@ -223,7 +222,12 @@ std::string to_string(const Config& c) {
 
 Config config_from_environment() {
   const char* text = std::getenv("NPUMEM_ALLOC_CONF");
-  return text == nullptr ? Config{} : parse_config(text);
+  if (text == nullptr) return Config{};
+  try {
+    return parse_config(text);
+  } catch (const ConfigError& error) {
+    throw ConfigError(std::string("NPUMEM_ALLOC_CONF: ") + error.what());
+  }
 }
 
 }  // namespace npumem

@@ -43,10 +43,8 @@ Block* ExpandableSource::granule_donor(BlockPool& blocks, const Range& range) co
   Block* largest = blocks.largest_free_block();
   if (largest == nullptr || largest->size < range.granule) return nullptr;
   if (holds_granule(*largest)) return largest;
-  for (Block* b = blocks.segments()->first; b != nullptr; b = b->next) {
-    if (holds_granule(*b)) return b;
-  }
-  return nullptr;
+  // Only free blocks of a granule or more can hold one: no walk of the whole range.
+  return blocks.find_free(range.granule, holds_granule);
 }
 
 bool ExpandableSource::take_free_granule(PoolState& pool, BlockPool& donor, const BlockPool& taker,
@@ -108,10 +106,17 @@ GrowResult ExpandableSource::grow(PoolState& pool, BlockPool& blocks, std::size_
   const auto sibling_range = ranges_.find(&sibling);
   const bool share_with_sibling =
       sibling_range != ranges_.end() && sibling_range->second.granule == range->granule;
+  bool released_sibling = share_with_sibling;
   while (chunks.size() < count) {
     PhysicalHandle handle;
     if (!take_free_granule(pool, blocks, blocks, &handle) &&
         !(share_with_sibling && take_free_granule(pool, sibling, blocks, &handle))) {
+      // New memory past the high-water mark raises the footprint for good: first give
+      // back the sibling kind's whole free granules (of another size, so not taken).
+      if (!released_sibling && allocator_.would_raise_high_water(blocks.tier(), range->granule)) {
+        release(pool, sibling);
+        released_sibling = true;
+      }
       result = new_granule(pool, blocks, *range, &handle);
       if (result != GrowResult::ok) break;
     }
@@ -146,13 +151,14 @@ std::size_t ExpandableSource::release(PoolState& pool, BlockPool& blocks) {
     std::size_t bytes;
   };
   std::vector<Run> runs;
-  for (Block* b = blocks.segments()->first; b != nullptr; b = b->next) {
-    if (b->allocated || !b->mapped) continue;
-    const std::uintptr_t start = range.base + round_up(b->address - range.base, range.granule);
+  // Free blocks of a granule or more, from the free index: no walk of the whole range.
+  blocks.find_free(range.granule, [&](Block& b) {
+    const std::uintptr_t start = range.base + round_up(b.address - range.base, range.granule);
     const std::uintptr_t end =
-        range.base + (b->address + b->size - range.base) / range.granule * range.granule;
-    if (end > start) runs.push_back({b, start, end - start});
-  }
+        range.base + (b.address + b.size - range.base) / range.granule * range.granule;
+    if (end > start) runs.push_back({&b, start, end - start});
+    return false;  // visit them all
+  });
   std::size_t released = 0;
   for (const Run& run : runs) {
     for (std::uintptr_t a = run.start; a < run.start + run.bytes; a += range.granule) {

@@ -24,6 +24,18 @@ class FreeIndex {
   std::size_t count() const { return count_; }
   // The largest free block (scans the top bucket); nullptr when empty.
   Block* largest() const;
+  // The first free block of at least min_size that accept(block) takes, smaller
+  // buckets first; visits only blocks of at least min_size's bucket.
+  template <typename Accept>
+  Block* find_first(std::size_t min_size, Accept&& accept) const {
+    if (min_size == 0 || first_level_map_ == 0) return nullptr;
+    for (unsigned b = bucket_of(min_size); b != kNoBucket; b = next_bucket_after(b)) {
+      for (Block* block = heads_[b]; block != nullptr; block = block->free_next) {
+        if (block->size >= min_size && accept(*block)) return block;
+      }
+    }
+    return nullptr;
+  }
 
  private:
   static constexpr unsigned kSecondLevelLog2 = 4;

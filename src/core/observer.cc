@@ -22,6 +22,8 @@ std::string_view event_kind_name(EventKind kind) {
       return "reclaim";
     case EventKind::oom:
       return "oom";
+    case EventKind::iteration:
+      return "iteration";
   }
   return "unknown";
 }

@@ -13,27 +13,11 @@ PointerMap::PointerMap()
       mask_(kInitialSlots - 1),
       shift_(64 - static_cast<unsigned>(std::countr_zero(kInitialSlots))) {}
 
-std::size_t PointerMap::home(std::uintptr_t address) const {
-  // Fibonacci hashing; addresses are granule aligned so the low bits carry nothing.
-  return static_cast<std::size_t>(((address >> 6) * 0x9E3779B97F4A7C15ull) >> shift_);
-}
-
-std::size_t PointerMap::find_slot(std::uintptr_t address) const {
-  std::size_t i = home(address);
-  while (slots_[i].address != 0 && slots_[i].address != address) i = (i + 1) & mask_;
-  return i;
-}
-
 void PointerMap::insert(std::uintptr_t address, Block* block) {
   if ((size_ + 1) * 2 > slots_.size()) grow();
   const std::size_t i = find_slot(address);
   if (slots_[i].address == 0) ++size_;
   slots_[i] = {address, block};
-}
-
-Block* PointerMap::find(std::uintptr_t address) const {
-  if (address == 0) return nullptr;
-  return slots_[find_slot(address)].block;
 }
 
 Block* PointerMap::erase(std::uintptr_t address) {

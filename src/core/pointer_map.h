@@ -15,7 +15,10 @@ class PointerMap {
  public:
   PointerMap();
   void insert(std::uintptr_t address, Block* block);
-  Block* find(std::uintptr_t address) const;
+  Block* find(std::uintptr_t address) const {
+    if (address == 0) return nullptr;
+    return slots_[find_slot(address)].block;
+  }
   // Removes and returns the block, or nullptr when the address is not present.
   Block* erase(std::uintptr_t address);
   std::size_t size() const { return size_; }
@@ -25,8 +28,17 @@ class PointerMap {
     std::uintptr_t address = 0;  // 0: empty (no block starts at address 0)
     Block* block = nullptr;
   };
-  std::size_t home(std::uintptr_t address) const;
-  std::size_t find_slot(std::uintptr_t address) const;  // index of address or of an empty slot
+  // Inline: every free looks its pointer up here.
+  std::size_t home(std::uintptr_t address) const {
+    // Fibonacci hashing; addresses are granule aligned so the low bits carry nothing.
+    return static_cast<std::size_t>(((address >> 6) * 0x9E3779B97F4A7C15ull) >> shift_);
+  }
+  // The index of `address`, or of the empty slot where it would go.
+  std::size_t find_slot(std::uintptr_t address) const {
+    std::size_t i = home(address);
+    while (slots_[i].address != 0 && slots_[i].address != address) i = (i + 1) & mask_;
+    return i;
+  }
   void grow();
 
   std::vector<Slot> slots_;

@@ -104,6 +104,7 @@ void HistoryRecorder::update_totals(const Event& event) {
     case EventKind::spill:
     case EventKind::reclaim:
     case EventKind::oom:
+    case EventKind::iteration:
       break;
   }
 }

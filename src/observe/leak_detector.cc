@@ -52,7 +52,14 @@ void LeakDetector::on_event(const Event& event) {
     live_[event.address] = {event.bytes, event.requested_bytes, iteration_, group_of(event)};
   } else if (event.kind == EventKind::free) {
     allocated_bytes_ -= std::min(allocated_bytes_, event.bytes);
-    live_.erase(event.address);
+    const auto found = live_.find(event.address);
+    if (found == live_.end()) return;
+    // Alive at the last boundary: the report judges that state, so what a script frees
+    // on its way out (its globals) still counts.
+    if (found->second.iteration < iteration_) freed_since_boundary_.push_back(found->second);
+    live_.erase(found);
+  } else if (event.kind == EventKind::iteration) {
+    tick_locked();
   }
 }
 
@@ -84,28 +91,50 @@ void LeakDetector::mark_baseline(const Allocator& allocator) {
   iteration_ = 0;
   samples_.clear();
   live_.clear();
+  freed_since_boundary_.clear();
 }
 
 void LeakDetector::tick() {
   std::lock_guard lock(mutex_);
+  tick_locked();
+}
+
+void LeakDetector::tick_locked() {
   samples_.push_back(allocated_bytes_);
   ++iteration_;
+  freed_since_boundary_.clear();
 }
 
 LeakReport LeakDetector::report() const {
   std::lock_guard lock(mutex_);
   LeakReport report;
   report.iterations = iteration_;
-  report.baseline_bytes = baseline_bytes_;
+  report.warmup_iterations = options_.warmup_iterations;
+  // Allocations carry the number of boundaries before them: 0 is before the first.
+  // Judged: after warm-up, and complete (the last one, iteration_, is in progress).
+  const std::size_t first_judged = options_.warmup_iterations + 1;
+  const auto judged = [&](std::size_t iteration) {
+    return iteration >= first_judged && iteration < iteration_;
+  };
+  report.judged_iterations = iteration_ > first_judged ? iteration_ - first_judged : 0;
+  // samples_[k] is taken at the boundary that starts iteration k + 1.
+  report.baseline_bytes = samples_.size() > options_.warmup_iterations
+                              ? samples_[options_.warmup_iterations]
+                              : baseline_bytes_;
   report.final_bytes = samples_.empty() ? allocated_bytes_ : samples_.back();
   report.growth = growth_between(report.baseline_bytes, report.final_bytes);
   report.threshold = options_.threshold;
-  report.leaking = report.growth > options_.threshold;
   report.samples = samples_;
   std::vector<LeakGroup> groups(groups_.size());
+  std::vector<std::uint64_t> judged_bytes(groups_.size(), 0);
   std::vector<std::vector<bool>> seen(groups_.size(), std::vector<bool>(iteration_ + 1, false));
   observe::FrameNames frame_names;
-  for (const auto& [address, allocation] : live_) {
+  std::vector<const Allocation*> survivors;
+  survivors.reserve(live_.size() + freed_since_boundary_.size());
+  for (const auto& [address, allocation] : live_) survivors.push_back(&allocation);
+  for (const Allocation& allocation : freed_since_boundary_) survivors.push_back(&allocation);
+  for (const Allocation* survivor : survivors) {
+    const Allocation& allocation = *survivor;
     LeakGroup& group = groups[allocation.group];
     if (group.count == 0) {
       const auto& [tag, pool, frames] = *groups_[allocation.group];
@@ -119,19 +148,28 @@ LeakReport LeakDetector::report() const {
     group.requested_bytes += allocation.requested_bytes;
     group.first_iteration = std::min(group.first_iteration, allocation.iteration);
     group.last_iteration = std::max(group.last_iteration, allocation.iteration);
+    if (judged(allocation.iteration)) judged_bytes[allocation.group] += allocation.bytes;
     if (!seen[allocation.group][allocation.iteration]) {
       seen[allocation.group][allocation.iteration] = true;
       ++group.iterations;
+      if (judged(allocation.iteration)) ++group.judged_iterations;
     }
   }
-  const std::size_t recurring_from = std::max<std::size_t>(2, (iteration_ + 1) / 2);
-  for (LeakGroup& group : groups) {
+  const std::size_t recurring_from = std::max<std::size_t>(2, (report.judged_iterations + 1) / 2);
+  for (std::size_t id = 0; id < groups.size(); ++id) {
+    LeakGroup& group = groups[id];
     if (group.count == 0) continue;
-    group.recurring = group.iterations >= recurring_from;
+    group.recurring = group.judged_iterations >= recurring_from;
+    if (group.recurring) report.leaked_bytes += judged_bytes[id];
     report.survivors.push_back(std::move(group));
   }
+  report.leaking =
+      report.leaked_bytes > 0 && static_cast<double>(report.leaked_bytes) >
+                                     report.threshold * static_cast<double>(report.baseline_bytes);
   std::sort(report.survivors.begin(), report.survivors.end(),
-            [](const LeakGroup& a, const LeakGroup& b) { return a.bytes > b.bytes; });
+            [](const LeakGroup& a, const LeakGroup& b) {
+              return a.recurring != b.recurring ? a.recurring : a.bytes > b.bytes;
+            });
   return report;
 }
 

@@ -17,12 +17,15 @@ std::string percent(double fraction) {
 
 std::string describe(const LeakGroup& group, std::size_t iterations) {
   std::ostringstream out;
-  out << "  tag '" << group.tag << "', pool '" << group.pool << "': " << group.count
+  out << "  " << (group.tag.empty() ? std::string("untagged") : "tag '" + group.tag + "'")
+      << ", pool '" << group.pool << "': " << group.count
       << (group.count == 1 ? " allocation, " : " allocations, ") << format_bytes(group.bytes)
       << " (requested " << format_bytes(group.requested_bytes) << "), made in " << group.iterations
       << " of " << iterations << " iterations (" << group.first_iteration << ".."
       << group.last_iteration << ")";
-  if (group.recurring) out << "  <- left behind iteration after iteration";
+  if (group.recurring) {
+    out << "  <- left behind in " << group.judged_iterations << " iterations after warm-up";
+  }
   out << "\n";
   for (const std::string& frame : group.frames) out << "      at " << frame << "\n";
   return out.str();
@@ -32,21 +35,30 @@ std::string describe(const LeakGroup& group, std::size_t iterations) {
 
 std::string to_string(const LeakReport& report) {
   std::ostringstream out;
-  out << "leak check over " << report.iterations << " iterations\n"
-      << "baseline allocated: " << format_bytes(report.baseline_bytes) << "\n"
+  out << "leak check over " << report.iterations << " iterations (warm-up "
+      << report.warmup_iterations << ", judged " << report.judged_iterations << ")\n"
+      << "baseline allocated: " << format_bytes(report.baseline_bytes)
+      << " (where the steady state starts)\n"
       << "final allocated:    " << format_bytes(report.final_bytes) << "\n"
-      << "growth:             " << percent(report.growth) << " (threshold "
-      << percent(report.threshold) << ")\n";
+      << "growth:             " << percent(report.growth) << "\n";
   if (report.leaking) {
-    out << "verdict: LEAK SUSPECTED: allocated memory grew above the threshold\n";
+    out << "verdict: LEAK SUSPECTED: " << format_bytes(report.leaked_bytes)
+        << " made after warm-up stays alive iteration after iteration (threshold "
+        << percent(report.threshold) << " of the baseline)\n";
+  } else if (report.judged_iterations < 2) {
+    out << "verdict: not judged: the check needs two complete iterations after warm-up, "
+           "this run had "
+        << report.judged_iterations << "\n";
   } else {
-    out << "verdict: no leak: allocated memory stayed within the threshold\n";
+    out << "verdict: no leak: nothing made after warm-up stays alive iteration after "
+           "iteration\n";
   }
   if (report.survivors.empty()) {
     out << "no allocation made since the baseline is still alive\n";
     return out.str();
   }
-  out << "still alive, allocated since the baseline (most bytes first):\n";
+  out << "alive at the end (or at the last iteration boundary), allocated since the baseline "
+         "(recurring first, then most bytes):\n";
   for (const LeakGroup& group : report.survivors) out << describe(group, report.iterations);
   return out.str();
 }

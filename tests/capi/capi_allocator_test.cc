@@ -48,6 +48,122 @@ TEST(CapiInfo, EveryStatusHasAName) {
   EXPECT_STREQ(npumem_status_name(static_cast<npumem_status_t>(42)), "unknown");
 }
 
+TEST(CapiWarnings, AStrategyFallbackIsReportedAndNoneIsEmpty) {
+  npumem_allocator_t* fallback = nullptr;
+  ASSERT_EQ(npumem_allocator_create("sim:hbm=1GiB,ddr=0,vmm=false", "expandable_segments:true",
+                                    &fallback),
+            NPUMEM_OK)
+      << npumem_last_error();
+  char* text = nullptr;
+  ASSERT_EQ(npumem_warnings(fallback, &text), NPUMEM_OK) << npumem_last_error();
+  const std::string warnings = text;
+  npumem_string_free(text);
+  EXPECT_NE(warnings.find("expandable_segments is not supported"), std::string::npos) << warnings;
+  EXPECT_EQ(warnings.back(), '\n');
+  EXPECT_EQ(npumem_allocator_destroy(fallback), NPUMEM_OK);
+
+  npumem_allocator_t* plain = nullptr;
+  ASSERT_EQ(npumem_allocator_create("sim:hbm=1GiB,ddr=0", nullptr, &plain), NPUMEM_OK);
+  ASSERT_EQ(npumem_warnings(plain, &text), NPUMEM_OK);
+  EXPECT_STREQ(text, "");
+  npumem_string_free(text);
+  EXPECT_EQ(npumem_warnings(plain, nullptr), NPUMEM_INVALID_ARGUMENT);
+  EXPECT_EQ(npumem_allocator_destroy(plain), NPUMEM_OK);
+}
+
+TEST_F(CapiAllocator, ResizeGrowsInPlaceIntoAFreeNeighbourAndRefusesOtherwise) {
+  void* ptr = nullptr;
+  ASSERT_EQ(npumem_allocate(allocator_, 1 * kMiB, &ptr), NPUMEM_OK);
+  int resized = -1;
+  ASSERT_EQ(npumem_resize(allocator_, ptr, 1536 * 1024, &resized), NPUMEM_OK)
+      << npumem_last_error();
+  EXPECT_EQ(resized, 1);
+  EXPECT_EQ(stat("requested_bytes.all.current"), 1536 * 1024);
+  EXPECT_EQ(npumem_resize(allocator_, ptr, 512 * kMiB, &resized), NPUMEM_OK);
+  EXPECT_EQ(resized, 0);
+  EXPECT_EQ(stat("requested_bytes.all.current"), 1536 * 1024);
+  int dummy = 0;
+  EXPECT_EQ(npumem_resize(allocator_, &dummy, 64, &resized), NPUMEM_INVALID_POINTER);
+  EXPECT_EQ(npumem_resize(allocator_, nullptr, 64, &resized), NPUMEM_INVALID_ARGUMENT);
+  EXPECT_EQ(npumem_deallocate(allocator_, ptr), NPUMEM_OK);
+}
+
+TEST_F(CapiAllocator, PoolsAndTagsShowInTheSnapshot) {
+  ASSERT_EQ(npumem_create_pool(allocator_, "kv", 8 * kMiB), NPUMEM_OK) << npumem_last_error();
+  EXPECT_EQ(npumem_create_pool(allocator_, nullptr, 0), NPUMEM_INVALID_ARGUMENT);
+  ASSERT_EQ(npumem_set_tag("encoder"), NPUMEM_OK);
+  void* ptr = nullptr;
+  ASSERT_EQ(npumem_allocate(allocator_, 4096, &ptr), NPUMEM_OK);
+  ASSERT_EQ(npumem_set_tag(nullptr), NPUMEM_OK);
+  char* json = nullptr;
+  ASSERT_EQ(npumem_snapshot_json(allocator_, &json), NPUMEM_OK);
+  const std::string snapshot = json;
+  npumem_string_free(json);
+  EXPECT_NE(snapshot.find("\"encoder\""), std::string::npos);
+  EXPECT_NE(snapshot.find("\"kv\""), std::string::npos);
+  EXPECT_EQ(npumem_deallocate(allocator_, ptr), NPUMEM_OK);
+}
+
+struct SeenEvents {
+  int allocs = 0;
+  int frees = 0;
+  uint64_t last_requested = 0;
+  std::string last_tag;
+};
+
+void count_event(const npumem_event_t* event, void* user_data) {
+  auto* seen = static_cast<SeenEvents*>(user_data);
+  if (event->kind == NPUMEM_EVENT_ALLOC) {
+    ++seen->allocs;
+    seen->last_requested = event->requested_bytes;
+    seen->last_tag = event->tag;
+  } else if (event->kind == NPUMEM_EVENT_FREE) {
+    ++seen->frees;
+  }
+}
+
+TEST_F(CapiAllocator, HooksSeeTheKindsAskedForUntilRemoved) {
+  SeenEvents seen;
+  uint64_t id = 0;
+  ASSERT_EQ(npumem_add_hook(allocator_, 1u << NPUMEM_EVENT_ALLOC, count_event, &seen, &id),
+            NPUMEM_OK)
+      << npumem_last_error();
+  ASSERT_EQ(npumem_set_tag("weights"), NPUMEM_OK);
+  void* ptr = nullptr;
+  ASSERT_EQ(npumem_allocate(allocator_, 1000, &ptr), NPUMEM_OK);
+  ASSERT_EQ(npumem_set_tag(nullptr), NPUMEM_OK);
+  ASSERT_EQ(npumem_deallocate(allocator_, ptr), NPUMEM_OK);
+  EXPECT_EQ(seen.allocs, 1);
+  EXPECT_EQ(seen.frees, 0);  // not asked for
+  EXPECT_EQ(seen.last_requested, 1000u);
+  EXPECT_EQ(seen.last_tag, "weights");
+  ASSERT_EQ(npumem_remove_hook(allocator_, id), NPUMEM_OK);
+  EXPECT_EQ(npumem_remove_hook(allocator_, id), NPUMEM_INVALID_ARGUMENT);
+  ASSERT_EQ(npumem_allocate(allocator_, 1000, &ptr), NPUMEM_OK);
+  EXPECT_EQ(seen.allocs, 1);
+  EXPECT_EQ(npumem_deallocate(allocator_, ptr), NPUMEM_OK);
+  EXPECT_EQ(npumem_add_hook(allocator_, 0, count_event, &seen, &id), NPUMEM_INVALID_ARGUMENT);
+  EXPECT_EQ(npumem_add_hook(allocator_, 1, nullptr, &seen, &id), NPUMEM_INVALID_ARGUMENT);
+}
+
+TEST_F(CapiAllocator, SizePatternsCountRequestsPerIteration) {
+  char* text = nullptr;
+  EXPECT_EQ(npumem_size_patterns(allocator_, &text), NPUMEM_INVALID_ARGUMENT);
+  ASSERT_EQ(npumem_size_patterns_start(allocator_), NPUMEM_OK) << npumem_last_error();
+  for (int step = 0; step < 3; ++step) {
+    void* a = nullptr;
+    ASSERT_EQ(npumem_allocate(allocator_, 4096, &a), NPUMEM_OK);
+    ASSERT_EQ(npumem_deallocate(allocator_, a), NPUMEM_OK);
+    ASSERT_EQ(npumem_iteration(allocator_), NPUMEM_OK);
+  }
+  ASSERT_EQ(npumem_size_patterns(allocator_, &text), NPUMEM_OK) << npumem_last_error();
+  const std::string report = text;
+  npumem_string_free(text);
+  EXPECT_NE(report.find("4.00 KiB (4096 B): 3"), std::string::npos) << report;
+  EXPECT_NE(report.find("repetition of the previous iteration: 100% 100%"), std::string::npos)
+      << report;
+}
+
 TEST_F(CapiAllocator, AllocateAndDeallocateMoveTheStats) {
   void* ptr = nullptr;
   ASSERT_EQ(npumem_allocate(allocator_, 3 * kMiB, &ptr), NPUMEM_OK) << npumem_last_error();
@@ -109,6 +225,11 @@ TEST_F(CapiAllocator, EmptyCacheReleasesCachedSegments) {
   EXPECT_EQ(static_cast<int64_t>(released), reserved);
   EXPECT_EQ(stats().reserved_bytes, 0);
   EXPECT_EQ(npumem_empty_cache(allocator_, nullptr), NPUMEM_OK) << "released is optional";
+}
+
+TEST_F(CapiAllocator, IterationMarksAreAcceptedAndNullIsRejected) {
+  EXPECT_EQ(npumem_iteration(allocator_), NPUMEM_OK);
+  EXPECT_EQ(npumem_iteration(nullptr), NPUMEM_INVALID_ARGUMENT);
 }
 
 TEST_F(CapiAllocator, ZeroBytesGiveDistinctValidPointers) {

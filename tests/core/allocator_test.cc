@@ -349,5 +349,29 @@ TEST(Allocator, HostBackedMemoryIsWritable) {
   allocator.deallocate(bytes);
 }
 
+class KindRecorder : public AllocatorObserver {
+ public:
+  void on_event(const Event& event) override { kinds.push_back(event.kind); }
+  std::vector<EventKind> kinds;
+};
+
+TEST(Allocator, MarkIterationReachesObserversInEventOrder) {
+  Allocator allocator(sim(1 * GiB, 0));
+  auto recorder = std::make_shared<KindRecorder>();
+  allocator.add_observer(recorder);
+  allocator.mark_iteration();
+  void* p = allocator.allocate(4096);
+  allocator.mark_iteration();
+  allocator.deallocate(p);
+  const std::vector<EventKind> expected{EventKind::iteration, EventKind::alloc,
+                                        EventKind::iteration, EventKind::free};
+  std::vector<EventKind> seen;
+  for (const EventKind kind : recorder->kinds) {
+    if (kind != EventKind::segment_alloc) seen.push_back(kind);
+  }
+  EXPECT_EQ(seen, expected);
+  EXPECT_EQ(event_kind_name(EventKind::iteration), "iteration");
+}
+
 }  // namespace
 }  // namespace npumem

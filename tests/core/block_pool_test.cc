@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <limits>
+#include <map>
+#include <vector>
 
 namespace npumem::core {
 namespace {
@@ -55,6 +57,38 @@ TEST(BlockPool, RemovesOnlyWhollyFreeSegments) {
   ASSERT_NE(pool.segments(), nullptr);
   EXPECT_EQ(pool.segments()->address, held->address);
   EXPECT_EQ(pool.segments()->next, nullptr);
+}
+
+// Segments leave the idle list with their first allocated block and return with
+// their last free: only those are removed, however often the list changed.
+TEST(BlockPool, IdleSegmentsFollowTheirBlocks) {
+  BlockPool pool(Tier::hbm, PoolKind::small, nullptr);
+  for (std::uintptr_t i = 1; i <= 4; ++i) pool.add_segment(i << 24, 1 << 20);
+  std::map<std::uintptr_t, std::vector<Block*>> by_segment;
+  for (int i = 0; i < 8; ++i) {
+    Block* b = pool.take(1 << 19, kAny, 512, kAny);  // two per segment: all full
+    by_segment[b->segment->address].push_back(b);
+  }
+  ASSERT_EQ(by_segment.size(), 4u);
+  auto it = by_segment.begin();
+  const std::uintptr_t emptied = it->first;
+  for (Block* b : it->second) pool.release(b);  // wholly free again
+  it->second.clear();
+  ++it;
+  pool.release(it->second.back());  // half free: stays
+  it->second.pop_back();
+  std::vector<std::uintptr_t> removed;
+  const auto keep_none = [](const Segment&) { return false; };
+  EXPECT_EQ(
+      pool.remove_free_segments(keep_none, [&](const Segment& s) { removed.push_back(s.address); }),
+      1u << 20);
+  EXPECT_EQ(removed, std::vector<std::uintptr_t>{emptied});
+  EXPECT_EQ(pool.reserved_bytes(), 3u << 20);
+  for (auto& [address, blocks] : by_segment) {
+    for (Block* b : blocks) pool.release(b);
+  }
+  EXPECT_EQ(pool.remove_free_segments(keep_none, [](const Segment&) {}), 3u << 20);
+  EXPECT_EQ(pool.segments(), nullptr);
 }
 
 TEST(BlockPool, KeptSegmentsStay) {

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <limits>
 #include <random>
 #include <vector>
@@ -31,6 +32,22 @@ TEST(FreeIndex, FindsExactAndBestFit) {
   EXPECT_EQ(index.find(5000, kAny), &blocks[3]);
   EXPECT_EQ(index.find((1 << 20) + 1, kAny), nullptr);
   EXPECT_EQ(index.largest(), &blocks[3]);
+}
+
+TEST(FreeIndex, FindFirstVisitsOnlyLargeEnoughBlocks) {
+  auto blocks = make_blocks({512, 4096, 1536, 1 << 20, 3072});
+  FreeIndex index;
+  for (Block& b : blocks) index.insert(&b);
+  std::vector<std::size_t> seen;
+  const auto record = [&](const Block& b) {
+    seen.push_back(b.size);
+    return false;
+  };
+  EXPECT_EQ(index.find_first(2048, record), nullptr);
+  std::sort(seen.begin(), seen.end());
+  EXPECT_EQ(seen, (std::vector<std::size_t>{3072, 4096, 1 << 20}));
+  EXPECT_EQ(index.find_first(1024, [](const Block& b) { return b.size % 1024 == 0; }),
+            &blocks[4]);  // 1536 is visited first and refused; 3072 is the next bucket
 }
 
 TEST(FreeIndex, RespectsMaximumSize) {

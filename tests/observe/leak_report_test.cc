@@ -15,6 +15,8 @@ LeakReport leaking_report() {
   report.final_bytes = 9 * MiB;
   report.growth = 0.125;
   report.threshold = 0.10;
+  report.judged_iterations = 8;
+  report.leaked_bytes = 800 * KiB;
   report.leaking = true;
   LeakGroup group;
   group.tag = "kv_cache";
@@ -25,29 +27,49 @@ LeakReport leaking_report() {
   group.requested_bytes = 1000 * KiB;
   group.iterations = 10;
   group.last_iteration = 9;
+  group.judged_iterations = 8;
   group.recurring = true;
   report.survivors.push_back(group);
+  LeakGroup untagged;
+  untagged.pool = "default";
+  untagged.count = 1;
+  untagged.bytes = 512;
+  untagged.iterations = 1;
+  report.survivors.push_back(untagged);
   return report;
 }
 
 TEST(LeakReport, PrintsTheSeedsLinesAndTheSurvivors) {
   const std::string text = to_string(leaking_report());
-  EXPECT_NE(text.find("leak check over 10 iterations"), std::string::npos) << text;
+  EXPECT_NE(text.find("leak check over 10 iterations (warm-up 1, judged 8)"), std::string::npos)
+      << text;
   EXPECT_NE(text.find("baseline allocated: 8.00 MiB"), std::string::npos) << text;
   EXPECT_NE(text.find("final allocated:    9.00 MiB"), std::string::npos) << text;
-  EXPECT_NE(text.find("growth:             +12.5% (threshold +10.0%)"), std::string::npos) << text;
-  EXPECT_NE(text.find("LEAK SUSPECTED"), std::string::npos);
+  EXPECT_NE(text.find("growth:             +12.5%"), std::string::npos) << text;
+  EXPECT_NE(text.find("LEAK SUSPECTED: 800 KiB made after warm-up stays alive iteration after "
+                      "iteration (threshold +10.0% of the baseline)"),
+            std::string::npos)
+      << text;
   EXPECT_NE(text.find("tag 'kv_cache', pool 'default': 10 allocations, 1.00 MiB"),
             std::string::npos)
       << text;
   EXPECT_NE(text.find("made in 10 of 10 iterations (0..9)"), std::string::npos) << text;
-  EXPECT_NE(text.find("left behind iteration after iteration"), std::string::npos);
+  EXPECT_NE(text.find("left behind in 8 iterations after warm-up"), std::string::npos);
+  EXPECT_NE(text.find("  untagged, pool 'default': 1 allocation, 512 B"), std::string::npos)
+      << text;
   EXPECT_NE(text.find("      at step() (train)\n      at main (train)"), std::string::npos);
 }
 
-TEST(LeakReport, SaysWhenThereIsNoLeak) {
+TEST(LeakReport, SaysWhenThereIsNoLeakAndWhenItCannotJudge) {
   LeakReport report;
   report.iterations = 3;
+  report.judged_iterations = 1;
+  EXPECT_NE(to_string(report).find("verdict: not judged: the check needs two complete "
+                                   "iterations after warm-up, this run had 1"),
+            std::string::npos)
+      << to_string(report);
+  report.iterations = 5;
+  report.judged_iterations = 3;
   const std::string text = to_string(report);
   EXPECT_NE(text.find("verdict: no leak"), std::string::npos) << text;
   EXPECT_NE(text.find("no allocation made since the baseline is still alive"), std::string::npos);

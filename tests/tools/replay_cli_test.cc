@@ -173,6 +173,93 @@ TEST(ReplayCliTest, TracesWithPoolsRunUnderTheStaticStrategyAndGetPoolAdvice) {
   EXPECT_NE(compare.out.find("pool 'encoder'"), std::string::npos) << compare.out;
 }
 
+TEST(ReplayCliTest, LeakCheckIsSilentOnTheSharedTraces) {
+  if (!std::filesystem::exists(kSharedTraces)) GTEST_SKIP() << "no " << kSharedTraces;
+  for (const char* name : kSharedTraceNames) {
+    const auto path = kSharedTraces / (std::string(name) + ".trace");
+    const auto run = run_npumem("replay " + path.string() + " --leak-check");
+    EXPECT_EQ(run.exit_code, 0) << name << ": " << run.out << run.err;
+    EXPECT_EQ(run.out.find("LEAK"), std::string::npos) << name << ": " << run.out;
+  }
+}
+
+TEST(ReplayCliTest, LeakCheckExitsFourNamingTheTagOnALeak) {
+  const auto run = run_npumem("replay " + std::string(NPUMEM_OBSERVE_DATA_DIR) +
+                              "/leaky_loop.trace --leak-check");
+  EXPECT_EQ(run.exit_code, 4) << run.err;
+  EXPECT_NE(run.out.find("verdict: LEAK SUSPECTED"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("tag 'kv_cache', pool 'default': 10 allocations"), std::string::npos)
+      << run.out;
+}
+
+TEST(ReplayCliTest, PatternsReportTheSizesAndHowIterationsRepeat) {
+  // Two identical iterations, then one with a new size.
+  const TempTrace trace(
+      "i\na 1 4096\na 2 100\nf 1\nf 2\ni\na 3 4096\na 4 100\nf 3\nf 4\ni\na 5 9999\nf 5\n");
+  const auto run = run_npumem("replay --patterns " + trace.path());
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_NE(run.out.find("4.00 KiB (4096 B): 2"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("repetition of the previous iteration: 100% 0%\n"), std::string::npos)
+      << run.out;
+  const auto json = run_npumem("replay --json --patterns " + trace.path());
+  ASSERT_EQ(json.exit_code, 0);
+  EXPECT_NO_THROW(nlohmann::json::parse(json.out));
+  EXPECT_NE(json.err.find("most frequent sizes"), std::string::npos) << json.err;
+}
+
+TEST(ReplayCliTest, ConfErrorsNameTheOptionTheyCameFrom) {
+  const TempTrace trace("a 1 100\n");
+  const auto from_option = run_npumem("replay " + trace.path() + " --conf granule:x");
+  EXPECT_EQ(from_option.exit_code, 2);
+  EXPECT_NE(from_option.err.find("--conf: bad value 'x' for key 'granule'"), std::string::npos)
+      << from_option.err;
+  const auto from_environment = run_npumem("replay " + trace.path(), "NPUMEM_ALLOC_CONF=granule:x");
+  EXPECT_EQ(from_environment.exit_code, 2);
+  EXPECT_NE(from_environment.err.find("NPUMEM_ALLOC_CONF: bad value 'x'"), std::string::npos)
+      << from_environment.err;
+}
+
+TEST(ReplayCliTest, AdviseTakesAPercentSignAndNamesItselfOnBadInput) {
+  const TempTrace trace(kThreeLarge);
+  const auto with_sign = run_npumem("replay --json --advise 10% " + trace.path());
+  ASSERT_EQ(with_sign.exit_code, 0) << with_sign.err;
+  const auto advice = nlohmann::json::parse(with_sign.out)["static_advice"];
+  EXPECT_GE(advice["recommended_static_size"].get<std::uint64_t>(),
+            advice["min_arena_bytes"].get<std::uint64_t>() * 11 / 10);
+  const auto bad = run_npumem("replay --advise ten " + trace.path());
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("--advise: expects a margin in percent such as 10 or 10%, not 'ten'"),
+            std::string::npos)
+      << bad.err;
+  EXPECT_LT(bad.err.size(), 200u) << bad.err;
+}
+
+TEST(ReplayCliTest, AnUnsupportedFeatureWarnsOnStderr) {
+  const TempTrace trace("a 1 100\n");
+  const auto run = run_npumem("replay " + trace.path() +
+                              " --device sim:vmm=false --conf expandable_segments:true");
+  EXPECT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_NE(run.err.find("npumem: warning: expandable_segments is not supported"),
+            std::string::npos)
+      << run.err;
+}
+
+TEST(NpumemCliTest, VersionHelpAndUnknownSubcommands) {
+  const auto version = run_npumem("--version");
+  EXPECT_EQ(version.exit_code, 0);
+  EXPECT_EQ(version.out.rfind("npumem ", 0), 0u) << version.out;
+  const auto help = run_npumem("help");
+  EXPECT_EQ(help.exit_code, 0) << help.err;
+  EXPECT_NE(help.out.find("replay"), std::string::npos) << help.out;
+  const auto replay_help = run_npumem("help replay");
+  EXPECT_EQ(replay_help.exit_code, 0);
+  EXPECT_NE(replay_help.out.find("--advise"), std::string::npos) << replay_help.out;
+  const auto unknown = run_npumem("replya x.trace");
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_NE(unknown.err.find("unknown subcommand 'replya'"), std::string::npos) << unknown.err;
+  EXPECT_NE(unknown.err.find("replay, plan"), std::string::npos) << unknown.err;
+}
+
 TEST(ReplayCliTest, StrategyAndConfReachTheAllocator) {
   const TempTrace trace(kThreeLarge);
   const auto run = run_npumem("replay " + trace.path() + " --strategy expandable --json");

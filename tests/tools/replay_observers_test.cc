@@ -68,13 +68,18 @@ TEST(ReplayObservers, LeakCheckNamesTheTagLeakedEveryIteration) {
   replay_trace(trace, options);
   ASSERT_TRUE(observers.leak_report().has_value());
   const LeakReport& report = *observers.leak_report();
-  EXPECT_EQ(report.iterations, 10u);
-  EXPECT_EQ(report.baseline_bytes, 5u << 20);
+  EXPECT_EQ(report.iterations, 11u);  // every `i` line
+  EXPECT_EQ(report.judged_iterations, 9u);
+  EXPECT_EQ(report.baseline_bytes, (5u << 20) + (64u << 10));  // after the warm-up iteration
+  EXPECT_EQ(report.leaked_bytes, 9u * (64u << 10));
   EXPECT_TRUE(report.leaking);
-  ASSERT_EQ(report.survivors.size(), 1u);
+  ASSERT_EQ(report.survivors.size(), 2u);  // recurring first
   EXPECT_EQ(report.survivors[0].tag, "kv_cache");
+  EXPECT_EQ(report.survivors[1].tag, "weights");  // setup, before the first `i`
+  EXPECT_FALSE(report.survivors[1].recurring);
   EXPECT_EQ(report.survivors[0].count, 10u);
   EXPECT_EQ(report.survivors[0].iterations, 10u);
+  EXPECT_EQ(report.survivors[0].judged_iterations, 9u);
   EXPECT_TRUE(report.survivors[0].recurring);
 }
 

@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "run_npumem.h"
 
@@ -23,7 +24,7 @@ std::filesystem::path scratch() {
 }
 
 // The DOM after the page's scripts ran, as headless Chromium prints it.
-std::string rendered_dom(const std::filesystem::path& page, const std::filesystem::path& dir) {
+std::string rendered_dom(const std::string& page, const std::filesystem::path& dir) {
   const auto profile = dir / "chromium-profile";
   const auto dom = dir / "dom.html";
   const std::string command =
@@ -31,8 +32,7 @@ std::string rendered_dom(const std::filesystem::path& page, const std::filesyste
       " --headless --no-sandbox --disable-gpu --disable-quic --no-first-run"
       " --disable-background-networking --disable-component-update --disable-sync"
       " --user-data-dir=" +
-      profile.string() + " --dump-dom file://" + page.string() + " >" + dom.string() +
-      " 2>/dev/null";
+      profile.string() + " --dump-dom 'file://" + page + "' >" + dom.string() + " 2>/dev/null";
   EXPECT_EQ(std::system(command.c_str()), 0) << command;
   return read_file(dom);
 }
@@ -53,7 +53,7 @@ TEST(VizCliTest, RecordedReplayBecomesATimelineThatChromiumDraws) {
     std::filesystem::remove_all(dir);
     GTEST_SKIP() << "no " << kChromium << ": the page was written but not rendered";
   }
-  const std::string dom = rendered_dom(page, dir);
+  const std::string dom = rendered_dom(page.string(), dir);
   EXPECT_NE(dom.find("data-rendered=\"ok\""), std::string::npos) << dom.substr(0, 2000);
   EXPECT_EQ(dom.find("data-error"), std::string::npos);
   const std::string marker = "data-plotted=\"";
@@ -63,6 +63,54 @@ TEST(VizCliTest, RecordedReplayBecomesATimelineThatChromiumDraws) {
   // The largest-blocks table has rows beyond its header.
   EXPECT_NE(dom.find("allocated at event"), std::string::npos);
   EXPECT_NE(dom.find(" MiB</td>"), std::string::npos);
+  // Every column draws its highest moment: the drawn peak is the allocator's peak.
+  const auto recorded = nlohmann::json::parse(read_file(snapshot));
+  EXPECT_NE(
+      dom.find("data-drawn-peak=\"" +
+               std::to_string(recorded["stats"]["allocated_bytes.all.peak"].get<std::uint64_t>()) +
+               "\""),
+      std::string::npos);
+  EXPECT_NE(dom.find("id=\"config\">config: the defaults<"), std::string::npos);
+  EXPECT_NE(dom.find("data-ooms=\"0\""), std::string::npos);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(VizCliTest, APoolFilterDrawsThatPoolAlone) {
+  if (!std::filesystem::exists(kChromium)) GTEST_SKIP() << "no " << kChromium;
+  const auto dir = scratch();
+  const auto trace = dir / "pools.trace";
+  std::ofstream(trace) << "p a\na 1 1024\np b\na 2 5120\nf 2\np a\na 3 2048\n";
+  const auto snapshot = dir / "snapshot.json";
+  const auto page = dir / "timeline.html";
+  ASSERT_EQ(run_npumem("replay " + trace.string() + " --record " + snapshot.string()).exit_code, 0);
+  ASSERT_EQ(run_npumem("viz " + snapshot.string() + " -o " + page.string()).exit_code, 0);
+  const std::string all = rendered_dom(page.string(), dir);
+  EXPECT_NE(all.find("data-drawn-peak=\"6144\""), std::string::npos) << all.substr(0, 1500);
+  EXPECT_NE(all.find("<option value=\"a\">a</option><option value=\"b\">b</option>"),
+            std::string::npos);
+  const std::string pool_a = rendered_dom(page.string() + "#pool=a", dir);
+  EXPECT_NE(pool_a.find("data-pool=\"a\""), std::string::npos) << pool_a.substr(0, 1500);
+  EXPECT_NE(pool_a.find("data-drawn-peak=\"3072\""), std::string::npos) << pool_a.substr(0, 1500);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(VizCliTest, TheTimelineMarksOomsDroppedEventsAndNonDefaultSettings) {
+  if (!std::filesystem::exists(kChromium)) GTEST_SKIP() << "no " << kChromium;
+  const auto dir = scratch();
+  const auto snapshot = dir / "snapshot.json";
+  const auto page = dir / "timeline.html";
+  const std::string trace = std::string(NPUMEM_SHARED_DIR) + "/traces/vit_b_16_infer.trace";
+  const auto replay =
+      run_npumem("replay " + trace + " --device sim:hbm=200MiB,ddr=0" +
+                 " --conf granule:1024 --history-entries 2000 --record " + snapshot.string());
+  ASSERT_EQ(replay.exit_code, 3) << replay.err;  // out of memory
+  ASSERT_EQ(run_npumem("viz " + snapshot.string() + " -o " + page.string()).exit_code, 0);
+  const std::string dom = rendered_dom(page.string(), dir);
+  EXPECT_NE(dom.find("data-rendered=\"ok\""), std::string::npos) << dom.substr(0, 2000);
+  EXPECT_NE(dom.find("data-ooms=\"1\""), std::string::npos) << dom.substr(0, 2000);
+  EXPECT_NE(dom.find("id=\"config\">config: granule:1024<"), std::string::npos)
+      << dom.substr(0, 2000);
+  EXPECT_NE(dom.find("The history ring dropped the "), std::string::npos);
   std::filesystem::remove_all(dir);
 }
 
@@ -76,7 +124,11 @@ TEST(VizCliTest, BadSnapshotsGetAClearError) {
 
   const auto broken = run_npumem("viz " + not_json.string() + " -o " + page);
   EXPECT_EQ(broken.exit_code, 2);
-  EXPECT_NE(broken.err.find("malformed JSON"), std::string::npos) << broken.err;
+  EXPECT_NE(broken.err.find("is not an npumem snapshot: it is not JSON (parse error at line 1"),
+            std::string::npos)
+      << broken.err;
+  EXPECT_EQ(broken.err.find("json.exception"), std::string::npos) << broken.err;
+  EXPECT_NE(broken.err.find("--record"), std::string::npos) << broken.err;
   const auto foreign = run_npumem("viz " + other.string() + " -o " + page);
   EXPECT_EQ(foreign.exit_code, 2);
   EXPECT_NE(foreign.err.find("not an npumem snapshot"), std::string::npos) << foreign.err;

@@ -23,6 +23,7 @@ import torch  # noqa: F401 - loads libc10, which npumem._torch links, before it
 
 from npumem import _core, _torch
 from npumem.devices import device_index, get_device, init, is_initialized
+from npumem.torch.steps import iteration, mark_optimizer_steps, tag_modules
 from npumem.torch.trace import Recording, record
 
 # Sized for a workstation: tensors beyond 4 GiB spill to DDR, and the device holds
@@ -72,4 +73,14 @@ def is_installed() -> bool:
     return _torch.installed()
 
 
-__all__ = ["DEFAULT_SPEC", "Recording", "install", "is_installed", "record", "uninstall"]
+__all__ = [
+    "DEFAULT_SPEC",
+    "Recording",
+    "install",
+    "is_installed",
+    "iteration",
+    "mark_optimizer_steps",
+    "record",
+    "tag_modules",
+    "uninstall",
+]

@@ -1,11 +1,15 @@
 """python3 -m npumem.torch: run a PyTorch script on npumem, or capture its trace.
 
-  run [--device SPEC] [--conf CONF] [--html OUT.html] SCRIPT.py [ARGS...]
+  run [--device SPEC] [--conf CONF] [--html OUT.html [--history-entries N]] SCRIPT.py [ARGS...]
       Serves the script's CPU tensors from npumem, then prints the monitor report
-      (snapshots start and end), the peaks, and a leak check.
+      (snapshots start and end), the peaks, and a leak check: iterations end at each
+      optimizer.step() (and npumem.torch.iteration()), memory is tagged with the
+      module that made it. Exits with the script's status, or 4 when it exited 0 and
+      leaked. Ctrl-C ends the script and still prints the report.
   capture [-o OUT.trace] SCRIPT.py [ARGS...]
       Records every CPU allocation and free of the script (PyTorch's own allocator)
-      as an allocation trace in the shared format, for `npumem replay`.
+      as an allocation trace in the shared format, for `npumem replay`, with an `i`
+      line at each optimizer.step() and npumem.torch.iteration().
 """
 
 from __future__ import annotations
@@ -35,6 +39,13 @@ def parser() -> argparse.ArgumentParser:
     )
     run_parser.add_argument("--conf", help="settings 'key:value,...' over NPUMEM_ALLOC_CONF")
     run_parser.add_argument("--html", metavar="OUT.html", help="also write the memory timeline")
+    run_parser.add_argument(
+        "--history-entries",
+        type=int,
+        default=1_000_000,
+        metavar="N",
+        help="events the timeline keeps (the oldest are dropped; default 1000000)",
+    )
     run_parser.add_argument("script", help="the Python script")
     run_parser.add_argument("args", nargs=argparse.REMAINDER, help="the script's arguments")
 
@@ -54,7 +65,18 @@ def main(argv: Optional[list[str]] = None) -> int:
     options = parser().parse_args(argv)
     try:
         if options.command == "run":
-            return run(options.script, options.args, options.device, options.conf, options.html)
+            if options.history_entries <= 0:
+                raise _core.ConfigError(
+                    f"--history-entries must be positive, not {options.history_entries}"
+                )
+            return run(
+                options.script,
+                options.args,
+                options.device,
+                options.conf,
+                options.html,
+                options.history_entries,
+            )
         output = options.output or os.path.splitext(os.path.basename(options.script))[0] + ".trace"
         return capture(options.script, options.args, output)
     except (_core.Error, OSError) as problem:

@@ -8,44 +8,82 @@ from typing import Optional
 
 import npumem
 from npumem import _core
-from npumem.torch import install, record
+from npumem.torch import install, mark_optimizer_steps, record, tag_modules
 from npumem.torch.script_runner import run_script
 
 
+# `run`'s exit status when the script succeeded but leaked (as `npumem replay --leak-check`).
+EXIT_LEAK = 4
+
+
 def run(
-    script: str, args: list[str], spec: Optional[str], conf: Optional[str], html: Optional[str]
+    script: str,
+    args: list[str],
+    spec: Optional[str],
+    conf: Optional[str],
+    html: Optional[str],
+    history_entries: int = 1_000_000,
 ) -> int:
     """Runs the script with npumem behind its CPU tensors; prints the monitor report,
-    the peaks and a leak check (and writes the HTML timeline); returns its status."""
-    device = install(spec, conf)
-    monitor = npumem.Monitor(device)
-    history = npumem.MemoryHistory(device) if html else None
-    with npumem.LeakDetector(device) as leaks:
-        monitor.snapshot("start")
-        status = run_script(script, args)
-        monitor.snapshot("end")
-        leaks.tick()
-        leak_report = leaks.report()
-    if history is not None:
-        history.stop()
-    out = sys.stdout
-    out.write(f"\nnpumem: {script} exited with status {status} on {device.name} ({device.spec})\n")
-    out.write(monitor.report())
-    out.write(peaks_text(npumem.memory_stats(device)))
-    out.write(leak_report["text"])
-    if history is not None and html is not None:
-        with open(html, "w", encoding="utf-8") as page:
+    the peaks and a leak check (and writes the HTML timeline); returns its status, or
+    EXIT_LEAK when it exited 0 and the leak check found a leak. The timeline keeps the
+    last `history_entries` events (it says so when it dropped older ones). Every optimizer.step()
+    is an iteration boundary, and memory is tagged with the module that made it."""
+    if conf:
+        try:
+            _core.check_config(conf)
+        except _core.ConfigError as problem:
+            raise _core.ConfigError(f"--conf: {problem}") from None
+    # Opened before the script runs, so a bad path costs nothing.
+    try:
+        page = open(html, "w", encoding="utf-8") if html else None  # noqa: SIM115 - closed below
+    except OSError as problem:
+        raise OSError(f"--html: cannot write {html}: {problem.strerror}") from None
+    try:
+        device = install(spec, conf)
+        monitor = npumem.Monitor(device)
+        history = npumem.MemoryHistory(device, history_entries) if page else None
+        mark_optimizer_steps()
+        with npumem.LeakDetector(device) as leaks, tag_modules():
+            monitor.snapshot("start")
+            status = run_script(script, args)
+            monitor.snapshot("end")
+            leak_report = leaks.report()
+        mark_optimizer_steps(False)
+        if history is not None:
+            history.stop()
+        out = sys.stdout
+        out.write(
+            f"\nnpumem: {script} exited with status {status} on {device.name} ({device.spec})\n"
+        )
+        out.write(monitor.report())
+        out.write(peaks_text(npumem.memory_stats(device)))
+        out.write(leak_report["text"])
+        if history is not None and page is not None:
             page.write(history.html_timeline(title=f"npumem run {script}"))
-        out.write(f"timeline written to {html}\n")
-    out.flush()
-    return status
+            out.write(f"timeline written to {html}\n")
+            if history.dropped:
+                out.write(
+                    f"npumem: the timeline dropped the {history.dropped:,} oldest events; "
+                    f"--history-entries {history.recorded} keeps them all\n"
+                )
+        out.flush()
+    finally:
+        if page is not None:
+            page.close()
+    return EXIT_LEAK if status == 0 and leak_report["leaking"] else status
 
 
 def capture(script: str, args: list[str], output: str) -> int:
     """Runs the script under PyTorch's own allocator, recording every CPU allocation
-    and free; writes the trace (allocations alive at the end stay unfreed in it)."""
-    with record() as recording:
-        status = run_script(script, args)
+    and free, and an `i` line at every optimizer.step() and npumem.torch.iteration();
+    writes the trace (allocations alive at the end stay unfreed in it)."""
+    mark_optimizer_steps()
+    try:
+        with record() as recording:
+            status = run_script(script, args)
+    finally:
+        mark_optimizer_steps(False)
     recording.write(output, what=" ".join(shlex.quote(part) for part in ["python3", script, *args]))
     sys.stdout.write(
         f"npumem: wrote {output}: {recording.allocations} allocations, {len(recording.events)} "

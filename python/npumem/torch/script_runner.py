@@ -13,7 +13,8 @@ def run_script(path: str, args: list[str]) -> int:
     """Runs the script as __main__ with sys.argv = [path, *args] and its folder first on
     sys.path; returns its exit status (1 after an uncaught exception, whose traceback
     goes to stderr). The script's globals are dropped and garbage collected before
-    returning, so only what something else keeps alive survives it."""
+    returning, so only what something else keeps alive survives it. Ctrl-C ends the
+    script with status 130 and returns."""
     if not os.path.isfile(path):
         raise FileNotFoundError(f"no script {path}")
     saved_argv, saved_path = sys.argv, list(sys.path)
@@ -24,6 +25,10 @@ def run_script(path: str, args: list[str]) -> int:
         status = 0
     except SystemExit as exit_request:
         status = _exit_status(exit_request.code)
+    except KeyboardInterrupt:
+        # Ctrl-C ends the script, not the report that follows it (status as a shell's).
+        print("\nKeyboardInterrupt: the script was interrupted", file=sys.stderr)
+        status = 130
     except Exception:  # noqa: BLE001 - the script's own failure, reported like python3 does
         traceback.print_exc()
         status = 1

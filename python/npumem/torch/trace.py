@@ -1,6 +1,8 @@
 """Allocation traces of real PyTorch runs, in the shared format of ../shared/traces:
-`a <id> <bytes>` allocates under a fresh id, `f <id>` frees it, `#` lines are
-comments. record() captures every CPU allocation and free with its exact size."""
+`a <id> <bytes>` allocates under a fresh id, `f <id>` frees it, `i` starts an
+iteration, `#` lines are comments. record() captures every CPU allocation and free
+with its exact size, and the iteration boundaries (npumem.torch.iteration(),
+optimizer.step())."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ import torch
 
 from npumem import _torch
 
-# (kind, id, bytes): kind "a" (bytes requested) or "f" (bytes 0).
+# (kind, id, bytes): kind "a" (bytes requested), "f" or "i" (id and bytes 0).
 Event = tuple[str, int, int]
 
 
@@ -67,7 +69,7 @@ def peak_live_bytes(events: Iterable[Event]) -> int:
             live[ident] = size
             current += size
             peak = max(peak, current)
-        else:
+        elif kind == "f":
             current -= live.pop(ident)
     return peak
 
@@ -76,10 +78,15 @@ def write_trace(path: str, events: Iterable[Event], what: str) -> None:
     header = (
         f"# what: {what}; PyTorch {torch.__version__} CPU, "
         f"{torch.get_num_threads()} intra-op threads, Python {platform.python_version()}\n"
-        "# format: 'a <id> <bytes>' allocates, 'f <id>' frees; "
+        "# format: 'a <id> <bytes>' allocates, 'f <id>' frees, 'i' starts an iteration; "
         "'#' lines are comments/phase markers\n"
     )
     with open(path, "w", encoding="ascii") as out:
         out.write(header)
         for kind, ident, size in events:
-            out.write(f"a {ident} {size}\n" if kind == "a" else f"f {ident}\n")
+            if kind == "a":
+                out.write(f"a {ident} {size}\n")
+            elif kind == "f":
+                out.write(f"f {ident}\n")
+            else:
+                out.write("i\n")

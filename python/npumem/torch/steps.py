@@ -1,0 +1,144 @@
+"""Iteration boundaries and module attribution for PyTorch scripts on npumem.
+
+iteration() marks the start of an iteration (training step, inference batch) on the
+npumem devices (Allocator::mark_iteration: the leak check and strategies that learn
+per iteration see it) and in an allocation recording (an `i` line).
+mark_optimizer_steps() makes every optimizer.step() such a boundary.
+tag_modules() tags the memory each nn.Module's forward allocates with the module's
+path ("ResNet.layer1.0.conv1"), so snapshots, the HTML timeline and the leak report
+name the module that made it."""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from typing import Any, Callable, Optional
+
+import torch
+import torch.optim.optimizer as optimizer_module  # torch.optim deletes this name
+
+from npumem import _core, _torch
+from npumem.devices import DeviceLike, get_device, initialized_devices, is_initialized
+
+
+def iteration(device: DeviceLike = None) -> None:
+    """Marks an iteration boundary on `device` (None: every npumem device made so far)
+    and in a running recording."""
+    _torch.record_iteration()
+    if device is not None:
+        get_device(device).mark_iteration()
+        return
+    for made in initialized_devices():
+        made.mark_iteration()
+
+
+class _OptimizerSteps:
+    """optimizer.step() ends an iteration. PyTorch 1.13 has no step hook; every step
+    calls Optimizer._optimizer_step_code() (the profiler's hook point), which is
+    wrapped here. Newer PyTorch has register_optimizer_step_post_hook."""
+
+    def __init__(self) -> None:
+        self.active = False
+        self._installed = False
+
+    def start(self) -> None:
+        self.active = True
+        if self._installed:
+            return
+        register = getattr(optimizer_module, "register_optimizer_step_post_hook", None)
+        if register is not None:
+            register(lambda *_: self._step())
+        else:
+            original: Callable[[Any], None] = torch.optim.Optimizer._optimizer_step_code
+
+            def step_code(optimizer: Any) -> None:
+                original(optimizer)
+                self._step()
+
+            torch.optim.Optimizer._optimizer_step_code = step_code
+        self._installed = True
+
+    def _step(self) -> None:
+        if self.active:
+            iteration()
+
+
+_optimizer_steps = _OptimizerSteps()
+
+
+def mark_optimizer_steps(enabled: bool = True) -> None:
+    """From now on (until called with False), every optimizer.step() is an iteration
+    boundary, after the step."""
+    if enabled:
+        _optimizer_steps.start()
+    else:
+        _optimizer_steps.active = False
+
+
+class tag_modules:  # noqa: N801 - a context, like npumem.tag
+    """While active, the memory a module's forward allocates is tagged with the module's
+    path: the outermost module by its class name, its submodules by their dotted names
+    under it ("ResNet.layer1.0.conv1"). Tags nest and the previous one comes back.
+    In backward, the gradients computed from a leaf module's output on are tagged
+    "<path> (backward)" (a hook on the output's grad_fn; CPU backward runs in the
+    calling thread), until the next leaf module's; the caller's tag comes back when
+    backward() returns."""
+
+    def __init__(self) -> None:
+        self._names: "weakref.WeakKeyDictionary[torch.nn.Module, str]" = weakref.WeakKeyDictionary()
+        self._local = threading.local()
+        self._handles: list[Any] = []
+
+    def __enter__(self) -> "tag_modules":
+        hooks = torch.nn.modules.module
+        self._handles = [
+            hooks.register_module_forward_pre_hook(self._enter_module),
+            hooks.register_module_forward_hook(self._leave_module),
+        ]
+        self._backward = torch.autograd.backward
+
+        def backward(*args: Any, **kwargs: Any) -> Any:
+            previous = _core.memory_tag()
+            try:
+                return self._backward(*args, **kwargs)
+            finally:
+                _core.set_memory_tag(previous)
+
+        torch.autograd.backward = backward
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        for handle in self._handles:
+            handle.remove()
+        self._handles = []
+        torch.autograd.backward = self._backward
+
+    def name_of(self, module: torch.nn.Module) -> str:
+        name = self._names.get(module)
+        if name is None:
+            root = type(module).__name__
+            for path, submodule in module.named_modules():
+                self._names.setdefault(submodule, f"{root}.{path}" if path else root)
+            name = self._names[module]
+        return name
+
+    def _stack(self) -> list[str]:
+        stack: Optional[list[str]] = getattr(self._local, "stack", None)
+        if stack is None:
+            stack = self._local.stack = []
+        return stack
+
+    def _enter_module(self, module: torch.nn.Module, _inputs: Any) -> None:
+        self._stack().append(_core.memory_tag())
+        _core.set_memory_tag(self.name_of(module))
+
+    def _leave_module(self, module: torch.nn.Module, _inputs: Any, output: Any) -> None:
+        stack = self._stack()
+        _core.set_memory_tag(stack.pop() if stack else "")
+        grad_fn = getattr(output, "grad_fn", None)
+        if grad_fn is not None and next(module.children(), None) is None:
+            backward_tag = self.name_of(module) + " (backward)"
+            grad_fn.register_prehook(lambda _grads: _core.set_memory_tag(backward_tag))
+
+
+__all__ = ["iteration", "mark_optimizer_steps", "tag_modules"]

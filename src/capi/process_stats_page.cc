@@ -1,0 +1,81 @@
+#include "capi/process_stats_page.h"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <iostream>
+#include <memory>
+#include <mutex>
+#include <string_view>
+#include <vector>
+
+#include "npumem/stats_page.h"
+
+namespace npumem::capi {
+namespace {
+
+bool publishing_disabled() {
+  const char* value = std::getenv(kStatsPageVariable);
+  if (value == nullptr) return false;
+  const std::string_view text = value;
+  return text == "0" || text == "off" || text == "false";
+}
+
+// The publisher and the registrations of this process. Never destroyed as a whole
+// (allocators may be used during static destruction); EndAtExit ends them at exit,
+// which removes the page.
+struct ProcessStatsPage {
+  std::mutex mutex;
+  pid_t owner_pid = 0;  // the process that made the publisher
+  bool failed = false;
+  std::unique_ptr<StatsPublisher> publisher;
+  std::vector<StatsPublisher::Registration> registrations;
+
+  // A forked child inherits the parent's publisher without its thread, and its page
+  // maps the parent's: the child leaves both alone (leaked) and makes its own. Needs mutex.
+  void forget_if_inherited() {
+    if (!publisher || owner_pid == ::getpid()) return;
+    (void)publisher.release();
+    (void)new std::vector<StatsPublisher::Registration>(std::move(registrations));
+    registrations.clear();
+  }
+};
+
+ProcessStatsPage& process_stats_page() {
+  static auto* page = new ProcessStatsPage();
+  return *page;
+}
+
+struct EndAtExit {
+  ~EndAtExit() {
+    ProcessStatsPage& page = process_stats_page();
+    std::lock_guard lock(page.mutex);
+    page.forget_if_inherited();
+    page.registrations.clear();  // before the publisher they point at
+    page.publisher.reset();
+  }
+};
+
+}  // namespace
+
+void publish_on_stats_page(const Allocator& allocator) noexcept {
+  if (publishing_disabled()) return;
+  static EndAtExit end_at_exit;
+  ProcessStatsPage& page = process_stats_page();
+  std::lock_guard lock(page.mutex);
+  page.forget_if_inherited();
+  if (page.failed) return;
+  try {
+    if (!page.publisher) {
+      page.publisher = std::make_unique<StatsPublisher>();
+      page.owner_pid = ::getpid();
+    }
+    page.registrations.push_back(page.publisher->publish(allocator));
+  } catch (const std::exception& error) {
+    page.failed = true;  // one line per process, not one per device
+    std::cerr << "npumem: not publishing stats for `npumem smi` (" << kStatsPageVariable
+              << "=0 silences this): " << error.what() << "\n";
+  }
+}
+
+}  // namespace npumem::capi

@@ -1,0 +1,19 @@
+// The stats page (/dev/shm/npumem.<pid>) of the process-wide allocators, so that
+// `npumem smi` and `npumem mon` list every process allocating through npumem: C
+// programs on libnpumem.so, Python processes on npumem and npumem.torch.
+#pragma once
+
+#include "npumem/allocator.h"
+
+namespace npumem::capi {
+
+// The environment variable that, set to 0 (or off, false), keeps this process off
+// the stats pages.
+inline constexpr const char* kStatsPageVariable = "NPUMEM_STATS_PAGE";
+
+// Publishes a process-wide allocator (which lives until the process exits) on this
+// process's stats page, made on first use. Never throws: when the page cannot be made
+// or is full, one line on stderr says so and allocation goes on unpublished.
+void publish_on_stats_page(const Allocator& allocator) noexcept;
+
+}  // namespace npumem::capi

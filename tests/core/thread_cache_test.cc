@@ -1,0 +1,315 @@
+// Per-thread front caches: statistics stay exact when read from another thread
+// (peaks included), blocks cross threads, a thread's exit and empty_cache return
+// what its cache keeps.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "device/sim_device.h"
+#include "invariants.h"
+#include "npumem/allocator.h"
+#include "npumem/errors.h"
+#include "npumem/units.h"
+
+namespace npumem {
+namespace {
+
+std::shared_ptr<Device> sim_device() {
+  SimSpec spec;
+  spec.hbm_bytes = 256 * MiB;
+  spec.ddr_bytes = 0;
+  spec.backing = Backing::none;
+  return std::make_shared<SimDevice>(spec);
+}
+
+// While one thread alone allocates, its cache works under the allocator's lock; from
+// the second thread on each works under its own. The tests below want the latter.
+void use_from_another_thread(Allocator& allocator) {
+  std::thread([&] { allocator.deallocate(allocator.allocate(1)); }).join();
+}
+
+// A thread that lives across steps (so its front cache does) and runs each step to
+// completion before run() returns.
+class Worker {
+ public:
+  Worker() : thread_([this] { loop(); }) {}
+  ~Worker() {
+    run({});
+    thread_.join();
+  }
+  void run(std::function<void()> step) {
+    std::unique_lock lock(mutex_);
+    step_ = std::move(step);
+    pending_ = true;
+    changed_.notify_all();
+    changed_.wait(lock, [this] { return !pending_; });
+  }
+
+ private:
+  void loop() {
+    for (;;) {
+      std::unique_lock lock(mutex_);
+      changed_.wait(lock, [this] { return pending_; });
+      const bool stop = !step_;
+      if (step_) step_();
+      pending_ = false;
+      changed_.notify_all();
+      if (stop) return;
+    }
+  }
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  bool pending_ = false;
+  std::function<void()> step_;
+  std::thread thread_;
+};
+
+TEST(ThreadCache, StatsReadFromAnotherThreadAreExact) {
+  Allocator allocator(sim_device());
+  use_from_another_thread(allocator);
+  Worker worker;
+  std::vector<void*> blocks;
+  worker.run([&] {
+    for (int i = 0; i < 4; ++i) blocks.push_back(allocator.allocate(MiB));
+    allocator.deallocate(blocks[3]);  // kept by the worker's cache
+    allocator.deallocate(blocks[2]);
+    blocks.resize(2);
+    blocks.push_back(allocator.allocate(MiB - 100));  // served by the cache
+  });
+  const Stats stats = allocator.stats();
+  EXPECT_EQ(stats.allocated_bytes.all.current, 3 * static_cast<std::int64_t>(MiB));
+  EXPECT_EQ(stats.allocated_bytes.all.peak, 4 * static_cast<std::int64_t>(MiB));
+  const std::int64_t warm_up = 512;  // use_from_another_thread's block, rounded
+  EXPECT_EQ(stats.allocated_bytes.all.allocated, 5 * static_cast<std::int64_t>(MiB) + warm_up);
+  EXPECT_EQ(stats.allocated_bytes.all.freed, 2 * static_cast<std::int64_t>(MiB) + warm_up);
+  EXPECT_EQ(stats.requested_bytes.all.current, 3 * static_cast<std::int64_t>(MiB) - 100);
+  EXPECT_EQ(stats.allocation.all.current, 3);
+  EXPECT_EQ(stats.allocation.all.allocated, 6);
+  EXPECT_EQ(stats.active_bytes.by_kind[0].current, 3 * static_cast<std::int64_t>(MiB));
+  worker.run([&] {
+    for (void* p : blocks) allocator.deallocate(p);
+  });
+  EXPECT_EQ(allocator.stats().allocated_bytes.all.current, 0);
+  EXPECT_EQ(allocator.stats().allocation.all.freed, 6);
+}
+
+// A cache's credit (its own frees) must not let it pass a peak another thread
+// reached meanwhile without that peak being raised.
+TEST(ThreadCache, PeakRaisedByAnotherThreadStaysExact) {
+  Allocator allocator(sim_device());
+  Worker a;
+  Worker b;
+  std::vector<void*> mine;
+  a.run([&] {
+    for (int i = 0; i < 3; ++i) mine.push_back(allocator.allocate(MiB));
+    allocator.deallocate(mine[2]);
+    allocator.deallocate(mine[1]);  // a's cache holds 2 MiB of credit
+    mine.resize(1);
+  });
+  void* theirs = nullptr;
+  b.run([&] { theirs = allocator.allocate(MiB); });  // live: 2 MiB, peak 3 MiB
+  a.run([&] {
+    mine.push_back(allocator.allocate(MiB));  // 3 MiB live
+    mine.push_back(allocator.allocate(MiB));  // 4 MiB live: a new peak
+    allocator.deallocate(mine.back());        // gone before anyone reads it
+    mine.pop_back();
+  });
+  Stats stats = allocator.stats();
+  EXPECT_EQ(stats.allocated_bytes.all.current, 3 * static_cast<std::int64_t>(MiB));
+  EXPECT_EQ(stats.allocated_bytes.all.peak, 4 * static_cast<std::int64_t>(MiB));
+  EXPECT_EQ(stats.allocation.all.peak, 4);
+
+  allocator.reset_peak_stats();  // peak 3 MiB; a's cache still holds a block and credit
+  a.run([&] {
+    mine.push_back(allocator.allocate(MiB));  // 4 MiB: past the reset peak
+    allocator.deallocate(mine.back());
+    mine.pop_back();
+  });
+  stats = allocator.stats();
+  EXPECT_EQ(stats.allocated_bytes.all.peak, 4 * static_cast<std::int64_t>(MiB));
+  a.run([&] {
+    for (void* p : mine) allocator.deallocate(p);
+  });
+  b.run([&] { allocator.deallocate(theirs); });
+  EXPECT_EQ(allocator.stats().allocated_bytes.all.current, 0);
+}
+
+TEST(ThreadCache, BlocksFreedByAnotherThread) {
+  Allocator allocator(sim_device());
+  std::map<void*, std::size_t> live;
+  Worker a;
+  Worker b;
+  std::vector<void*> made;
+  a.run([&] {
+    for (int i = 0; i < 32; ++i) made.push_back(allocator.allocate(4 * KiB * (1 + i % 3)));
+    allocator.deallocate(made.back());  // kept by a's cache
+    made.pop_back();
+  });
+  b.run([&] {
+    for (void* p : made) allocator.deallocate(p);
+  });
+  testing::expect_consistent(allocator, live);
+  EXPECT_EQ(allocator.stats().allocated_bytes.all.current, 0);
+  EXPECT_EQ(allocator.stats().allocation.all.freed, 32);
+  // b does not own a's blocks: freeing one twice is still reported.
+  void* p = nullptr;
+  a.run([&] { p = allocator.allocate(KiB); });
+  b.run([&] { allocator.deallocate(p); });
+  b.run([&] { EXPECT_THROW(allocator.deallocate(p), InvalidPointer); });
+}
+
+TEST(ThreadCache, DoubleFreeOfAKeptBlockIsReported) {
+  Allocator allocator(sim_device());
+  void* p = allocator.allocate(KiB);
+  allocator.deallocate(p);  // kept by this thread's cache
+  try {
+    allocator.deallocate(p);
+    FAIL() << "no error";
+  } catch (const InvalidPointer& e) {
+    EXPECT_NE(std::string(e.what()).find("double free"), std::string::npos) << e.what();
+  }
+}
+
+TEST(ThreadCache, ThreadExitReturnsKeptBlocks) {
+  Allocator allocator(sim_device());
+  void* survivor = nullptr;
+  std::thread([&] {
+    std::vector<void*> blocks;
+    for (int i = 0; i < 8; ++i) blocks.push_back(allocator.allocate(64 * KiB));
+    survivor = blocks.back();
+    blocks.pop_back();
+    for (void* p : blocks) allocator.deallocate(p);
+  }).join();
+  std::uint64_t kept_bytes = 0;
+  for (const SegmentInfo& segment : allocator.snapshot()) {
+    for (const BlockInfo& block : segment.blocks) {
+      if (block.allocated) kept_bytes += block.size;
+    }
+  }
+  EXPECT_EQ(kept_bytes, 64 * KiB);  // the survivor only: nothing stayed in a cache
+  testing::expect_consistent(allocator, {{survivor, 64 * KiB}});
+  // The exited thread's blocks are anyone's to free; the next thread takes over its cache.
+  std::thread([&] { allocator.deallocate(survivor); }).join();
+  EXPECT_EQ(allocator.stats().allocated_bytes.all.current, 0);
+  std::thread([&] { allocator.deallocate(allocator.allocate(KiB)); }).join();
+  EXPECT_EQ(allocator.stats().allocation.all.allocated, 9);
+}
+
+TEST(ThreadCache, EmptyCacheReleasesWhatCachesKeep) {
+  Allocator allocator(sim_device());
+  use_from_another_thread(allocator);
+  Worker worker;
+  worker.run([&] {
+    for (int i = 0; i < 4; ++i) allocator.deallocate(allocator.allocate(MiB));
+    // Large blocks are kept too while several threads allocate.
+    void* large = allocator.allocate(8 * MiB);
+    allocator.deallocate(large);
+    EXPECT_EQ(allocator.allocate(8 * MiB), large);
+    allocator.deallocate(large);
+  });
+  EXPECT_EQ(allocator.stats().allocated_bytes.by_kind[1].current, 0);
+  EXPECT_GT(allocator.stats().reserved_bytes.all.current, 0);
+  allocator.empty_cache();
+  EXPECT_EQ(allocator.stats().reserved_bytes.all.current, 0);
+  worker.run([&] { allocator.deallocate(allocator.allocate(MiB)); });
+  EXPECT_EQ(allocator.stats().allocated_bytes.all.current, 0);
+}
+
+TEST(ThreadCache, ThreadOutlivesTheAllocator) {
+  auto allocator = std::make_unique<Allocator>(sim_device());
+  Worker worker;
+  worker.run([&] { allocator->deallocate(allocator->allocate(KiB)); });
+  allocator.reset();
+  // The worker's exit must not touch the destroyed allocator; a new one works there.
+  Allocator next(sim_device());
+  worker.run([&] { next.deallocate(next.allocate(KiB)); });
+  EXPECT_EQ(next.stats().allocation.all.allocated, 1);
+}
+
+// Threads free each other's blocks while another reads statistics: every read is
+// consistent (peak >= current >= 0) and the totals end exact.
+TEST(ThreadCache, CrossThreadFreesWithConcurrentReaders) {
+  Allocator allocator(sim_device());
+  std::mutex handoff_mutex;
+  std::vector<void*> handoff;  // blocks one thread allocated for another to free
+  std::atomic<int> running{2};
+  constexpr int kSteps = 5000;
+  auto work = [&](unsigned seed) {
+    std::vector<void*> mine;
+    for (int step = 0; step < kSteps; ++step) {
+      const std::size_t bytes = 512 * (1 + (seed * 7 + static_cast<unsigned>(step)) % 8);
+      mine.push_back(allocator.allocate(bytes));
+      if (mine.size() > 16) {
+        allocator.deallocate(mine.front());  // kept by this thread's cache
+        mine.erase(mine.begin());
+      }
+      if (step % 3 == 0) {
+        std::lock_guard lock(handoff_mutex);
+        handoff.push_back(mine.back());
+        mine.pop_back();
+      }
+      void* theirs = nullptr;
+      {
+        std::lock_guard lock(handoff_mutex);
+        if (!handoff.empty() && step % 2 == 0) {
+          theirs = handoff.back();
+          handoff.pop_back();
+        }
+      }
+      if (theirs != nullptr) allocator.deallocate(theirs);
+    }
+    for (void* p : mine) allocator.deallocate(p);
+    --running;
+  };
+  std::thread reader([&] {
+    while (running.load() > 0) {
+      const Stats stats = allocator.stats();
+      EXPECT_GE(stats.allocated_bytes.all.current, 0);
+      EXPECT_GE(stats.allocated_bytes.all.peak, stats.allocated_bytes.all.current);
+      EXPECT_GE(stats.allocation.all.peak, stats.allocation.all.current);
+    }
+  });
+  std::thread a(work, 1u), b(work, 2u);
+  a.join();
+  b.join();
+  reader.join();
+  for (void* p : handoff) allocator.deallocate(p);
+  const Stats stats = allocator.stats();
+  EXPECT_EQ(stats.allocated_bytes.all.current, 0);
+  EXPECT_EQ(stats.requested_bytes.all.current, 0);
+  EXPECT_EQ(stats.allocation.all.allocated, 2 * kSteps);
+  EXPECT_EQ(stats.allocation.all.freed, 2 * kSteps);
+  testing::expect_consistent(allocator, {});
+}
+
+class CountingObserver : public AllocatorObserver {
+ public:
+  void on_event(const Event& event) override {
+    if (event.kind == EventKind::alloc) ++allocs;
+    if (event.kind == EventKind::free) ++frees;
+  }
+  int allocs = 0;
+  int frees = 0;
+};
+
+TEST(ThreadCache, ObserversSeeEveryEvent) {
+  for (const bool shared : {false, true}) {
+    Allocator allocator(sim_device());
+    if (shared) use_from_another_thread(allocator);
+    allocator.deallocate(allocator.allocate(KiB));  // leaves a kept block and credit
+    auto observer = std::make_shared<CountingObserver>();
+    allocator.add_observer(observer);
+    for (int i = 0; i < 5; ++i) allocator.deallocate(allocator.allocate(KiB));
+    EXPECT_EQ(observer->allocs, 5) << "shared " << shared;
+    EXPECT_EQ(observer->frees, 5) << "shared " << shared;
+  }
+}
+
+}  // namespace
+}  // namespace npumem
