@@ -9,6 +9,7 @@ packages=(
   python3 python3-dev python3-pip python3-setuptools python3-wheel python3-pybind11 pybind11-dev
   python3-torch python3-torchvision libtorch-dev
   chromium
+  clang libclang-rt-14-dev
 )
 missing=()
 for p in "${packages[@]}"; do

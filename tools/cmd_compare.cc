@@ -4,6 +4,7 @@
 
 #include "commands.h"
 #include "conf_option.h"
+#include "json_text.h"
 #include "replay.h"
 #include "strategy_comparison.h"
 #include "trace.h"
@@ -32,7 +33,7 @@ void add_compare_command(CLI::App& app, int& exit_code) {
     replay.config = config_from_conf_option(options->conf);
     const auto rows = compare_strategies(trace, replay);
     if (options->json) {
-      std::cout << comparison_json(options->trace_path, rows).dump(2) << "\n";
+      std::cout << json_text(comparison_json(options->trace_path, rows)) << "\n";
     } else {
       std::cout << comparison_text(options->trace_path, rows);
     }

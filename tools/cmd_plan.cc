@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "json_text.h"
 #include "npumem/errors.h"
 #include "npumem/plan.h"
 #include "npumem/units.h"
@@ -51,14 +52,16 @@ std::string read_text(const std::string& path) {
 
 void print(const nlohmann::json& json_report, const std::string& text_report, bool as_json) {
   if (as_json) {
-    std::cout << json_report.dump(2) << "\n";
+    std::cout << json_text(json_report) << "\n";
   } else {
     std::cout << text_report;
   }
 }
 
+// lines: each records tensor's line, so planning errors can name it (empty for traces).
 std::vector<plan::TensorLifetime> memory_inputs(const MemoryCommandOptions& options,
-                                                std::string& source) {
+                                                std::string& source,
+                                                std::vector<std::size_t>& lines) {
   if (options.records_path.empty() == options.trace_path.empty()) {
     throw ConfigError("plan memory: give either a records file or --trace TRACE");
   }
@@ -67,7 +70,8 @@ std::vector<plan::TensorLifetime> memory_inputs(const MemoryCommandOptions& opti
   }
   if (!options.records_path.empty()) {
     source = options.records_path;
-    return plan::parse_lifetime_records(read_text(options.records_path), options.records_path);
+    return plan::parse_lifetime_records(read_text(options.records_path), options.records_path,
+                                        &lines);
   }
   source = options.trace_path;
   if (options.iteration) source += " iteration " + std::to_string(*options.iteration);
@@ -76,16 +80,23 @@ std::vector<plan::TensorLifetime> memory_inputs(const MemoryCommandOptions& opti
 
 int run_memory(const MemoryCommandOptions& options) {
   std::string source;
+  std::vector<std::size_t> lines;
   const std::optional<std::uint64_t> budget =
       options.budget ? std::optional(parse_size(*options.budget)) : std::nullopt;
-  std::vector<plan::TensorLifetime> tensors = memory_inputs(options, source);
+  std::vector<plan::TensorLifetime> tensors = memory_inputs(options, source, lines);
   plan::MemoryPlanOptions plan_options;
   plan_options.alignment = parse_size(options.alignment);
   plan_options.time_limit = std::chrono::duration_cast<std::chrono::nanoseconds>(
       std::chrono::duration<double>(options.time_limit_s));
   plan_options.max_search_iterations = options.iterations;
   plan_options.seed = options.seed;
-  const auto run = run_memory_plan(std::move(tensors), source, plan_options, options.offsets);
+  std::unique_ptr<MemoryPlanRun> run;
+  try {
+    run = run_memory_plan(std::move(tensors), source, plan_options, options.offsets);
+  } catch (const plan::TensorSizeError& e) {
+    if (lines.empty()) throw ConfigError(source + ": " + e.what());
+    throw ParseError(options.records_path, lines.at(e.tensor()), e.what());
+  }
   MemoryReport& report = run->report;
   report.budget_bytes = budget;
   print(memory_report_json(report), memory_report_text(report), options.json);
@@ -135,7 +146,8 @@ void add_memory_command(CLI::App& plan_command, int& exit_code) {
   command->add_option("--budget", options->budget,
                       "arena budget, e.g. 1GiB: says whether the plan fits (exit 2 when not)");
   command->add_option("--alignment", options->alignment, "offset and size alignment (power of two)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(power_of_two_size_check());
   command->add_option("--time-limit", options->time_limit_s, "seconds the search may take")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
@@ -155,7 +167,8 @@ void add_layer_options(CLI::App* command, LayerCommandOptions& options) {
   command
       ->add_option("--hbm-bandwidth", options.hbm_bandwidth,
                    "estimates the time of layers without compute_ms (memory-bound)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(bandwidth_check());
   command->add_flag("--json", options.json, "print one JSON object");
 }
 
@@ -165,9 +178,11 @@ void add_shard_command(CLI::App& plan_command, int& exit_code) {
       "shard", "Shard plan: consecutive layer groups double-buffered from DDR into HBM");
   add_layer_options(command, *options);
   command->add_option("--hbm", options->budget, "HBM budget for weights and activations")
-      ->required();
+      ->required()
+      ->check(size_check());
   command->add_option("--bandwidth", options->load_bandwidth, "DDR to HBM bandwidth")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(bandwidth_check());
   command->callback([options, &exit_code] { exit_code = run_shard(*options); });
 }
 
@@ -176,7 +191,9 @@ void add_recompute_command(CLI::App& plan_command, int& exit_code) {
   CLI::App* command = plan_command.add_subcommand(
       "recompute", "Recompute plan: which activations training keeps under a memory budget");
   add_layer_options(command, *options);
-  command->add_option("--budget", options->budget, "activation memory budget")->required();
+  command->add_option("--budget", options->budget, "activation memory budget")
+      ->required()
+      ->check(size_check());
   command->callback([options, &exit_code] { exit_code = run_recompute(*options); });
 }
 

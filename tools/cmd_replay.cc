@@ -10,6 +10,7 @@
 
 #include "commands.h"
 #include "conf_option.h"
+#include "json_text.h"
 #include "min_capacity.h"
 #include "npumem/config.h"
 #include "npumem/units.h"
@@ -88,6 +89,11 @@ int run_replay(const ReplayCommandOptions& options) {
   replay_options.device_spec = options.device_spec;
   replay_options.config = build_config(options);
   replay_options.record_latencies = options.latency;
+  if (replay_options.config.strategy == Strategy::static_arena) {
+    // A trace's pools need quotas to size their arenas: each gets the smallest arena
+    // its own allocations complete in (the report's pool table shows them).
+    replay_options.pool_quotas = pool_quotas(advise_pool_arenas(trace, replay_options, 0.0), false);
+  }
   ReplayReport report;
   report.trace_path = options.trace_path;
   {
@@ -109,7 +115,7 @@ int run_replay(const ReplayCommandOptions& options) {
         advise_static_size(trace, replay_options, *options.advise_margin_percent / 100.0);
   }
   if (options.json) {
-    std::cout << replay_report_json(report).dump(2) << "\n";
+    std::cout << json_text(replay_report_json(report)) << "\n";
   } else {
     std::cout << replay_report_text(report);
   }

@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "commands.h"
+#include "json_text.h"
 #include "npumem/errors.h"
 #include "smi_view.h"
 
@@ -23,14 +24,14 @@ int run_smi(const SmiOptions& options) {
   if (options.id) {
     const DeviceView& device = device_by_id(devices, *options.id);
     if (options.json) {
-      std::cout << smi_json({device}).at("devices").at(0).dump(2) << "\n";
+      std::cout << json_text(smi_json({device}).at("devices").at(0)) << "\n";
     } else {
       std::cout << smi_memory_detail(device);
     }
     return kExitOk;
   }
   if (options.json) {
-    std::cout << smi_json(devices).dump(2) << "\n";
+    std::cout << json_text(smi_json(devices)) << "\n";
   } else {
     std::cout << smi_table(devices, local_time_text());
   }

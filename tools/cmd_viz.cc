@@ -10,6 +10,7 @@
 
 #include "commands.h"
 #include "html_timeline.h"
+#include "json_text.h"
 #include "npumem/errors.h"
 
 namespace npumem::cli {
@@ -23,24 +24,30 @@ struct VizOptions {
 constexpr const char* kHowToRecord =
     "snapshots come from `npumem replay TRACE --record FILE` or npumem.MemoryHistory";
 
-// nlohmann's message without its "[json.exception.parse_error.101] " prefix.
-std::string without_exception_id(const nlohmann::json::exception& e) {
-  const std::string text = e.what();
-  const std::size_t end = text.find("] ");
-  return text.starts_with("[json.exception.") && end != std::string::npos ? text.substr(end + 2)
-                                                                          : text;
-}
-
 nlohmann::json read_snapshot(const std::string& path) {
   std::ifstream file(path, std::ios::binary);
   if (!file) throw Error("cannot read snapshot " + path + ": " + std::strerror(errno));
+  std::ostringstream text;
+  text << file.rdbuf();
+  nlohmann::json snapshot;
   try {
-    nlohmann::json snapshot = nlohmann::json::parse(file);
+    snapshot = parse_json_text(text.str(), path);
+  } catch (const ParseError& e) {
+    // A syntax error's own text says where; other refusals keep their file:line.
+    std::string problem = e.what();
+    const std::string syntax = ": malformed JSON: ";
+    if (const std::size_t at = problem.find(syntax); at != std::string::npos) {
+      problem = problem.substr(at + syntax.size());
+    }
+    throw Error(path + " is not an npumem snapshot: it is not JSON (" + problem + "); " +
+                kHowToRecord);
+  }
+  try {
     check_snapshot(snapshot);
     return snapshot;
   } catch (const nlohmann::json::exception& e) {
-    throw Error(path + " is not an npumem snapshot: it is not JSON (" + without_exception_id(e) +
-                "); " + kHowToRecord);
+    throw Error(path + " is not an npumem snapshot: " + without_exception_id(e) + "; " +
+                kHowToRecord);
   } catch (const Error& e) {
     throw Error(path + ": " + e.what() + "; " + kHowToRecord);
   }

@@ -1,5 +1,6 @@
 // Subcommands of the npumem command. Each adds itself to the app; its callback
-// stores the process exit code: 0 done, 2 bad input, 3 out of memory, 4 leak found.
+// stores the process exit code: 0 done, 1 internal error, 2 bad input, 3 out of memory,
+// 4 leak found.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -7,9 +8,16 @@
 namespace npumem::cli {
 
 inline constexpr int kExitOk = 0;
+inline constexpr int kExitFailure = 1;
 inline constexpr int kExitBadInput = 2;
 inline constexpr int kExitOutOfMemory = 3;
 inline constexpr int kExitLeak = 4;  // replay --leak-check found growth above the threshold
+
+// Option checks for sizes and bandwidths (npumem/units.h syntax): CLI11 puts the
+// option's name in front of the problem, e.g. "--alignment: bad size 'x' ...".
+CLI::Validator size_check();
+CLI::Validator power_of_two_size_check();
+CLI::Validator bandwidth_check();
 
 void add_replay_command(CLI::App& app, int& exit_code);
 void add_plan_command(CLI::App& app, int& exit_code);

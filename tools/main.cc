@@ -70,6 +70,10 @@ int main(int argc, char** argv) {
   } catch (const npumem::Error& e) {
     std::cerr << "npumem: " << e.what() << "\n";
     return npumem::cli::kExitBadInput;
+  } catch (const std::exception& e) {
+    // Anything else is a defect, but still a message and an exit code, not an abort.
+    std::cerr << "npumem: internal error: " << e.what() << "\n";
+    return npumem::cli::kExitFailure;
   }
   return exit_code;
 }

@@ -27,11 +27,9 @@ bool completes(const Trace& trace, const ReplayOptions& options, std::uint64_t s
   ReplayOptions probe_options;
   probe_options.device_spec = hbm_only_spec(options.device_spec, hbm_bytes);
   probe_options.config = options.config;
-  try {
-    return replay_trace(trace, probe_options).completed();
-  } catch (const OutOfMemory&) {
-    return false;  // refused at start: a static arena larger than this HBM
-  }
+  probe_options.pool_quotas = options.pool_quotas;
+  // A static arena larger than this HBM is refused at the start: not completed.
+  return replay_trace(trace, probe_options).completed();
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "json_text.h"
 #include "npumem/errors.h"
 
 namespace npumem::cli {
@@ -51,7 +52,7 @@ class ModelReader {
       const json& value = item["compute_ms"];
       if (!value.is_number() || !(value.get<double>() >= 0) ||
           !std::isfinite(value.get<double>())) {
-        fail(where + ".compute_ms", "must be a number >= 0, got " + value.dump());
+        fail(where + ".compute_ms", "must be a number >= 0, got " + json_text(value, -1));
       }
       layer.compute_seconds = value.get<double>() / 1000.0;
     }
@@ -61,7 +62,8 @@ class ModelReader {
   template <std::size_t N>
   void check_keys(const json& object, const char* const (&known)[N],
                   const std::string& where) const {
-    for (const auto& [key, value] : object.items()) {
+    for (const auto& item : object.items()) {
+      const std::string& key = item.key();
       if (std::find_if(std::begin(known), std::end(known),
                        [&](const char* name) { return key == name; }) == std::end(known)) {
         std::string expected;
@@ -81,7 +83,7 @@ class ModelReader {
     if (!object.contains(key)) fail(join(where, key), "is missing");
     const json& value = object[key];
     if (!value.is_number_unsigned()) {
-      fail(join(where, key), "must be a non-negative integer, got " + value.dump());
+      fail(join(where, key), "must be a non-negative integer, got " + json_text(value, -1));
     }
     return value.get<std::uint64_t>();
   }
@@ -97,24 +99,10 @@ class ModelReader {
   const std::string& source_;
 };
 
-// The 1-based line of a byte offset, for syntax errors.
-std::size_t line_of(std::string_view text, std::size_t offset) {
-  offset = std::min(offset, text.size());
-  return 1 + static_cast<std::size_t>(std::count(text.begin(), text.begin() + offset, '\n'));
-}
-
 }  // namespace
 
 ModelFile parse_model_json(std::string_view text, const std::string& source) {
-  json document;
-  try {
-    document = json::parse(text);
-  } catch (const json::parse_error& e) {
-    // byte is 1-based: the position just after the offending character.
-    throw ParseError(source, line_of(text, e.byte == 0 ? 0 : e.byte - 1),
-                     "malformed JSON: " + std::string(e.what()));
-  }
-  return ModelReader(source).read(document);
+  return ModelReader(source).read(parse_json_text(text, source));
 }
 
 ModelFile read_model_json(const std::string& path) {

@@ -4,6 +4,8 @@
 #include <chrono>
 #include <cmath>
 #include <memory>
+#include <optional>
+#include <string>
 #include <utility>
 
 #include "npumem/allocator.h"
@@ -114,7 +116,8 @@ class ReplayRun {
   void switch_pool(std::uint32_t pool_index) {
     const std::string& name = trace_.pools[pool_index];
     if (!pool_ready_[pool_index]) {
-      allocator_.create_pool(name);
+      const auto quota = options_.pool_quotas.find(name);
+      allocator_.create_pool(name, quota == options_.pool_quotas.end() ? 0 : quota->second);
       pool_ready_[pool_index] = true;
     }
     pool_scope_.reset();
@@ -156,6 +159,26 @@ class ReplayRun {
   ReplayResult result_;
 };
 
+// The result of a replay whose allocator could not be made (a static arena the device
+// refused): nothing replayed, the figures of the trace and the device, the reason.
+ReplayResult refused_at_start(const Trace& trace, const ReplayOptions& options,
+                              const std::string& reason) {
+  ReplayResult result;
+  const std::shared_ptr<Device> device = make_device(options.device_spec);
+  result.device_name = device->name();
+  result.strategy = options.config.strategy;
+  result.events = trace.memory_events();
+  result.allocations = trace.allocations;
+  result.peak_requested_bytes = peak_live_bytes(trace);
+  for (const Tier tier : kAllTiers) {
+    const TierInfo info = device->tier_info(tier);
+    result.tiers[static_cast<std::size_t>(tier)] = {.present = info.present,
+                                                    .capacity_bytes = info.capacity_bytes};
+  }
+  result.out_of_memory = reason;
+  return result;
+}
+
 }  // namespace
 
 std::uint64_t ReplayResult::peak_reserved_bytes() const {
@@ -189,7 +212,13 @@ LatencySummary summarize_latencies(std::vector<std::uint64_t> latencies_ns) {
 }
 
 ReplayResult replay_trace(const Trace& trace, const ReplayOptions& options) {
-  return ReplayRun(trace, options).run();
+  std::optional<ReplayRun> run;
+  try {
+    run.emplace(trace, options);
+  } catch (const OutOfMemory& e) {
+    return refused_at_start(trace, options, e.what());
+  }
+  return run->run();
 }
 
 }  // namespace npumem::cli

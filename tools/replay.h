@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -34,6 +35,9 @@ struct ReplayHooks {
 struct ReplayOptions {
   std::string device_spec = "sim";
   Config config;
+  // Quotas of the pools the trace's `p` lines create (a pool not here gets none). The
+  // static strategy sizes a pool's arena by its quota.
+  std::map<std::string, std::uint64_t> pool_quotas;
   // Times every allocation on its own (adds clock reads to the timed loop).
   bool record_latencies = false;
   ReplayProgress progress;
@@ -84,8 +88,9 @@ struct LatencySummary {
 LatencySummary summarize_latencies(std::vector<std::uint64_t> latencies_ns);
 
 // Replays `trace` on a fresh allocator over make_device(options.device_spec).
-// An OutOfMemory stops the replay and is recorded in the result; a bad device spec
-// or config throws ConfigError.
+// An OutOfMemory stops the replay and is recorded in the result, also one that
+// refuses the allocator itself (a static arena the device cannot hold); a bad device
+// spec or config throws ConfigError.
 ReplayResult replay_trace(const Trace& trace, const ReplayOptions& options);
 
 }  // namespace npumem::cli

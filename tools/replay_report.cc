@@ -20,7 +20,8 @@ nlohmann::ordered_json pools_json(const std::vector<PoolInfo>& pools) {
   for (const PoolInfo& pool : pools) {
     json[pool.name] = {{"peak_requested_bytes", pool.stats.requested_bytes.all.peak},
                        {"peak_allocated_bytes", pool.stats.allocated_bytes.all.peak},
-                       {"peak_reserved_bytes", pool.stats.reserved_bytes.all.peak}};
+                       {"peak_reserved_bytes", pool.stats.reserved_bytes.all.peak},
+                       {"quota_bytes", pool.quota_bytes}};
   }
   return json;
 }
@@ -169,6 +170,12 @@ nlohmann::ordered_json replay_report_json(const ReplayReport& report) {
     json["static_advice"] = {{"min_arena_bytes", advice.min_arena_bytes},
                              {"margin", advice.margin},
                              {"recommended_static_size", advice.recommended_bytes}};
+    for (const PoolArenaAdvice& pool : advice.pools) {
+      json["static_advice"]["pools"].push_back({{"pool", pool.pool},
+                                                {"peak_requested_bytes", pool.peak_requested_bytes},
+                                                {"min_arena_bytes", pool.min_arena_bytes},
+                                                {"recommended_quota", pool.recommended_bytes}});
+    }
   }
   if (result.out_of_memory) json["out_of_memory"] = *result.out_of_memory;
   return json;
@@ -211,6 +218,13 @@ std::string replay_report_text(const ReplayReport& report) {
              format_bytes(advice.recommended_bytes) + " with a " + fixed(advice.margin * 100, 0) +
                  "% margin: NPUMEM_ALLOC_CONF=strategy:static,static_size:" +
                  std::to_string(advice.recommended_bytes));
+    for (const PoolArenaAdvice& pool : advice.pools) {
+      std::ostringstream advice_line;
+      advice_line << "'" << pool.pool << "': " << format_bytes(pool.recommended_bytes)
+                  << " (arena needed " << format_bytes(pool.min_arena_bytes)
+                  << "; create_pool quota " << pool.recommended_bytes << ")";
+      add_line(out, "pool quota advice", advice_line.str());
+    }
   }
   add_tier_table(out, result);
   if (result.pools.size() > 1) add_pool_table(out, result.pools);

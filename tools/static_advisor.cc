@@ -9,40 +9,99 @@
 #include "npumem/units.h"
 
 namespace npumem::cli {
+namespace {
 
-StaticAdvice advise_static_size(const Trace& trace, const ReplayOptions& options, double margin) {
-  if (!(margin >= 0.0)) throw ConfigError("--advise margin must be 0 or more");
-  StaticAdvice advice;
-  advice.peak_requested_bytes = peak_live_bytes(trace);
-  advice.margin = margin;
-  // Arenas are whole device granules: bisect in those.
+// Arenas are whole device granules: the bisection counts in those.
+struct ArenaSteps {
+  std::uint64_t step = 1;
+  std::uint64_t hbm_steps = 0;  // how many the device's HBM holds
+};
+
+ArenaSteps arena_steps(const ReplayOptions& options) {
   const TierInfo hbm = make_device(options.device_spec)->tier_info(Tier::hbm);
-  const std::uint64_t arena_step = std::max<std::uint64_t>(hbm.granularity_bytes, 1);
-  const std::uint64_t hbm_steps = hbm.capacity_bytes / arena_step;
-  const auto completes = [&](std::uint64_t steps) {
+  const std::uint64_t step = std::max<std::uint64_t>(hbm.granularity_bytes, 1);
+  return {step, hbm.capacity_bytes / step};
+}
+
+std::uint64_t with_margin(std::uint64_t min_bytes, double margin, std::uint64_t step) {
+  const double steps =
+      std::ceil(static_cast<double>(min_bytes) * (1.0 + margin) / static_cast<double>(step));
+  return static_cast<std::uint64_t>(steps) * step;
+}
+
+// The smallest static_size on which `part` (a trace without pools) completes.
+std::uint64_t min_arena(const Trace& part, const ReplayOptions& options, const ArenaSteps& steps,
+                        const std::string& pool) {
+  const auto completes = [&](std::uint64_t count) {
     ReplayOptions probe;
     probe.device_spec = options.device_spec;
     probe.config = options.config;
     probe.config.strategy = Strategy::static_arena;
     probe.config.static_fallback = false;
-    probe.config.static_size = steps * arena_step;
-    try {
-      return replay_trace(trace, probe).completed();
-    } catch (const OutOfMemory&) {
-      return false;  // the arena does not fit the device
-    }
+    probe.config.static_size = count * steps.step;
+    return replay_trace(part, probe).completed();
   };
-  const std::uint64_t peak_steps = (advice.peak_requested_bytes + arena_step - 1) / arena_step;
-  const auto steps = smallest_passing(peak_steps > 0 ? peak_steps - 1 : 0,
-                                      std::max<std::uint64_t>(peak_steps, 1), hbm_steps, completes);
-  if (!steps) {
-    throw Error("no static arena up to the device's HBM (" + format_bytes(hbm_steps * arena_step) +
-                ") completes the trace");
+  const std::uint64_t peak_steps = (peak_live_bytes(part) + steps.step - 1) / steps.step;
+  const auto found =
+      smallest_passing(peak_steps > 0 ? peak_steps - 1 : 0, std::max<std::uint64_t>(peak_steps, 1),
+                       steps.hbm_steps, completes);
+  if (!found) {
+    throw Error("no static arena up to the device's HBM (" +
+                format_bytes(steps.hbm_steps * steps.step) +
+                ") completes the allocations of pool '" + pool + "'");
   }
-  advice.min_arena_bytes = *steps * arena_step;
-  const double recommended = std::ceil(static_cast<double>(advice.min_arena_bytes) *
-                                       (1.0 + margin) / static_cast<double>(arena_step));
-  advice.recommended_bytes = static_cast<std::uint64_t>(recommended) * arena_step;
+  return *found * steps.step;
+}
+
+}  // namespace
+
+std::vector<PoolArenaAdvice> advise_pool_arenas(const Trace& trace, const ReplayOptions& options,
+                                                double margin) {
+  if (!(margin >= 0.0)) throw ConfigError("--advise margin must be 0 or more");
+  const ArenaSteps steps = arena_steps(options);
+  std::vector<PoolArenaAdvice> pools;
+  for (const std::string& name : trace.pools) {
+    if (name == kDefaultPoolName) continue;
+    const Trace part = pool_part(trace, name);
+    PoolArenaAdvice pool{name, peak_live_bytes(part), min_arena(part, options, steps, name), 0};
+    pool.recommended_bytes = with_margin(pool.min_arena_bytes, margin, steps.step);
+    pools.push_back(std::move(pool));
+  }
+  return pools;
+}
+
+std::map<std::string, std::uint64_t> pool_quotas(const std::vector<PoolArenaAdvice>& pools,
+                                                 bool with_margin) {
+  std::map<std::string, std::uint64_t> quotas;
+  for (const PoolArenaAdvice& pool : pools) {
+    quotas[pool.pool] = with_margin ? pool.recommended_bytes : pool.min_arena_bytes;
+  }
+  return quotas;
+}
+
+StaticAdvice advise_static_size(const Trace& trace, const ReplayOptions& options, double margin) {
+  StaticAdvice advice;
+  advice.pools = advise_pool_arenas(trace, options, margin);
+  const ArenaSteps steps = arena_steps(options);
+  advice.peak_requested_bytes = peak_live_bytes(trace);
+  advice.margin = margin;
+  advice.min_arena_bytes =
+      min_arena(pool_part(trace, kDefaultPoolName), options, steps, kDefaultPoolName);
+  advice.recommended_bytes = with_margin(advice.min_arena_bytes, margin, steps.step);
+  if (advice.pools.empty()) return advice;
+  // Each arena holds its pool; the device must also hold them all at once.
+  ReplayOptions together;
+  together.device_spec = options.device_spec;
+  together.config = options.config;
+  together.config.strategy = Strategy::static_arena;
+  together.config.static_fallback = false;
+  together.config.static_size = advice.min_arena_bytes;
+  together.pool_quotas = pool_quotas(advice.pools, false);
+  const ReplayResult result = replay_trace(trace, together);
+  if (!result.completed()) {
+    throw Error("each pool's static arena holds its allocations, but together they do not: " +
+                *result.out_of_memory);
+  }
   return advice;
 }
 

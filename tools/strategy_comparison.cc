@@ -15,8 +15,10 @@ namespace {
 StrategyFigures measure(const Trace& trace, const ReplayOptions& options) {
   StrategyFigures row;
   row.strategy = options.config.strategy;
-  row.static_size =
-      options.config.strategy == Strategy::static_arena ? options.config.static_size : 0;
+  if (options.config.strategy == Strategy::static_arena) {
+    row.static_size = options.config.static_size;
+    row.pool_quotas = options.pool_quotas;
+  }
   ReplayOptions timed = options;
   timed.record_latencies = false;
   const ReplayResult result = replay_trace(trace, timed);
@@ -43,7 +45,9 @@ std::vector<StrategyFigures> compare_strategies(const Trace& trace, const Replay
     run.config.strategy = strategy;
     if (strategy == Strategy::static_arena) {
       run.config.static_fallback = false;
-      run.config.static_size = advise_static_size(trace, options, 0.0).min_arena_bytes;
+      const StaticAdvice advice = advise_static_size(trace, options, 0.0);
+      run.config.static_size = advice.min_arena_bytes;
+      run.pool_quotas = pool_quotas(advice.pools, false);
     }
     rows.push_back(measure(trace, run));
   }
@@ -70,7 +74,10 @@ nlohmann::ordered_json comparison_json(const std::string& trace_path,
     item["latency_p99_ns"] = row.latency.p99_ns;
     item["latency_max_ns"] = row.latency.max_ns;
     item["device_allocs"] = row.device_allocs;
-    if (row.strategy == Strategy::static_arena) item["static_size"] = row.static_size;
+    if (row.strategy == Strategy::static_arena) {
+      item["static_size"] = row.static_size;
+      for (const auto& [pool, quota] : row.pool_quotas) item["pool_quotas"][pool] = quota;
+    }
     out["strategies"].push_back(item);
   }
   return out;
@@ -102,8 +109,11 @@ std::string comparison_text(const std::string& trace_path,
   }
   for (const StrategyFigures& row : rows) {
     if (row.strategy == Strategy::static_arena) {
-      out << "static arena: " << format_bytes(row.static_size)
-          << " (the smallest that completes; `npumem replay --advise` adds a margin)\n";
+      out << "static arena: " << format_bytes(row.static_size);
+      for (const auto& [pool, quota] : row.pool_quotas) {
+        out << ", pool '" << pool << "' " << format_bytes(quota);
+      }
+      out << " (the smallest that completes; `npumem replay --advise` adds a margin)\n";
     }
   }
   return out.str();

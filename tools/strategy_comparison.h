@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -21,8 +22,9 @@ struct StrategyFigures {
   std::uint64_t min_hbm_capacity_bytes = 0;
   double ns_per_event = 0.0;
   LatencySummary latency;
-  std::int64_t device_allocs = 0;  // segment or granule creations
-  std::uint64_t static_size = 0;   // the arena used (static only)
+  std::int64_t device_allocs = 0;                    // segment or granule creations
+  std::uint64_t static_size = 0;                     // the arena used (static only)
+  std::map<std::string, std::uint64_t> pool_quotas;  // the named pools' arenas (static only)
 };
 
 // Replays `trace` under every strategy over options.config (its strategy ignored).

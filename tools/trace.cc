@@ -194,6 +194,40 @@ Trace read_trace(const std::string& path) {
   return parse_trace(text.view(), path);
 }
 
+Trace pool_part(const Trace& trace, const std::string& pool) {
+  Trace part;
+  part.source = trace.source + " (pool " + pool + ")";
+  part.tags = trace.tags;
+  part.allocations = trace.allocations;
+  std::vector<bool> in_pool(trace.allocations, false);  // by slot
+  bool current = pool == kDefaultPoolName;
+  for (const TraceEvent& event : trace.events) {
+    switch (event.op) {
+      case TraceOp::pool:
+        current = trace.pools[event.index] == pool;
+        break;
+      case TraceOp::alloc:
+        in_pool[event.index] = current;
+        if (current) part.events.push_back(event);
+        break;
+      case TraceOp::free:
+        if (in_pool[event.index]) {
+          part.events.push_back(event);
+          ++part.frees;
+        }
+        break;
+      case TraceOp::iteration:
+        part.events.push_back(event);
+        ++part.iterations;
+        break;
+      case TraceOp::tag:
+        part.events.push_back(event);
+        break;
+    }
+  }
+  return part;
+}
+
 std::uint64_t peak_live_bytes(const Trace& trace) {
   std::uint64_t live = 0;
   std::uint64_t peak = 0;

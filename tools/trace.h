@@ -50,6 +50,15 @@ Trace parse_trace(std::string_view text, std::string source);
 // Reads and parses a trace file. Throws Error when the file cannot be read.
 Trace read_trace(const std::string& path);
 
+// The pool of allocations made before any `p` line (and after `p default`).
+inline constexpr const char* kDefaultPoolName = "default";
+
+// One pool's part of a trace: the allocations made while `p <pool>` was in force and
+// their frees (wherever they come), with the iteration and tag lines, and no `p`
+// lines, so that it replays in the default pool of its own allocator. Slots keep
+// their indices (`allocations` stays the whole trace's slot count).
+Trace pool_part(const Trace& trace, const std::string& pool);
+
 // The peak of live requested bytes over the trace, computed from its events alone.
 std::uint64_t peak_live_bytes(const Trace& trace);
 

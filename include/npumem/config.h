@@ -61,6 +61,9 @@ struct Config {
 // Parses "key:value,key:value" over the defaults in `base`. Throws ConfigError naming
 // the key and the accepted values on an unknown key or a bad value.
 Config parse_config(std::string_view text, Config base = {});
+// Throws ConfigError naming the first size setting outside its accepted range (for a
+// Config built in code; parse_config checks each key as it reads it).
+void validate(const Config& config);
 // The settings as a config string that parse_config reads back to the same Config.
 std::string to_string(const Config& config);
 // Reads NPUMEM_ALLOC_CONF from the environment (defaults when unset).

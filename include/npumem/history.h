@@ -20,9 +20,11 @@
 namespace npumem {
 
 struct HistoryOptions {
-  std::size_t max_entries = 100'000;  // the oldest entries are dropped beyond it
-  bool backtraces = false;            // capture the allocating thread's native stack
-  std::size_t max_frames = 16;        // per backtrace, at most 64
+  // The oldest entries are dropped beyond it; at most 10^9. Memory grows with the
+  // entries recorded, not with this bound.
+  std::size_t max_entries = 100'000;
+  bool backtraces = false;      // capture the allocating thread's native stack
+  std::size_t max_frames = 16;  // per backtrace, at most 64
 };
 
 struct HistoryEntry {

@@ -124,7 +124,8 @@ NPUMEM_API void npumem_publish_after_fork(void) NPUMEM_NOEXCEPT;
 NPUMEM_API npumem_status_t npumem_allocator_create(const char* spec, const char* conf,
                                                    npumem_allocator_t** out) NPUMEM_NOEXCEPT;
 /* Releases the allocator and all its memory; pointers from it become invalid.
- * NULL is a no-op. */
+ * NULL is a no-op. The handle itself stays (a few bytes): any later call on it,
+ * destroy included, is INVALID_ARGUMENT rather than undefined behaviour. */
 NPUMEM_API npumem_status_t npumem_allocator_destroy(npumem_allocator_t* allocator) NPUMEM_NOEXCEPT;
 
 /* ---- Calls on any allocator handle ---- */

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "npumem/arena_planner.h"
+#include "npumem/errors.h"
 
 namespace npumem::plan {
 
@@ -31,8 +32,21 @@ using TensorLifetime = npumem::TensorLifetime;  // declared beside the ArenaPlan
 // lines and lines starting with `#` are skipped. Throws ParseError(source, line, problem)
 // on a missing or extra field, a number that is negative, malformed or over 2^64-1, or
 // last_op < first_op.
-std::vector<TensorLifetime> parse_lifetime_records(std::string_view text,
-                                                   const std::string& source);
+// `lines`, when given, receives each tensor's line number.
+std::vector<TensorLifetime> parse_lifetime_records(std::string_view text, const std::string& source,
+                                                   std::vector<std::size_t>* lines = nullptr);
+
+// A size that overflows 64 bits because of one tensor (`tensor`: its index in the
+// input), so that a caller that read the tensors from a file can name the line.
+class TensorSizeError : public Error {
+ public:
+  TensorSizeError(std::size_t tensor, const std::string& problem)
+      : Error(problem), tensor_(tensor) {}
+  std::size_t tensor() const { return tensor_; }
+
+ private:
+  std::size_t tensor_;
+};
 
 struct MemoryPlanOptions {
   // Every offset is a multiple of this and every size is rounded up to it. A power of two.
@@ -66,14 +80,16 @@ struct MemoryPlan {
 std::uint64_t align_up(std::uint64_t bytes, std::uint64_t alignment);
 
 // The lower bound and naive size of MemoryPlan for these tensors. Throws ConfigError on an
-// alignment that is not a power of two, Error when the bytes live at one op exceed 2^64-1.
+// alignment that is not a power of two, TensorSizeError when the bytes live at one op
+// exceed 2^64-1.
 std::uint64_t memory_lower_bound(std::span<const TensorLifetime> tensors, std::uint64_t alignment);
 std::uint64_t naive_memory(std::span<const TensorLifetime> tensors, std::uint64_t alignment);
 
 // Places every tensor so that tensors with overlapping lifetimes never overlap in memory,
 // minimising the arena. Zero-byte tensors get offset 0. Deterministic for a given seed
-// and search iteration count. Throws ConfigError on a bad alignment, Error when no plan
-// fits in 64-bit offsets.
+// and search iteration count. Throws ConfigError on a bad alignment, TensorSizeError
+// when a tensor's aligned size or the bytes live at one op overflow 64 bits, Error when
+// no plan fits in 64-bit offsets.
 MemoryPlan plan_memory(std::span<const TensorLifetime> tensors,
                        const MemoryPlanOptions& options = {});
 

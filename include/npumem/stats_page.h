@@ -1,7 +1,8 @@
 // Per-process stats pages for `npumem smi` and `npumem mon`: a publisher copies the
-// stats of registered allocators into a small shared-memory page (/dev/shm/npumem.<pid>)
-// on a timer thread, never on the allocation path; readers scan the pages, skip
-// and remove those of processes that have died.
+// stats of registered allocators into a small shared-memory page
+// (/dev/shm/npumem.<pid>.<random>) on a timer thread, never on the allocation path;
+// readers copy the pages, show those that are plausible and belong to the live
+// process they name, and remove this user's pages of processes that have died.
 #pragma once
 
 #include <array>
@@ -51,10 +52,11 @@ class StatsPublisher {
  public:
   struct Options {
     std::chrono::milliseconds interval{250};
-    std::string page_name;  // empty: "npumem.<pid>"
+    std::string page_name;  // empty: "npumem.<pid>.<16 random hex digits>"
   };
 
-  // Creates the page. Throws Error when the system refuses it.
+  // Creates the page, its memory reserved up front. Throws Error when the system
+  // refuses it (a full /dev/shm): the caller carries on without publishing.
   StatsPublisher();
   explicit StatsPublisher(Options options);
   // Stops the timer and removes the page.
@@ -95,8 +97,8 @@ class StatsPublisher {
   void write_locked();
 
   const std::chrono::milliseconds interval_;
-  const std::string page_name_;
   std::unique_ptr<Shared> shared_;
+  const std::string page_name_;
   std::mutex mutex_;
   std::condition_variable wake_;
   bool stopping_ = false;
@@ -104,12 +106,14 @@ class StatsPublisher {
   std::thread thread_;
 };
 
-// The page name of this process: "npumem.<pid>".
-std::string default_stats_page_name();
+// How the default page names of this process start: "npumem.<pid>.".
+std::string stats_page_prefix_of_this_process();
 
-// Reads every page whose name starts with `prefix`, by pid. Pages of processes that
-// no longer exist are removed; pages still being created or of another version are
-// skipped.
+// Reads every page whose name starts with `prefix`, by pid. A page is copied (never
+// mapped) and shown only when its owner runs the live process its name and its pid
+// field both give and every figure is plausible; names come back with control
+// characters and ill-formed UTF-8 escaped. This user's pages of processes that no
+// longer exist are removed; other pages are never removed.
 std::vector<ProcessStats> read_stats_pages(std::string_view prefix = kStatsPagePrefix);
 
 }  // namespace npumem

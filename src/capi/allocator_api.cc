@@ -15,7 +15,11 @@
 namespace npumem::capi {
 
 Allocator& allocator_of(npumem_allocator_t* handle) {
-  return required(handle, "allocator").allocator;
+  npumem_allocator_t& checked = required(handle, "allocator");
+  if (!checked.allocator) {
+    throw ArgumentError("allocator handle used after npumem_allocator_destroy");
+  }
+  return *checked.allocator;
 }
 
 namespace {
@@ -83,7 +87,10 @@ npumem_status_t npumem_allocator_destroy(npumem_allocator_t* allocator) noexcept
           "npumem_allocator_destroy: this is a process-wide allocator (from "
           "npumem_device_allocator); it lives until the process exits");
     }
-    delete allocator;
+    if (!allocator->allocator) {
+      throw ArgumentError("npumem_allocator_destroy: this allocator was destroyed already");
+    }
+    allocator->allocator.reset();
     return NPUMEM_OK;
   });
 }

@@ -56,7 +56,7 @@ npumem_allocator& make_locked(int device, const std::string& spec, const Config&
   auto* handle = new npumem_allocator(std::move(made), config, /*process_wide_allocator=*/true);
   specs[device] = spec;
   allocators[device].store(handle, std::memory_order_release);
-  publish_on_stats_page(handle->allocator);
+  publish_on_stats_page(*handle->allocator);
   return *handle;
 }
 
@@ -136,12 +136,12 @@ static_assert(kMaxProcessAllocators == capi::kMaxDevices);
 Allocator* find_process_allocator(int device) {
   check_process_device(device);
   npumem_allocator* handle = capi::allocators[device].load(std::memory_order_acquire);
-  return handle == nullptr ? nullptr : &handle->allocator;
+  return handle == nullptr ? nullptr : &*handle->allocator;
 }
 
 Allocator& process_allocator(int device) {
   check_process_device(device);
-  return capi::made_from_environment(device).allocator;
+  return *capi::made_from_environment(device).allocator;
 }
 
 Allocator& init_process_allocator(int device, const std::string& spec, const Config& config) {
@@ -151,7 +151,7 @@ Allocator& init_process_allocator(int device, const std::string& spec, const Con
     throw ConfigError("npumem device " + std::to_string(device) + " exists already (spec '" +
                       capi::specs[device] + "'); initialise a device before first use");
   }
-  return capi::make_locked(device, spec, config, nullptr).allocator;
+  return *capi::make_locked(device, spec, config, nullptr).allocator;
 }
 
 std::string process_allocator_spec(int device) {

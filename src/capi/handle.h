@@ -4,6 +4,7 @@
 
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 
 #include "npumem/allocator.h"
@@ -13,7 +14,9 @@
 struct npumem_allocator {
   npumem_allocator(std::shared_ptr<npumem::Device> device, const npumem::Config& config,
                    bool process_wide_allocator)
-      : allocator(std::move(device), config), process_wide(process_wide_allocator) {}
+      : process_wide(process_wide_allocator) {
+    allocator.emplace(std::move(device), config);
+  }
 
   // Made on the first npumem_add_hook / npumem_size_patterns_start (under
   // observers_mutex). Declared before the allocator, so they outlive its last event.
@@ -21,13 +24,16 @@ struct npumem_allocator {
   std::shared_ptr<npumem::Hooks> hooks;
   std::unique_ptr<npumem::SizePatternAnalyser> size_patterns;
 
-  npumem::Allocator allocator;
+  // Empty once npumem_allocator_destroy has run: destroy ends the allocator but keeps
+  // this small handle, so that a call on it afterwards is an INVALID_ARGUMENT rather
+  // than a read of freed memory.
+  std::optional<npumem::Allocator> allocator;
   const bool process_wide;
 };
 
 namespace npumem::capi {
 
-// The allocator behind a handle; throws ArgumentError for NULL.
+// The allocator behind a handle; throws ArgumentError for NULL or a destroyed handle.
 Allocator& allocator_of(npumem_allocator_t* handle);
 // A copy of text in memory npumem_string_free releases.
 char* c_string(const std::string& text);

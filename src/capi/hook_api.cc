@@ -21,7 +21,7 @@ static_assert(NPUMEM_EVENT_ITERATION == static_cast<int>(EventKind::iteration));
 npumem::Hooks& hooks_locked(npumem_allocator& handle) {
   if (!handle.hooks) {
     handle.hooks = std::make_shared<npumem::Hooks>();
-    handle.allocator.add_observer(handle.hooks);
+    handle.allocator->add_observer(handle.hooks);
   }
   return *handle.hooks;
 }

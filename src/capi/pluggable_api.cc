@@ -30,7 +30,7 @@ void* npumem_malloc(ssize_t size, int device, void* stream) noexcept {
     }
     // The stream orders reuse (Allocator::allocate); the block remembers it, so the
     // free's stream argument (the same one, from PyTorch) is not needed.
-    result = npumem::capi::device_allocator(device).allocator.allocate(
+    result = npumem::capi::device_allocator(device).allocator->allocate(
         static_cast<std::size_t>(size), reinterpret_cast<npumem::StreamId>(stream));
     return NPUMEM_OK;
   });
@@ -46,7 +46,7 @@ void npumem_free(void* ptr, ssize_t /*size*/, int device, void* /*stream*/) noex
                                    " was not allocated on device " + std::to_string(device) +
                                    " (it has no allocator yet)");
     }
-    handle->allocator.deallocate(ptr);
+    npumem::capi::allocator_of(handle).deallocate(ptr);
     return NPUMEM_OK;
   });
 }

@@ -55,10 +55,7 @@ Allocator::Impl::Impl(std::shared_ptr<Device> dev, Config conf,
       config(conf),
       caches(std::make_shared<core::CacheRegistry>(this, &Impl::retire_cache)) {
   if (!device) throw ConfigError("allocator needs a device");
-  if (config.granule < 64 || (config.granule & (config.granule - 1)) != 0) {
-    throw ConfigError("granule must be a power of two of at least 64 bytes, got " +
-                      std::to_string(config.granule));
-  }
+  validate(config);
   for (Tier tier : kAllTiers) {
     tier_limit[index(tier)] = configured_limit(tier);
     tier_granularity[index(tier)] =
@@ -454,14 +451,11 @@ Block* Allocator::Impl::allocate_on_tier(PoolState& pool, Tier tier, std::size_t
   if (grown != GrowResult::ok) {
     // A quota only frees by releasing the pool's own cache; anything else by every pool's.
     const std::size_t released = grown == GrowResult::quota_refused
-                                     ? release_cached(pool, tier)
-                                     : release_cached_everywhere(tier);
+                                     ? reclaim(pool, tier, size)
+                                     : reclaim_everywhere(pool, tier, size);
     if (released != 0) {
       ++stats.num_alloc_retries;
-      ++stats.num_reclaims;
       ++pool.stats.num_alloc_retries;
-      ++pool.stats.num_reclaims;
-      notify(EventKind::reclaim, 0, released, size, tier, pool);
       grown = grow(pool, tier, kind, size);
     }
   }
@@ -480,7 +474,7 @@ GrowResult Allocator::Impl::grow(PoolState& pool, Tier tier, PoolKind kind, std:
   // cached memory before taking more.
   if (threshold > 0 && reserved + static_cast<double>(size) >
                            threshold * static_cast<double>(tier_limit[index(tier)])) {
-    release_cached(pool, tier);
+    reclaim(pool, tier, size);
   }
   return source->grow(pool, pool.block_pool(tier, kind), size);
 }
@@ -567,6 +561,24 @@ std::size_t Allocator::Impl::release_cached(PoolState& pool, Tier tier) {
 std::size_t Allocator::Impl::release_cached_everywhere(Tier tier) {
   std::size_t released = 0;
   for (auto& pool : pools) released += release_cached(*pool, tier);
+  return released;
+}
+
+std::size_t Allocator::Impl::reclaim(PoolState& pool, Tier tier, std::size_t size) {
+  return counted_reclaim(pool, tier, size, release_cached(pool, tier));
+}
+
+std::size_t Allocator::Impl::reclaim_everywhere(PoolState& pool, Tier tier, std::size_t size) {
+  return counted_reclaim(pool, tier, size, release_cached_everywhere(tier));
+}
+
+std::size_t Allocator::Impl::counted_reclaim(PoolState& pool, Tier tier, std::size_t size,
+                                             std::size_t released) {
+  if (released != 0) {
+    ++stats.num_reclaims;
+    ++pool.stats.num_reclaims;
+    notify(EventKind::reclaim, 0, released, size, tier, pool);
+  }
   return released;
 }
 

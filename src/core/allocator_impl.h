@@ -89,6 +89,9 @@ struct Allocator::Impl {
                     std::size_t segment_bytes);
   void count_device_call(core::PoolState& pool, bool allocation);
   std::size_t release_cached(core::PoolState& pool, Tier tier);
+  // release_cached on the way to serving a request of `size` bytes (under pressure):
+  // counted in num_reclaims and reported to observers when anything was released.
+  std::size_t reclaim(core::PoolState& pool, Tier tier, std::size_t size);
   // Returns the front caches' kept blocks to their block pools (coalescing them).
   void flush_recycled() const;
   bool any_cached() const;
@@ -144,6 +147,10 @@ struct Allocator::Impl {
   core::GrowResult grow(core::PoolState& pool, Tier tier, PoolKind kind, std::size_t size);
   core::Block* take_cached(core::PoolState& pool, Tier tier, std::size_t size, PoolKind kind);
   std::size_t release_cached_everywhere(Tier tier);
+  // reclaim in every pool.
+  std::size_t reclaim_everywhere(core::PoolState& pool, Tier tier, std::size_t size);
+  std::size_t counted_reclaim(core::PoolState& pool, Tier tier, std::size_t size,
+                              std::size_t released);
   void account_block(core::PoolState& pool, const core::Block& block, bool allocated);
   void count_block(core::PoolState& pool, const core::Block& block, bool allocated);
   void limit_credit(const core::PoolState& pool, const core::Segment& segment);

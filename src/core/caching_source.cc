@@ -13,7 +13,9 @@ PoolKind CachingSource::kind_for(std::size_t size) const {
 
 // Mid-sized requests share segments of about large_segment bytes. Same-sized
 // tensors (a model's weights, a layer's activations) come in runs, so the segment
-// holds a whole number of the request with the least rounding waste.
+// holds a whole number of the request with the least rounding waste. Only the
+// largest counts are weighed, so a huge large_segment over a tiny request stays
+// a bounded search.
 std::size_t CachingSource::segment_size(const BlockPool& blocks, std::size_t size) const {
   const Config& config = allocator_.config;
   const std::size_t granularity = allocator_.granularity(blocks.tier());
@@ -25,7 +27,10 @@ std::size_t CachingSource::segment_size(const BlockPool& blocks, std::size_t siz
   }
   std::size_t best_segment = 0;
   std::size_t best_used = 0;
-  for (std::size_t count = config.large_segment / size; count >= 1; --count) {
+  constexpr std::size_t kCountsWeighed = 64;
+  const std::size_t most = config.large_segment / size;
+  const std::size_t fewest = most > kCountsWeighed ? most - kCountsWeighed + 1 : 1;
+  for (std::size_t count = most; count >= fewest; --count) {
     const std::size_t segment = round_up(count * size, granularity);
     const std::size_t used = count * size;
     // Smaller waste fraction wins ((segment - used) / segment); ties keep the larger.
@@ -38,14 +43,22 @@ std::size_t CachingSource::segment_size(const BlockPool& blocks, std::size_t siz
   return best_segment;
 }
 
+// When the preferred segment does not fit (a small device, a pool's quota, the
+// tier limit), smaller ones are tried, halving down to the rounded request.
 GrowResult CachingSource::grow(PoolState& pool, BlockPool& blocks, std::size_t size) {
-  const std::size_t bytes = segment_size(blocks, size);
+  std::size_t bytes = segment_size(blocks, size);
   // Growing past the high-water mark raises the footprint for good: first give back
   // free cached segments, so the reserved peak follows the live peak.
   if (allocator_.would_raise_high_water(blocks.tier(), bytes)) {
-    allocator_.release_cached(pool, blocks.tier());
+    allocator_.reclaim(pool, blocks.tier(), size);
   }
-  return add_segment(pool, blocks, bytes);
+  const std::size_t smallest = round_up(size, allocator_.granularity(blocks.tier()));
+  GrowResult result = add_segment(pool, blocks, bytes);
+  while (result != GrowResult::ok && bytes > smallest) {
+    bytes = std::max(smallest, round_up(bytes / 2, allocator_.granularity(blocks.tier())));
+    result = add_segment(pool, blocks, bytes);
+  }
+  return result;
 }
 
 GrowResult CachingSource::add_segment(PoolState& pool, BlockPool& blocks, std::size_t bytes) {

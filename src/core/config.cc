@@ -5,6 +5,7 @@
 #include <charconv>
 #include <cstdlib>
 #include <functional>
+#include <limits>
 #include <map>
 #include <sstream>
 
@@ -63,15 +64,52 @@ bool bool_value(std::string_view key, std::string_view value) {
   bad_value(key, value, "true, false, 1, 0");
 }
 
-Setter size_setter(std::uint64_t Config::*field, std::uint64_t minimum, bool power_of_two) {
-  return [=](Config& c, std::string_view key, std::string_view value) {
+// Every size key's accepted range. The upper bounds keep size arithmetic far from
+// 2^64 (a request is at most 2^63 bytes; adding any of these cannot wrap) and name
+// sizes no device holds.
+struct SizeKey {
+  std::string_view name;
+  std::uint64_t Config::*field;
+  std::uint64_t minimum;
+  std::uint64_t maximum;
+  bool power_of_two;
+};
+
+constexpr std::uint64_t kTiB = 1024 * GiB;
+constexpr std::uint64_t kPiB = 1024 * kTiB;
+constexpr std::uint64_t kUnlimited = std::numeric_limits<std::uint64_t>::max();
+
+constexpr std::array<SizeKey, 11> kSizeKeys = {{
+    {"granule", &Config::granule, 64, GiB, true},
+    {"small_size", &Config::small_size, 1, kTiB, false},
+    {"small_segment", &Config::small_segment, 1, kTiB, false},
+    {"large_segment", &Config::large_segment, 1, kTiB, false},
+    {"large_segment_threshold", &Config::large_segment_threshold, 0, kPiB, false},
+    {"max_split_size", &Config::max_split_size, 1, kUnlimited, false},
+    {"expandable_small_granule", &Config::expandable_small_granule, 1, kTiB, false},
+    {"expandable_large_granule", &Config::expandable_large_granule, 1, kTiB, false},
+    {"static_size", &Config::static_size, 0, kPiB, false},
+    {"hbm", &Config::hbm_limit, 0, kPiB, false},
+    {"ddr", &Config::ddr_limit, 0, kPiB, false},
+}};
+
+std::string accepted_range(const SizeKey& key) {
+  std::string text = std::string(key.power_of_two ? "a power of two" : "a size") + " from " +
+                     format_bytes(key.minimum);
+  if (key.maximum != kUnlimited) text += " to " + format_bytes(key.maximum);
+  return text;
+}
+
+bool in_range(const SizeKey& key, std::uint64_t bytes) {
+  return bytes >= key.minimum && bytes <= key.maximum &&
+         (!key.power_of_two || (bytes & (bytes - 1)) == 0);
+}
+
+Setter size_setter(const SizeKey& size_key) {
+  return [&size_key](Config& c, std::string_view key, std::string_view value) {
     const std::uint64_t bytes = size_value(key, value);
-    if (bytes < minimum || (power_of_two && (bytes & (bytes - 1)) != 0)) {
-      bad_value(key, value,
-                std::string(power_of_two ? "a power of two" : "a size") + " of at least " +
-                    std::to_string(minimum) + " bytes");
-    }
-    c.*field = bytes;
+    if (!in_range(size_key, bytes)) bad_value(key, value, accepted_range(size_key));
+    c.*size_key.field = bytes;
   };
 }
 
@@ -81,8 +119,10 @@ Setter bool_setter(bool Config::*field) {
   };
 }
 
-const std::map<std::string, Setter, std::less<>>& setters() {
-  static const std::map<std::string, Setter, std::less<>> table = {
+using SetterTable = std::map<std::string, Setter, std::less<>>;
+
+SetterTable make_setters() {
+  SetterTable table = {
       {"strategy",
        [](Config& c, std::string_view key, std::string_view value) {
          if (value == "caching") {
@@ -105,13 +145,7 @@ const std::map<std::string, Setter, std::less<>>& setters() {
            c.strategy = Strategy::caching;
          }
        }},
-      {"granule", size_setter(&Config::granule, 64, true)},
-      {"small_size", size_setter(&Config::small_size, 1, false)},
-      {"small_segment", size_setter(&Config::small_segment, 1, false)},
-      {"large_segment", size_setter(&Config::large_segment, 1, false)},
-      {"large_segment_threshold", size_setter(&Config::large_segment_threshold, 0, false)},
       {"spill_to_ddr", bool_setter(&Config::spill_to_ddr)},
-      {"max_split_size", size_setter(&Config::max_split_size, 1, false)},
       {"garbage_collection_threshold",
        [](Config& c, std::string_view key, std::string_view value) {
          double fraction = 0;
@@ -123,9 +157,6 @@ const std::map<std::string, Setter, std::less<>>& setters() {
          }
          c.garbage_collection_threshold = fraction;
        }},
-      {"expandable_small_granule", size_setter(&Config::expandable_small_granule, 1, false)},
-      {"expandable_large_granule", size_setter(&Config::expandable_large_granule, 1, false)},
-      {"static_size", size_setter(&Config::static_size, 0, false)},
       {"static_fallback", bool_setter(&Config::static_fallback)},
       {"expandable_fallback",
        [](Config& c, std::string_view key, std::string_view value) {
@@ -139,9 +170,13 @@ const std::map<std::string, Setter, std::less<>>& setters() {
            bad_value(key, value, "caching, static, auto");
          }
        }},
-      {"hbm", size_setter(&Config::hbm_limit, 0, false)},
-      {"ddr", size_setter(&Config::ddr_limit, 0, false)},
   };
+  for (const SizeKey& key : kSizeKeys) table.emplace(std::string(key.name), size_setter(key));
+  return table;
+}
+
+const SetterTable& setters() {
+  static const SetterTable table = make_setters();
   return table;
 }
 
@@ -179,6 +214,16 @@ Config parse_config(std::string_view text, Config base) {
     setter->second(base, key, value);
   }
   return base;
+}
+
+void validate(const Config& config) {
+  for (const SizeKey& key : kSizeKeys) {
+    const std::uint64_t bytes = config.*key.field;
+    if (!in_range(key, bytes)) {
+      throw ConfigError("config: " + std::string(key.name) + " is " + std::to_string(bytes) +
+                        " bytes (accepted: " + accepted_range(key) + ")");
+    }
+  }
 }
 
 std::string to_string(const Config& c) {

@@ -33,14 +33,28 @@ std::string advice(const OomContext& c) {
   for (const TierMemory* tier : {&hbm, &ddr}) {
     if (tier->present && tier->free_cached_bytes >= c.rounded_bytes &&
         tier->largest_free_bytes < c.rounded_bytes) {
-      return "Advice: enough memory is free but fragmented; try expandable_segments:true, or "
-             "max_split_size to keep large cached blocks whole.";
+      // Under expandable, fragmentation is within the mapped ranges: suggesting the
+      // strategy already in use would be no advice.
+      return c.strategy == "expandable"
+                 ? "Advice: enough memory is free but fragmented within the mapped ranges; "
+                   "raise expandable_large_granule or empty the cache (empty_cache) between "
+                   "phases."
+                 : "Advice: enough memory is free but fragmented; try expandable_segments:true, "
+                   "or max_split_size to keep large cached blocks whole.";
     }
   }
   if (c.memory_fraction < 1.0 && hbm.limit_bytes < hbm.capacity_bytes &&
       hbm.reserved_bytes + c.rounded_bytes > hbm.limit_bytes) {
     return "Advice: the per-process memory fraction holds HBM below its capacity; raise it "
            "(set_per_process_memory_fraction) or free tensors.";
+  }
+  // The live tensors and this request fit within the limit, so something outside this
+  // allocator (a device fault, another process on the device) withheld the memory.
+  if (hbm.present && hbm.allocated_bytes + c.rounded_bytes <= hbm.limit_bytes &&
+      hbm.reserved_bytes + c.rounded_bytes <= hbm.limit_bytes) {
+    return "Advice: the live tensors and this request fit within the HBM limit, but the device "
+           "refused the memory (another process on the device, or a device fault); check "
+           "npumem smi.";
   }
   if (!c.spill_to_ddr && ddr.present && ddr.limit_bytes > ddr.reserved_bytes + c.rounded_bytes) {
     return "Advice: DDR has room; allow spilling with spill_to_ddr:true.";

@@ -17,7 +17,19 @@ void StaticSource::pool_created(PoolState& pool) {
   }
   const std::size_t bytes = round_up(requested, allocator_.granularity(Tier::hbm));
   BlockPool& blocks = pool.block_pool(Tier::hbm, PoolKind::large);
-  if (fallback_.add_segment(pool, blocks, bytes) != GrowResult::ok) {
+  const GrowResult reserved = fallback_.add_segment(pool, blocks, bytes);
+  if (reserved == GrowResult::device_refused) {
+    // Within the limit, so the device itself said no: a fault or memory held elsewhere.
+    throw OutOfMemory("out of memory: the device refused the static arena of " +
+                          format_bytes(bytes) + " for pool '" + pool.name +
+                          "', which is within the HBM limit (" +
+                          format_bytes(allocator_.limit(Tier::hbm)) +
+                          ").\nAdvice: a device fault, or memory held outside this allocator "
+                          "(another process on the device; check npumem smi); retry, or lower "
+                          "static_size.",
+                      bytes, pool.name);
+  }
+  if (reserved != GrowResult::ok) {
     throw OutOfMemory("out of memory: the static arena of " + format_bytes(bytes) + " for pool '" +
                           pool.name + "' does not fit in HBM (limit " +
                           format_bytes(allocator_.limit(Tier::hbm)) +

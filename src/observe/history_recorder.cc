@@ -12,6 +12,8 @@ namespace {
 // Frames of the recorder itself above the allocator's notify: on_event.
 constexpr std::size_t kRecorderFrames = 1;
 constexpr std::size_t kMaxFrames = 64;
+// A billion entries is tens of GiB: more cannot be meant.
+constexpr std::size_t kMaxEntries = 1'000'000'000;
 
 std::int64_t steady_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -38,8 +40,10 @@ HistoryRecorder::HistoryRecorder(HistoryOptions options, const Stats& baseline)
     throw ConfigError("history max_frames must be at most " + std::to_string(kMaxFrames) +
                       ", got " + std::to_string(options_.max_frames));
   }
-  slots_.resize(options_.max_entries);
-  if (options_.backtraces) frames_.resize(options_.max_entries * options_.max_frames);
+  if (options_.max_entries > kMaxEntries) {
+    throw ConfigError("history max_entries must be at most " + std::to_string(kMaxEntries) +
+                      ", got " + std::to_string(options_.max_entries));
+  }
   names_.emplace_back();
   name_ids_.emplace("", 0);
   for (const Tier tier : kAllTiers) {
@@ -53,7 +57,12 @@ void HistoryRecorder::on_event(const Event& event) {
   const auto now = static_cast<std::uint64_t>(steady_ns() - start_steady_ns_);
   std::lock_guard lock(mutex_);
   update_totals(event);
-  const std::size_t index = recorded_ % slots_.size();
+  const std::size_t index = recorded_ % options_.max_entries;
+  // The ring grows as events come, so a generous max_entries costs nothing up front.
+  if (index == slots_.size()) {
+    slots_.emplace_back();
+    if (options_.backtraces) frames_.resize(slots_.size() * options_.max_frames);
+  }
   Slot& slot = slots_[index];
   const auto tier = static_cast<std::size_t>(event.tier);
   slot = {now,
@@ -115,7 +124,7 @@ std::uint32_t HistoryRecorder::intern_cached(std::string_view text, std::uint32_
 std::vector<HistoryEntry> HistoryRecorder::entries() const {
   std::lock_guard lock(mutex_);
   std::vector<HistoryEntry> entries;
-  const std::uint64_t first = recorded_ - std::min<std::uint64_t>(recorded_, slots_.size());
+  const std::uint64_t first = recorded_ - std::min<std::uint64_t>(recorded_, options_.max_entries);
   entries.reserve(static_cast<std::size_t>(recorded_ - first));
   for (std::uint64_t sequence = first; sequence < recorded_; ++sequence) {
     entries.push_back(expand(sequence));
@@ -124,7 +133,7 @@ std::vector<HistoryEntry> HistoryRecorder::entries() const {
 }
 
 HistoryEntry HistoryRecorder::expand(std::uint64_t sequence) const {
-  const std::size_t index = sequence % slots_.size();
+  const std::size_t index = sequence % options_.max_entries;
   const Slot& slot = slots_[index];
   HistoryEntry entry{sequence,
                      slot.time_ns,
@@ -152,7 +161,7 @@ std::uint64_t HistoryRecorder::recorded() const {
 
 std::uint64_t HistoryRecorder::dropped() const {
   std::lock_guard lock(mutex_);
-  return recorded_ - std::min<std::uint64_t>(recorded_, slots_.size());
+  return recorded_ - std::min<std::uint64_t>(recorded_, options_.max_entries);
 }
 
 std::shared_ptr<HistoryRecorder> record_history(Allocator& allocator, HistoryOptions options) {

@@ -4,11 +4,26 @@
 #include <cmath>
 #include <cstdio>
 
+#include "observe/untrusted_text.h"
+
 namespace npumem::observe {
 
+// Names and tags come from users and may hold any bytes; JSON must be UTF-8, so
+// each ill-formed byte is written as U+FFFD (the replacement character).
 std::string json_quoted(std::string_view text) {
   std::string quoted = "\"";
-  for (const char c : text) {
+  for (std::size_t at = 0; at < text.size(); ++at) {
+    const char c = text[at];
+    if (static_cast<unsigned char>(c) >= 0x80) {
+      const std::size_t length = utf8_length(text, at);
+      if (length == 0) {
+        quoted += "\\ufffd";
+      } else {
+        quoted.append(text.substr(at, length));
+        at += length - 1;
+      }
+      continue;
+    }
     switch (c) {
       case '"':
         quoted += "\\\"";

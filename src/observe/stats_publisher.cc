@@ -64,23 +64,34 @@ void write_device(PageDevice& device, const Allocator& allocator) {
   device.num_alloc_retries.store(static_cast<std::uint64_t>(stats.num_alloc_retries), kRelaxed);
 }
 
+std::chrono::milliseconds checked_interval(std::chrono::milliseconds interval) {
+  if (interval.count() <= 0) throw ConfigError("stats publishing interval must be positive");
+  return interval;
+}
+
+os::SharedPage create_page(const std::string& name) {
+  if (name.empty()) {
+    return os::SharedPage::create_unique(stats_page_prefix_of_this_process(),
+                                         sizeof(StatsPageLayout));
+  }
+  return os::SharedPage::create(name, sizeof(StatsPageLayout));
+}
+
 }  // namespace
 
-std::string default_stats_page_name() {
-  return std::string(kStatsPagePrefix) + std::to_string(::getpid());
+std::string stats_page_prefix_of_this_process() {
+  return std::string(kStatsPagePrefix) + std::to_string(::getpid()) + ".";
 }
 
 StatsPublisher::StatsPublisher() : StatsPublisher(Options{}) {}
 
 StatsPublisher::StatsPublisher(Options options)
-    : interval_(options.interval),
-      page_name_(options.page_name.empty() ? default_stats_page_name() : options.page_name) {
-  if (interval_.count() <= 0) throw ConfigError("stats publishing interval must be positive");
-  os::SharedPage page = os::SharedPage::create(page_name_, sizeof(StatsPageLayout));
-  auto* layout = new (page.data()) StatsPageLayout{};
-  shared_ = std::make_unique<Shared>(Shared{std::move(page), layout});
+    : interval_(checked_interval(options.interval)),
+      shared_(std::make_unique<Shared>(Shared{create_page(options.page_name), nullptr})),
+      page_name_(shared_->page.name()) {
+  shared_->layout = new (shared_->page.data()) StatsPageLayout{};
   allocators_.resize(observe::kPageDevices, nullptr);
-  write_header(*layout);
+  write_header(*shared_->layout);
   thread_ = std::thread([this] { run(); });
 }
 

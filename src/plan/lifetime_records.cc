@@ -76,8 +76,8 @@ class RecordParser {
 
 }  // namespace
 
-std::vector<TensorLifetime> parse_lifetime_records(std::string_view text,
-                                                   const std::string& source) {
+std::vector<TensorLifetime> parse_lifetime_records(std::string_view text, const std::string& source,
+                                                   std::vector<std::size_t>* lines) {
   std::vector<TensorLifetime> tensors;
   std::size_t line_number = 0;
   while (!text.empty()) {
@@ -88,6 +88,7 @@ std::vector<TensorLifetime> parse_lifetime_records(std::string_view text,
     const std::size_t start = line.find_first_not_of(" \t\r");
     if (start == std::string_view::npos || line[start] == '#') continue;
     tensors.push_back(RecordParser(source, line_number).parse(line));
+    if (lines != nullptr) lines->push_back(line_number);
   }
   return tensors;
 }

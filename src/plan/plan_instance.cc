@@ -55,7 +55,11 @@ PlanInstance make_plan_instance(std::span<const TensorLifetime> tensors, std::ui
     const TensorLifetime& tensor = tensors[i];
     if (tensor.bytes == 0) continue;
     PlanTensor planned;
-    planned.size = align_up(tensor.bytes, alignment);
+    try {
+      planned.size = align_up(tensor.bytes, alignment);
+    } catch (const Error& e) {
+      throw TensorSizeError(i, e.what());
+    }
     planned.first = renumbered(endpoints, tensor.first_op);
     planned.last = renumbered(endpoints, tensor.last_op);
     // Saturates for a lifetime spanning every op index; only a priority uses it.
@@ -81,8 +85,14 @@ std::vector<std::uint64_t> live_bytes_per_op(const PlanInstance& instance) {
     current -= ending[op];
     current = add_or_no_fit(current, starting[op]);
     if (current == kNoFit) {
-      throw Error("the bytes live at op " + std::to_string(op) +
-                  " (renumbered) reach 2^64-1: no 64-bit arena holds them");
+      // Named by the first tensor that starts here: with it the total overflows.
+      const auto starts_here = std::find_if(instance.tensors.begin(), instance.tensors.end(),
+                                            [op](const PlanTensor& t) { return t.first == op; });
+      const auto tensor = static_cast<std::size_t>(starts_here - instance.tensors.begin());
+      throw TensorSizeError(instance.input_index[tensor],
+                            "the bytes live at op " + std::to_string(op) +
+                                " (renumbered) reach 2^64-1 with this tensor: no 64-bit arena "
+                                "holds them");
     }
     live[op] = current;
   }

@@ -324,6 +324,27 @@ TEST(CapiAllocatorConfig, DestroyingNullIsANoOp) {
   EXPECT_EQ(npumem_allocator_destroy(nullptr), NPUMEM_OK);
 }
 
+TEST(CapiAllocatorConfig, AHandleUsedAfterDestroyIsAnInvalidArgument) {
+  npumem_allocator_t* allocator = nullptr;
+  ASSERT_EQ(npumem_allocator_create("sim:hbm=1GiB", nullptr, &allocator), NPUMEM_OK);
+  void* ptr = nullptr;
+  ASSERT_EQ(npumem_allocate(allocator, 4096, &ptr), NPUMEM_OK);
+  ASSERT_EQ(npumem_allocator_destroy(allocator), NPUMEM_OK);
+
+  void* after = nullptr;
+  EXPECT_EQ(npumem_allocate(allocator, 4096, &after), NPUMEM_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(npumem_last_error()).find("after npumem_allocator_destroy"),
+            std::string::npos)
+      << npumem_last_error();
+  EXPECT_EQ(after, nullptr);
+  EXPECT_EQ(npumem_deallocate(allocator, ptr), NPUMEM_INVALID_ARGUMENT);
+  npumem_stats_t stats{};
+  EXPECT_EQ(npumem_stats(allocator, &stats), NPUMEM_INVALID_ARGUMENT);
+  EXPECT_EQ(npumem_allocator_destroy(allocator), NPUMEM_INVALID_ARGUMENT);  // twice
+  EXPECT_NE(std::string(npumem_last_error()).find("destroyed already"), std::string::npos)
+      << npumem_last_error();
+}
+
 TEST(CapiAllocatorConfig, DestroyDoesNotRefuseLiveBlocks) {
   npumem_allocator_t* allocator = nullptr;
   ASSERT_EQ(npumem_allocator_create("host", nullptr, &allocator), NPUMEM_OK);

@@ -42,7 +42,7 @@ TEST(CapiConcurrency, ThreadsRacingToFirstUseShareOneAllocator) {
 
   npumem_allocator_t* handle = nullptr;
   ASSERT_EQ(npumem_device_allocator(kDevice, &handle), NPUMEM_OK);
-  EXPECT_EQ(handle->allocator.stats().allocation.all.current, kThreads * (kRounds / 16));
+  EXPECT_EQ(handle->allocator->stats().allocation.all.current, kThreads * (kRounds / 16));
   // Blocks are freed by threads other than the ones that allocated them.
   const auto free_all = [](const std::vector<void*>& blocks) {
     for (void* ptr : blocks) {
@@ -52,7 +52,7 @@ TEST(CapiConcurrency, ThreadsRacingToFirstUseShareOneAllocator) {
   };
   std::thread([&] { free_all(kept[0]); }).join();
   free_all(kept[1]);
-  EXPECT_EQ(handle->allocator.stats().allocated_bytes.all.current, 0);
+  EXPECT_EQ(handle->allocator->stats().allocated_bytes.all.current, 0);
 }
 
 }  // namespace

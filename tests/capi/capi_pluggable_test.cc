@@ -22,7 +22,7 @@ bool contains(const std::string& text, const std::string& part) {
 npumem::Allocator& process_wide(int device) {
   npumem_allocator_t* handle = nullptr;
   EXPECT_EQ(npumem_device_allocator(device, &handle), NPUMEM_OK) << npumem_last_error();
-  return handle->allocator;
+  return *handle->allocator;
 }
 
 void set_environment(const char* device, const char* conf) {

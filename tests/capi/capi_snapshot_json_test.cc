@@ -51,7 +51,7 @@ class CapiSnapshot : public ::testing::Test {
   }
   void TearDown() override { npumem_allocator_destroy(handle_); }
 
-  npumem::Allocator& allocator() { return handle_->allocator; }
+  npumem::Allocator& allocator() { return *handle_->allocator; }
 
   npumem_allocator_t* handle_ = nullptr;
 };

@@ -130,6 +130,29 @@ TEST_P(AllocatorOn, ReclaimsHbmCacheBeforeSpilling) {
   allocator.deallocate(b);
 }
 
+// Every release of cached segments made to serve a request counts as a reclaim:
+// the high-water release before growing and the garbage-collection threshold too.
+TEST_P(AllocatorOn, EveryReleaseUnderPressureCountsAsAReclaim) {
+  Allocator allocator(npu(1 * GiB, 0));
+  void* a = allocator.allocate(40 * MiB);
+  allocator.deallocate(a);  // cached; the next request is larger and raises the high water
+  void* b = allocator.allocate(60 * MiB);
+  const Stats high_water = allocator.stats();
+  EXPECT_EQ(high_water.num_device_free, 1);
+  EXPECT_EQ(high_water.num_reclaims, 1);
+  allocator.deallocate(b);
+
+  Config config;
+  config.garbage_collection_threshold = 0.05;
+  Allocator collecting(npu(1 * GiB, 0), config);
+  void* c = collecting.allocate(30 * MiB);
+  collecting.deallocate(c);
+  void* d = collecting.allocate(30 * MiB + 1);  // past 5 % of 1 GiB: the cache goes first
+  EXPECT_EQ(collecting.stats().num_device_free, collecting.stats().num_reclaims);
+  EXPECT_GE(collecting.stats().num_reclaims, 1);
+  collecting.deallocate(d);
+}
+
 TEST_P(AllocatorOn, SpillingCanBeDisabled) {
   Config config;
   config.spill_to_ddr = false;

@@ -71,7 +71,7 @@ TEST(Config, BadInputNamesTheKeyAndTheAcceptedValues) {
   expect_error("granule", "not key:value");
   expect_error("strategy:fast", "caching, expandable, static, planned");
   expect_error("granule:1000", "power of two");
-  expect_error("granule:32", "at least 64");
+  expect_error("granule:32", "from 64 B");
   expect_error("granule:lots", "'granule'");
   expect_error("spill_to_ddr:maybe", "true, false");
   expect_error("static_fallback:yes", "'static_fallback'");

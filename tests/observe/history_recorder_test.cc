@@ -166,6 +166,16 @@ TEST(HistoryRecorder, RejectsAnEmptyRing) {
   EXPECT_THROW(HistoryRecorder({.max_entries = 0}), ConfigError);
   EXPECT_THROW(HistoryRecorder({.max_entries = 8, .backtraces = true, .max_frames = 65}),
                ConfigError);
+  EXPECT_THROW(HistoryRecorder({.max_entries = std::size_t{1} << 62}), ConfigError);
+}
+
+TEST(HistoryRecorder, AGenerousRingCostsNothingUpFront) {
+  // A billion entries with backtraces would be over 100 GiB if taken up front.
+  Allocator allocator(make_device("sim:hbm=64MiB,ddr=0"));
+  auto recorder = record_history(allocator, {.max_entries = 1'000'000'000, .backtraces = true});
+  for (int i = 0; i < 3; ++i) allocator.deallocate(allocator.allocate(512));
+  EXPECT_EQ(recorder->entries().size(), 7u);  // a segment, then three allocs and frees
+  EXPECT_EQ(recorder->dropped(), 0u);
 }
 
 }  // namespace

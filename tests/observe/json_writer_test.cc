@@ -36,6 +36,21 @@ TEST(JsonWriter, EscapesStringsSoAParserReadsThemBack) {
   EXPECT_EQ(json_quoted("\x01"), "\"\\u0001\"");
 }
 
+TEST(JsonWriter, IllFormedUtf8BecomesReplacementCharacters) {
+  // Truncated, stray continuation, overlong, surrogate, above U+10FFFF, invalid lead.
+  for (const char* bad :
+       {"\xe6\xa8", "\x80", "\xc0\xaf", "\xed\xa0\x80", "\xf4\x90\x80\x80", "\xff"}) {
+    const std::string text = std::string("pool ") + bad + " end";
+    std::ostringstream out;
+    JsonWriter(out).begin_object().field("name", text).end_object();
+    const std::string parsed = nlohmann::json::parse(out.str()).at("name").get<std::string>();
+    EXPECT_EQ(parsed.substr(0, 5), "pool ");
+    EXPECT_NE(parsed.find("\xef\xbf\xbd"), std::string::npos) << out.str();
+    EXPECT_EQ(parsed.substr(parsed.size() - 4), " end");
+  }
+  EXPECT_EQ(json_quoted("\xf0\x9f\x98\x80"), "\"\xf0\x9f\x98\x80\"");  // well-formed: kept
+}
+
 TEST(JsonWriter, DoublesRoundTripAndNonFiniteBecomesNull) {
   std::ostringstream out;
   JsonWriter(out).begin_array().value(0.1).value(12345.678).value(std::nan("")).end_array();

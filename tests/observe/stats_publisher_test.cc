@@ -2,6 +2,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 #include <thread>
 
 #include "npumem/errors.h"
@@ -16,7 +17,9 @@ std::string prefix() {
 }
 
 StatsPublisher::Options options(const char* what, int interval_ms = 10) {
-  return {std::chrono::milliseconds(interval_ms), prefix() + what};
+  // Readers show a page only when its name carries its process's pid after the prefix.
+  return {std::chrono::milliseconds(interval_ms),
+          prefix() + std::to_string(::getpid()) + "." + what};
 }
 
 const ProcessStats* find_page(const std::vector<ProcessStats>& pages, const std::string& name) {
@@ -107,8 +110,21 @@ TEST(StatsPublisher, RejectsANonPositiveInterval) {
   EXPECT_THROW(StatsPublisher(options("zero", 0)), ConfigError);
 }
 
-TEST(StatsPublisher, DefaultPageNameCarriesThePid) {
-  EXPECT_EQ(default_stats_page_name(), "npumem." + std::to_string(::getpid()));
+TEST(StatsPublisher, DefaultPageNamesCarryThePidAndAreNotPredictable) {
+  const std::string prefix = "npumem." + std::to_string(::getpid()) + ".";
+  EXPECT_EQ(stats_page_prefix_of_this_process(), prefix);
+  // Someone who plants the name "npumem.<pid>" first no longer stops publishing.
+  const std::string planted = "/dev/shm/npumem." + std::to_string(::getpid());
+  { std::ofstream(planted) << "planted"; }
+  {
+    StatsPublisher first;
+    StatsPublisher second;
+    EXPECT_TRUE(first.page_name().starts_with(prefix)) << first.page_name();
+    EXPECT_GT(first.page_name().size(), prefix.size());
+    EXPECT_NE(first.page_name(), second.page_name());
+    EXPECT_TRUE(std::filesystem::exists("/dev/shm/" + first.page_name()));
+  }
+  std::filesystem::remove(planted);
 }
 
 }  // namespace

@@ -150,6 +150,29 @@ TEST(ReplayCliTest, BadOptionsExitTwo) {
   EXPECT_NE(bad_conf.err.find("no_such_knob"), std::string::npos) << bad_conf.err;
 }
 
+// `p` lines under the static strategy: each pool gets an arena (a quota) measured from
+// its own allocations; --advise says what quota each pool needs.
+TEST(ReplayCliTest, TracesWithPoolsRunUnderTheStaticStrategyAndGetPoolAdvice) {
+  const TempTrace trace("a 1 1000\np encoder\na 2 3000000\nf 2\nf 1\n");
+  const auto replay =
+      run_npumem("replay " + trace.path() + " --strategy static --conf static_size:4MiB --json");
+  ASSERT_EQ(replay.exit_code, 0) << replay.err;
+  const auto json = nlohmann::json::parse(replay.out);
+  EXPECT_GE(json.at("pools").at("encoder").at("quota_bytes").get<std::uint64_t>(), 3000000u)
+      << replay.out;
+
+  const auto advise = run_npumem("replay " + trace.path() + " --advise 10 --json");
+  ASSERT_EQ(advise.exit_code, 0) << advise.err;
+  const auto pools = nlohmann::json::parse(advise.out).at("static_advice").at("pools");
+  ASSERT_EQ(pools.size(), 1u) << advise.out;
+  EXPECT_EQ(pools.at(0).at("pool"), "encoder");
+  EXPECT_GE(pools.at(0).at("recommended_quota").get<std::uint64_t>(), 3000000u);
+
+  const auto compare = run_npumem("compare " + trace.path());
+  EXPECT_EQ(compare.exit_code, 0) << compare.err;
+  EXPECT_NE(compare.out.find("pool 'encoder'"), std::string::npos) << compare.out;
+}
+
 TEST(ReplayCliTest, LeakCheckIsSilentOnTheSharedTraces) {
   if (!std::filesystem::exists(kSharedTraces)) GTEST_SKIP() << "no " << kSharedTraces;
   for (const char* name : kSharedTraceNames) {

@@ -2,7 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <nlohmann/json.hpp>
+#include <vector>
 
 #include "bisect.h"
 #include "npumem/units.h"
@@ -19,6 +21,67 @@ Trace small_trace() {
       "a 0 4194304\na 1 8388608\nf 0\na 2 1048576\nf 1\nf 2\n"
       "a 3 4194304\na 4 8388608\nf 3\na 5 1048576\nf 4\nf 5\n",
       "small.trace");
+}
+
+// Allocations in three pools: 4 MiB in default, 6 MiB in 'encoder', 3 MiB in 'decoder';
+// frees come while another pool is current.
+Trace pooled_trace() {
+  return parse_trace(
+      "a 0 4194304\np encoder\na 1 6291456\np decoder\na 2 3145728\nf 1\np default\nf 0\n"
+      "i\nf 2\n",
+      "pools.trace");
+}
+
+std::vector<std::uint32_t> slots(const Trace& trace) {
+  std::vector<std::uint32_t> found;
+  for (const TraceEvent& event : trace.events) {
+    if (event.op == TraceOp::alloc || event.op == TraceOp::free) found.push_back(event.index);
+  }
+  return found;
+}
+
+TEST(PoolPart, EachPoolKeepsItsAllocationsAndTheirFrees) {
+  const Trace trace = pooled_trace();
+  const Trace encoder = pool_part(trace, "encoder");
+  EXPECT_EQ(slots(encoder), (std::vector<std::uint32_t>{1, 1}));
+  EXPECT_EQ(peak_live_bytes(encoder), 6 * MiB);
+  EXPECT_EQ(encoder.iterations, 1u);
+  EXPECT_TRUE(encoder.pools.empty());
+  EXPECT_EQ(slots(pool_part(trace, "decoder")), (std::vector<std::uint32_t>{2, 2}));
+  EXPECT_EQ(slots(pool_part(trace, kDefaultPoolName)), (std::vector<std::uint32_t>{0, 0}));
+  EXPECT_TRUE(slots(pool_part(trace, "absent")).empty());
+}
+
+TEST(StaticAdvisor, EveryPoolGetsTheArenaItsOwnAllocationsNeed) {
+  const Trace trace = pooled_trace();
+  const StaticAdvice advice = advise_static_size(trace, ReplayOptions{}, 0.5);
+  EXPECT_GE(advice.min_arena_bytes, 4 * MiB);
+  ASSERT_EQ(advice.pools.size(), 2u);
+  for (const PoolArenaAdvice& pool : advice.pools) {
+    const Trace part = pool_part(trace, pool.pool);
+    EXPECT_EQ(pool.peak_requested_bytes, peak_live_bytes(part));
+    EXPECT_GE(pool.min_arena_bytes, pool.peak_requested_bytes);
+    EXPECT_GE(pool.recommended_bytes, pool.min_arena_bytes + pool.min_arena_bytes / 2);
+    ReplayOptions alone;
+    alone.config.strategy = Strategy::static_arena;
+    alone.config.static_size = pool.min_arena_bytes - 2 * MiB;  // one device granule less
+    EXPECT_FALSE(replay_trace(part, alone).completed()) << pool.pool;
+  }
+  ReplayOptions run;
+  run.config.strategy = Strategy::static_arena;
+  run.config.static_size = advice.min_arena_bytes;
+  run.pool_quotas = pool_quotas(advice.pools, false);
+  const ReplayResult result = replay_trace(trace, run);
+  EXPECT_TRUE(result.completed()) << result.out_of_memory.value_or("");
+  ASSERT_EQ(result.pools.size(), 3u);
+  EXPECT_EQ(result.pools[1].quota_bytes, advice.pools[0].min_arena_bytes);
+}
+
+TEST(StrategyComparison, ATraceWithPoolsRunsUnderEveryStrategy) {
+  const auto rows = compare_strategies(pooled_trace(), ReplayOptions{});
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows[2].pool_quotas.size(), 2u);
+  EXPECT_EQ(comparison_json("pools.trace", rows)["strategies"][2]["pool_quotas"].size(), 2u);
 }
 
 TEST(Bisect, FindsTheSmallestPassingValue) {

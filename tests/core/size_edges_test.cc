@@ -1,0 +1,141 @@
+// Sizes at the edges: settings near 2^64, segments larger than the device or the
+// pool's quota, and the arithmetic between them.
+#include <gtest/gtest.h>
+
+#include <limits>
+#include <stdexcept>
+
+#include "core/align.h"
+#include "core/oom_report.h"
+#include "device/sim_device.h"
+#include "npumem/allocator.h"
+#include "npumem/errors.h"
+#include "npumem/units.h"
+
+namespace npumem {
+namespace {
+
+std::shared_ptr<SimDevice> sim(std::uint64_t hbm) {
+  SimSpec spec;
+  spec.hbm_bytes = hbm;
+  spec.ddr_bytes = 0;
+  return std::make_shared<SimDevice>(spec);
+}
+
+std::string config_error(const std::string& text) {
+  try {
+    parse_config(text);
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "accepted";
+}
+
+TEST(SizeEdges, EverySizeKeyHasAnUpperBound) {
+  for (const char* key :
+       {"granule", "small_size", "small_segment", "large_segment", "large_segment_threshold",
+        "expandable_small_granule", "expandable_large_granule", "static_size", "hbm", "ddr"}) {
+    const std::string message = config_error(std::string(key) + ":18446744073709551615");
+    EXPECT_NE(message.find("'" + std::string(key) + "'"), std::string::npos) << message;
+    EXPECT_NE(message.find(" to "), std::string::npos) << message;  // names the range
+  }
+  EXPECT_NE(config_error("large_segment:16384TiB").find("large_segment"), std::string::npos);
+  EXPECT_NE(config_error("granule:2GiB").find("1.00 GiB"), std::string::npos);
+  // max_split_size has no upper bound: its default, "unlimited", must read back.
+  EXPECT_EQ(parse_config("max_split_size:18446744073709551615").max_split_size,
+            std::numeric_limits<std::uint64_t>::max());
+}
+
+TEST(SizeEdges, ConfigBuiltInCodeIsCheckedByTheAllocator) {
+  Config config;
+  config.expandable_small_granule = std::numeric_limits<std::uint64_t>::max();
+  config.strategy = Strategy::expandable;
+  try {
+    Allocator allocator(sim(64 * MiB), config);
+    FAIL() << "accepted expandable_small_granule 2^64-1";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("expandable_small_granule"), std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(SizeEdges, RoundUpRefusesToWrap) {
+  EXPECT_EQ(core::round_up(1000, 512), 1024u);
+  EXPECT_THROW(core::round_up(std::numeric_limits<std::size_t>::max() - 10, 512),
+               std::overflow_error);
+  EXPECT_THROW(core::round_up(10, 0), std::invalid_argument);
+}
+
+TEST(SizeEdges, HugeLargeSegmentOverTinyRequestsIsQuickAndFits) {
+  // A 1 TiB preferred segment on a 64 GiB device: the request still gets memory,
+  // and weighing segment counts stays bounded even for 512-byte large requests.
+  Allocator allocator(sim(64 * GiB), parse_config("large_segment:1TiB,small_size:1"));
+  void* a = allocator.allocate(3 * MiB);
+  void* b = allocator.allocate(512);
+  EXPECT_LE(allocator.stats().reserved_bytes.all.current, static_cast<std::int64_t>(64 * GiB));
+  allocator.deallocate(a);
+  allocator.deallocate(b);
+}
+
+TEST(SizeEdges, MidSizeRequestsFitOnASmallDevice) {
+  for (std::uint64_t mib = 2; mib <= 7; ++mib) {
+    Allocator allocator(sim(8 * MiB));
+    void* p = allocator.allocate(mib * MiB);
+    EXPECT_NE(p, nullptr) << mib << " MiB";
+    allocator.deallocate(p);
+  }
+}
+
+TEST(SizeEdges, MidSizeRequestsFitInASmallQuota) {
+  for (std::uint64_t mib = 2; mib <= 9; ++mib) {
+    Allocator allocator(sim(1 * GiB));
+    allocator.create_pool("small", 19 * MiB);
+    PoolScope scope(allocator, "small");
+    void* p = allocator.allocate(mib * MiB);
+    EXPECT_NE(p, nullptr) << mib << " MiB";
+    for (const PoolInfo& pool : allocator.pools()) {
+      if (pool.name == "small") {
+        EXPECT_LE(pool.stats.reserved_bytes.all.current, static_cast<std::int64_t>(19 * MiB));
+      }
+    }
+    allocator.deallocate(p);
+  }
+}
+
+TEST(SizeEdges, DeviceRefusalIsNotBlamedOnTheLiveTensors) {
+  SimSpec spec;
+  spec.hbm_bytes = 1 * GiB;
+  spec.ddr_bytes = 0;
+  spec.faults.probability = 1.0;
+  Allocator allocator(std::make_shared<SimDevice>(spec));
+  try {
+    allocator.allocate(3 * MiB);
+    FAIL() << "expected OutOfMemory";
+  } catch (const OutOfMemory& e) {
+    const std::string message = e.what();
+    EXPECT_EQ(message.find("live tensors need more"), std::string::npos) << message;
+    EXPECT_NE(message.find("device refused"), std::string::npos) << message;
+  }
+}
+
+TEST(SizeEdges, FragmentationAdviceFitsTheStrategy) {
+  core::OomContext context;
+  context.requested_bytes = context.rounded_bytes = 16 * MiB;
+  context.pool = "default";
+  core::TierMemory& hbm = context.tiers[static_cast<int>(Tier::hbm)];
+  hbm.present = true;
+  hbm.capacity_bytes = hbm.limit_bytes = hbm.reserved_bytes = 64 * MiB;
+  hbm.allocated_bytes = 32 * MiB;
+  hbm.free_cached_bytes = 32 * MiB;
+  hbm.largest_free_bytes = 4 * MiB;
+  context.strategy = "caching";
+  EXPECT_NE(core::explain_out_of_memory(context).find("expandable_segments:true"),
+            std::string::npos);
+  context.strategy = "expandable";
+  const std::string expandable = core::explain_out_of_memory(context);
+  EXPECT_EQ(expandable.find("expandable_segments:true"), std::string::npos) << expandable;
+  EXPECT_NE(expandable.find("fragmented"), std::string::npos) << expandable;
+}
+
+}  // namespace
+}  // namespace npumem

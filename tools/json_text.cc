@@ -1,0 +1,76 @@
+#include "json_text.h"
+
+#include <algorithm>
+
+#include "npumem/errors.h"
+
+namespace npumem::cli {
+namespace {
+
+// The 1-based line of a byte offset, for error messages.
+std::size_t line_of(std::string_view text, std::size_t offset) {
+  offset = std::min(offset, text.size());
+  return 1 + static_cast<std::size_t>(std::count(text.begin(), text.begin() + offset, '\n'));
+}
+
+// Refuses nesting beyond kMaxJsonDepth before the parser sees the text; brackets
+// inside strings do not count.
+void check_depth(std::string_view text, const std::string& source) {
+  std::size_t depth = 0;
+  bool in_string = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\') {
+        ++i;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > kMaxJsonDepth) {
+        throw ParseError(source, line_of(text, i),
+                         "JSON nested deeper than " + std::to_string(kMaxJsonDepth) + " levels");
+      }
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+}
+
+}  // namespace
+
+nlohmann::json parse_json_text(std::string_view text, const std::string& source) {
+  check_depth(text, source);
+  try {
+    return nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    // byte is 1-based: the position just after the offending character.
+    throw ParseError(source, line_of(text, e.byte == 0 ? 0 : e.byte - 1),
+                     "malformed JSON: " + without_exception_id(e));
+  } catch (const nlohmann::json::exception& e) {
+    // out_of_range (a number such as 1e400) carries no position, only the token.
+    const std::string message = e.what();
+    const std::size_t open = message.find('\'');
+    const std::size_t close = message.rfind('\'');
+    std::size_t at = 0;
+    if (open != std::string::npos && close > open + 1) {
+      at = text.find(message.substr(open + 1, close - open - 1));
+    }
+    throw ParseError(source, line_of(text, at == std::string_view::npos ? 0 : at), message);
+  }
+}
+
+std::string without_exception_id(const nlohmann::json::exception& e) {
+  const std::string text = e.what();
+  const std::size_t end = text.find("] ");
+  return text.starts_with("[json.exception.") && end != std::string::npos ? text.substr(end + 2)
+                                                                          : text;
+}
+
+std::string json_text(const nlohmann::json& value, int indent) {
+  return value.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+}  // namespace npumem::cli
