@@ -221,6 +221,7 @@ Trace pool_part(const Trace& trace, const std::string& pool) {
         ++part.iterations;
         break;
       case TraceOp::tag:
+      case TraceOp::stream:
         part.events.push_back(event);
         break;
     }

@@ -71,7 +71,7 @@ npumem_allocator& made_from_environment(int device) {
       make_locked(device, environment_or("NPUMEM_DEVICE", "sim"), config, "NPUMEM_DEVICE");
   // Made behind a framework's back (npumem_malloc): stderr is the one place a user
   // sees, e.g., that expandable segments fell back.
-  for (const std::string& warning : made.allocator.warnings()) {
+  for (const std::string& warning : made.allocator->warnings()) {
     std::fprintf(stderr, "npumem: device %d: %s\n", device, warning.c_str());
   }
   return made;

@@ -59,7 +59,7 @@ void npumem_record_stream(void* ptr, void* stream) noexcept {
       npumem_allocator* handle = npumem::capi::find_device_allocator(device);
       if (handle == nullptr) continue;
       try {
-        handle->allocator.record_stream(ptr, reinterpret_cast<npumem::StreamId>(stream));
+        handle->allocator->record_stream(ptr, reinterpret_cast<npumem::StreamId>(stream));
         return NPUMEM_OK;
       } catch (const npumem::InvalidPointer&) {
         // not this device's

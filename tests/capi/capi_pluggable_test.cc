@@ -234,13 +234,13 @@ TEST(PluggableOnAcl, MallocAndFreeOnTheNpu) {
   ASSERT_NE(p, nullptr) << npumem_last_error();
   npumem_allocator_t* handle = nullptr;
   ASSERT_EQ(npumem_device_allocator(41, &handle), NPUMEM_OK);
-  npumem::Device& npu = handle->allocator.device();
+  npumem::Device& npu = handle->allocator->device();
   EXPECT_EQ(npu.name(), "acl:0");
-  EXPECT_TRUE(handle->allocator.warnings().empty());
+  EXPECT_TRUE(handle->allocator->warnings().empty());
   npumem::testing::fill(npu, p, 0x3C, 3 * npumem::MiB);
   EXPECT_TRUE(npumem::testing::holds(npu, p, 0x3C, 3 * npumem::MiB));
   npumem_free(p, static_cast<ssize_t>(3 * npumem::MiB), 41, nullptr);
-  EXPECT_EQ(handle->allocator.stats().allocated_bytes.all.current, 0);
+  EXPECT_EQ(handle->allocator->stats().allocated_bytes.all.current, 0);
 }
 
 }  // namespace
