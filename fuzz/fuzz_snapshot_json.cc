@@ -1,6 +1,7 @@
 // Snapshots for `npumem viz`: a checked snapshot renders, anything else is an Error.
 #include <cstdint>
 #include <string_view>
+#include <vector>
 
 #include "html_timeline.h"
 #include "json_text.h"
@@ -18,6 +19,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     return 0;  // `npumem viz` reports these as "not an npumem snapshot"
   }
   // A snapshot that passed the check must render: any exception here is a finding.
-  (void)npumem::cli::render_html_timeline(snapshot, "fuzz");
+  (void)npumem::cli::render_html_timeline(std::vector<nlohmann::json>{snapshot}, "fuzz");
   return 0;
 }

@@ -5,6 +5,7 @@
 #include <new>
 #include <optional>
 #include <sstream>
+#include <type_traits>
 #include <vector>
 
 #include "capi/abi_guard.h"
@@ -233,13 +234,17 @@ npumem_status_t npumem_create_tier_pool(npumem_allocator_t* allocator, const cha
                                         size_t quota_bytes, npumem_tier_t tier) noexcept {
   return guarded([&] {
     if (name == nullptr) throw ArgumentError("name is NULL");
+    // Read as an integer: a C caller may pass any value, and loading one outside the
+    // enumeration as the enum type is undefined in C++.
+    std::underlying_type_t<npumem_tier_t> value = 0;
+    std::memcpy(&value, &tier, sizeof value);
     std::optional<npumem::Tier> pinned;
-    if (tier == NPUMEM_TIER_HBM) {
+    if (value == NPUMEM_TIER_HBM) {
       pinned = npumem::Tier::hbm;
-    } else if (tier == NPUMEM_TIER_DDR) {
+    } else if (value == NPUMEM_TIER_DDR) {
       pinned = npumem::Tier::ddr;
-    } else if (tier != NPUMEM_TIER_ANY) {
-      throw ArgumentError("tier " + std::to_string(static_cast<int>(tier)) +
+    } else if (value != NPUMEM_TIER_ANY) {
+      throw ArgumentError("tier " + std::to_string(value) +
                           " is not NPUMEM_TIER_ANY, NPUMEM_TIER_HBM or NPUMEM_TIER_DDR");
     }
     allocator_of(allocator).create_pool(name, quota_bytes, pinned);
