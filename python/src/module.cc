@@ -10,7 +10,7 @@ PYBIND11_MODULE(_core, module) {
   npumem::python::bind_scopes(module);
   npumem::python::bind_observe(module);
   npumem::python::bind_frames(module);
-#ifdef NPUMEM_PYTHON_WITH_TOOLS
+#ifdef NPUMEM_PYTHON_WITH_VIEWS
   npumem::python::bind_timeline(module);
   npumem::python::bind_plan(module);
 #endif

@@ -3,7 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
-#include "plan_checker.h"
+#include "plan/plan_checker.h"
 #include "run_command.h"
 
 namespace npumem::plan {

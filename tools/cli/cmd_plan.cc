@@ -161,7 +161,7 @@ void add_memory_command(CLI::App& plan_command, int& exit_code) {
 }
 
 void add_layer_options(CLI::App* command, LayerCommandOptions& options) {
-  command->add_option("model", options.model_path, "model JSON (tools/extract_model.py writes it)")
+  command->add_option("model", options.model_path, "model JSON (tools/scripts/extract_model.py writes it)")
       ->required()
       ->check(CLI::ExistingFile);
   command

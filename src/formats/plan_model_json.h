@@ -1,5 +1,5 @@
 // Model files for `npumem plan shard|recompute`: a JSON object with the layers of a model
-// run as a chain (see docs/PLANNING.md; tools/extract_model.py writes them).
+// run as a chain (see docs/PLANNING.md; tools/scripts/extract_model.py writes them).
 //
 //   {"model": "resnet18", "input_bytes": 602112,
 //    "layers": [{"name": "conv1", "weight_bytes": 37632, "activation_bytes": 3211264,

@@ -1,4 +1,4 @@
-// tools/extract_model.py on torchvision's resnet18 (about 10 s of CPU); skipped without torch.
+// tools/scripts/extract_model.py on torchvision's resnet18 (about 10 s of CPU); skipped without torch.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -28,7 +28,7 @@ TEST(ExtractModelTest, Resnet18RecordsAndLayers) {
   TempDir dir;
   if (!torch_available(dir)) GTEST_SKIP() << "no torch for " << kPython;
   const auto result = run_command(
-      std::string(kPython) + " " NPUMEM_SOURCE_DIR "/tools/extract_model.py resnet18 --records " +
+      std::string(kPython) + " " NPUMEM_SOURCE_DIR "/tools/scripts/extract_model.py resnet18 --records " +
           dir.file("r.records").string() + " --layers " + dir.file("r.json").string(),
       dir);
   ASSERT_EQ(result.exit_code, 0) << result.err;
@@ -61,7 +61,7 @@ TEST(ExtractModelTest, BadArgumentsFail) {
   TempDir dir;
   if (!torch_available(dir)) GTEST_SKIP() << "no torch for " << kPython;
   const std::string script =
-      std::string(kPython) + " " NPUMEM_SOURCE_DIR "/tools/extract_model.py ";
+      std::string(kPython) + " " NPUMEM_SOURCE_DIR "/tools/scripts/extract_model.py ";
   EXPECT_NE(run_command(script + "resnet18", dir).exit_code, 0);  // no output asked for
   const auto unknown = run_command(script + "no_such_net --records x", dir);
   EXPECT_NE(unknown.exit_code, 0);
