@@ -14,9 +14,9 @@
 #include <vector>
 
 #include "npumem/plan.h"
-#include "plan/order_placement.h"
-#include "plan/plan_instance.h"
-#include "plan/random_lifetimes.h"
+#include "plan/memory/order_placement.h"
+#include "plan/memory/plan_instance.h"
+#include "plan/memory/random_lifetimes.h"
 
 namespace npumem::bench {
 namespace {

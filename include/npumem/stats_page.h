@@ -90,7 +90,7 @@ class StatsPublisher {
   const std::string& page_name() const { return page_name_; }
 
  private:
-  struct Shared;  // the mapped page (layout in src/observe/stats_page_layout.h)
+  struct Shared;  // the mapped page (layout in src/observe/page/stats_page_layout.h)
 
   void unregister(std::size_t slot);
   void run();

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "npumem/plan.h"
-#include "plan/plan_instance.h"
+#include "plan/memory/plan_instance.h"
 
 namespace npumem::plan::testing {
 

@@ -1,0 +1,177 @@
+#include "plan/memory/placement_search.h"
+
+#include <algorithm>
+#include <random>
+#include <utility>
+
+#include "plan/memory/exact_placement.h"
+#include "plan/memory/order_placement.h"
+#include "plan/memory/skyline_packing.h"
+#include "plan/memory/skyline_priorities.h"
+
+namespace npumem::plan {
+namespace {
+
+// The exact search runs on instances up to this many tensors, within this many nodes
+// (tens of milliseconds).
+constexpr std::size_t kExactMaxTensors = 16;
+constexpr std::uint64_t kExactNodeBudget = 50'000;
+// The greedy orders scan all placed tensors per tensor (quadratic time); above this size
+// they take longer than the skyline runs they would displace, and lose to them.
+constexpr std::size_t kGreedyMaxTensors = 4096;
+// The randomised search only restarts for this many iterations, then also hill-climbs.
+constexpr std::uint64_t kRestartOnlyIterations = 32;
+
+struct NamedOrder {
+  const char* name;
+  std::vector<std::uint32_t> (*order)(const PlanInstance&);
+  GapRule rule;
+};
+
+constexpr NamedOrder kGreedyOrders[] = {
+    {"greedy-by-size/best-fit", order_by_size, GapRule::best_fit},
+    {"greedy-by-size/first-fit", order_by_size, GapRule::first_fit},
+    {"greedy-by-conflicts/best-fit", order_by_conflicts, GapRule::best_fit},
+};
+
+struct NamedWeights {
+  const char* name;
+  PriorityWeights weights;
+};
+
+constexpr NamedWeights kSkylineWeights[] = {
+    {"skyline/longest-first", {1.0, 0.01, 0.0}},
+    {"skyline/largest-first", {0.01, 1.0, 0.0}},
+    {"skyline/largest-area", {1.0, 1.0, 0.0}},
+    {"skyline/tightest-first", {1.0, 1.0, 4.0}},
+};
+
+class PlacementSearch {
+ public:
+  PlacementSearch(const PlanInstance& instance, std::span<const std::uint64_t> live,
+                  const SearchLimits& limits)
+      : instance_(instance),
+        lower_bound_(live.empty() ? 0 : *std::max_element(live.begin(), live.end())),
+        limits_(limits),
+        random_(limits.seed),
+        packer_(instance),
+        features_(priority_features(instance, live)) {}
+
+  Placement run() {
+    try_skyline_weights();
+    if (instance_.tensors.size() <= kGreedyMaxTensors) try_greedy_orders();
+    if (may_start() && instance_.tensors.size() <= kExactMaxTensors) try_exact();
+    while (may_start() && best_.search_iterations < limits_.max_iterations) {
+      timed([this] { search_step(); });
+    }
+    best_.proven_optimal = best_.proven_optimal || best_.arena <= lower_bound_;
+    return std::move(best_);
+  }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+
+  // Whether another step may start: not once the plan is proven optimal, nor when a step
+  // as long as the longest so far would end past the deadline.
+  bool may_start() const {
+    if (best_.proven_optimal || best_.arena <= lower_bound_) return false;
+    return limits_.deadline - Clock::now() > longest_step_;
+  }
+
+  template <class Step>
+  void timed(Step step) {
+    const Clock::time_point start = Clock::now();
+    step();
+    longest_step_ = std::max(longest_step_, Clock::now() - start);
+  }
+
+  // Keeps the plan in offsets_ when it beats the best so far.
+  void consider(std::uint64_t arena, const char* algorithm) {
+    if (arena >= best_.arena) return;
+    best_.arena = arena;
+    best_.offsets = offsets_;
+    best_.algorithm = algorithm;
+  }
+
+  void try_greedy_orders() {
+    for (const NamedOrder& greedy : kGreedyOrders) {
+      if (!may_start()) return;
+      timed([&] {
+        consider(place_in_order(instance_, greedy.order(instance_), greedy.rule, offsets_),
+                 greedy.name);
+      });
+    }
+  }
+
+  // The first skyline always runs, so a plan exists even past the deadline.
+  void try_skyline_weights() {
+    for (const NamedWeights& named : kSkylineWeights) {
+      if (incumbent_arena_ != kNoFit && !may_start()) return;
+      timed([&] {
+        std::vector<double> priorities = weighted_priorities(features_, named.weights);
+        const std::uint64_t arena = packer_.pack(priorities, kNoFit, offsets_);
+        consider(arena, named.name);
+        if (arena < incumbent_arena_) {
+          incumbent_arena_ = arena;
+          incumbent_priorities_ = std::move(priorities);
+        }
+      });
+    }
+  }
+
+  void try_exact() {
+    ExactPlacement exact = place_exactly(instance_, lower_bound_, best_.arena, kExactNodeBudget);
+    if (exact.improved) {
+      best_.arena = exact.arena;
+      best_.offsets = std::move(exact.offsets);
+      best_.algorithm = "exact";
+    }
+    best_.proven_optimal = exact.finished;
+  }
+
+  // One skyline run: a restart from random priorities, or (after the first restarts, half
+  // the time) a perturbation of the incumbent's, kept when it is no worse.
+  void search_step() {
+    ++best_.search_iterations;
+    const bool climb = best_.search_iterations > kRestartOnlyIterations &&
+                       !incumbent_priorities_.empty() && random_() % 2 == 0;
+    std::vector<double> priorities;
+    if (climb) {
+      priorities = incumbent_priorities_;
+      perturb_priorities(priorities, random_);
+    } else {
+      priorities = random_priorities(features_, random_);
+    }
+    // A climb keeps ties (to drift across plateaus), so it must finish runs that tie.
+    const std::uint64_t cutoff = climb ? add_or_no_fit(incumbent_arena_, 1) : incumbent_arena_;
+    const std::uint64_t arena = packer_.pack(priorities, cutoff, offsets_);
+    if (arena < incumbent_arena_ || (climb && arena == incumbent_arena_)) {
+      incumbent_arena_ = arena;
+      incumbent_priorities_ = std::move(priorities);
+      consider(arena, "skyline+search");
+    }
+  }
+
+  const PlanInstance& instance_;
+  const std::uint64_t lower_bound_;
+  const SearchLimits limits_;
+  std::mt19937_64 random_;
+  SkylinePacker packer_;
+  const PriorityFeatures features_;
+  std::vector<std::uint64_t> offsets_;  // scratch: the plan under evaluation
+  Placement best_;
+  // The best skyline priorities so far, the hill climb's starting point.
+  std::vector<double> incumbent_priorities_;
+  std::uint64_t incumbent_arena_ = kNoFit;
+  Clock::duration longest_step_{0};
+};
+
+}  // namespace
+
+Placement search_placement(const PlanInstance& instance, std::span<const std::uint64_t> live,
+                           const SearchLimits& limits) {
+  if (instance.tensors.empty()) return Placement{0, {}, "none (no tensor has bytes)", true, 0};
+  return PlacementSearch(instance, live, limits).run();
+}
+
+}  // namespace npumem::plan

@@ -1,0 +1,36 @@
+// The memory planner's search: constructive heuristics first (skyline packing with several
+// priorities, then the published greedy orders with first-fit and best-fit gaps), an exact
+// branch and bound when the instance is small, then a randomised search over skyline
+// priorities (random restarts and hill climbing on the best priorities) until the lower
+// bound, the deadline or the iteration budget.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "plan/memory/plan_instance.h"
+
+namespace npumem::plan {
+
+struct SearchLimits {
+  std::chrono::steady_clock::time_point deadline;
+  std::uint64_t max_iterations = 0;
+  std::uint64_t seed = 1;
+};
+
+struct Placement {
+  std::uint64_t arena = kNoFit;  // kNoFit: no plan below 2^64-1 bytes was found
+  std::vector<std::uint64_t> offsets;
+  std::string algorithm;
+  bool proven_optimal = false;
+  std::uint64_t search_iterations = 0;
+};
+
+// live: bytes live at each renumbered op (live_bytes_per_op).
+Placement search_placement(const PlanInstance& instance, std::span<const std::uint64_t> live,
+                           const SearchLimits& limits);
+
+}  // namespace npumem::plan

@@ -1,0 +1,64 @@
+// Skyline packing (after the best-fit strip packing heuristic that Sekiyama et al. 2018
+// applied to DNN memory): memory is filled bottom-up. The skyline is the top of the placed
+// tensors over the ops; at its lowest stretch, the tensor with the highest priority among
+// those whose lifetime fits inside the stretch is placed; when none fits, the stretch is
+// raised to its lower neighbour (that space is given up).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "plan/memory/plan_instance.h"
+
+namespace npumem::plan {
+
+class SkylinePacker {
+ public:
+  explicit SkylinePacker(const PlanInstance& instance);
+
+  // Packs every tensor, priorities[i] for tensor i (higher goes first); writes one offset
+  // per tensor and returns the arena. Stops early, returning a value >= cutoff, as soon as
+  // the arena reaches cutoff; returns kNoFit when an offset would reach 2^64-1.
+  std::uint64_t pack(std::span<const double> priorities, std::uint64_t cutoff,
+                     std::vector<std::uint64_t>& offsets);
+
+ private:
+  // A maximal stretch of ops [first, last] over which the skyline has one height.
+  struct Stretch {
+    std::uint32_t first;
+    std::uint32_t last;
+    std::uint64_t height;
+  };
+
+  std::size_t lowest_stretch() const;
+  // The highest-priority unplaced tensor whose lifetime lies within the stretch, as a
+  // position in by_first_, or kNone.
+  std::size_t best_candidate(const Stretch& stretch, std::span<const double> priorities) const;
+  // Recomputes best_upto_ for the group entries from `position` to the group's end.
+  void update_best_upto(std::size_t position, std::uint32_t group,
+                        std::span<const double> priorities);
+  void raise_to_neighbour(std::size_t index);
+  void place(std::size_t index, std::uint32_t tensor);
+  void merge_equal_neighbours(std::size_t index);
+
+  static constexpr std::size_t kNone = static_cast<std::size_t>(-1);
+  static constexpr std::uint32_t kNoOp = static_cast<std::uint32_t>(-1);
+
+  const PlanInstance& instance_;
+  // Tensors grouped by first op, each group sorted by last op: a stretch's candidates are
+  // a prefix of each group starting inside it, so the best of a group's prefixes, kept up
+  // to date as tensors are placed, answers the query in one lookup per op.
+  std::vector<std::uint32_t> by_first_;
+  std::vector<std::uint32_t> last_by_position_;  // last op of by_first_[i]
+  std::vector<std::size_t> group_begin_;  // group of op x: [group_begin_[x], group_begin_[x+1])
+  // Per run, by position in by_first_:
+  std::vector<bool> placed_;
+  // The unplaced entry of highest priority from the group's start up to here, or kNone.
+  std::vector<std::size_t> best_upto_;
+  // Per run, by op: the last op of the group's shortest unplaced tensor (a quick skip).
+  std::vector<std::uint32_t> shortest_last_;
+  std::vector<Stretch> skyline_;  // left to right, covering every op
+};
+
+}  // namespace npumem::plan

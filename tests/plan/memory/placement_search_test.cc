@@ -1,0 +1,85 @@
+#include "plan/memory/placement_search.h"
+
+#include <gtest/gtest.h>
+
+#include "plan/memory/random_lifetimes.h"
+#include "plan_checker.h"
+
+namespace npumem::plan {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Searched {
+  std::vector<TensorLifetime> tensors;
+  PlanInstance instance;
+  std::uint64_t lower_bound = 0;
+  Placement placement;
+};
+
+Searched search(std::vector<TensorLifetime> tensors, SearchLimits limits) {
+  Searched result{std::move(tensors), {}, 0, {}};
+  result.instance = make_plan_instance(result.tensors, 64);
+  const std::vector<std::uint64_t> live = live_bytes_per_op(result.instance);
+  result.lower_bound = live.empty() ? 0 : *std::max_element(live.begin(), live.end());
+  result.placement = search_placement(result.instance, live, limits);
+  return result;
+}
+
+SearchLimits iterations(std::uint64_t count, std::uint64_t seed = 1) {
+  return SearchLimits{Clock::time_point::max(), count, seed};
+}
+
+std::vector<TensorLifetime> dense(std::uint64_t tensors, std::uint64_t seed) {
+  RandomLifetimeSpec spec;
+  spec.tensors = tensors;
+  spec.ops = tensors / 5;
+  spec.seed = seed;
+  return random_lifetimes(spec);
+}
+
+TEST(PlacementSearchTest, RunsAtMostTheIterationBudget) {
+  const Searched result = search(dense(300, 1), iterations(25));
+  EXPECT_LE(result.placement.search_iterations, 25u);
+  EXPECT_EQ(testing::instance_plan_problem(result.tensors, result.instance,
+                                           result.placement.offsets, result.placement.arena, 64),
+            "");
+}
+
+TEST(PlacementSearchTest, StopsAtTheLowerBound) {
+  // Disjoint lifetimes: the first heuristic reaches the bound, so no search runs.
+  std::vector<TensorLifetime> tensors;
+  for (std::uint64_t op = 0; op < 50; ++op) tensors.push_back({64 + op, op, op});
+  const Searched result = search(tensors, iterations(1000));
+  EXPECT_EQ(result.placement.arena, result.lower_bound);
+  EXPECT_TRUE(result.placement.proven_optimal);
+  EXPECT_EQ(result.placement.search_iterations, 0u);
+}
+
+TEST(PlacementSearchTest, APassedDeadlineStillGivesAPlan) {
+  const Searched result =
+      search(dense(400, 2), SearchLimits{Clock::now() - std::chrono::seconds(1), 1000, 1});
+  EXPECT_EQ(result.placement.search_iterations, 0u);
+  EXPECT_EQ(result.placement.algorithm, "skyline/longest-first");
+  EXPECT_EQ(testing::instance_plan_problem(result.tensors, result.instance,
+                                           result.placement.offsets, result.placement.arena, 64),
+            "");
+}
+
+TEST(PlacementSearchTest, SearchingLongerNeverMakesThePlanWorse) {
+  const auto tensors = dense(400, 3);
+  const Searched shorter = search(tensors, iterations(10));
+  const Searched longer = search(tensors, iterations(80));
+  EXPECT_LE(longer.placement.arena, shorter.placement.arena);
+  EXPECT_GE(shorter.placement.arena, shorter.lower_bound);
+}
+
+TEST(PlacementSearchTest, SmallInstancesAreSolvedExactly) {
+  const auto tensors = testing::random_tensors(9, 6, 5000, 21);
+  const Searched result = search(tensors, iterations(0));
+  EXPECT_TRUE(result.placement.proven_optimal);
+  EXPECT_EQ(result.placement.search_iterations, 0u);
+}
+
+}  // namespace
+}  // namespace npumem::plan

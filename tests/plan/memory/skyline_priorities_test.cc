@@ -1,0 +1,68 @@
+#include "plan/memory/skyline_priorities.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "plan_checker.h"
+
+namespace npumem::plan {
+namespace {
+
+struct Features {
+  PlanInstance instance;
+  PriorityFeatures features;
+};
+
+Features features_of(const std::vector<TensorLifetime>& tensors) {
+  Features result{make_plan_instance(tensors, 64), {}};
+  result.features = priority_features(result.instance, live_bytes_per_op(result.instance));
+  return result;
+}
+
+TEST(SkylinePrioritiesTest, FeaturesAreLogLengthLogSizeAndLogPressure) {
+  // Live bytes: op 0: 64, op 1: 64 + 192 = 256, op 2: 192. Peak 256.
+  const Features f = features_of({{64, 0, 1}, {192, 1, 2}, {64, 5, 5}});
+  EXPECT_DOUBLE_EQ(f.features.log_length[0], std::log(2.0));
+  EXPECT_DOUBLE_EQ(f.features.log_length[2], std::log(1.0));
+  EXPECT_DOUBLE_EQ(f.features.log_size[1], std::log(192.0));
+  EXPECT_DOUBLE_EQ(f.features.log_pressure[0], 0.0);  // live at the peak
+  EXPECT_DOUBLE_EQ(f.features.log_pressure[1], 0.0);
+  EXPECT_DOUBLE_EQ(f.features.log_pressure[2], std::log(64.0 / 256.0));
+}
+
+TEST(SkylinePrioritiesTest, WeightedPrioritiesCombineTheFeatures) {
+  const Features f = features_of({{64, 0, 1}, {192, 1, 2}});
+  const std::vector<double> priorities = weighted_priorities(f.features, {2.0, 0.5, 3.0});
+  EXPECT_DOUBLE_EQ(priorities[1], 2.0 * std::log(2.0) + 0.5 * std::log(192.0));
+}
+
+TEST(SkylinePrioritiesTest, RandomPrioritiesDependOnTheSeedOnly) {
+  const Features f = features_of(testing::random_tensors(50, 20, 1000, 1));
+  std::mt19937_64 a(5);
+  std::mt19937_64 b(5);
+  std::mt19937_64 c(6);
+  const std::vector<double> first = random_priorities(f.features, a);
+  EXPECT_EQ(first, random_priorities(f.features, b));
+  EXPECT_NE(first, random_priorities(f.features, c));
+  EXPECT_NE(first, random_priorities(f.features, a));  // the generator moved on
+}
+
+TEST(SkylinePrioritiesTest, PerturbingMovesOneToTwentyPriorities) {
+  std::mt19937_64 random(9);
+  for (int trial = 0; trial < 50; ++trial) {
+    const std::vector<double> before(100, 0.0);
+    std::vector<double> after = before;
+    perturb_priorities(after, random);
+    std::size_t moved = 0;
+    for (std::size_t i = 0; i < after.size(); ++i) {
+      EXPECT_LE(std::abs(after[i] - before[i]), 20.0);  // one move each, possibly repeated
+      moved += after[i] != before[i] ? 1 : 0;
+    }
+    EXPECT_GE(moved, 1u);
+    EXPECT_LE(moved, 20u);
+  }
+}
+
+}  // namespace
+}  // namespace npumem::plan
