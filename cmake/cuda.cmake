@@ -1,4 +1,4 @@
-# The optional CUDA backend (src/device/cuda_device.cc). NPUMEM_WITH_CUDA: AUTO builds
+# The optional CUDA backend (src/device/cuda/cuda_device.cc). NPUMEM_WITH_CUDA: AUTO builds
 # it when the CUDA toolkit is found, ON requires it, OFF leaves it out. Sets
 # NPUMEM_CUDA_ENABLED for the rest of the build.
 set(NPUMEM_WITH_CUDA AUTO CACHE STRING "Build the CUDA backend: AUTO, ON or OFF")

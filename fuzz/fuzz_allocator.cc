@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "device/sim_device.h"
+#include "device/sim/sim_device.h"
 #include "npumem/allocator.h"
 #include "npumem/errors.h"
 #include "npumem/units.h"

@@ -3,7 +3,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "device/sim_spec.h"
+#include "device/sim/sim_spec.h"
 #include "npumem/errors.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {

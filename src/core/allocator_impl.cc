@@ -4,11 +4,11 @@
 #include <cstdio>
 #include <limits>
 
-#include "core/align.h"
-#include "core/caching_source.h"
-#include "core/expandable_source.h"
+#include "core/pool/align.h"
+#include "core/strategy/caching_source.h"
+#include "core/strategy/expandable_source.h"
 #include "core/memory_tag.h"
-#include "core/static_source.h"
+#include "core/strategy/static_source.h"
 #include "npumem/errors.h"
 
 namespace npumem {

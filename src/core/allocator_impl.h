@@ -13,13 +13,13 @@
 #include <vector>
 
 #include "core/oom_report.h"
-#include "core/planned_source.h"
-#include "core/pointer_map.h"
-#include "core/pool_state.h"
-#include "core/segment_source.h"
-#include "core/spin_lock.h"
+#include "core/strategy/planned_source.h"
+#include "core/pool/pointer_map.h"
+#include "core/pool/pool_state.h"
+#include "core/strategy/segment_source.h"
+#include "core/threads/spin_lock.h"
 #include "core/stream_order.h"
-#include "core/thread_cache_registry.h"
+#include "core/threads/thread_cache_registry.h"
 #include "npumem/allocator.h"
 
 namespace npumem {

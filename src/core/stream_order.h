@@ -14,7 +14,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "core/block.h"
+#include "core/pool/block.h"
 #include "npumem/device.h"
 
 namespace npumem::core {

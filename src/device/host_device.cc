@@ -1,6 +1,6 @@
 #include "host_device.h"
 
-#include "os_memory.h"
+#include "device/os/os_memory.h"
 
 namespace npumem {
 

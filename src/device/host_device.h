@@ -3,7 +3,7 @@
 // the virtual NPU configured that way, so it shares its accounting and checks.
 #pragma once
 
-#include "sim_device.h"
+#include "device/sim/sim_device.h"
 
 namespace npumem {
 

@@ -2,15 +2,15 @@
 #include <array>
 #include <string>
 
-#include "acl_device.h"
-#include "acl_spec.h"
+#include "device/acl/acl_device.h"
+#include "device/acl/acl_spec.h"
 #include "host_device.h"
 #include "npumem/device.h"
 #include "npumem/errors.h"
-#include "sim_device.h"
-#include "sim_spec.h"
+#include "device/sim/sim_device.h"
+#include "device/sim/sim_spec.h"
 #ifdef NPUMEM_WITH_CUDA
-#include "cuda_device.h"
+#include "device/cuda/cuda_device.h"
 #endif
 
 namespace npumem {

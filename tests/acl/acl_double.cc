@@ -1,5 +1,5 @@
 // A test double of libascendcl.so: the ACL entry points npumem resolves
-// (src/device/acl_api.h, CANN's documented signatures) on host memory, so the
+// (src/device/acl/acl_api.h, CANN's documented signatures) on host memory, so the
 // Ascend backend and the whole allocator suite run where no NPU and no CANN exist.
 // It keeps one NPU, a virtual NPU (SimDevice, backing host) behind the calls: its
 // capacities are what aclrtGetMemInfo reports, its fault injector fails calls, and
@@ -18,9 +18,9 @@
 #include <mutex>
 #include <string>
 
-#include "device/acl_api.h"
-#include "device/sim_device.h"
-#include "device/sim_spec.h"
+#include "device/acl/acl_api.h"
+#include "device/sim/sim_device.h"
+#include "device/sim/sim_spec.h"
 #include "npumem/errors.h"
 
 using namespace npumem::acl;

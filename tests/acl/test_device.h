@@ -20,8 +20,8 @@
 #include <string_view>
 #include <vector>
 
-#include "device/sim_device.h"
-#include "device/sim_spec.h"
+#include "device/sim/sim_device.h"
+#include "device/sim/sim_spec.h"
 #include "npumem/device.h"
 
 namespace npumem::testing {

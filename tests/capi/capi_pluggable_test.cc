@@ -9,7 +9,7 @@
 #include "acl/test_device.h"
 #include "capi/device_registry.h"
 #include "capi/handle.h"
-#include "device/sim_device.h"
+#include "device/sim/sim_device.h"
 #include "npumem/npumem.h"
 #include "npumem/units.h"
 

@@ -4,7 +4,7 @@
 
 #include <cmath>
 
-#include "device/sim_device.h"
+#include "device/sim/sim_device.h"
 #include "npumem/allocator.h"
 #include "npumem/errors.h"
 #include "npumem/units.h"

@@ -5,9 +5,9 @@
 #include <limits>
 #include <stdexcept>
 
-#include "core/align.h"
+#include "core/pool/align.h"
 #include "core/oom_report.h"
-#include "device/sim_device.h"
+#include "device/sim/sim_device.h"
 #include "npumem/allocator.h"
 #include "npumem/errors.h"
 #include "npumem/units.h"

@@ -5,7 +5,7 @@
 
 #include <thread>
 
-#include "device/sim_device.h"
+#include "device/sim/sim_device.h"
 #include "invariants.h"
 #include "npumem/allocator.h"
 #include "npumem/errors.h"

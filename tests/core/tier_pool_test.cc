@@ -6,7 +6,7 @@
 #include <cstring>
 #include <vector>
 
-#include "device/sim_device.h"
+#include "device/sim/sim_device.h"
 #include "npumem/allocator.h"
 #include "npumem/errors.h"
 #include "npumem/units.h"

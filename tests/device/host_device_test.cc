@@ -4,7 +4,7 @@
 
 #include <cstring>
 
-#include "device/os_memory.h"
+#include "device/os/os_memory.h"
 
 namespace npumem {
 namespace {

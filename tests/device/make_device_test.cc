@@ -3,7 +3,7 @@
 #include <string>
 
 #include "device/host_device.h"
-#include "device/sim_device.h"
+#include "device/sim/sim_device.h"
 #include "npumem/device.h"
 #include "npumem/errors.h"
 

@@ -6,7 +6,7 @@
 #include <optional>
 #include <thread>
 
-#include "device/shared_page.h"
+#include "device/os/shared_page.h"
 #include "npumem/stats_page.h"
 #include "observe/page/stats_page_layout.h"
 #include "observe/export/untrusted_text.h"

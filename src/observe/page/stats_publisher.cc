@@ -4,7 +4,7 @@
 #include <new>
 #include <utility>
 
-#include "device/shared_page.h"
+#include "device/os/shared_page.h"
 #include "npumem/errors.h"
 #include "npumem/stats_page.h"
 #include "observe/page/stats_page_layout.h"

@@ -6,7 +6,7 @@
 #include <new>
 #include <string_view>
 
-#include "device/shared_page.h"
+#include "device/os/shared_page.h"
 #include "npumem/stats_page.h"
 #include "npumem/units.h"
 #include "observe/page/stats_page_layout.h"

@@ -1,0 +1,247 @@
+#include "core/pool/block_pool.h"
+
+#include "core/pool/pool_state.h"
+
+namespace npumem::core {
+
+BlockPool::~BlockPool() {
+  clear();
+}
+
+void BlockPool::clear() {
+  while (segments_ != nullptr) drop_segment(segments_);
+}
+
+void BlockPool::file(Block* block) {
+  if (block->mapped) {
+    if (!block->segment->closed) index_.insert(block);
+    free_bytes_ += block->size;
+    count_inactive_split(block, true);
+  } else {
+    unmapped_.insert(block);
+  }
+}
+
+void BlockPool::unfile(Block* block) {
+  if (block->mapped) {
+    if (!block->segment->closed) index_.remove(block);
+    free_bytes_ -= block->size;
+    count_inactive_split(block, false);
+  } else {
+    unmapped_.remove(block);
+  }
+}
+
+void BlockPool::count_inactive_split(const Block* block, bool filed) {
+  if (!is_split(block)) return;
+  const auto bytes = static_cast<std::int64_t>(block->size);
+  for (Stats* stats : {pool_ != nullptr ? &pool_->stats : nullptr, totals_}) {
+    if (stats == nullptr) continue;
+    if (filed) {
+      stats->inactive_split.increase(kind_, tier_, 1);
+      stats->inactive_split_bytes.increase(kind_, tier_, bytes);
+    } else {
+      stats->inactive_split.decrease(kind_, tier_, 1);
+      stats->inactive_split_bytes.decrease(kind_, tier_, bytes);
+    }
+  }
+}
+
+Block* BlockPool::take(std::size_t size, std::size_t max_block, std::size_t split_remainder,
+                       std::size_t unsplittable_from) {
+  Block* block = index_.find(size, max_block);
+  if (block == nullptr) return nullptr;
+  unfile(block);
+  if (block->size - size >= split_remainder && block->size > size &&
+      block->size < unsplittable_from) {
+    file(split(block, size));
+  }
+  block->allocated = true;
+  if (block->segment->allocated_blocks++ == 0) unlink_idle(block->segment);
+  return block;
+}
+
+Block* BlockPool::take_at(Segment& segment, std::uintptr_t address, std::size_t size) {
+  Block* block = segment.first;
+  while (block != nullptr && block->address + block->size <= address) block = block->next;
+  if (block == nullptr || block->allocated || !block->mapped || block->address > address ||
+      block->address + block->size < address + size) {
+    return nullptr;
+  }
+  unfile(block);
+  if (block->address < address) {
+    Block* tail = split(block, address - block->address);
+    file(block);
+    block = tail;
+  }
+  if (block->size > size) file(split(block, size));
+  block->allocated = true;
+  if (segment.allocated_blocks++ == 0) unlink_idle(&segment);
+  return block;
+}
+
+void BlockPool::set_closed(Segment& segment, bool closed) {
+  if (segment.closed == closed) return;
+  for (Block* b = segment.first; b != nullptr; b = b->next) {
+    if (!b->allocated) unfile(b);
+  }
+  segment.closed = closed;
+  for (Block* b = segment.first; b != nullptr; b = b->next) {
+    if (!b->allocated) file(b);
+  }
+}
+
+Block* BlockPool::split(Block* block, std::size_t size) {
+  Block* tail = block_records_.make();
+  tail->address = block->address + size;
+  tail->size = block->size - size;
+  tail->segment = block->segment;
+  tail->mapped = block->mapped;
+  tail->prev = block;
+  tail->next = block->next;
+  if (block->next != nullptr) block->next->prev = tail;
+  block->next = tail;
+  block->size = size;
+  return tail;
+}
+
+void BlockPool::merge_into(Block* into, Block* absorbed) {
+  into->size += absorbed->size;
+  into->next = absorbed->next;
+  if (absorbed->next != nullptr) absorbed->next->prev = into;
+  block_records_.recycle(absorbed);
+}
+
+Block* BlockPool::settle_free(Block* block) {
+  if (Block* next = block->next;
+      next != nullptr && !next->allocated && next->mapped == block->mapped) {
+    unfile(next);
+    merge_into(block, next);
+  }
+  if (Block* prev = block->prev;
+      prev != nullptr && !prev->allocated && prev->mapped == block->mapped) {
+    unfile(prev);
+    merge_into(prev, block);
+    block = prev;
+  }
+  file(block);
+  return block;
+}
+
+Block* BlockPool::release(Block* block) {
+  block->allocated = false;
+  block->requested = 0;
+  block->tag = 0;
+  if (--block->segment->allocated_blocks == 0) link_idle(block->segment);
+  return settle_free(block);
+}
+
+bool BlockPool::resize(Block* block, std::size_t size, std::size_t split_remainder) {
+  if (size <= block->size) {
+    if (block->size - size >= split_remainder) settle_free(split(block, size));
+    return true;
+  }
+  Block* next = block->next;
+  const std::size_t extra = size - block->size;
+  if (next == nullptr || next->allocated || !next->mapped || next->size < extra) return false;
+  unfile(next);
+  if (next->size - extra >= split_remainder) {
+    file(split(next, extra));
+  }
+  merge_into(block, next);
+  return true;
+}
+
+Segment* BlockPool::add_segment(std::uintptr_t address, std::size_t size, bool mapped) {
+  auto* segment = new Segment{};
+  segment->address = address;
+  segment->size = size;
+  segment->tier = tier_;
+  segment->kind = kind_;
+  segment->pool = pool_;
+  segment->next = segments_;
+  if (segments_ != nullptr) segments_->prev = segment;
+  segments_ = segment;
+  link_idle(segment);
+  Block* block = block_records_.make();
+  block->address = address;
+  block->size = size;
+  block->segment = segment;
+  block->mapped = mapped;
+  segment->first = block;
+  file(block);
+  if (mapped) reserved_bytes_ += size;
+  return segment;
+}
+
+Block* BlockPool::map_front(Block* unmapped, std::size_t bytes) {
+  unfile(unmapped);
+  if (unmapped->size > bytes) file(split(unmapped, bytes));
+  unmapped->mapped = true;
+  reserved_bytes_ += bytes;
+  return settle_free(unmapped);
+}
+
+void BlockPool::unmap_range(Block* free_block, std::uintptr_t start, std::size_t bytes) {
+  unfile(free_block);
+  Block* middle = free_block;
+  if (start > free_block->address) {
+    middle = split(free_block, start - free_block->address);
+    file(free_block);
+  }
+  if (middle->size > bytes) file(split(middle, bytes));
+  middle->mapped = false;
+  reserved_bytes_ -= bytes;
+  settle_free(middle);
+}
+
+void BlockPool::drop_segment(Segment* segment) {
+  for (Block* b = segment->first; b != nullptr;) {
+    Block* next = b->next;
+    if (!b->allocated) unfile(b);
+    if (b->mapped) reserved_bytes_ -= b->size;
+    block_records_.recycle(b);
+    b = next;
+  }
+  if (segment->prev != nullptr) segment->prev->next = segment->next;
+  if (segment->next != nullptr) segment->next->prev = segment->prev;
+  if (segments_ == segment) segments_ = segment->next;
+  if (segment->allocated_blocks == 0) unlink_idle(segment);
+  delete segment;
+}
+
+void BlockPool::link_idle(Segment* segment) {
+  segment->idle_prev = nullptr;
+  segment->idle_next = idle_;
+  if (idle_ != nullptr) idle_->idle_prev = segment;
+  idle_ = segment;
+}
+
+void BlockPool::unlink_idle(Segment* segment) {
+  if (segment->idle_prev != nullptr) segment->idle_prev->idle_next = segment->idle_next;
+  if (segment->idle_next != nullptr) segment->idle_next->idle_prev = segment->idle_prev;
+  if (idle_ == segment) idle_ = segment->idle_next;
+  segment->idle_prev = segment->idle_next = nullptr;
+}
+
+std::size_t BlockPool::remove_free_segments(const std::function<bool(const Segment&)>& keep,
+                                            const std::function<void(const Segment&)>& give_back) {
+  std::size_t removed = 0;
+  for (Segment* segment = idle_; segment != nullptr;) {
+    Segment* next = segment->idle_next;
+    if (!keep(*segment)) {
+      give_back(*segment);
+      removed += segment->size;
+      drop_segment(segment);
+    }
+    segment = next;
+  }
+  return removed;
+}
+
+std::size_t BlockPool::largest_free() const {
+  const Block* largest = index_.largest();
+  return largest == nullptr ? 0 : largest->size;
+}
+
+}  // namespace npumem::core

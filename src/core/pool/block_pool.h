@@ -1,0 +1,116 @@
+// The blocks of one pool kind (small or large) on one tier of one pool: its
+// segments, their blocks, and a free index. Splits blocks on allocation and
+// coalesces free neighbours on release. Free blocks of expandable ranges may be
+// unmapped (no physical memory); they sit in a second index and never serve a
+// request until mapped. Knows nothing of devices; of the statistics it keeps only
+// its inactive split blocks (free mapped blocks sharing their segment), in its pool's
+// Stats and the allocator's.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+
+#include "core/pool/block.h"
+#include "core/pool/free_index.h"
+#include "core/pool/object_pool.h"
+
+namespace npumem::core {
+
+class BlockPool {
+ public:
+  // `pool` and `totals` (each may be nullptr) receive the inactive split counts.
+  BlockPool(Tier tier, PoolKind kind, PoolState* pool, Stats* totals = nullptr)
+      : tier_(tier), kind_(kind), pool_(pool), totals_(totals) {}
+  ~BlockPool();
+  BlockPool(const BlockPool&) = delete;
+  BlockPool& operator=(const BlockPool&) = delete;
+
+  // Takes a free mapped block of at least `size` and at most `max_block` bytes,
+  // splitting off the tail when it is at least split_remainder bytes and the block is
+  // smaller than unsplittable_from (PyTorch's max_split_size: big blocks stay whole).
+  Block* take(std::size_t size, std::size_t max_block, std::size_t split_remainder,
+              std::size_t unsplittable_from);
+  // Takes exactly [address, address + size) of `segment` (one of this pool's) when it
+  // lies inside one free mapped block; nullptr otherwise. The planned strategy's offsets.
+  Block* take_at(Segment& segment, std::uintptr_t address, std::size_t size);
+  // Opens or closes a segment's free space to take() (see Segment::closed).
+  void set_closed(Segment& segment, bool closed);
+  // Frees an allocated block, merging it with free neighbours; returns the merged block.
+  Block* release(Block* block);
+  // Grows an allocated block in place into its free mapped successor, or shrinks it
+  // (freeing the tail when at least split_remainder). False when it cannot grow.
+  bool resize(Block* block, std::size_t size, std::size_t split_remainder);
+
+  // Adds a new segment as one free block, mapped (a device segment) or not (a
+  // reserved expandable range).
+  Segment* add_segment(std::uintptr_t address, std::size_t size, bool mapped = true);
+  // Removes every segment with no allocated block that `keep` does not name; calls
+  // give_back(segment) for each before its records are dropped. Returns the bytes.
+  // Visits only such segments (kept in their own list): growth calls this each time
+  // it passes the high-water mark, so a walk of all segments would cost O(live).
+  std::size_t remove_free_segments(const std::function<bool(const Segment&)>& keep,
+                                   const std::function<void(const Segment&)>& give_back);
+  // Drops every record (the owner has returned the memory).
+  void clear();
+
+  // Expandable ranges: the best-fitting unmapped block of at least `size`.
+  Block* find_unmapped(std::size_t size) const { return unmapped_.find(size, ~std::size_t{0}); }
+  // The first unmapped block of at least min_size that accept(block) takes.
+  template <typename Accept>
+  Block* find_unmapped_if(std::size_t min_size, Accept&& accept) const {
+    return unmapped_.find_first(min_size, accept);
+  }
+  // Marks the first `bytes` of an unmapped block as mapped and free; returns the
+  // free block they end up in after merging.
+  Block* map_front(Block* unmapped, std::size_t bytes);
+  // Marks [start, start + bytes) inside a free mapped block as unmapped.
+  void unmap_range(Block* free_block, std::uintptr_t start, std::size_t bytes);
+  // The largest free mapped block, or nullptr.
+  Block* largest_free_block() const { return index_.largest(); }
+  // The first free mapped block of at least min_size that accept(block) takes.
+  template <typename Accept>
+  Block* find_free(std::size_t min_size, Accept&& accept) const {
+    return index_.find_first(min_size, accept);
+  }
+
+  Tier tier() const { return tier_; }
+  PoolKind kind() const { return kind_; }
+  std::size_t free_bytes() const { return free_bytes_; }          // free and mapped
+  std::size_t reserved_bytes() const { return reserved_bytes_; }  // mapped
+  std::size_t largest_free() const;
+  const Segment* segments() const { return segments_; }
+  Segment* segments() { return segments_; }
+
+ private:
+  Block* split(Block* block, std::size_t size);
+  void merge_into(Block* into, Block* absorbed);
+  // Merges a free block with free neighbours in the same mapped state, files it in its
+  // index and returns the merged block.
+  Block* settle_free(Block* block);
+  void file(Block* block);
+  void unfile(Block* block);
+  // A filed block keeps its neighbours' presence until unfiled (splits and merges
+  // unfile first), so file and unfile see the same answer.
+  static bool is_split(const Block* block) {
+    return block->prev != nullptr || block->next != nullptr;
+  }
+  void count_inactive_split(const Block* block, bool filed);
+  void drop_segment(Segment* segment);
+  void link_idle(Segment* segment);
+  void unlink_idle(Segment* segment);
+
+  Tier tier_;
+  PoolKind kind_;
+  PoolState* pool_;
+  Stats* totals_;
+  FreeIndex index_;     // free mapped blocks
+  FreeIndex unmapped_;  // free unmapped blocks
+  ObjectPool<Block> block_records_;
+  Segment* segments_ = nullptr;
+  Segment* idle_ = nullptr;  // segments with no allocated block
+  std::size_t free_bytes_ = 0;
+  std::size_t reserved_bytes_ = 0;
+};
+
+}  // namespace npumem::core

@@ -1,0 +1,50 @@
+// Live pointer -> block lookup: open addressing with linear probing and
+// backward-shift deletion. Device memory has no room for headers (and backing
+// "none" has no pages at all), so the allocator keeps this side table instead.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "core/pool/block.h"
+
+namespace npumem::core {
+
+class PointerMap {
+ public:
+  PointerMap();
+  void insert(std::uintptr_t address, Block* block);
+  Block* find(std::uintptr_t address) const {
+    if (address == 0) return nullptr;
+    return slots_[find_slot(address)].block;
+  }
+  // Removes and returns the block, or nullptr when the address is not present.
+  Block* erase(std::uintptr_t address);
+  std::size_t size() const { return size_; }
+
+ private:
+  struct Slot {
+    std::uintptr_t address = 0;  // 0: empty (no block starts at address 0)
+    Block* block = nullptr;
+  };
+  // Inline: every free looks its pointer up here.
+  std::size_t home(std::uintptr_t address) const {
+    // Fibonacci hashing; addresses are granule aligned so the low bits carry nothing.
+    return static_cast<std::size_t>(((address >> 6) * 0x9E3779B97F4A7C15ull) >> shift_);
+  }
+  // The index of `address`, or of the empty slot where it would go.
+  std::size_t find_slot(std::uintptr_t address) const {
+    std::size_t i = home(address);
+    while (slots_[i].address != 0 && slots_[i].address != address) i = (i + 1) & mask_;
+    return i;
+  }
+  void grow();
+
+  std::vector<Slot> slots_;
+  std::size_t mask_ = 0;
+  unsigned shift_ = 0;  // 64 - log2(slot count): keeps the hash's high bits
+  std::size_t size_ = 0;
+};
+
+}  // namespace npumem::core

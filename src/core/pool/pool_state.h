@@ -1,0 +1,44 @@
+// A pool: its own block pools per tier and kind, its quota and its statistics.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "core/pool/block_pool.h"
+#include "npumem/stats.h"
+
+namespace npumem::core {
+
+struct PoolState {
+  // `totals`: the allocator's statistics, which the block pools count into too.
+  PoolState(std::string pool_name, std::uint64_t quota, Stats* totals,
+            std::optional<Tier> tier = std::nullopt)
+      : name(std::move(pool_name)), quota_bytes(quota), pinned_tier(tier) {
+    for (Tier tier : kAllTiers) {
+      for (PoolKind kind : {PoolKind::small, PoolKind::large}) {
+        blocks[static_cast<int>(tier)][static_cast<int>(kind)] =
+            std::make_unique<BlockPool>(tier, kind, this, totals);
+      }
+    }
+  }
+  BlockPool& block_pool(Tier tier, PoolKind kind) {
+    return *blocks[static_cast<int>(tier)][static_cast<int>(kind)];
+  }
+  const BlockPool& block_pool(Tier tier, PoolKind kind) const {
+    return *blocks[static_cast<int>(tier)][static_cast<int>(kind)];
+  }
+  std::uint64_t reserved_bytes() const {
+    return static_cast<std::uint64_t>(stats.reserved_bytes.all.current);
+  }
+
+  std::string name;
+  std::uint64_t quota_bytes;        // 0: no quota
+  std::optional<Tier> pinned_tier;  // set: allocations come only from this tier
+  Stats stats;                      // before blocks: they count into it until destroyed
+  std::array<std::array<std::unique_ptr<BlockPool>, 2>, kTierCount> blocks;
+};
+
+}  // namespace npumem::core

@@ -1,0 +1,221 @@
+#include "core/strategy/expandable_source.h"
+
+#include <algorithm>
+
+#include "core/pool/align.h"
+#include "core/allocator_impl.h"
+
+namespace npumem::core {
+
+PoolKind ExpandableSource::kind_for(std::size_t size) const {
+  return size <= allocator_.config.small_size ? PoolKind::small : PoolKind::large;
+}
+
+ExpandableSource::Range* ExpandableSource::range_for(PoolState& pool, BlockPool& blocks) {
+  if (auto found = ranges_.find(&blocks); found != ranges_.end()) return &found->second;
+  const Tier tier = blocks.tier();
+  const Config& config = allocator_.config;
+  Range range;
+  range.granule = round_up(blocks.kind() == PoolKind::small ? config.expandable_small_granule
+                                                            : config.expandable_large_granule,
+                           allocator_.granularity(tier));
+  // Twice the tier limit: stitched granules leave holes behind them.
+  range.size =
+      round_up(2 * std::max<std::size_t>(allocator_.limit(tier), range.granule), range.granule);
+  void* base = nullptr;
+  if (allocator_.device->reserve_address(range.size, &base) != DeviceStatus::ok) return nullptr;
+  range.base = reinterpret_cast<std::uintptr_t>(base);
+  range.chunks.resize(range.size / range.granule);
+  blocks.add_segment(range.base, range.size, false);
+  allocator_.add_segments(pool, tier, blocks.kind(), 1, range.size);
+  return &ranges_.emplace(&blocks, std::move(range)).first->second;
+}
+
+std::uintptr_t ExpandableSource::first_whole_granule(const Range& range, const Block& block) {
+  return range.base + round_up(block.address - range.base, range.granule);
+}
+
+Block* ExpandableSource::granule_donor(BlockPool& blocks, const Range& range,
+                                       const Block* keep_beside) const {
+  const auto holds_granule = [&](const Block& b) {
+    return !b.allocated && b.mapped && b.next != keep_beside && b.prev != keep_beside &&
+           first_whole_granule(range, b) + range.granule <= b.address + b.size;
+  };
+  Block* largest = blocks.largest_free_block();
+  if (largest == nullptr || largest->size < range.granule) return nullptr;
+  if (holds_granule(*largest)) return largest;
+  // Only free blocks of a granule or more can hold one: no walk of the whole range.
+  return blocks.find_free(range.granule, holds_granule);
+}
+
+bool ExpandableSource::take_free_granule(PoolState& pool, BlockPool& donor, const BlockPool& taker,
+                                         const Block* keep_beside, PhysicalHandle* out) {
+  const auto found = ranges_.find(&donor);
+  if (found == ranges_.end()) return false;
+  Range& range = found->second;
+  Block* block = granule_donor(donor, range, keep_beside);
+  if (block == nullptr) return false;
+  const std::uintptr_t start = first_whole_granule(range, *block);
+  const std::size_t index = granule_index(range, start);
+  allocator_.device->unmap(reinterpret_cast<void*>(start), range.granule);
+  allocator_.notify(EventKind::unmap, start, range.granule, 0, donor.tier(), pool);
+  donor.unmap_range(block, start, range.granule);
+  *out = range.chunks[index];
+  range.chunks[index] = {};
+  if (&donor != &taker) {
+    const auto bytes = static_cast<std::int64_t>(range.granule);
+    allocator_.add_reserved(pool, donor.tier(), donor.kind(), -bytes);
+    allocator_.add_reserved(pool, taker.tier(), taker.kind(), bytes);
+  }
+  return true;
+}
+
+GrowResult ExpandableSource::new_granule(PoolState& pool, BlockPool& blocks, Range& range,
+                                         PhysicalHandle* out) {
+  const Tier tier = blocks.tier();
+  if (const GrowResult admitted = allocator_.admit(pool, tier, range.granule);
+      admitted != GrowResult::ok) {
+    return admitted;
+  }
+  if (allocator_.device->create_physical(tier, range.granule, out) != DeviceStatus::ok) {
+    return GrowResult::device_refused;
+  }
+  allocator_.count_device_call(pool, true);
+  allocator_.add_reserved(pool, tier, blocks.kind(), static_cast<std::int64_t>(range.granule));
+  return GrowResult::ok;
+}
+
+void ExpandableSource::drop_chunk(PoolState& pool, BlockPool& blocks, PhysicalHandle handle) {
+  const Range& range = ranges_.at(&blocks);
+  allocator_.device->release_physical(handle);
+  allocator_.count_device_call(pool, false);
+  allocator_.add_reserved(pool, blocks.tier(), blocks.kind(),
+                          -static_cast<std::int64_t>(range.granule));
+}
+
+// Mapping right after a free block that ends a mapped stretch needs only the bytes the
+// free block lacks: a request never leaves a whole free tail behind its new granules.
+ExpandableSource::Placement ExpandableSource::placement(const BlockPool& blocks, const Range& range,
+                                                        std::size_t size) const {
+  const auto granules_for = [&](std::size_t bytes) {
+    return round_up(bytes, range.granule) / range.granule;
+  };
+  Placement best;
+  blocks.find_unmapped_if(range.granule, [&](Block& unmapped) {
+    const Block* before = unmapped.prev;
+    if (before == nullptr || before->allocated || !before->mapped || before->size >= size) {
+      return false;
+    }
+    const std::size_t granules = granules_for(size - before->size);
+    if (granules * range.granule <= unmapped.size &&
+        (best.free_before == nullptr || before->size > best.free_before->size)) {
+      best = {&unmapped, before, granules};
+    }
+    return false;  // visit them all: few unmapped stretches exist
+  });
+  if (best.unmapped != nullptr) return best;
+  return {nullptr, nullptr, granules_for(size)};
+}
+
+// Gathers the chunks first (free granules, then new ones), then finds the unmapped
+// stretch, then maps: a failure at any step leaves every block either mapped with
+// its chunk or unmapped, and releases the chunks it could not place.
+GrowResult ExpandableSource::grow(PoolState& pool, BlockPool& blocks, std::size_t size) {
+  Range* range = range_for(pool, blocks);
+  if (range == nullptr) return GrowResult::device_refused;
+  const Placement place = placement(blocks, *range, size);
+  const std::size_t count = place.granules;
+  std::vector<PhysicalHandle> chunks;
+  GrowResult result = GrowResult::ok;
+  BlockPool& sibling = pool.block_pool(
+      blocks.tier(), blocks.kind() == PoolKind::small ? PoolKind::large : PoolKind::small);
+  const auto sibling_range = ranges_.find(&sibling);
+  const bool share_with_sibling =
+      sibling_range != ranges_.end() && sibling_range->second.granule == range->granule;
+  bool released_sibling = share_with_sibling;
+  while (chunks.size() < count) {
+    PhysicalHandle handle;
+    if (!take_free_granule(pool, blocks, blocks, place.unmapped, &handle) &&
+        !(share_with_sibling && take_free_granule(pool, sibling, blocks, nullptr, &handle))) {
+      // New memory past the high-water mark raises the footprint for good: first give
+      // back the sibling kind's whole free granules (of another size, so not taken).
+      if (!released_sibling && allocator_.would_raise_high_water(blocks.tier(), range->granule)) {
+        release(pool, sibling);
+        released_sibling = true;
+      }
+      result = new_granule(pool, blocks, *range, &handle);
+      if (result != GrowResult::ok) break;
+    }
+    chunks.push_back(handle);
+  }
+  Block* target = result != GrowResult::ok    ? nullptr
+                  : place.unmapped != nullptr ? place.unmapped
+                                              : blocks.find_unmapped(count * range->granule);
+  if (target == nullptr && result == GrowResult::ok) result = GrowResult::device_refused;
+  std::size_t placed = 0;
+  for (; result == GrowResult::ok && placed < chunks.size(); ++placed) {
+    const std::uintptr_t address = target->address;
+    if (allocator_.device->map(reinterpret_cast<void*>(address), chunks[placed]) !=
+        DeviceStatus::ok) {
+      result = GrowResult::device_refused;
+      break;
+    }
+    range->chunks[granule_index(*range, address)] = chunks[placed];
+    allocator_.notify(EventKind::map, address, range->granule, 0, blocks.tier(), pool);
+    const Block* mapped = blocks.map_front(target, range->granule);
+    target = mapped->next;
+  }
+  for (std::size_t i = placed; i < chunks.size(); ++i) drop_chunk(pool, blocks, chunks[i]);
+  return result;
+}
+
+std::size_t ExpandableSource::release(PoolState& pool, BlockPool& blocks) {
+  const auto found = ranges_.find(&blocks);
+  if (found == ranges_.end()) return 0;
+  Range& range = found->second;
+  struct Run {
+    Block* block;
+    std::uintptr_t start;
+    std::size_t bytes;
+  };
+  std::vector<Run> runs;
+  // Free blocks of a granule or more, from the free index: no walk of the whole range.
+  blocks.find_free(range.granule, [&](Block& b) {
+    const std::uintptr_t start = range.base + round_up(b.address - range.base, range.granule);
+    const std::uintptr_t end =
+        range.base + (b.address + b.size - range.base) / range.granule * range.granule;
+    if (end > start) runs.push_back({&b, start, end - start});
+    return false;  // visit them all
+  });
+  std::size_t released = 0;
+  for (const Run& run : runs) {
+    for (std::uintptr_t a = run.start; a < run.start + run.bytes; a += range.granule) {
+      const std::size_t index = granule_index(range, a);
+      allocator_.device->unmap(reinterpret_cast<void*>(a), range.granule);
+      allocator_.notify(EventKind::unmap, a, range.granule, 0, blocks.tier(), pool);
+      drop_chunk(pool, blocks, range.chunks[index]);
+      range.chunks[index] = {};
+    }
+    blocks.unmap_range(run.block, run.start, run.bytes);
+    released += run.bytes;
+  }
+  return released;
+}
+
+void ExpandableSource::release_all(PoolState& pool, BlockPool& blocks) {
+  const auto found = ranges_.find(&blocks);
+  if (found == ranges_.end()) return;
+  Range& range = found->second;
+  for (std::size_t i = 0; i < range.chunks.size(); ++i) {
+    if (!range.chunks[i]) continue;
+    allocator_.device->unmap(reinterpret_cast<void*>(range.base + i * range.granule),
+                             range.granule);
+    allocator_.device->release_physical(range.chunks[i]);
+  }
+  allocator_.device->release_address(reinterpret_cast<void*>(range.base), range.size);
+  blocks.clear();
+  ranges_.erase(found);
+  static_cast<void>(pool);
+}
+
+}  // namespace npumem::core

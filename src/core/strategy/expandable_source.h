@@ -1,0 +1,64 @@
+// The expandable strategy: per pool, tier and kind one reserved virtual range;
+// physical memory is created in granules and mapped where the pool needs it. A
+// large request with no contiguous free block first takes whole free granules from
+// anywhere in the range and maps them side by side in an unmapped stretch
+// ("stitching", as in GMLake), creating new physical memory only for the rest.
+// Reclaim unmaps whole free granules and releases their memory.
+#pragma once
+
+#include <map>
+#include <vector>
+
+#include "core/strategy/segment_source.h"
+#include "npumem/allocator.h"
+
+namespace npumem::core {
+
+class ExpandableSource : public SegmentSource {
+ public:
+  explicit ExpandableSource(Allocator::Impl& allocator) : allocator_(allocator) {}
+  GrowResult grow(PoolState& pool, BlockPool& blocks, std::size_t size) override;
+  std::size_t release(PoolState& pool, BlockPool& blocks) override;
+  void release_all(PoolState& pool, BlockPool& blocks) override;
+  PoolKind kind_for(std::size_t size) const override;
+
+ private:
+  struct Range {
+    std::uintptr_t base = 0;
+    std::size_t size = 0;
+    std::size_t granule = 0;
+    std::vector<PhysicalHandle> chunks;  // by granule index; empty handle: unmapped
+  };
+
+  // Where new granules go: an unmapped block, and the free mapped block right before
+  // it whose bytes the request uses too (nullptr when there is none).
+  struct Placement {
+    Block* unmapped = nullptr;
+    const Block* free_before = nullptr;
+    std::size_t granules = 0;  // to map at the front of `unmapped`
+  };
+
+  Range* range_for(PoolState& pool, BlockPool& blocks);
+  Placement placement(const BlockPool& blocks, const Range& range, std::size_t size) const;
+  // Unmaps one whole free granule of `donor` and hands over its chunk, re-accounting
+  // its bytes to `taker` when that is the sibling pool kind.
+  // Never takes from a block next to `keep_beside` (the placement's unmapped block),
+  // so the placement stays as it was chosen.
+  bool take_free_granule(PoolState& pool, BlockPool& donor, const BlockPool& taker,
+                         const Block* keep_beside, PhysicalHandle* out);
+  // A free mapped block of `blocks` holding a whole granule and not next to
+  // `keep_beside`, or nullptr.
+  Block* granule_donor(BlockPool& blocks, const Range& range, const Block* keep_beside) const;
+  // The start of the first whole granule inside a free block (or its end when none).
+  static std::uintptr_t first_whole_granule(const Range& range, const Block& block);
+  GrowResult new_granule(PoolState& pool, BlockPool& blocks, Range& range, PhysicalHandle* out);
+  void drop_chunk(PoolState& pool, BlockPool& blocks, PhysicalHandle handle);
+  std::size_t granule_index(const Range& range, std::uintptr_t address) const {
+    return (address - range.base) / range.granule;
+  }
+
+  Allocator::Impl& allocator_;
+  std::map<const BlockPool*, Range> ranges_;
+};
+
+}  // namespace npumem::core

@@ -1,0 +1,481 @@
+#include "core/strategy/planned_source.h"
+
+#include <algorithm>
+
+#include "core/pool/align.h"
+#include "core/allocator_impl.h"
+#include "npumem/errors.h"
+
+namespace npumem::core {
+namespace {
+
+// A plan is chosen among those whose first requests match this iteration's so far;
+// past this many requests the choice is final.
+constexpr std::uint32_t kSignatureRequests = 16;
+constexpr std::size_t kMaxPlans = 8;
+// Fallbacks an iteration may have before it counts as having left its plan (also at
+// least 1/64 of the plan's requests).
+constexpr std::uint64_t kStrayFallbacks = 4;
+// Holes smaller than this in the fallback's segments are not planned into.
+constexpr std::size_t kMinHole = 1 << 20;
+constexpr int kHoleRounds = 64;
+// Event times are 32-bit; an iteration longer than this is not recorded past it.
+constexpr std::uint32_t kMaxEvents = 1u << 31;
+
+}  // namespace
+
+PlannedSource::PlannedSource(Allocator::Impl& allocator,
+                             std::shared_ptr<const ArenaPlanner> planner)
+    : allocator_(allocator), fallback_(allocator), planner_(std::move(planner)) {
+  if (!planner_) throw ConfigError("the planned strategy needs a planner (ArenaPlanner)");
+}
+
+PoolState& PlannedSource::default_pool() const {
+  return *allocator_.pools.front();
+}
+
+BlockPool& PlannedSource::arena_blocks() const {
+  return default_pool().block_pool(Tier::hbm, PoolKind::large);
+}
+
+// While a plan serves, fallbacks are strays: a segment of their own size each, not
+// one shared with room for more.
+GrowResult PlannedSource::grow(PoolState& pool, BlockPool& blocks, std::size_t size) {
+  if (served_ == nullptr || abandoned_ || blocks.kind() == PoolKind::small) {
+    return fallback_.grow(pool, blocks, size);
+  }
+  return fallback_.add_segment(pool, blocks, round_up(size, allocator_.granularity(blocks.tier())));
+}
+
+// The arena is a cache like any other: reclaim and empty_cache give it back when
+// nothing lives in it, and the next iteration boundary reserves it again.
+std::size_t PlannedSource::release(PoolState& pool, BlockPool& blocks) {
+  if (arena_ != nullptr && arena_->allocated_blocks == 0 && &blocks == &arena_blocks()) {
+    arena_ = nullptr;
+  }
+  return fallback_.release(pool, blocks);
+}
+
+void PlannedSource::release_all(PoolState& pool, BlockPool& blocks) {
+  if (&blocks == &arena_blocks()) arena_ = nullptr;
+  fallback_.release_all(pool, blocks);
+}
+
+PlannedSource::Plan* PlannedSource::matching_plan(std::uint32_t index) const {
+  for (const auto& plan : plans_) {
+    if (plan->sizes.size() <= index) continue;
+    bool same = true;
+    for (std::uint32_t i = 0; i <= index && same; ++i) {
+      same = plan->sizes[i] == current_.requests[i].size;
+    }
+    if (same) return plan.get();
+  }
+  return nullptr;
+}
+
+bool PlannedSource::too_many_misses() const {
+  return iteration_misses_ > kStrayFallbacks && iteration_misses_ * 64 > served_->sizes.size();
+}
+
+Block* PlannedSource::take(PoolState& pool, std::size_t size) {
+  pending_ = false;
+  if (&pool != &default_pool() || current_.iteration == 0 || current_.clock >= kMaxEvents) {
+    return nullptr;
+  }
+  const auto index = static_cast<std::uint32_t>(current_.requests.size());
+  current_.requests.push_back({size, current_.clock++, kOpen});
+  pending_ = true;
+  const bool on_plan =
+      served_ != nullptr && index < served_->sizes.size() && served_->sizes[index] == size;
+  if (!on_plan && index < kSignatureRequests) {
+    if (Plan* plan = matching_plan(index)) served_ = plan;
+  }
+  if (index == 0) prepare_arena();
+  if (served_ == nullptr) {
+    ++stats_.learning;
+    stats_.learning_bytes += size;
+    return nullptr;
+  }
+  steady_ = true;
+  served_->last_used = current_.iteration;
+  if (!abandoned_ && too_many_misses()) {
+    // The iteration has left its plan: the rest is the caching strategy's, with the
+    // arena's free space, rather than strays beside a reserved arena.
+    abandoned_ = true;
+    if (arena_ != nullptr) arena_blocks().set_closed(*arena_, false);
+    close_fallback_segments(false);
+  }
+  Block* block = nullptr;
+  const bool unplanned = index < served_->sizes.size() && served_->sizes[index] == size &&
+                         served_->offsets[index] == kNoSlot && served_->hole_address[index] == 0;
+  if (!abandoned_ && !unplanned && index < served_->sizes.size() && served_->sizes[index] == size) {
+    if (const std::uintptr_t hole = served_->hole_address[index]; hole != 0) {
+      if (Segment* segment = segment_at(hole)) block = arena_blocks().take_at(*segment, hole, size);
+    } else if (arena_ != nullptr && served_->offsets[index] + size <= arena_->size) {
+      block = arena_blocks().take_at(*arena_, arena_->address + served_->offsets[index], size);
+    }
+  }
+  if (block != nullptr) {
+    ++stats_.hits;
+    stats_.hit_bytes += size;
+  } else if (unplanned) {
+    ++stats_.lasting;
+    stats_.lasting_bytes += size;
+    ++iteration_lasting_;
+  } else {
+    ++stats_.fallbacks;
+    stats_.fallback_bytes += size;
+    ++iteration_fallbacks_;
+    ++iteration_misses_;
+  }
+  return block;
+}
+
+void PlannedSource::allocated(Block& block) {
+  block.sequence =
+      pending_ ? (current_.iteration << 32) | (current_.requests.size() - 1) : std::uint64_t{0};
+  pending_ = false;
+  if (steady_) {
+    const Stats& s = allocator_.stats;
+    stats_.steady_peak_reserved_bytes =
+        std::max(stats_.steady_peak_reserved_bytes,
+                 static_cast<std::uint64_t>(s.reserved_bytes.all.current));
+    stats_.steady_peak_requested_bytes =
+        std::max(stats_.steady_peak_requested_bytes,
+                 static_cast<std::uint64_t>(s.requested_bytes.all.current));
+  }
+}
+
+void PlannedSource::freed(const Block& block) {
+  if (block.sequence != 0 && current_.clock < kMaxEvents) {
+    const std::uint64_t iteration = block.sequence >> 32;
+    const auto index = static_cast<std::uint32_t>(block.sequence & 0xffffffffu);
+    if (iteration == current_.iteration) {
+      current_.requests[index].free_time = current_.clock++;
+    } else if (iteration == previous_.iteration) {
+      current_.carried.push_back({index, current_.clock++});
+    }
+  }
+}
+
+bool PlannedSource::release_block(PoolState& pool, Block* block) {
+  // While plans serve, the fallback keeps no cache: a segment it no longer uses
+  // goes back at once, so the reserved bytes stay at the arena plus what lives.
+  const Segment& segment = *block->segment;
+  if ((served_ == nullptr && !plans_expected_) || abandoned_ || is_arena(segment) ||
+      segment.kind != PoolKind::large || segment.allocated_blocks != 1) {
+    return false;
+  }
+  BlockPool& blocks = pool.block_pool(segment.tier, segment.kind);
+  blocks.release(block);
+  fallback_.release_except(pool, blocks, [&](const Segment& s) { return is_arena(s); });
+  return true;
+}
+
+void PlannedSource::iteration_boundary() {
+  if (current_.iteration != 0) {
+    bool learn_now = false;
+    if (served_ != nullptr) {
+      ++served_->iterations_served;
+      served_->fallback_streak = iteration_fallbacks_ == 0 ? 0 : served_->fallback_streak + 1;
+      // Re-learn when fallbacks are more than a few strays, keep happening, or come
+      // in the plan's first iteration; so too requests it kept out of the arena, once,
+      // when it was learned without the iteration before: that iteration shows which
+      // of them outlive the iteration and which go in the next.
+      const bool unproven_lasting = iteration_lasting_ != 0 && !served_->saw_previous;
+      learn_now =
+          too_many_misses() || served_->fallback_streak >= 2 ||
+          ((iteration_fallbacks_ != 0 || unproven_lasting) && served_->iterations_served == 1);
+    } else {
+      learn_now = !current_.requests.empty();
+    }
+    if (learn_now) {
+      release_fallback_cache();  // first: what stays has live blocks, its holes are stable
+      learn();
+    }
+    plans_expected_ = learn_now || served_ != nullptr;
+  }
+  served_ = nullptr;
+  abandoned_ = false;
+  iteration_fallbacks_ = 0;
+  iteration_lasting_ = 0;
+  iteration_misses_ = 0;
+  previous_ = std::move(current_);
+  current_ = Recording{};
+  current_.iteration = previous_.iteration + 1;
+  current_.requests.reserve(previous_.requests.size());
+  if (arena_ != nullptr) arena_blocks().set_closed(*arena_, true);
+}
+
+// Lifetimes on the iteration's cycle: a request freed in the next iteration (found by
+// the previous iteration's request at the same index, freed during this one) lives
+// past the end; one still live with no such evidence outlives its iteration (weights,
+// optimizer state, a cache) and gets no place in the arena. The cycle is cut where
+// the fewest planned bytes live, and what lives across the cut is planned for the
+// whole iteration.
+void PlannedSource::learn() {
+  const Recording& rec = current_;
+  const std::uint64_t period = rec.clock;
+  if (period == 0) return;
+  std::vector<std::uint32_t> freed_next(previous_.requests.size(), kOpen);
+  for (const CarriedFree& c : rec.carried) freed_next[c.index] = c.time;
+
+  const std::size_t n = rec.requests.size();
+  std::vector<std::uint64_t> first(n), last(n);
+  std::vector<bool> planned(n, false);
+  std::vector<std::int64_t> live_change(period + 1, 0);
+  const auto add_live = [&](std::uint64_t from, std::uint64_t to, std::int64_t bytes) {
+    live_change[from] += bytes;
+    live_change[to + 1] -= bytes;
+  };
+  for (std::size_t j = 0; j < n; ++j) {
+    const Request& r = rec.requests[j];
+    first[j] = r.alloc_time;
+    if (r.free_time != kOpen) {
+      last[j] = r.free_time;
+    } else if (j < previous_.requests.size() && previous_.requests[j].size == r.size &&
+               freed_next[j] != kOpen && freed_next[j] < r.alloc_time) {
+      last[j] = period + freed_next[j];
+    } else {
+      continue;
+    }
+    planned[j] = true;
+    const auto bytes = static_cast<std::int64_t>(r.size);
+    if (last[j] < period) {
+      add_live(first[j], last[j], bytes);
+    } else {
+      add_live(first[j], period - 1, bytes);
+      add_live(0, last[j] - period, bytes);
+    }
+  }
+  std::uint64_t cut = 0;
+  std::int64_t live = 0;
+  std::int64_t least = 0;
+  for (std::uint64_t t = 0; t < period; ++t) {
+    live += live_change[t];
+    if (t == 0 || live < least) {
+      least = live;
+      cut = t;
+    }
+  }
+  std::vector<TensorLifetime> lifetimes;
+  std::vector<std::size_t> owners;
+  for (std::size_t j = 0; j < n; ++j) {
+    if (!planned[j]) continue;
+    const bool across_cut =
+        (first[j] < cut && cut <= last[j]) || (last[j] >= period && cut <= last[j] - period);
+    TensorLifetime lifetime{rec.requests[j].size, 0, period - 1};
+    if (!across_cut) {
+      lifetime.first_op = (first[j] + period - cut) % period;
+      lifetime.last_op = lifetime.first_op + (last[j] - first[j]);
+    }
+    lifetimes.push_back(lifetime);
+    owners.push_back(j);
+  }
+  const std::vector<std::uintptr_t> in_hole = place_in_holes(lifetimes, period);
+  std::vector<TensorLifetime> in_arena;
+  for (std::size_t i = 0; i < lifetimes.size(); ++i) {
+    if (in_hole[i] == 0) in_arena.push_back(lifetimes[i]);
+  }
+  const ArenaLayout layout = planner_->lay_out(in_arena, allocator_.config.granule);
+
+  auto plan = std::make_unique<Plan>();
+  plan->sizes.reserve(n);
+  for (const Request& r : rec.requests) plan->sizes.push_back(r.size);
+  plan->offsets.assign(n, kNoSlot);
+  plan->hole_address.assign(n, 0);
+  for (std::size_t i = 0, next = 0; i < owners.size(); ++i) {
+    if (in_hole[i] != 0) {
+      plan->hole_address[owners[i]] = in_hole[i];
+    } else {
+      plan->offsets[owners[i]] = layout.offsets[next++];
+    }
+  }
+  plan->arena_bytes = layout.arena_bytes;
+  plan->lower_bound_bytes = layout.lower_bound_bytes;
+  plan->planned_requests = owners.size();
+  plan->last_used = rec.iteration;
+  plan->saw_previous = !previous_.requests.empty();
+  ++stats_.plans_learned;
+  keep_plan(std::move(plan));
+}
+
+// Free space inside the fallback's segments that hold live blocks (weights, optimizer
+// state): caching reuses it for activations, so the plan does too, before it sizes the
+// arena. In rounds, the tensors live at the arena's peak go, largest first, to the
+// first hole with room over their lifetime; the rounds end when the peak cannot drop.
+// Returns each tensor's address in a hole, 0 for the arena.
+std::vector<std::uintptr_t> PlannedSource::place_in_holes(
+    const std::vector<TensorLifetime>& tensors, std::uint64_t period) {
+  struct Placed {
+    std::uint64_t first_op, last_op;
+    std::uintptr_t begin, end;
+  };
+  struct Hole {
+    std::uintptr_t begin, end;
+    std::vector<Placed> placed;
+  };
+  std::vector<std::uintptr_t> address(tensors.size(), 0);
+  std::vector<Hole> holes;
+  for (const Segment* s = arena_blocks().segments(); s != nullptr; s = s->next) {
+    if (is_arena(*s) || s->allocated_blocks == 0) continue;
+    // A segment held only by this iteration's tensors (freed in the next) may go.
+    bool lasting = true;
+    for (const Block* b = s->first; b != nullptr && lasting; b = b->next) {
+      lasting = !b->allocated || (b->sequence >> 32) != current_.iteration;
+    }
+    if (!lasting) continue;
+    for (const Block* b = s->first; b != nullptr; b = b->next) {
+      if (!b->allocated && b->mapped && b->size >= kMinHole) {
+        holes.push_back({b->address, b->address + b->size, {}});
+      }
+    }
+  }
+  if (holes.empty()) return address;
+  const auto fit = [](Hole& hole, const TensorLifetime& t) -> std::uintptr_t {
+    std::vector<std::pair<std::uintptr_t, std::uintptr_t>> taken;
+    for (const Placed& p : hole.placed) {
+      if (p.first_op <= t.last_op && t.first_op <= p.last_op) taken.emplace_back(p.begin, p.end);
+    }
+    std::sort(taken.begin(), taken.end());
+    std::uintptr_t at = hole.begin;
+    for (const auto& [begin, end] : taken) {
+      if (begin >= at + t.bytes) break;
+      at = std::max(at, end);
+    }
+    if (at + t.bytes > hole.end) return 0;
+    hole.placed.push_back({t.first_op, t.last_op, at, at + t.bytes});
+    return at;
+  };
+  std::vector<std::int64_t> live(period + 1);
+  for (int round = 0; round < kHoleRounds; ++round) {
+    std::fill(live.begin(), live.end(), 0);
+    for (std::size_t i = 0; i < tensors.size(); ++i) {
+      if (address[i] != 0) continue;
+      live[tensors[i].first_op] += static_cast<std::int64_t>(tensors[i].bytes);
+      live[tensors[i].last_op + 1] -= static_cast<std::int64_t>(tensors[i].bytes);
+    }
+    std::uint64_t peak_op = 0;
+    std::int64_t running = 0;
+    std::int64_t peak = -1;
+    for (std::uint64_t t = 0; t < period; ++t) {
+      running += live[t];
+      if (running > peak) {
+        peak = running;
+        peak_op = t;
+      }
+    }
+    std::vector<std::size_t> at_peak;
+    for (std::size_t i = 0; i < tensors.size(); ++i) {
+      if (address[i] == 0 && tensors[i].first_op <= peak_op && peak_op <= tensors[i].last_op) {
+        at_peak.push_back(i);
+      }
+    }
+    std::sort(at_peak.begin(), at_peak.end(),
+              [&](std::size_t a, std::size_t b) { return tensors[a].bytes > tensors[b].bytes; });
+    bool moved = false;
+    for (std::size_t i : at_peak) {
+      for (Hole& hole : holes) {
+        if (const std::uintptr_t at = fit(hole, tensors[i]); at != 0) {
+          address[i] = at;
+          moved = true;
+          break;
+        }
+      }
+    }
+    if (!moved) break;
+  }
+  return address;
+}
+
+Segment* PlannedSource::segment_at(std::uintptr_t address) const {
+  for (Segment* s = arena_blocks().segments(); s != nullptr; s = s->next) {
+    if (address >= s->address && address < s->address + s->size) return s;
+  }
+  return nullptr;
+}
+
+void PlannedSource::close_fallback_segments(bool closed) {
+  BlockPool& blocks = arena_blocks();
+  for (Segment* s = blocks.segments(); s != nullptr; s = s->next) {
+    if (!is_arena(*s)) blocks.set_closed(*s, closed);
+  }
+}
+
+// A re-learned plan replaces the one that served; a plan of a known sequence replaces
+// its twin; past kMaxPlans the least recently used goes.
+void PlannedSource::keep_plan(std::unique_ptr<Plan> plan) {
+  for (auto& kept : plans_) {
+    if (kept.get() == served_ || kept->sizes == plan->sizes) {
+      kept = std::move(plan);
+      return;
+    }
+  }
+  plans_.push_back(std::move(plan));
+  if (plans_.size() > kMaxPlans) {
+    const auto oldest =
+        std::min_element(plans_.begin(), plans_.end(),
+                         [](const auto& a, const auto& b) { return a->last_used < b->last_used; });
+    plans_.erase(oldest);
+  }
+}
+
+void PlannedSource::release_fallback_cache() {
+  allocator_.flush_recycled();
+  PoolState& pool = default_pool();
+  for (Tier tier : kAllTiers) {
+    for (PoolKind kind : {PoolKind::small, PoolKind::large}) {
+      fallback_.release_except(pool, pool.block_pool(tier, kind),
+                               [&](const Segment& s) { return is_arena(s); });
+    }
+  }
+}
+
+void PlannedSource::release_arena() {
+  fallback_.release_except(default_pool(), arena_blocks(),
+                           [&](const Segment& s) { return !is_arena(s); });
+  arena_ = nullptr;
+}
+
+// Decided at an iteration's first request. A plan serves: one arena, sized to the
+// largest plan in use, replaces the fallback's cache (reserved when missing, resized when
+// nothing lives in it) and is the plans' alone. No plan serves (learning, or shapes
+// that do not repeat): the iteration is the caching strategy's, and the arena stays,
+// lending the fallback its free space, so shapes that come back find it (and the
+// learning iteration does not reserve beside it); reclaim and empty_cache give it
+// back when nothing lives in it.
+void PlannedSource::prepare_arena() {
+  close_fallback_segments(served_ != nullptr);
+  if (served_ == nullptr) {
+    if (arena_ != nullptr) arena_blocks().set_closed(*arena_, false);
+    return;
+  }
+  // The largest plan that has served: shapes seen once do not size it.
+  std::uint64_t needed = served_->arena_bytes;
+  for (const auto& plan : plans_) {
+    if (plan->iterations_served != 0) needed = std::max(needed, plan->arena_bytes);
+  }
+  needed = round_up(needed, allocator_.granularity(Tier::hbm));
+  if (arena_ != nullptr && arena_->size != needed && arena_->allocated_blocks == 0) {
+    release_arena();
+  }
+  if (arena_ == nullptr && needed != 0) {  // 0: the plans fit in the fallback's holes
+    release_fallback_cache();
+    if (fallback_.add_segment(default_pool(), arena_blocks(), needed) == GrowResult::ok) {
+      arena_ = arena_blocks().segments();
+    }
+  }
+  if (arena_ != nullptr) arena_blocks().set_closed(*arena_, true);
+}
+
+PlannedStats PlannedSource::stats() const {
+  PlannedStats out = stats_;
+  out.arena_bytes = arena_ == nullptr ? 0 : arena_->size;
+  for (const auto& plan : plans_) {
+    out.plans.push_back({plan->sizes.size(), plan->planned_requests, plan->arena_bytes,
+                         plan->lower_bound_bytes, plan->iterations_served});
+  }
+  return out;
+}
+
+}  // namespace npumem::core

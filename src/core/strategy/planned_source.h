@@ -1,0 +1,114 @@
+// The planned strategy: learns an iteration's requests and lifetimes, lays them out
+// with an ArenaPlanner, and serves the k-th request of a later iteration at its planned
+// offset in one arena when its size matches. Everything else (requests before the
+// first iteration mark, named pools, mismatches, iterations no plan serves) takes the
+// caching strategy's path, which may use the arena's free space: learning costs no
+// more memory than caching.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "core/strategy/caching_source.h"
+#include "npumem/arena_planner.h"
+
+namespace npumem::core {
+
+class PlannedSource : public SegmentSource {
+ public:
+  PlannedSource(Allocator::Impl& allocator, std::shared_ptr<const ArenaPlanner> planner);
+  GrowResult grow(PoolState& pool, BlockPool& blocks, std::size_t size) override;
+  std::size_t release(PoolState& pool, BlockPool& blocks) override;
+  void release_all(PoolState& pool, BlockPool& blocks) override;
+  PoolKind kind_for(std::size_t size) const override { return fallback_.kind_for(size); }
+
+  // The allocator's flow calls these with its lock held.
+  // A request of `size` rounded bytes: its block at the planned offset, or nullptr
+  // for the usual flow.
+  Block* take(PoolState& pool, std::size_t size);
+  // The block that served the request take() saw last.
+  void allocated(Block& block);
+  // `block` is being freed (it may yet be kept by a front cache).
+  void freed(const Block& block);
+  // `block`, freed and not kept, goes back; true when this released it (the caller must not).
+  bool release_block(PoolState& pool, Block* block);
+  // One iteration ends, the next starts: learns, re-learns, sizes the arena.
+  void iteration_boundary();
+  PlannedStats stats() const;
+
+ private:
+  static constexpr std::uint32_t kOpen = ~std::uint32_t{0};
+  static constexpr std::uint64_t kNoSlot = ~std::uint64_t{0};
+
+  struct Request {
+    std::size_t size = 0;
+    std::uint32_t alloc_time = 0;
+    std::uint32_t free_time = kOpen;
+  };
+  // A free, during this iteration, of a request of the previous one.
+  struct CarriedFree {
+    std::uint32_t index = 0;
+    std::uint32_t time = 0;
+  };
+  struct Recording {
+    std::uint64_t iteration = 0;  // 0: before the first mark, nothing is recorded
+    std::vector<Request> requests;
+    std::vector<CarriedFree> carried;
+    std::uint32_t clock = 0;  // recorded events so far: the time of lifetimes
+  };
+  struct Plan {
+    std::vector<std::size_t> sizes;      // every request of the learned iteration
+    std::vector<std::uint64_t> offsets;  // kNoSlot: not in the arena
+    // Nonzero: placed at this address, in a hole of a fallback segment, not the arena.
+    std::vector<std::uintptr_t> hole_address;
+    std::uint64_t arena_bytes = 0;
+    std::uint64_t lower_bound_bytes = 0;
+    std::uint64_t planned_requests = 0;
+    std::uint64_t iterations_served = 0;
+    std::uint32_t fallback_streak = 0;  // consecutive served iterations with fallbacks
+    std::uint64_t last_used = 0;        // iteration, for eviction
+    // Learned with the iteration before on record: what it kept out of the arena had
+    // the chance to show that it goes in the next iteration.
+    bool saw_previous = false;
+  };
+
+  PoolState& default_pool() const;
+  BlockPool& arena_blocks() const;
+  bool is_arena(const Segment& segment) const { return &segment == arena_; }
+  Plan* matching_plan(std::uint32_t index) const;
+  // More misses in this iteration than a few strays.
+  bool too_many_misses() const;
+  void learn();
+  std::vector<std::uintptr_t> place_in_holes(const std::vector<TensorLifetime>& tensors,
+                                             std::uint64_t period);
+  Segment* segment_at(std::uintptr_t address) const;
+  // Closes (while a plan serves) or opens the free space of the fallback's large
+  // segments, so that fallbacks do not take the holes the plan uses.
+  void close_fallback_segments(bool closed);
+  void keep_plan(std::unique_ptr<Plan> plan);
+  void release_fallback_cache();
+  void release_arena();
+  void prepare_arena();
+
+  Allocator::Impl& allocator_;
+  CachingSource fallback_;
+  std::shared_ptr<const ArenaPlanner> planner_;
+  std::vector<std::unique_ptr<Plan>> plans_;
+  Segment* arena_ = nullptr;  // in the default pool's HBM large block pool
+  Recording current_;
+  Recording previous_;
+  Plan* served_ = nullptr;  // the plan serving this iteration
+  // The previous iteration learned or was served: plans should serve this one.
+  bool plans_expected_ = false;
+  bool abandoned_ = false;  // this iteration left its plan (too many fallbacks)
+  bool pending_ = false;    // take() recorded a request not yet allocated
+  std::uint64_t iteration_fallbacks_ = 0;
+  std::uint64_t iteration_lasting_ = 0;  // requests the plan keeps out of the arena
+  // Fallbacks the plan did not foresee: another size, or its range not free.
+  std::uint64_t iteration_misses_ = 0;
+  PlannedStats stats_;
+  bool steady_ = false;  // a plan has served an iteration
+};
+
+}  // namespace npumem::core

@@ -1,0 +1,57 @@
+#include "core/strategy/static_source.h"
+
+#include "core/pool/align.h"
+#include "core/allocator_impl.h"
+#include "npumem/errors.h"
+#include "npumem/units.h"
+
+namespace npumem::core {
+
+void StaticSource::pool_created(PoolState& pool) {
+  const bool is_default = allocator_.pools.empty() || allocator_.pools.front().get() == &pool;
+  const std::uint64_t requested = is_default ? allocator_.config.static_size : pool.quota_bytes;
+  if (requested == 0) {
+    throw ConfigError(is_default ? "static strategy needs static_size:<bytes> (the arena size)"
+                                 : "static strategy: pool '" + pool.name +
+                                       "' needs a quota, which sizes its arena");
+  }
+  const std::size_t bytes = round_up(requested, allocator_.granularity(Tier::hbm));
+  BlockPool& blocks = pool.block_pool(Tier::hbm, PoolKind::large);
+  const GrowResult reserved = fallback_.add_segment(pool, blocks, bytes);
+  if (reserved == GrowResult::device_refused) {
+    // Within the limit, so the device itself said no: a fault or memory held elsewhere.
+    throw OutOfMemory("out of memory: the device refused the static arena of " +
+                          format_bytes(bytes) + " for pool '" + pool.name +
+                          "', which is within the HBM limit (" +
+                          format_bytes(allocator_.limit(Tier::hbm)) +
+                          ").\nAdvice: a device fault, or memory held outside this allocator "
+                          "(another process on the device; check npumem smi); retry, or lower "
+                          "static_size.",
+                      bytes, pool.name);
+  }
+  if (reserved != GrowResult::ok) {
+    throw OutOfMemory("out of memory: the static arena of " + format_bytes(bytes) + " for pool '" +
+                          pool.name + "' does not fit in HBM (limit " +
+                          format_bytes(allocator_.limit(Tier::hbm)) +
+                          ").\nAdvice: lower static_size (npumem replay --advise measures what "
+                          "a workload needs) or use a larger device.",
+                      bytes, pool.name);
+  }
+  arenas_.insert(blocks.segments()->address);
+}
+
+GrowResult StaticSource::grow(PoolState& pool, BlockPool& blocks, std::size_t size) {
+  if (!allocator_.config.static_fallback) return GrowResult::arena_exhausted;
+  return fallback_.grow(pool, blocks, size);
+}
+
+std::size_t StaticSource::release(PoolState& pool, BlockPool& blocks) {
+  return fallback_.release_except(
+      pool, blocks, [&](const Segment& segment) { return arenas_.count(segment.address) != 0; });
+}
+
+void StaticSource::release_all(PoolState& pool, BlockPool& blocks) {
+  fallback_.release_all(pool, blocks);
+}
+
+}  // namespace npumem::core

@@ -1,0 +1,128 @@
+#include "core/pool/block_pool.h"
+
+#include <gtest/gtest.h>
+
+#include <limits>
+#include <map>
+#include <vector>
+
+namespace npumem::core {
+namespace {
+
+constexpr std::size_t kAny = std::numeric_limits<std::size_t>::max();
+
+TEST(BlockPool, SplitsTakesAndMergesBack) {
+  BlockPool pool(Tier::hbm, PoolKind::large, nullptr);
+  pool.add_segment(0x100000, 1 << 20);
+  Block* a = pool.take(4096, kAny, 512, kAny);
+  Block* b = pool.take(8192, kAny, 512, kAny);
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(a->address, 0x100000u);
+  EXPECT_EQ(b->address, 0x100000u + 4096);
+  EXPECT_EQ(pool.free_bytes(), (1u << 20) - 4096 - 8192);
+  pool.release(a);
+  Block* merged = pool.release(b);
+  EXPECT_EQ(merged->address, 0x100000u);
+  EXPECT_EQ(merged->size, 1u << 20);
+  EXPECT_EQ(pool.free_bytes(), 1u << 20);
+}
+
+TEST(BlockPool, KeepsSmallRemaindersAttached) {
+  BlockPool pool(Tier::hbm, PoolKind::small, nullptr);
+  pool.add_segment(0x200000, 8192);
+  Block* a = pool.take(8192 - 256, kAny, 512, kAny);
+  EXPECT_EQ(a->size, 8192u);  // a 256 B tail is below the split remainder
+  EXPECT_EQ(pool.free_bytes(), 0u);
+}
+
+TEST(BlockPool, UnsplittableBlocksStayWhole) {
+  BlockPool pool(Tier::hbm, PoolKind::large, nullptr);
+  pool.add_segment(0x400000, 1 << 24);
+  Block* a = pool.take(1 << 20, kAny, 512, 1 << 22);
+  EXPECT_EQ(a->size, 1u << 24);
+}
+
+TEST(BlockPool, RemovesOnlyWhollyFreeSegments) {
+  BlockPool pool(Tier::ddr, PoolKind::large, nullptr);
+  pool.add_segment(0x1000000, 1 << 20);
+  pool.add_segment(0x2000000, 1 << 20);
+  Block* held = pool.take(1 << 20, kAny, 512, kAny);
+  std::size_t given_back = 0;
+  const auto keep_none = [](const Segment&) { return false; };
+  EXPECT_EQ(pool.remove_free_segments(keep_none, [&](const Segment& s) { given_back += s.size; }),
+            1u << 20);
+  EXPECT_EQ(given_back, 1u << 20);
+  EXPECT_EQ(pool.reserved_bytes(), 1u << 20);
+  ASSERT_NE(pool.segments(), nullptr);
+  EXPECT_EQ(pool.segments()->address, held->address);
+  EXPECT_EQ(pool.segments()->next, nullptr);
+}
+
+// Segments leave the idle list with their first allocated block and return with
+// their last free: only those are removed, however often the list changed.
+TEST(BlockPool, IdleSegmentsFollowTheirBlocks) {
+  BlockPool pool(Tier::hbm, PoolKind::small, nullptr);
+  for (std::uintptr_t i = 1; i <= 4; ++i) pool.add_segment(i << 24, 1 << 20);
+  std::map<std::uintptr_t, std::vector<Block*>> by_segment;
+  for (int i = 0; i < 8; ++i) {
+    Block* b = pool.take(1 << 19, kAny, 512, kAny);  // two per segment: all full
+    by_segment[b->segment->address].push_back(b);
+  }
+  ASSERT_EQ(by_segment.size(), 4u);
+  auto it = by_segment.begin();
+  const std::uintptr_t emptied = it->first;
+  for (Block* b : it->second) pool.release(b);  // wholly free again
+  it->second.clear();
+  ++it;
+  pool.release(it->second.back());  // half free: stays
+  it->second.pop_back();
+  std::vector<std::uintptr_t> removed;
+  const auto keep_none = [](const Segment&) { return false; };
+  EXPECT_EQ(
+      pool.remove_free_segments(keep_none, [&](const Segment& s) { removed.push_back(s.address); }),
+      1u << 20);
+  EXPECT_EQ(removed, std::vector<std::uintptr_t>{emptied});
+  EXPECT_EQ(pool.reserved_bytes(), 3u << 20);
+  for (auto& [address, blocks] : by_segment) {
+    for (Block* b : blocks) pool.release(b);
+  }
+  EXPECT_EQ(pool.remove_free_segments(keep_none, [](const Segment&) {}), 3u << 20);
+  EXPECT_EQ(pool.segments(), nullptr);
+}
+
+TEST(BlockPool, KeptSegmentsStay) {
+  BlockPool pool(Tier::hbm, PoolKind::large, nullptr);
+  pool.add_segment(0x1000000, 1 << 20);
+  pool.add_segment(0x2000000, 1 << 20);
+  const auto keep_first = [](const Segment& s) { return s.address == 0x1000000; };
+  EXPECT_EQ(pool.remove_free_segments(keep_first, [](const Segment&) {}), 1u << 20);
+  EXPECT_EQ(pool.segments()->address, 0x1000000u);
+}
+
+TEST(BlockPool, MapsAndUnmapsInsideOneRange) {
+  BlockPool pool(Tier::hbm, PoolKind::large, nullptr);
+  pool.add_segment(0x10000000, 64 << 20, false);
+  EXPECT_EQ(pool.reserved_bytes(), 0u);
+  EXPECT_EQ(pool.take(1 << 20, kAny, 512, kAny), nullptr);  // nothing mapped yet
+  Block* unmapped = pool.find_unmapped(8 << 20);
+  ASSERT_NE(unmapped, nullptr);
+  Block* mapped = pool.map_front(unmapped, 8 << 20);
+  EXPECT_EQ(mapped->address, 0x10000000u);
+  EXPECT_EQ(pool.reserved_bytes(), 8u << 20);
+  Block* a = pool.take(3 << 20, kAny, 512, kAny);
+  ASSERT_NE(a, nullptr);
+  Block* rest = pool.largest_free_block();
+  ASSERT_NE(rest, nullptr);
+  EXPECT_EQ(rest->size, 5u << 20);
+  pool.unmap_range(rest, 0x10000000 + (4 << 20), 4 << 20);
+  EXPECT_EQ(pool.reserved_bytes(), 4u << 20);
+  EXPECT_EQ(pool.free_bytes(), 1u << 20);
+  // The unmapped stretch merged with the never-mapped tail of the range.
+  EXPECT_EQ(pool.find_unmapped(60 << 20)->address, 0x10000000u + (4 << 20));
+  Block* merged = pool.release(a);
+  EXPECT_EQ(merged->size, 4u << 20);
+}
+
+}  // namespace
+}  // namespace npumem::core

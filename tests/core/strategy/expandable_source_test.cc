@@ -1,0 +1,232 @@
+#include "core/strategy/expandable_source.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <vector>
+
+#include "acl/test_device.h"
+#include "invariants.h"
+#include "npumem/allocator.h"
+#include "npumem/errors.h"
+#include "npumem/units.h"
+
+namespace npumem {
+namespace {
+
+Config expandable(std::uint64_t large_granule = 20 * MiB) {
+  Config config;
+  config.strategy = Strategy::expandable;
+  config.expandable_large_granule = large_granule;
+  return config;
+}
+
+using testing::Backend;
+using testing::fill;
+using testing::holds;
+using testing::TestDevice;
+
+// Every test runs on the virtual NPU and on acl:0 over the test double of libascendcl.so.
+class Expandable : public ::testing::TestWithParam<Backend> {
+ protected:
+  TestDevice device(Backing backing = Backing::none, std::uint64_t hbm = 1 * GiB,
+                    std::uint64_t ddr = 0) const {
+    SimSpec spec;
+    spec.hbm_bytes = hbm;
+    spec.ddr_bytes = ddr;
+    spec.backing = backing;
+    return TestDevice(GetParam(), spec);
+  }
+};
+
+DeviceCallCounts counts_of(const TestDevice& device) {
+  DeviceCallCounts counts;
+  if (!device.call_counts(&counts)) ADD_FAILURE() << "no call counts on this device";
+  return counts;
+}
+
+std::int64_t reserved(const Allocator& allocator) {
+  return allocator.stats().reserved_bytes.all.current;
+}
+
+TEST_P(Expandable, GrowsByGranulesInOneRange) {
+  if (!testing::controls_available(GetParam())) GTEST_SKIP() << "needs the test double's controls";
+  const TestDevice sim = device();
+  Allocator allocator(sim.device(), expandable());
+  void* a = allocator.allocate(30 * MiB);
+  EXPECT_EQ(reserved(allocator), static_cast<std::int64_t>(40 * MiB));  // two 20 MiB granules
+  void* b = allocator.allocate(5 * MiB);  // fits in the rest of the mapped memory
+  EXPECT_EQ(reserved(allocator), static_cast<std::int64_t>(40 * MiB));
+  EXPECT_EQ(static_cast<char*>(b) - static_cast<char*>(a), static_cast<std::ptrdiff_t>(30 * MiB));
+  EXPECT_EQ(allocator.stats().segment.all.current, 1);
+  EXPECT_EQ(counts_of(sim).creates, 2u);
+  EXPECT_EQ(counts_of(sim).segment_allocs, 0u);
+  testing::expect_consistent(allocator, {{a, 30 * MiB}, {b, 5 * MiB}});
+  allocator.deallocate(a);
+  allocator.deallocate(b);
+}
+
+TEST_P(Expandable, GrowthUsesTheFreeTailBeforeMappingNewGranules) {
+  if (!testing::controls_available(GetParam())) GTEST_SKIP() << "needs the test double's controls";
+  const TestDevice sim = device();
+  Allocator allocator(sim.device(), expandable());
+  void* a = allocator.allocate(30 * MiB);  // two granules, 10 MiB free behind a
+  void* b = allocator.allocate(25 * MiB);  // the free 10 MiB and one new granule
+  EXPECT_EQ(reserved(allocator), static_cast<std::int64_t>(60 * MiB));
+  EXPECT_EQ(counts_of(sim).creates, 3u);
+  EXPECT_EQ(static_cast<char*>(b) - static_cast<char*>(a), static_cast<std::ptrdiff_t>(30 * MiB));
+  testing::expect_consistent(allocator, {{a, 30 * MiB}, {b, 25 * MiB}});
+  allocator.deallocate(a);
+  allocator.deallocate(b);
+}
+
+TEST_P(Expandable, ReclaimUnmapsWholeFreeGranulesOnly) {
+  const std::shared_ptr<Device> npu = device().device();
+  Allocator allocator(npu, expandable());
+  void* a = allocator.allocate(30 * MiB);
+  void* b = allocator.allocate(35 * MiB);  // [a 30][b 35] over four granules
+  allocator.deallocate(a);
+  // Granule 0 lies wholly in a's free block; granule 1 is shared with b.
+  EXPECT_EQ(allocator.empty_cache(), 20 * MiB);
+  EXPECT_EQ(reserved(allocator), static_cast<std::int64_t>(60 * MiB));
+  EXPECT_EQ(npu->tier_info(Tier::hbm).used_bytes, 60 * MiB);
+  testing::expect_consistent(allocator, {{b, 35 * MiB}});
+  allocator.deallocate(b);
+  allocator.empty_cache();
+  EXPECT_EQ(reserved(allocator), 0);
+  EXPECT_EQ(npu->tier_info(Tier::hbm).used_bytes, 0u);
+}
+
+TEST_P(Expandable, AddressesAndDataSurviveGrowth) {
+  const std::shared_ptr<Device> npu = device(Backing::host, 512 * MiB).device();
+  Allocator allocator(npu, expandable(2 * MiB));
+  void* first = allocator.allocate(3 * MiB);
+  fill(*npu, first, 0xAB, 3 * MiB);
+  std::vector<void*> more;
+  for (int i = 0; i < 20; ++i) more.push_back(allocator.allocate(4 * MiB));
+  ASSERT_TRUE(holds(*npu, first, 0xAB, 3 * MiB));
+  for (void* p : more) allocator.deallocate(p);
+  allocator.empty_cache();  // unmaps the free granules past `first`
+  ASSERT_TRUE(holds(*npu, first, 0xAB, 3 * MiB));
+  allocator.deallocate(first);
+}
+
+// Free memory scattered in holes is stitched into one block instead of growing.
+TEST_P(Expandable, StitchesFreeGranulesForALargeRequest) {
+  if (!testing::controls_available(GetParam())) GTEST_SKIP() << "needs the test double's controls";
+  const TestDevice sim = device(Backing::host, 512 * MiB);
+  const std::shared_ptr<Device> npu = sim.device();
+  Allocator allocator(npu, expandable(2 * MiB));
+  std::vector<void*> blocks;
+  for (int i = 0; i < 16; ++i) blocks.push_back(allocator.allocate(4 * MiB));
+  for (int i = 0; i < 16; i += 2) allocator.deallocate(blocks[i]);  // 8 holes of 4 MiB
+  const std::int64_t before = reserved(allocator);
+  void* big = allocator.allocate(24 * MiB);
+  EXPECT_EQ(reserved(allocator), before);  // no new physical memory
+  fill(*npu, big, 0x5A, 24 * MiB);         // all of it is real, writable memory
+  EXPECT_TRUE(holds(*npu, big, 0x5A, 24 * MiB));
+  std::map<void*, std::size_t> live{{big, 24 * MiB}};
+  for (int i = 1; i < 16; i += 2) {
+    fill(*npu, blocks[i], 1, 1);  // the others are untouched
+    live[blocks[i]] = 4 * MiB;
+  }
+  testing::expect_consistent(allocator, live);
+  for (const auto& [p, bytes] : live) allocator.deallocate(p);
+  EXPECT_GT(counts_of(sim).unmaps, 0u);
+}
+
+TEST_P(Expandable, FailedMapPartWayLeavesTheAllocatorUsable) {
+  if (!testing::controls_available(GetParam())) GTEST_SKIP() << "needs the test double's controls";
+  const TestDevice sim = device(Backing::none, 1 * GiB);
+  Allocator allocator(sim.device(), expandable(2 * MiB));
+  void* keep = allocator.allocate(2 * MiB);
+  FaultSpec faults;
+  faults.every = 3;
+  faults.ops = static_cast<std::uint8_t>(FaultOp::map);
+  ASSERT_TRUE(sim.set_faults(faults));
+  EXPECT_THROW(allocator.allocate(20 * MiB), OutOfMemory);  // the third map fails
+  sim.set_faults({});
+  testing::expect_consistent(allocator, {{keep, 2 * MiB}});
+  void* big = allocator.allocate(20 * MiB);
+  testing::expect_consistent(allocator, {{keep, 2 * MiB}, {big, 20 * MiB}});
+  allocator.deallocate(big);
+  allocator.deallocate(keep);
+  allocator.empty_cache();
+  EXPECT_EQ(sim.device()->tier_info(Tier::hbm).used_bytes, 0u);
+}
+
+TEST_P(Expandable, FailedCreatePartWayReleasesWhatItGathered) {
+  if (!testing::controls_available(GetParam())) GTEST_SKIP() << "needs the test double's controls";
+  const TestDevice sim = device(Backing::none, 1 * GiB);
+  Allocator allocator(sim.device(), expandable(2 * MiB));
+  FaultSpec faults;
+  faults.every = 4;
+  faults.ops = static_cast<std::uint8_t>(FaultOp::create);
+  ASSERT_TRUE(sim.set_faults(faults));
+  EXPECT_THROW(allocator.allocate(10 * MiB), OutOfMemory);
+  EXPECT_EQ(reserved(allocator), 0);
+  EXPECT_EQ(sim.device()->tier_info(Tier::hbm).used_bytes, 0u);
+  sim.set_faults({});
+  void* p = allocator.allocate(10 * MiB);
+  testing::expect_consistent(allocator, {{p, 10 * MiB}});
+  allocator.deallocate(p);
+}
+
+TEST_P(Expandable, DeviceWithoutVirtualMemoryFallsBackToCachingWithAWarning) {
+  SimSpec spec;
+  spec.virtual_memory = false;
+  Allocator allocator(TestDevice(GetParam(), spec).device(), expandable());
+  EXPECT_EQ(allocator.config().strategy, Strategy::caching);
+  ASSERT_EQ(allocator.warnings().size(), 1u);
+  EXPECT_NE(allocator.warnings()[0].find("expandable_segments feature is not supported"),
+            std::string::npos)
+      << allocator.warnings()[0];
+  void* p = allocator.allocate(30 * MiB);
+  allocator.deallocate(p);
+}
+
+// The seeds' driver falls back to static allocation: so does a config with static_size,
+// or one that names the fallback; naming it without an arena size is an error.
+TEST_P(Expandable, FallbackFollowsExpandableFallback) {
+  SimSpec spec;
+  spec.virtual_memory = false;
+  const std::shared_ptr<Device> npu = TestDevice(GetParam(), spec).device();
+  Config with_arena = expandable();
+  with_arena.static_size = 64 * MiB;
+  {
+    Allocator allocator(npu, with_arena);
+    EXPECT_EQ(allocator.config().strategy, Strategy::static_arena);
+    ASSERT_EQ(allocator.warnings().size(), 1u);
+    EXPECT_NE(allocator.warnings()[0].find("falling back to the static strategy"),
+              std::string::npos)
+        << allocator.warnings()[0];
+  }
+  with_arena.expandable_fallback = ExpandableFallback::caching;
+  EXPECT_EQ(Allocator(npu, with_arena).config().strategy, Strategy::caching);
+  Config without_arena = expandable();
+  without_arena.expandable_fallback = ExpandableFallback::static_arena;
+  try {
+    Allocator allocator(npu, without_arena);
+    FAIL() << "static needs an arena size";
+  } catch (const ConfigError& error) {
+    EXPECT_NE(std::string(error.what()).find("expandable_fallback:static needs static_size"),
+              std::string::npos)
+        << error.what();
+  }
+}
+
+TEST_P(Expandable, TheOutOfMemoryMessageNamesTheStrategy) {
+  Allocator allocator(device(Backing::none, 64 * MiB).device(), expandable(2 * MiB));
+  try {
+    allocator.allocate(100 * MiB);
+    FAIL();
+  } catch (const OutOfMemory& e) {
+    EXPECT_NE(std::string(e.what()).find("expandable"), std::string::npos) << e.what();
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Devices, Expandable, ::testing::ValuesIn(testing::kBackends),
+                         [](const auto& info) { return testing::backend_name(info.param); });
+
+}  // namespace
+}  // namespace npumem

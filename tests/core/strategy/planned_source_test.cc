@@ -1,0 +1,273 @@
+#include "core/strategy/planned_source.h"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "device/sim/sim_device.h"
+#include "invariants.h"
+#include "npumem/allocator.h"
+#include "npumem/errors.h"
+#include "npumem/units.h"
+
+namespace npumem {
+namespace {
+
+Config planned() {
+  Config config;
+  config.strategy = Strategy::planned;
+  return config;
+}
+
+std::shared_ptr<SimDevice> device() {
+  SimSpec spec;
+  spec.hbm_bytes = 1 * GiB;
+  spec.ddr_bytes = 1 * GiB;
+  return std::make_shared<SimDevice>(spec);
+}
+
+// One iteration as a chain of layers: each output is freed once the next exists, so
+// at most two neighbours live at once.
+void run_chain(Allocator& allocator, const std::vector<std::size_t>& sizes) {
+  void* previous = nullptr;
+  for (std::size_t bytes : sizes) {
+    void* next = allocator.allocate(bytes);
+    if (previous != nullptr) allocator.deallocate(previous);
+    previous = next;
+  }
+  allocator.deallocate(previous);
+}
+
+const std::vector<std::size_t> kChainA = {4 * MiB, 6 * MiB, 2 * MiB, 5 * MiB};
+const std::vector<std::size_t> kChainB = {1 * MiB, 3 * MiB, 8 * MiB, 1 * MiB};
+
+TEST(Planned, ServesRepeatedIterationsFromOnePlanAtTheLowerBound) {
+  auto sim = device();
+  Allocator allocator(sim, planned());
+  // Before the first mark: never planned. 10 MiB get a segment of their own, no hole.
+  void* weights = allocator.allocate(10 * MiB);
+  allocator.mark_iteration();
+  run_chain(allocator, kChainA);
+  allocator.mark_iteration();
+  run_chain(allocator, kChainA);
+  const std::uint64_t calls = sim->call_counts().total();
+  for (int i = 0; i < 5; ++i) {
+    allocator.mark_iteration();
+    run_chain(allocator, kChainA);
+  }
+  EXPECT_EQ(sim->call_counts().total(), calls) << "no device call once the arena exists";
+  const PlannedStats stats = allocator.planned_stats();
+  EXPECT_EQ(stats.plans_learned, 1u);
+  EXPECT_EQ(stats.learning, 4u);
+  EXPECT_EQ(stats.hits, 6u * 4u);
+  EXPECT_EQ(stats.hit_bytes, 6u * (17 * MiB));
+  EXPECT_EQ(stats.fallbacks, 0u);
+  ASSERT_EQ(stats.plans.size(), 1u);
+  EXPECT_EQ(stats.plans[0].lower_bound_bytes, 10 * MiB);  // 4 + 6 live together
+  EXPECT_EQ(stats.plans[0].arena_bytes, 10 * MiB);
+  EXPECT_EQ(stats.plans[0].iterations_served, 5u);  // the sixth is still running
+  EXPECT_EQ(stats.arena_bytes, 10 * MiB);
+  EXPECT_EQ(stats.steady_peak_requested_bytes, 20 * MiB);  // weights, 4 + 6
+  testing::expect_consistent(allocator, {{weights, 10 * MiB}});
+  allocator.deallocate(weights);
+}
+
+// Caching gives 3 MiB weights an 18 MiB segment; its 15 MiB of free space is where the
+// activations go, as caching would put them, and no arena is needed.
+TEST(Planned, PlansIntoTheFreeSpaceOfSegmentsThatLast) {
+  auto sim = device();
+  Allocator allocator(sim, planned());
+  void* weights = allocator.allocate(3 * MiB);
+  allocator.mark_iteration();
+  run_chain(allocator, kChainA);
+  const std::uint64_t reserved = allocator.stats().reserved_bytes.all.current;
+  const std::uint64_t calls = sim->call_counts().total();
+  for (int i = 0; i < 4; ++i) {
+    allocator.mark_iteration();
+    run_chain(allocator, kChainA);
+  }
+  const PlannedStats stats = allocator.planned_stats();
+  EXPECT_EQ(stats.hits, 4u * 4u);
+  EXPECT_EQ(stats.fallbacks, 0u);
+  EXPECT_EQ(stats.arena_bytes, 0u);
+  ASSERT_EQ(stats.plans.size(), 1u);
+  EXPECT_EQ(stats.plans[0].planned_requests, 4u);
+  EXPECT_EQ(stats.plans[0].arena_bytes, 0u);
+  EXPECT_EQ(allocator.stats().reserved_bytes.all.peak, static_cast<std::int64_t>(reserved));
+  EXPECT_EQ(sim->call_counts().total(), calls);
+  testing::expect_consistent(allocator, {{weights, 3 * MiB}});
+  allocator.deallocate(weights);
+}
+
+TEST(Planned, CountsMismatchesAsFallbacksAndRelearns) {
+  Allocator allocator(device(), planned());
+  for (int i = 0; i < 2; ++i) {
+    allocator.mark_iteration();
+    run_chain(allocator, kChainA);
+  }
+  const std::vector<std::size_t> changed = {4 * MiB, 7 * MiB, 2 * MiB, 5 * MiB};
+  allocator.mark_iteration();
+  run_chain(allocator, changed);
+  PlannedStats stats = allocator.planned_stats();
+  EXPECT_EQ(stats.fallbacks, 1u);
+  EXPECT_EQ(stats.fallback_bytes, 7 * MiB);
+  EXPECT_EQ(stats.hits, 4u + 3u);
+  EXPECT_EQ(allocator.planned_stats().plans_learned, 1u) << "one stray is no reason to re-learn";
+  for (int i = 0; i < 3; ++i) {
+    allocator.mark_iteration();
+    run_chain(allocator, changed);
+  }
+  stats = allocator.planned_stats();
+  EXPECT_EQ(stats.plans_learned, 2u) << "fallbacks in two iterations running";
+  ASSERT_EQ(stats.plans.size(), 1u) << "the re-learned plan replaces the one that served";
+  EXPECT_EQ(stats.plans[0].lower_bound_bytes, 11 * MiB);  // 4 + 7
+  EXPECT_EQ(stats.fallbacks, 2u);
+  EXPECT_EQ(stats.hits, 7u + 3u + 2u * 4u);
+}
+
+TEST(Planned, KeepsOnePlanPerShapeInOneArena) {
+  auto sim = device();
+  Allocator allocator(sim, planned());
+  std::uint64_t calls = 0;
+  for (int i = 0; i < 10; ++i) {
+    allocator.mark_iteration();
+    if (i == 4) calls = sim->call_counts().total();  // both plans have served: arena sized
+    run_chain(allocator, i % 2 == 0 ? kChainA : kChainB);
+  }
+  const PlannedStats stats = allocator.planned_stats();
+  EXPECT_EQ(stats.plans_learned, 2u);
+  ASSERT_EQ(stats.plans.size(), 2u);
+  EXPECT_EQ(stats.hits, 8u * 4u);
+  EXPECT_EQ(stats.fallbacks, 0u);
+  EXPECT_EQ(stats.plans[1].arena_bytes, 11 * MiB);  // B's 3 + 8, the larger
+  EXPECT_EQ(stats.arena_bytes, 12 * MiB);           // rounded to the 2 MiB granule
+  EXPECT_EQ(sim->call_counts().total(), calls);
+}
+
+TEST(Planned, LeavesTensorsThatOutliveTheirIterationOutOfTheArena) {
+  Allocator allocator(device(), planned());
+  allocator.mark_iteration();
+  run_chain(allocator, kChainA);
+  void* state = allocator.allocate(2 * MiB);  // optimizer state, made in the first step
+  for (int i = 0; i < 3; ++i) {
+    allocator.mark_iteration();
+    run_chain(allocator, kChainA);
+  }
+  const PlannedStats stats = allocator.planned_stats();
+  ASSERT_EQ(stats.plans.size(), 1u);
+  EXPECT_EQ(stats.plans[0].requests, 5u);
+  EXPECT_EQ(stats.plans[0].planned_requests, 4u);
+  EXPECT_EQ(stats.fallbacks, 0u);
+  EXPECT_EQ(stats.hits, 3u * 4u);
+  testing::expect_consistent(allocator, {{state, 2 * MiB}});
+  allocator.deallocate(state);
+}
+
+// Each iteration keeps its output (results collected over a run): the plan re-learns
+// once, with the iteration before on record, and from then on serves.
+TEST(Planned, ReLearnsOnceForOutputsThatOutliveEveryIteration) {
+  Allocator allocator(device(), planned());
+  std::vector<void*> outputs;
+  for (int i = 0; i < 6; ++i) {
+    allocator.mark_iteration();
+    run_chain(allocator, kChainA);
+    outputs.push_back(allocator.allocate(1 * MiB));
+  }
+  const PlannedStats stats = allocator.planned_stats();
+  EXPECT_EQ(stats.plans_learned, 2u) << "after the first iteration, then after the first served";
+  EXPECT_EQ(stats.lasting, 5u);
+  EXPECT_EQ(stats.fallbacks, 0u);
+  EXPECT_EQ(stats.hits, 5u * 4u);
+  for (void* output : outputs) allocator.deallocate(output);
+}
+
+// An output made at the end of an iteration and freed early in the next (gradients,
+// a loss) is planned once an iteration has shown when it goes.
+TEST(Planned, PlansTensorsFreedInTheNextIteration) {
+  auto sim = device();
+  Allocator allocator(sim, planned());
+  void* output = nullptr;
+  const auto step = [&] {
+    allocator.mark_iteration();
+    void* input = allocator.allocate(4 * MiB);
+    if (output != nullptr) allocator.deallocate(output);
+    void* hidden = allocator.allocate(6 * MiB);
+    allocator.deallocate(input);
+    output = allocator.allocate(1 * MiB);
+    allocator.deallocate(hidden);
+  };
+  step();
+  step();
+  PlannedStats stats = allocator.planned_stats();
+  EXPECT_EQ(stats.lasting, 1u) << "no evidence yet of when the output goes";
+  EXPECT_EQ(stats.lasting_bytes, 1 * MiB);
+  EXPECT_EQ(stats.fallbacks, 0u);
+  step();
+  const std::uint64_t calls = sim->call_counts().total();
+  for (int i = 0; i < 3; ++i) step();
+  stats = allocator.planned_stats();
+  EXPECT_EQ(stats.plans_learned, 2u);
+  ASSERT_EQ(stats.plans.size(), 1u);
+  EXPECT_EQ(stats.plans[0].planned_requests, 3u);
+  EXPECT_EQ(stats.lasting, 1u);
+  EXPECT_EQ(stats.fallbacks, 0u);
+  EXPECT_EQ(stats.hits, 2u + 4u * 3u);
+  EXPECT_EQ(stats.plans[0].lower_bound_bytes, 11 * MiB);  // input, hidden, last output
+  EXPECT_EQ(sim->call_counts().total(), calls);
+  allocator.deallocate(output);
+}
+
+TEST(Planned, ServesNamedPoolsWithoutPlans) {
+  Allocator allocator(device(), planned());
+  allocator.create_pool("side");
+  for (int i = 0; i < 3; ++i) {
+    allocator.mark_iteration();
+    PoolScope scope(allocator, "side");
+    run_chain(allocator, kChainA);
+  }
+  const PlannedStats stats = allocator.planned_stats();
+  EXPECT_EQ(stats.plans_learned, 0u);
+  EXPECT_EQ(stats.hits + stats.fallbacks + stats.learning, 0u);
+}
+
+// The core calls whatever ArenaPlanner it is given: here one that never reuses memory.
+class StackingPlanner : public ArenaPlanner {
+ public:
+  ArenaLayout lay_out(std::span<const TensorLifetime> tensors,
+                      std::uint64_t alignment) const override {
+    ++calls;
+    ArenaLayout layout;
+    for (const TensorLifetime& t : tensors) {
+      layout.offsets.push_back(layout.arena_bytes);
+      layout.arena_bytes += (t.bytes + alignment - 1) / alignment * alignment;
+    }
+    layout.lower_bound_bytes = layout.arena_bytes;
+    return layout;
+  }
+  mutable int calls = 0;
+};
+
+TEST(Planned, LaysOutWithTheGivenPlanner) {
+  auto planner = std::make_shared<StackingPlanner>();
+  Allocator allocator(device(), planned(), planner);
+  for (int i = 0; i < 3; ++i) {
+    allocator.mark_iteration();
+    run_chain(allocator, kChainA);
+  }
+  EXPECT_EQ(planner->calls, 1);
+  const PlannedStats stats = allocator.planned_stats();
+  EXPECT_EQ(stats.arena_bytes, 17 * MiB + 1 * MiB);  // 17 MiB, rounded to the 2 MiB granule
+  EXPECT_EQ(stats.hits, 2u * 4u);
+}
+
+TEST(Planned, NeedsAPlanner) {
+  EXPECT_THROW(Allocator(device(), planned(), nullptr), ConfigError);
+}
+
+TEST(Planned, IsAStrategyName) {
+  EXPECT_EQ(parse_config("strategy:planned").strategy, Strategy::planned);
+  EXPECT_EQ(parse_config(to_string(planned())).strategy, Strategy::planned);
+}
+
+}  // namespace
+}  // namespace npumem
