@@ -174,15 +174,16 @@ Segment* BlockPool::add_segment(std::uintptr_t address, std::size_t size, bool m
   return segment;
 }
 
-Block* BlockPool::map_front(Block* unmapped, std::size_t bytes) {
-  unfile(unmapped);
-  if (unmapped->size > bytes) file(split(unmapped, bytes));
-  unmapped->mapped = true;
-  reserved_bytes_ += bytes;
-  return settle_free(unmapped);
+Block* BlockPool::map_range(Block* unmapped, std::uintptr_t start, std::size_t bytes) {
+  return set_mapped(unmapped, start, bytes, true);
 }
 
 void BlockPool::unmap_range(Block* free_block, std::uintptr_t start, std::size_t bytes) {
+  set_mapped(free_block, start, bytes, false);
+}
+
+Block* BlockPool::set_mapped(Block* free_block, std::uintptr_t start, std::size_t bytes,
+                             bool mapped) {
   unfile(free_block);
   Block* middle = free_block;
   if (start > free_block->address) {
@@ -190,9 +191,13 @@ void BlockPool::unmap_range(Block* free_block, std::uintptr_t start, std::size_t
     file(free_block);
   }
   if (middle->size > bytes) file(split(middle, bytes));
-  middle->mapped = false;
-  reserved_bytes_ -= bytes;
-  settle_free(middle);
+  middle->mapped = mapped;
+  if (mapped) {
+    reserved_bytes_ += bytes;
+  } else {
+    reserved_bytes_ -= bytes;
+  }
+  return settle_free(middle);
 }
 
 void BlockPool::drop_segment(Segment* segment) {

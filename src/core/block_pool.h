@@ -61,9 +61,12 @@ class BlockPool {
   Block* find_unmapped_if(std::size_t min_size, Accept&& accept) const {
     return unmapped_.find_first(min_size, accept);
   }
-  // Marks the first `bytes` of an unmapped block as mapped and free; returns the
-  // free block they end up in after merging.
-  Block* map_front(Block* unmapped, std::size_t bytes);
+  // Marks [start, start + bytes) inside an unmapped block as mapped and free; returns
+  // the free block they end up in after merging.
+  Block* map_range(Block* unmapped, std::uintptr_t start, std::size_t bytes);
+  Block* map_front(Block* unmapped, std::size_t bytes) {
+    return map_range(unmapped, unmapped->address, bytes);
+  }
   // Marks [start, start + bytes) inside a free mapped block as unmapped.
   void unmap_range(Block* free_block, std::uintptr_t start, std::size_t bytes);
   // The largest free mapped block, or nullptr.
@@ -88,6 +91,9 @@ class BlockPool {
   // Merges a free block with free neighbours in the same mapped state, files it in its
   // index and returns the merged block.
   Block* settle_free(Block* block);
+  // Marks [start, start + bytes) of a free block mapped or unmapped; returns the free
+  // block it ends up in after merging.
+  Block* set_mapped(Block* free_block, std::uintptr_t start, std::size_t bytes, bool mapped);
   void file(Block* block);
   void unfile(Block* block);
   // A filed block keeps its neighbours' presence until unfiled (splits and merges
