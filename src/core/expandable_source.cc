@@ -7,8 +7,13 @@
 
 namespace npumem::core {
 
+// With one granule for both kinds (the default), one range serves every size: a small
+// block then fills the free part of a granule a large block left, where a separate
+// small range would map a granule of its own.
 PoolKind ExpandableSource::kind_for(std::size_t size) const {
-  return size <= allocator_.config.small_size ? PoolKind::small : PoolKind::large;
+  const Config& config = allocator_.config;
+  if (config.expandable_small_granule == config.expandable_large_granule) return PoolKind::large;
+  return size <= config.small_size ? PoolKind::small : PoolKind::large;
 }
 
 ExpandableSource::Range* ExpandableSource::range_for(PoolState& pool, BlockPool& blocks) {

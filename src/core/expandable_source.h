@@ -1,4 +1,5 @@
-// The expandable strategy: per pool, tier and kind one reserved virtual range;
+// The expandable strategy: per pool, tier and kind one reserved virtual range (one
+// per pool and tier when both kinds have the same granule, as by default);
 // physical memory is created in granules and mapped where the pool needs it. A
 // large request with no contiguous free block first takes whole free granules from
 // anywhere in the range and maps them side by side in an unmapped stretch
