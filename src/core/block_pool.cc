@@ -54,11 +54,49 @@ Block* BlockPool::take(std::size_t size, std::size_t max_block, std::size_t spli
   unfile(block);
   if (block->size - size >= split_remainder && block->size > size &&
       block->size < unsplittable_from) {
-    file(split(block, size));
+    if (const std::uintptr_t start = mapping_granule_ == 0 ? block->address
+                                                             : granule_position(*block, size);
+        start > block->address) {
+      Block* rest = split(block, start - block->address);
+      file(block);
+      block = rest;
+    }
+    if (block->size > size) file(split(block, size));
   }
   block->allocated = true;
   if (block->segment->allocated_blocks++ == 0) unlink_idle(block->segment);
   return block;
+}
+
+std::uintptr_t BlockPool::granule_position(const Block& block, std::size_t size) const {
+  const std::size_t granule = mapping_granule_;
+  const std::uintptr_t origin = block.segment->address;
+  const std::uintptr_t begin = block.address - origin;
+  const std::uintptr_t end = begin + block.size;
+  // The granules at the block's ends that a neighbour uses too: free to share.
+  const std::uintptr_t shared_first = begin % granule != 0 ? begin / granule : ~std::uintptr_t{0};
+  const std::uintptr_t shared_last = end % granule != 0 ? (end - 1) / granule : ~std::uintptr_t{0};
+  const auto new_granules = [&](std::uintptr_t at) {
+    const std::uintptr_t first = at / granule;
+    const std::uintptr_t last = (at + size - 1) / granule;
+    std::uintptr_t count = last - first + 1;
+    if (first == shared_first) --count;
+    if (last == shared_last && !(last == first && first == shared_first)) --count;
+    return count;
+  };
+  std::uintptr_t best = begin;
+  std::uintptr_t best_cost = new_granules(begin);
+  const std::uintptr_t aligned_start = (begin + granule - 1) / granule * granule;
+  const std::uintptr_t aligned_end = end / granule * granule;
+  for (const std::uintptr_t at :
+       {end - size, aligned_start, aligned_end >= begin + size ? aligned_end - size : begin}) {
+    if (at < begin || at + size > end) continue;
+    if (const std::uintptr_t cost = new_granules(at); cost < best_cost) {
+      best = at;
+      best_cost = cost;
+    }
+  }
+  return origin + best;
 }
 
 Block* BlockPool::take_at(Segment& segment, std::uintptr_t address, std::size_t size) {

@@ -29,6 +29,8 @@ class BlockPool {
   // Takes a free mapped block of at least `size` and at most `max_block` bytes,
   // splitting off the tail when it is at least split_remainder bytes and the block is
   // smaller than unsplittable_from (PyTorch's max_split_size: big blocks stay whole).
+  // With a mapping granule set, the request goes where it touches the fewest granules
+  // no other block touches (see granule_position).
   Block* take(std::size_t size, std::size_t max_block, std::size_t split_remainder,
               std::size_t unsplittable_from);
   // Takes exactly [address, address + size) of `segment` (one of this pool's) when it
@@ -54,6 +56,8 @@ class BlockPool {
   // Drops every record (the owner has returned the memory).
   void clear();
 
+  // Expandable ranges: the granule their physical memory is mapped in (0: none).
+  void set_mapping_granule(std::size_t granule) { mapping_granule_ = granule; }
   // Expandable ranges: the best-fitting unmapped block of at least `size`.
   Block* find_unmapped(std::size_t size) const { return unmapped_.find(size, ~std::size_t{0}); }
   // The first unmapped block of at least min_size that accept(block) takes.
@@ -87,6 +91,10 @@ class BlockPool {
 
  private:
   Block* split(Block* block, std::size_t size);
+  // Where in a free block a request of `size` bytes maps the fewest granules that no
+  // neighbour uses: whole free granules can be unmapped and reused, partly used ones
+  // cannot. The block's start or end wins ties (one free remainder, not two).
+  std::uintptr_t granule_position(const Block& block, std::size_t size) const;
   void merge_into(Block* into, Block* absorbed);
   // Merges a free block with free neighbours in the same mapped state, files it in its
   // index and returns the merged block.
@@ -117,6 +125,7 @@ class BlockPool {
   Segment* idle_ = nullptr;  // segments with no allocated block
   std::size_t free_bytes_ = 0;
   std::size_t reserved_bytes_ = 0;
+  std::size_t mapping_granule_ = 0;
 };
 
 }  // namespace npumem::core

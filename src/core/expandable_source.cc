@@ -32,6 +32,7 @@ ExpandableSource::Range* ExpandableSource::range_for(PoolState& pool, BlockPool&
   range.base = reinterpret_cast<std::uintptr_t>(base);
   range.chunks.resize(range.size / range.granule);
   blocks.add_segment(range.base, range.size, false);
+  blocks.set_mapping_granule(range.granule);
   allocator_.add_segments(pool, tier, blocks.kind(), 1, range.size);
   return &ranges_.emplace(&blocks, std::move(range)).first->second;
 }
