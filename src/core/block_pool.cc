@@ -68,12 +68,14 @@ Block* BlockPool::take(std::size_t size, std::size_t max_block, std::size_t spli
   return block;
 }
 
+// Starting the request at an unaligned granule boundary costs as much as starting it
+// at the block's start (whose first granule a neighbour already uses), so only the two
+// ends are candidates.
 std::uintptr_t BlockPool::granule_position(const Block& block, std::size_t size) const {
   const std::size_t granule = mapping_granule_;
-  const std::uintptr_t origin = block.segment->address;
-  const std::uintptr_t begin = block.address - origin;
+  const std::uintptr_t begin = block.address - block.segment->address;
   const std::uintptr_t end = begin + block.size;
-  // The granules at the block's ends that a neighbour uses too: free to share.
+  // The granules at the block's ends that a neighbour uses too.
   const std::uintptr_t shared_first = begin % granule != 0 ? begin / granule : ~std::uintptr_t{0};
   const std::uintptr_t shared_last = end % granule != 0 ? (end - 1) / granule : ~std::uintptr_t{0};
   const auto new_granules = [&](std::uintptr_t at) {
@@ -81,22 +83,11 @@ std::uintptr_t BlockPool::granule_position(const Block& block, std::size_t size)
     const std::uintptr_t last = (at + size - 1) / granule;
     std::uintptr_t count = last - first + 1;
     if (first == shared_first) --count;
-    if (last == shared_last && !(last == first && first == shared_first)) --count;
+    if (last == shared_last && !(last == first && first == shared_first)) --count;  // once
     return count;
   };
-  std::uintptr_t best = begin;
-  std::uintptr_t best_cost = new_granules(begin);
-  const std::uintptr_t aligned_start = (begin + granule - 1) / granule * granule;
-  const std::uintptr_t aligned_end = end / granule * granule;
-  for (const std::uintptr_t at :
-       {end - size, aligned_start, aligned_end >= begin + size ? aligned_end - size : begin}) {
-    if (at < begin || at + size > end) continue;
-    if (const std::uintptr_t cost = new_granules(at); cost < best_cost) {
-      best = at;
-      best_cost = cost;
-    }
-  }
-  return origin + best;
+  return new_granules(end - size) < new_granules(begin) ? block.address + block.size - size
+                                                        : block.address;
 }
 
 Block* BlockPool::take_at(Segment& segment, std::uintptr_t address, std::size_t size) {

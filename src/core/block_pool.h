@@ -29,8 +29,8 @@ class BlockPool {
   // Takes a free mapped block of at least `size` and at most `max_block` bytes,
   // splitting off the tail when it is at least split_remainder bytes and the block is
   // smaller than unsplittable_from (PyTorch's max_split_size: big blocks stay whole).
-  // With a mapping granule set, the request goes where it touches the fewest granules
-  // no other block touches (see granule_position).
+  // With a mapping granule set, the request may go at the block's end instead (see
+  // granule_position).
   Block* take(std::size_t size, std::size_t max_block, std::size_t split_remainder,
               std::size_t unsplittable_from);
   // Takes exactly [address, address + size) of `segment` (one of this pool's) when it
@@ -91,9 +91,9 @@ class BlockPool {
 
  private:
   Block* split(Block* block, std::size_t size);
-  // Where in a free block a request of `size` bytes maps the fewest granules that no
-  // neighbour uses: whole free granules can be unmapped and reused, partly used ones
-  // cannot. The block's start or end wins ties (one free remainder, not two).
+  // Where in a free block a request of `size` bytes goes: at its start or its end,
+  // whichever touches fewer granules that no neighbour uses (the start on a tie). Whole
+  // free granules can be unmapped and reused; partly used ones cannot.
   std::uintptr_t granule_position(const Block& block, std::size_t size) const;
   void merge_into(Block* into, Block* absorbed);
   // Merges a free block with free neighbours in the same mapped state, files it in its
