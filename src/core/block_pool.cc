@@ -54,8 +54,8 @@ Block* BlockPool::take(std::size_t size, std::size_t max_block, std::size_t spli
   unfile(block);
   if (block->size - size >= split_remainder && block->size > size &&
       block->size < unsplittable_from) {
-    if (const std::uintptr_t start = mapping_granule_ == 0 ? block->address
-                                                             : granule_position(*block, size);
+    if (const std::uintptr_t start =
+            mapping_granule_ == 0 ? block->address : granule_position(*block, size);
         start > block->address) {
       Block* rest = split(block, start - block->address);
       file(block);

@@ -117,8 +117,8 @@ ExpandableSource::Placement ExpandableSource::placement(const BlockPool& blocks,
     const std::size_t after = free_bytes(unmapped.next);
     const std::size_t fits = unmapped.size / range.granule;
     const auto consider = [&](std::size_t granules, std::uintptr_t start) {
-      const bool better = granules < best.granules ||
-                          (granules == best.granules && best.unmapped == nullptr);
+      const bool better =
+          granules < best.granules || (granules == best.granules && best.unmapped == nullptr);
       if (granules <= fits && better) best = {&unmapped, start, granules};
     };
     // A neighbour that holds the whole request would have served it (the pool's
