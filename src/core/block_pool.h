@@ -68,9 +68,6 @@ class BlockPool {
   // Marks [start, start + bytes) inside an unmapped block as mapped and free; returns
   // the free block they end up in after merging.
   Block* map_range(Block* unmapped, std::uintptr_t start, std::size_t bytes);
-  Block* map_front(Block* unmapped, std::size_t bytes) {
-    return map_range(unmapped, unmapped->address, bytes);
-  }
   // Marks [start, start + bytes) inside a free mapped block as unmapped.
   void unmap_range(Block* free_block, std::uintptr_t start, std::size_t bytes);
   // The largest free mapped block, or nullptr.

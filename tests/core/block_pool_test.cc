@@ -107,7 +107,7 @@ TEST(BlockPool, MapsAndUnmapsInsideOneRange) {
   EXPECT_EQ(pool.take(1 << 20, kAny, 512, kAny), nullptr);  // nothing mapped yet
   Block* unmapped = pool.find_unmapped(8 << 20);
   ASSERT_NE(unmapped, nullptr);
-  Block* mapped = pool.map_front(unmapped, 8 << 20);
+  Block* mapped = pool.map_range(unmapped, unmapped->address, 8 << 20);
   EXPECT_EQ(mapped->address, 0x10000000u);
   EXPECT_EQ(pool.reserved_bytes(), 8u << 20);
   Block* a = pool.take(3 << 20, kAny, 512, kAny);
@@ -127,7 +127,7 @@ TEST(BlockPool, MapsAndUnmapsInsideOneRange) {
 TEST(BlockPool, MapsTheBackOfAnUnmappedStretchOntoTheFreeBlockAfterIt) {
   BlockPool pool(Tier::hbm, PoolKind::large, nullptr);
   pool.add_segment(0x10000000, 16 << 20, false);
-  pool.map_front(pool.find_unmapped(16 << 20), 16 << 20);
+  pool.map_range(pool.find_unmapped(16 << 20), 0x10000000, 16 << 20);
   Block* head = pool.take(4 << 20, kAny, 512, kAny);
   Block* tail = pool.take(4 << 20, kAny, 512, kAny);  // [head 4][tail 4][free 8]
   pool.release(head);
@@ -151,7 +151,7 @@ TEST(BlockPool, PlacesARequestWhereItMapsFewestGranulesOfItsOwn) {
     BlockPool pool(Tier::hbm, PoolKind::large, nullptr);
     pool.add_segment(kBase, 16 * kMiB, false);
     if (with_granule) pool.set_mapping_granule(2 * kMiB);
-    pool.map_front(pool.find_unmapped(10 * kMiB), 10 * kMiB);
+    pool.map_range(pool.find_unmapped(10 * kMiB), kBase, 10 * kMiB);
     Block* left = pool.take(3 * kMiB / 2, kAny, 512, kAny);     // [0, 1.5)
     Block* middle = pool.take(15 * kMiB / 2, kAny, 512, kAny);  // [1.5, 9)
     Block* right = pool.take(kMiB, kAny, 512, kAny);            // [9, 10)
