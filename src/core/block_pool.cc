@@ -86,8 +86,15 @@ std::uintptr_t BlockPool::granule_position(const Block& block, std::size_t size)
     if (last == shared_last && !(last == first && first == shared_first)) --count;  // once
     return count;
   };
-  return new_granules(end - size) < new_granules(begin) ? block.address + block.size - size
-                                                        : block.address;
+  const std::uintptr_t at_end = new_granules(end - size);
+  const std::uintptr_t at_start = new_granules(begin);
+  // On a tie the remainder stays beside unmapped space, where growth can extend it,
+  // rather than between two live blocks.
+  const bool unmapped_before = block.prev != nullptr && !block.prev->mapped;
+  const bool unmapped_after = block.next != nullptr && !block.next->mapped;
+  const bool end_wins =
+      at_end < at_start || (at_end == at_start && unmapped_before && !unmapped_after);
+  return end_wins ? block.address + block.size - size : block.address;
 }
 
 Block* BlockPool::take_at(Segment& segment, std::uintptr_t address, std::size_t size) {

@@ -89,8 +89,9 @@ class BlockPool {
  private:
   Block* split(Block* block, std::size_t size);
   // Where in a free block a request of `size` bytes goes: at its start or its end,
-  // whichever touches fewer granules that no neighbour uses (the start on a tie). Whole
-  // free granules can be unmapped and reused; partly used ones cannot.
+  // whichever touches fewer granules that no neighbour uses (on a tie, the end only
+  // when unmapped space lies before the block and not after it). Whole free granules
+  // can be unmapped and reused; partly used ones cannot.
   std::uintptr_t granule_position(const Block& block, std::size_t size) const;
   void merge_into(Block* into, Block* absorbed);
   // Merges a free block with free neighbours in the same mapped state, files it in its

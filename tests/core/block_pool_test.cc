@@ -165,5 +165,24 @@ TEST(BlockPool, PlacesARequestWhereItMapsFewestGranulesOfItsOwn) {
   }
 }
 
+// On a tie in granules the remainder stays beside unmapped space, where growth can
+// extend it, not between two live blocks.
+TEST(BlockPool, LeavesTheRemainderBesideUnmappedSpaceOnATie) {
+  constexpr std::uintptr_t kBase = 0x10000000;
+  constexpr std::size_t kMiB = 1 << 20;
+  BlockPool pool(Tier::hbm, PoolKind::large, nullptr);
+  pool.add_segment(kBase, 16 * kMiB, false);
+  pool.set_mapping_granule(2 * kMiB);
+  pool.map_range(pool.find_unmapped(8 * kMiB), kBase, 8 * kMiB);
+  Block* first = pool.take(6 * kMiB, kAny, 512, kAny);
+  Block* last = pool.take(2 * kMiB, kAny, 512, kAny);
+  ASSERT_EQ(last->address, kBase + 6 * kMiB);
+  pool.unmap_range(pool.release(first), kBase, 2 * kMiB);  // [unmapped 2][free 4][last 2]
+  // Either end touches one granule of its own: [2, 4) or [4, 6).
+  Block* placed = pool.take(kMiB, kAny, 512, kAny);
+  EXPECT_EQ(placed->address, kBase + 5 * kMiB);
+  EXPECT_EQ(pool.largest_free_block()->address, kBase + 2 * kMiB);
+}
+
 }  // namespace
 }  // namespace npumem::core
