@@ -46,9 +46,11 @@ struct Config {
   // Fraction of the tier limit above which free cached segments are released
   // before growing (PyTorch's garbage_collection_threshold); 0 disables it.
   double garbage_collection_threshold = 0.0;
-  // Expandable strategy: physical granule sizes for the small and large pools.
+  // Expandable strategy: physical granule sizes for the small and large pools. Equal
+  // (the default: the usual 2 MiB device granularity), one range serves both kinds and
+  // a small block may fill the rest of a large block's last granule.
   std::uint64_t expandable_small_granule = 2 << 20;
-  std::uint64_t expandable_large_granule = 20 << 20;
+  std::uint64_t expandable_large_granule = 2 << 20;
   // Static strategy: arena size per tier use (HBM first), and fallback to caching.
   std::uint64_t static_size = 0;
   bool static_fallback = false;

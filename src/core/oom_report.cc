@@ -36,9 +36,9 @@ std::string advice(const OomContext& c) {
       // Under expandable, fragmentation is within the mapped ranges: suggesting the
       // strategy already in use would be no advice.
       return c.strategy == "expandable"
-                 ? "Advice: enough memory is free but fragmented within the mapped ranges; "
-                   "raise expandable_large_granule or empty the cache (empty_cache) between "
-                   "phases."
+                 ? "Advice: enough memory is free but fragmented within granules that live "
+                   "blocks also use (mapping cannot gather it); empty the cache (empty_cache) "
+                   "between phases."
                  : "Advice: enough memory is free but fragmented; try expandable_segments:true, "
                    "or max_split_size to keep large cached blocks whole.";
     }

@@ -54,11 +54,47 @@ Block* BlockPool::take(std::size_t size, std::size_t max_block, std::size_t spli
   unfile(block);
   if (block->size - size >= split_remainder && block->size > size &&
       block->size < unsplittable_from) {
-    file(split(block, size));
+    if (const std::uintptr_t start =
+            mapping_granule_ == 0 ? block->address : granule_position(*block, size);
+        start > block->address) {
+      Block* rest = split(block, start - block->address);
+      file(block);
+      block = rest;
+    }
+    if (block->size > size) file(split(block, size));
   }
   block->allocated = true;
   if (block->segment->allocated_blocks++ == 0) unlink_idle(block->segment);
   return block;
+}
+
+// Starting the request at an unaligned granule boundary costs as much as starting it
+// at the block's start (whose first granule a neighbour already uses), so only the two
+// ends are candidates.
+std::uintptr_t BlockPool::granule_position(const Block& block, std::size_t size) const {
+  const std::size_t granule = mapping_granule_;
+  const std::uintptr_t begin = block.address - block.segment->address;
+  const std::uintptr_t end = begin + block.size;
+  // The granules at the block's ends that a neighbour uses too.
+  const std::uintptr_t shared_first = begin % granule != 0 ? begin / granule : ~std::uintptr_t{0};
+  const std::uintptr_t shared_last = end % granule != 0 ? (end - 1) / granule : ~std::uintptr_t{0};
+  const auto new_granules = [&](std::uintptr_t at) {
+    const std::uintptr_t first = at / granule;
+    const std::uintptr_t last = (at + size - 1) / granule;
+    std::uintptr_t count = last - first + 1;
+    if (first == shared_first) --count;
+    if (last == shared_last && !(last == first && first == shared_first)) --count;  // once
+    return count;
+  };
+  const std::uintptr_t at_end = new_granules(end - size);
+  const std::uintptr_t at_start = new_granules(begin);
+  // On a tie the remainder stays beside unmapped space, where growth can extend it,
+  // rather than between two live blocks.
+  const bool unmapped_before = block.prev != nullptr && !block.prev->mapped;
+  const bool unmapped_after = block.next != nullptr && !block.next->mapped;
+  const bool end_wins =
+      at_end < at_start || (at_end == at_start && unmapped_before && !unmapped_after);
+  return end_wins ? block.address + block.size - size : block.address;
 }
 
 Block* BlockPool::take_at(Segment& segment, std::uintptr_t address, std::size_t size) {
@@ -174,15 +210,16 @@ Segment* BlockPool::add_segment(std::uintptr_t address, std::size_t size, bool m
   return segment;
 }
 
-Block* BlockPool::map_front(Block* unmapped, std::size_t bytes) {
-  unfile(unmapped);
-  if (unmapped->size > bytes) file(split(unmapped, bytes));
-  unmapped->mapped = true;
-  reserved_bytes_ += bytes;
-  return settle_free(unmapped);
+Block* BlockPool::map_range(Block* unmapped, std::uintptr_t start, std::size_t bytes) {
+  return set_mapped(unmapped, start, bytes, true);
 }
 
 void BlockPool::unmap_range(Block* free_block, std::uintptr_t start, std::size_t bytes) {
+  set_mapped(free_block, start, bytes, false);
+}
+
+Block* BlockPool::set_mapped(Block* free_block, std::uintptr_t start, std::size_t bytes,
+                             bool mapped) {
   unfile(free_block);
   Block* middle = free_block;
   if (start > free_block->address) {
@@ -190,9 +227,13 @@ void BlockPool::unmap_range(Block* free_block, std::uintptr_t start, std::size_t
     file(free_block);
   }
   if (middle->size > bytes) file(split(middle, bytes));
-  middle->mapped = false;
-  reserved_bytes_ -= bytes;
-  settle_free(middle);
+  middle->mapped = mapped;
+  if (mapped) {
+    reserved_bytes_ += bytes;
+  } else {
+    reserved_bytes_ -= bytes;
+  }
+  return settle_free(middle);
 }
 
 void BlockPool::drop_segment(Segment* segment) {

@@ -29,6 +29,8 @@ class BlockPool {
   // Takes a free mapped block of at least `size` and at most `max_block` bytes,
   // splitting off the tail when it is at least split_remainder bytes and the block is
   // smaller than unsplittable_from (PyTorch's max_split_size: big blocks stay whole).
+  // With a mapping granule set, the request may go at the block's end instead (see
+  // granule_position).
   Block* take(std::size_t size, std::size_t max_block, std::size_t split_remainder,
               std::size_t unsplittable_from);
   // Takes exactly [address, address + size) of `segment` (one of this pool's) when it
@@ -54,6 +56,8 @@ class BlockPool {
   // Drops every record (the owner has returned the memory).
   void clear();
 
+  // Expandable ranges: the granule their physical memory is mapped in (0: none).
+  void set_mapping_granule(std::size_t granule) { mapping_granule_ = granule; }
   // Expandable ranges: the best-fitting unmapped block of at least `size`.
   Block* find_unmapped(std::size_t size) const { return unmapped_.find(size, ~std::size_t{0}); }
   // The first unmapped block of at least min_size that accept(block) takes.
@@ -61,9 +65,9 @@ class BlockPool {
   Block* find_unmapped_if(std::size_t min_size, Accept&& accept) const {
     return unmapped_.find_first(min_size, accept);
   }
-  // Marks the first `bytes` of an unmapped block as mapped and free; returns the
-  // free block they end up in after merging.
-  Block* map_front(Block* unmapped, std::size_t bytes);
+  // Marks [start, start + bytes) inside an unmapped block as mapped and free; returns
+  // the free block they end up in after merging.
+  Block* map_range(Block* unmapped, std::uintptr_t start, std::size_t bytes);
   // Marks [start, start + bytes) inside a free mapped block as unmapped.
   void unmap_range(Block* free_block, std::uintptr_t start, std::size_t bytes);
   // The largest free mapped block, or nullptr.
@@ -84,10 +88,18 @@ class BlockPool {
 
  private:
   Block* split(Block* block, std::size_t size);
+  // Where in a free block a request of `size` bytes goes: at its start or its end,
+  // whichever touches fewer granules that no neighbour uses (on a tie, the end only
+  // when unmapped space lies before the block and not after it). Whole free granules
+  // can be unmapped and reused; partly used ones cannot.
+  std::uintptr_t granule_position(const Block& block, std::size_t size) const;
   void merge_into(Block* into, Block* absorbed);
   // Merges a free block with free neighbours in the same mapped state, files it in its
   // index and returns the merged block.
   Block* settle_free(Block* block);
+  // Marks [start, start + bytes) of a free block mapped or unmapped; returns the free
+  // block it ends up in after merging.
+  Block* set_mapped(Block* free_block, std::uintptr_t start, std::size_t bytes, bool mapped);
   void file(Block* block);
   void unfile(Block* block);
   // A filed block keeps its neighbours' presence until unfiled (splits and merges
@@ -111,6 +123,7 @@ class BlockPool {
   Segment* idle_ = nullptr;  // segments with no allocated block
   std::size_t free_bytes_ = 0;
   std::size_t reserved_bytes_ = 0;
+  std::size_t mapping_granule_ = 0;
 };
 
 }  // namespace npumem::core

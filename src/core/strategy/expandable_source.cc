@@ -7,8 +7,13 @@
 
 namespace npumem::core {
 
+// With one granule for both kinds (the default), one range serves every size: a small
+// block then fills the free part of a granule a large block left, where a separate
+// small range would map a granule of its own.
 PoolKind ExpandableSource::kind_for(std::size_t size) const {
-  return size <= allocator_.config.small_size ? PoolKind::small : PoolKind::large;
+  const Config& config = allocator_.config;
+  if (config.expandable_small_granule == config.expandable_large_granule) return PoolKind::large;
+  return size <= config.small_size ? PoolKind::small : PoolKind::large;
 }
 
 ExpandableSource::Range* ExpandableSource::range_for(PoolState& pool, BlockPool& blocks) {
@@ -27,6 +32,7 @@ ExpandableSource::Range* ExpandableSource::range_for(PoolState& pool, BlockPool&
   range.base = reinterpret_cast<std::uintptr_t>(base);
   range.chunks.resize(range.size / range.granule);
   blocks.add_segment(range.base, range.size, false);
+  blocks.set_mapping_granule(range.granule);
   allocator_.add_segments(pool, tier, blocks.kind(), 1, range.size);
   return &ranges_.emplace(&blocks, std::move(range)).first->second;
 }
@@ -93,28 +99,42 @@ void ExpandableSource::drop_chunk(PoolState& pool, BlockPool& blocks, PhysicalHa
                           -static_cast<std::int64_t>(range.granule));
 }
 
-// Mapping right after a free block that ends a mapped stretch needs only the bytes the
-// free block lacks: a request never leaves a whole free tail behind its new granules.
+// New granules next to free mapped blocks need only the bytes those lack: mapping the
+// front of an unmapped stretch extends the free block before it, mapping its back
+// extends the one after it, and mapping all of it joins both. The fewest granules win,
+// so a request never leaves a whole free neighbour beside its new granules.
 ExpandableSource::Placement ExpandableSource::placement(const BlockPool& blocks, const Range& range,
                                                         std::size_t size) const {
   const auto granules_for = [&](std::size_t bytes) {
     return round_up(bytes, range.granule) / range.granule;
   };
-  Placement best;
+  const auto free_bytes = [](const Block* b) {
+    return b != nullptr && !b->allocated && b->mapped ? b->size : 0;
+  };
+  Placement best{nullptr, 0, granules_for(size)};
   blocks.find_unmapped_if(range.granule, [&](Block& unmapped) {
-    const Block* before = unmapped.prev;
-    if (before == nullptr || before->allocated || !before->mapped || before->size >= size) {
-      return false;
+    const std::size_t before = free_bytes(unmapped.prev);
+    const std::size_t after = free_bytes(unmapped.next);
+    const std::size_t fits = unmapped.size / range.granule;
+    const auto consider = [&](std::size_t granules, std::uintptr_t start) {
+      const bool better =
+          granules < best.granules || (granules == best.granules && best.unmapped == nullptr);
+      if (granules <= fits && better) best = {&unmapped, start, granules};
+    };
+    // A neighbour that holds the whole request would have served it (the pool's
+    // max_split rules keep such blocks for requests of their own size).
+    if (before >= size || after >= size) return false;
+    if (before != 0) consider(granules_for(size - before), unmapped.address);
+    if (after != 0) {
+      const std::size_t granules = granules_for(size - after);
+      consider(granules, unmapped.address + unmapped.size - granules * range.granule);
     }
-    const std::size_t granules = granules_for(size - before->size);
-    if (granules * range.granule <= unmapped.size &&
-        (best.free_before == nullptr || before->size > best.free_before->size)) {
-      best = {&unmapped, before, granules};
+    if (before != 0 && after != 0 && before + unmapped.size + after >= size) {
+      consider(fits, unmapped.address);
     }
     return false;  // visit them all: few unmapped stretches exist
   });
-  if (best.unmapped != nullptr) return best;
-  return {nullptr, nullptr, granules_for(size)};
+  return best;
 }
 
 // Gathers the chunks first (free granules, then new ones), then finds the unmapped
@@ -152,9 +172,11 @@ GrowResult ExpandableSource::grow(PoolState& pool, BlockPool& blocks, std::size_
                   : place.unmapped != nullptr ? place.unmapped
                                               : blocks.find_unmapped(count * range->granule);
   if (target == nullptr && result == GrowResult::ok) result = GrowResult::device_refused;
+  std::uintptr_t address = place.unmapped != nullptr ? place.start
+                           : target != nullptr       ? target->address
+                                                     : 0;
   std::size_t placed = 0;
   for (; result == GrowResult::ok && placed < chunks.size(); ++placed) {
-    const std::uintptr_t address = target->address;
     if (allocator_.device->map(reinterpret_cast<void*>(address), chunks[placed]) !=
         DeviceStatus::ok) {
       result = GrowResult::device_refused;
@@ -162,8 +184,9 @@ GrowResult ExpandableSource::grow(PoolState& pool, BlockPool& blocks, std::size_
     }
     range->chunks[granule_index(*range, address)] = chunks[placed];
     allocator_.notify(EventKind::map, address, range->granule, 0, blocks.tier(), pool);
-    const Block* mapped = blocks.map_front(target, range->granule);
-    target = mapped->next;
+    // The rest of the stretch stays one unmapped block, right after the mapped one.
+    target = blocks.map_range(target, address, range->granule)->next;
+    address += range->granule;
   }
   for (std::size_t i = placed; i < chunks.size(); ++i) drop_chunk(pool, blocks, chunks[i]);
   return result;

@@ -1,4 +1,5 @@
-// The expandable strategy: per pool, tier and kind one reserved virtual range;
+// The expandable strategy: per pool, tier and kind one reserved virtual range (one
+// per pool and tier when both kinds have the same granule, as by default);
 // physical memory is created in granules and mapped where the pool needs it. A
 // large request with no contiguous free block first takes whole free granules from
 // anywhere in the range and maps them side by side in an unmapped stretch
@@ -30,12 +31,12 @@ class ExpandableSource : public SegmentSource {
     std::vector<PhysicalHandle> chunks;  // by granule index; empty handle: unmapped
   };
 
-  // Where new granules go: an unmapped block, and the free mapped block right before
-  // it whose bytes the request uses too (nullptr when there is none).
+  // Where new granules go: an unmapped block and the first address to map there, so
+  // that the free mapped blocks on either side of it count towards the request.
   struct Placement {
-    Block* unmapped = nullptr;
-    const Block* free_before = nullptr;
-    std::size_t granules = 0;  // to map at the front of `unmapped`
+    Block* unmapped = nullptr;  // nullptr: any unmapped stretch that holds `granules`
+    std::uintptr_t start = 0;
+    std::size_t granules = 0;
   };
 
   Range* range_for(PoolState& pool, BlockPool& blocks);

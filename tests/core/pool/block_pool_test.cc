@@ -107,7 +107,7 @@ TEST(BlockPool, MapsAndUnmapsInsideOneRange) {
   EXPECT_EQ(pool.take(1 << 20, kAny, 512, kAny), nullptr);  // nothing mapped yet
   Block* unmapped = pool.find_unmapped(8 << 20);
   ASSERT_NE(unmapped, nullptr);
-  Block* mapped = pool.map_front(unmapped, 8 << 20);
+  Block* mapped = pool.map_range(unmapped, unmapped->address, 8 << 20);
   EXPECT_EQ(mapped->address, 0x10000000u);
   EXPECT_EQ(pool.reserved_bytes(), 8u << 20);
   Block* a = pool.take(3 << 20, kAny, 512, kAny);
@@ -122,6 +122,66 @@ TEST(BlockPool, MapsAndUnmapsInsideOneRange) {
   EXPECT_EQ(pool.find_unmapped(60 << 20)->address, 0x10000000u + (4 << 20));
   Block* merged = pool.release(a);
   EXPECT_EQ(merged->size, 4u << 20);
+}
+
+TEST(BlockPool, MapsTheBackOfAnUnmappedStretchOntoTheFreeBlockAfterIt) {
+  BlockPool pool(Tier::hbm, PoolKind::large, nullptr);
+  pool.add_segment(0x10000000, 16 << 20, false);
+  pool.map_range(pool.find_unmapped(16 << 20), 0x10000000, 16 << 20);
+  Block* head = pool.take(4 << 20, kAny, 512, kAny);
+  Block* tail = pool.take(4 << 20, kAny, 512, kAny);  // [head 4][tail 4][free 8]
+  pool.release(head);
+  pool.unmap_range(pool.largest_free_block(), 0x10000000 + (8 << 20), 8 << 20);
+  pool.release(tail);  // [free 8][unmapped 8]
+  Block* free_block = pool.largest_free_block();
+  pool.unmap_range(free_block, 0x10000000, 6 << 20);  // [unmapped 6][free 2][unmapped 8]
+  Block* mapped = pool.map_range(pool.find_unmapped(6 << 20), 0x10000000 + (4 << 20), 2 << 20);
+  EXPECT_EQ(mapped->address, 0x10000000u + (4 << 20));
+  EXPECT_EQ(mapped->size, 4u << 20);  // merged with the free block after it
+  EXPECT_EQ(pool.reserved_bytes(), 4u << 20);
+  EXPECT_EQ(pool.find_unmapped(4 << 20)->size, 4u << 20);  // the front stays unmapped
+}
+
+// With a mapping granule a request goes to whichever end of the free block needs
+// fewer granules of its own: here the end, whose last granule a live block shares.
+TEST(BlockPool, PlacesARequestWhereItMapsFewestGranulesOfItsOwn) {
+  constexpr std::uintptr_t kBase = 0x10000000;
+  constexpr std::size_t kMiB = 1 << 20;
+  for (const bool with_granule : {false, true}) {
+    BlockPool pool(Tier::hbm, PoolKind::large, nullptr);
+    pool.add_segment(kBase, 16 * kMiB, false);
+    if (with_granule) pool.set_mapping_granule(2 * kMiB);
+    pool.map_range(pool.find_unmapped(10 * kMiB), kBase, 10 * kMiB);
+    Block* left = pool.take(3 * kMiB / 2, kAny, 512, kAny);     // [0, 1.5)
+    Block* middle = pool.take(15 * kMiB / 2, kAny, 512, kAny);  // [1.5, 9)
+    Block* right = pool.take(kMiB, kAny, 512, kAny);            // [9, 10)
+    ASSERT_EQ(left->address, kBase);
+    ASSERT_EQ(right->address, kBase + 9 * kMiB);
+    pool.release(middle);
+    Block* placed = pool.take(3 * kMiB, kAny, 512, kAny);
+    // At the start it would touch granules [2, 4) and [4, 6) besides left's [0, 2);
+    // at the end only [6, 8), as right uses [8, 10) anyway.
+    EXPECT_EQ(placed->address, with_granule ? kBase + 6 * kMiB : kBase + 3 * kMiB / 2);
+  }
+}
+
+// On a tie in granules the remainder stays beside unmapped space, where growth can
+// extend it, not between two live blocks.
+TEST(BlockPool, LeavesTheRemainderBesideUnmappedSpaceOnATie) {
+  constexpr std::uintptr_t kBase = 0x10000000;
+  constexpr std::size_t kMiB = 1 << 20;
+  BlockPool pool(Tier::hbm, PoolKind::large, nullptr);
+  pool.add_segment(kBase, 16 * kMiB, false);
+  pool.set_mapping_granule(2 * kMiB);
+  pool.map_range(pool.find_unmapped(8 * kMiB), kBase, 8 * kMiB);
+  Block* first = pool.take(6 * kMiB, kAny, 512, kAny);
+  Block* last = pool.take(2 * kMiB, kAny, 512, kAny);
+  ASSERT_EQ(last->address, kBase + 6 * kMiB);
+  pool.unmap_range(pool.release(first), kBase, 2 * kMiB);  // [unmapped 2][free 4][last 2]
+  // Either end touches one granule of its own: [2, 4) or [4, 6).
+  Block* placed = pool.take(kMiB, kAny, 512, kAny);
+  EXPECT_EQ(placed->address, kBase + 5 * kMiB);
+  EXPECT_EQ(pool.largest_free_block()->address, kBase + 2 * kMiB);
 }
 
 }  // namespace

@@ -80,6 +80,42 @@ TEST_P(Expandable, GrowthUsesTheFreeTailBeforeMappingNewGranules) {
   allocator.deallocate(b);
 }
 
+// The free block after an unmapped stretch counts too: mapping the stretch's back
+// joins it, where a fresh stretch would need every granule of the request.
+TEST_P(Expandable, GrowthUsesTheFreeBlockAfterAnUnmappedStretch) {
+  const std::shared_ptr<Device> npu = device().device();
+  Allocator allocator(npu, expandable(2 * MiB));
+  void* a = allocator.allocate(5 * MiB);  // granules 0-2, 1 MiB free after a
+  void* b = allocator.allocate(1 * MiB);  // that free MiB
+  void* c = allocator.allocate(2 * MiB);  // granule 3
+  allocator.deallocate(a);
+  EXPECT_EQ(allocator.empty_cache(), 4 * MiB);  // granules 0 and 1; 1 MiB of 2 stays free
+  EXPECT_EQ(reserved(allocator), static_cast<std::int64_t>(4 * MiB));
+  void* d = allocator.allocate(5 * MiB);  // two granules before the free MiB
+  EXPECT_EQ(d, a);
+  EXPECT_EQ(reserved(allocator), static_cast<std::int64_t>(8 * MiB));
+  testing::expect_consistent(allocator, {{b, 1 * MiB}, {c, 2 * MiB}, {d, 5 * MiB}});
+  for (void* p : {b, c, d}) allocator.deallocate(p);
+}
+
+// By default both kinds share one range of 2 MiB granules: a small block fills the
+// rest of a large block's last granule instead of mapping a granule of its own.
+TEST_P(Expandable, DefaultsPutSmallBlocksInTheLargeBlocksGranules) {
+  Config config;
+  config.strategy = Strategy::expandable;
+  Allocator allocator(device().device(), config);
+  void* large = allocator.allocate(3 * MiB);
+  EXPECT_EQ(reserved(allocator), static_cast<std::int64_t>(4 * MiB));
+  void* small = allocator.allocate(512 * KiB);
+  EXPECT_EQ(reserved(allocator), static_cast<std::int64_t>(4 * MiB));
+  EXPECT_EQ(static_cast<char*>(small) - static_cast<char*>(large),
+            static_cast<std::ptrdiff_t>(3 * MiB));
+  EXPECT_EQ(allocator.stats().segment.all.current, 1);
+  testing::expect_consistent(allocator, {{large, 3 * MiB}, {small, 512 * KiB}});
+  allocator.deallocate(small);
+  allocator.deallocate(large);
+}
+
 TEST_P(Expandable, ReclaimUnmapsWholeFreeGranulesOnly) {
   const std::shared_ptr<Device> npu = device().device();
   Allocator allocator(npu, expandable());
