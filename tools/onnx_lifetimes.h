@@ -1,0 +1,37 @@
+// Tensor lifetimes of an ONNX model, for `npumem plan memory --onnx`. The Python module
+// npumem.onnx_lifetimes reads the model (onnx's shape inference; it needs python3-onnx)
+// and applies the lifetime rules (docs/PLANNING.md); this runs it and reads its JSON.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "npumem/plan.h"
+
+namespace npumem::cli {
+
+struct OnnxLifetimes {
+  std::vector<plan::TensorLifetime> tensors;  // planned: the nodes' outputs, in the order made
+  std::size_t ops = 0;                        // nodes in topological order, Constants left out
+  std::size_t weight_tensors = 0;             // initializers and Constants: lasting, not planned
+  std::uint64_t weight_bytes = 0;
+  std::size_t input_tensors = 0;  // graph inputs: the caller's buffers, not planned
+  std::uint64_t input_bytes = 0;
+};
+
+// The module's `--json` output. Its `{"error": ...}` object is thrown as Error (a bad
+// model, exit 2) when bad_input, else as std::runtime_error (Python lacks onnx).
+OnnxLifetimes parse_onnx_lifetimes_json(std::string_view text, bool bad_input);
+
+// Runs `PYTHON -m npumem.onnx_lifetimes --json MODEL [--dim D]...`. PYTHON is
+// $NPUMEM_PYTHON, else the interpreter the build was configured with (NPUMEM_PYTHON);
+// the package assembled in the build tree, when there is one, goes first on PYTHONPATH,
+// else the interpreter must find an installed npumem. dims: `NAME=SIZE` or
+// `INPUT:AXIS=SIZE`, sizes of symbolic input dimensions. Throws Error for a bad model
+// and std::runtime_error when Python or the package cannot run.
+OnnxLifetimes onnx_lifetimes(const std::string& model_path, const std::vector<std::string>& dims);
+
+}  // namespace npumem::cli
