@@ -10,7 +10,6 @@
 #include <cstring>
 #include <filesystem>
 #include <nlohmann/json.hpp>
-#include <stdexcept>
 
 #include "npumem/errors.h"
 
@@ -54,7 +53,7 @@ std::vector<char*> pointers(std::vector<std::string>& texts) {
 // Runs args[0] (searched on PATH) with its stdout captured; stderr is the caller's.
 ChildOutput run_capturing_stdout(std::vector<std::string> args, std::vector<std::string> env) {
   int pipe_ends[2];
-  if (::pipe2(pipe_ends, O_CLOEXEC) != 0) throw std::runtime_error("pipe: " + std::string(std::strerror(errno)));
+  if (::pipe2(pipe_ends, O_CLOEXEC) != 0) throw OnnxToolError("pipe: " + std::string(std::strerror(errno)));
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_adddup2(&actions, pipe_ends[1], STDOUT_FILENO);
@@ -67,7 +66,7 @@ ChildOutput run_capturing_stdout(std::vector<std::string> args, std::vector<std:
   ::close(pipe_ends[1]);
   if (spawn_error != 0) {
     ::close(pipe_ends[0]);
-    throw std::runtime_error("cannot run " + args[0] + ": " + std::strerror(spawn_error) +
+    throw OnnxToolError("cannot run " + args[0] + ": " + std::strerror(spawn_error) +
                              " (NPUMEM_PYTHON names the Python interpreter)");
   }
   ChildOutput result;
@@ -111,13 +110,13 @@ OnnxLifetimes parse_onnx_lifetimes_json(std::string_view text, bool bad_input) {
   try {
     json = nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception& e) {
-    throw std::runtime_error(what + " is not JSON: " + e.what());
+    throw OnnxToolError(what + " is not JSON: " + e.what());
   }
   try {
     if (json.contains("error")) {
       const std::string message = json.at("error").get<std::string>();
       if (bad_input) throw Error(message);
-      throw std::runtime_error(message);
+      throw OnnxToolError(message);
     }
     OnnxLifetimes lifetimes;
     lifetimes.ops = json.at("ops").get<std::size_t>();
@@ -132,7 +131,7 @@ OnnxLifetimes parse_onnx_lifetimes_json(std::string_view text, bool bad_input) {
     }
     return lifetimes;
   } catch (const nlohmann::json::exception& e) {
-    throw std::runtime_error(what + " lacks a field: " + e.what());
+    throw OnnxToolError(what + " lacks a field: " + e.what());
   }
 }
 
@@ -157,7 +156,7 @@ OnnxLifetimes onnx_lifetimes(const std::string& model_path, const std::vector<st
                                child.out.find("\"error\"") != std::string::npos)) {
     return parse_onnx_lifetimes_json(child.out, child.exit_code == 2);
   }
-  throw std::runtime_error(
+  throw OnnxToolError(
       "`" + python + " -m " + kModule + "` failed (exit " + std::to_string(child.exit_code) +
       "): it needs npumem's Python package (this build's, with NPUMEM_BUILD_PYTHON=ON, or one "
       "installed with pip) and python3-onnx; NPUMEM_PYTHON names the interpreter");

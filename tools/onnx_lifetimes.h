@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -12,6 +13,12 @@
 #include "npumem/plan.h"
 
 namespace npumem::cli {
+
+// Python, npumem's package or onnx could not run: not the model's fault (exit 1).
+class OnnxToolError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
 
 struct OnnxLifetimes {
   std::vector<plan::TensorLifetime> tensors;  // planned: the nodes' outputs, in the order made
@@ -23,7 +30,7 @@ struct OnnxLifetimes {
 };
 
 // The module's `--json` output. Its `{"error": ...}` object is thrown as Error (a bad
-// model, exit 2) when bad_input, else as std::runtime_error (Python lacks onnx).
+// model, exit 2) when bad_input, else as OnnxToolError (Python lacks onnx).
 OnnxLifetimes parse_onnx_lifetimes_json(std::string_view text, bool bad_input);
 
 // Runs `PYTHON -m npumem.onnx_lifetimes --json MODEL [--dim D]...`. PYTHON is
@@ -31,7 +38,7 @@ OnnxLifetimes parse_onnx_lifetimes_json(std::string_view text, bool bad_input);
 // the package assembled in the build tree, when there is one, goes first on PYTHONPATH,
 // else the interpreter must find an installed npumem. dims: `NAME=SIZE` or
 // `INPUT:AXIS=SIZE`, sizes of symbolic input dimensions. Throws Error for a bad model
-// and std::runtime_error when Python or the package cannot run.
+// and OnnxToolError when Python or the package cannot run.
 OnnxLifetimes onnx_lifetimes(const std::string& model_path, const std::vector<std::string>& dims);
 
 }  // namespace npumem::cli

@@ -28,6 +28,7 @@ import json
 import math
 import os
 import sys
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional
 
@@ -119,7 +120,9 @@ def _load(onnx, path: str):
         raise OnnxModelError(f"{path}: no such file")
     # Weights' data is not needed, only their shapes: external data stays where it is.
     try:
-        model = onnx.load(path, load_external_data=False)
+        with warnings.catch_warnings():  # protobuf warns before it fails on garbage
+            warnings.simplefilter("ignore")
+            model = onnx.load(path, load_external_data=False)
     except Exception as error:  # protobuf's DecodeError and its relatives
         raise OnnxModelError(f"{path}: not an ONNX model (cannot decode it: {error})") from error
     if model.ir_version == 0 or not model.HasField("graph") or not model.graph.node:
