@@ -11,10 +11,10 @@
 
 #include "commands.h"
 #include "json_text.h"
-#include "onnx_lifetimes.h"
 #include "npumem/errors.h"
 #include "npumem/plan.h"
 #include "npumem/units.h"
+#include "onnx_lifetimes.h"
 #include "plan_requests.h"
 #include "trace.h"
 #include "trace_lifetimes.h"

@@ -53,7 +53,8 @@ std::vector<char*> pointers(std::vector<std::string>& texts) {
 // Runs args[0] (searched on PATH) with its stdout captured; stderr is the caller's.
 ChildOutput run_capturing_stdout(std::vector<std::string> args, std::vector<std::string> env) {
   int pipe_ends[2];
-  if (::pipe2(pipe_ends, O_CLOEXEC) != 0) throw OnnxToolError("pipe: " + std::string(std::strerror(errno)));
+  if (::pipe2(pipe_ends, O_CLOEXEC) != 0)
+    throw OnnxToolError("pipe: " + std::string(std::strerror(errno)));
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_adddup2(&actions, pipe_ends[1], STDOUT_FILENO);
@@ -67,7 +68,7 @@ ChildOutput run_capturing_stdout(std::vector<std::string> args, std::vector<std:
   if (spawn_error != 0) {
     ::close(pipe_ends[0]);
     throw OnnxToolError("cannot run " + args[0] + ": " + std::strerror(spawn_error) +
-                             " (NPUMEM_PYTHON names the Python interpreter)");
+                        " (NPUMEM_PYTHON names the Python interpreter)");
   }
   ChildOutput result;
   char buffer[65536];

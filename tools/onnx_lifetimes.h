@@ -22,8 +22,8 @@ class OnnxToolError : public std::runtime_error {
 
 struct OnnxLifetimes {
   std::vector<plan::TensorLifetime> tensors;  // planned: the nodes' outputs, in the order made
-  std::size_t ops = 0;                        // nodes in topological order, Constants left out
-  std::size_t weight_tensors = 0;             // initializers and Constants: lasting, not planned
+  std::size_t ops = 0;             // nodes in topological order, less Constants and folded ones
+  std::size_t weight_tensors = 0;  // initializers, Constant and folded outputs: lasting
   std::uint64_t weight_bytes = 0;
   std::size_t input_tensors = 0;  // graph inputs: the caller's buffers, not planned
   std::uint64_t input_bytes = 0;

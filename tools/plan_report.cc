@@ -136,8 +136,9 @@ std::string memory_report_text(const MemoryReport& report) {
   for (const OutsideArena& outside : report.outside_arena) {
     char label[16];
     std::snprintf(label, sizeof label, "%-12s", outside.kind.c_str());
-    out << "  " << label << " " << outside.tensors << (outside.tensors == 1 ? " tensor, " : " tensors, ") << bytes_both(outside.bytes)
-        << ": " << outside.why << ", outside the arena\n";
+    out << "  " << label << " " << outside.tensors
+        << (outside.tensors == 1 ? " tensor, " : " tensors, ") << bytes_both(outside.bytes) << ": "
+        << outside.why << ", outside the arena\n";
   }
   if (report.budget_bytes) {
     const std::uint64_t budget = *report.budget_bytes;

@@ -9,11 +9,12 @@ reads) or, with --json, one object with each tensor's name. From Python:
     lifetimes = npumem.onnx_lifetimes.read("model.onnx", dims={"batch": 8})
     plan = npumem.plan.memory(lifetimes.records())
 
-Op k is the k-th node in topological order (Constant nodes are weights, not ops). A
-tensor a node makes lives from that node to its last reader; a graph output lives to
-the last op; one nobody reads lives at its node only. Initializers and Constant outputs
-are weights: they last for the model's life, so they are counted but not planned in the
-reused arena. Graph inputs are the caller's buffers and are not planned either. Sizes are
+Op k is the k-th node in the graph's topological order (which ONNX requires and the
+checker checks), leaving out Constant nodes and nodes that read weights only: those are
+folded into weights. A tensor a node makes lives from that node to its last reader; a
+graph output lives to the last op; one nobody reads lives at its node only.
+Initializers, Constant outputs and folded outputs are weights: they last for the
+model's life, so they are counted but not planned in the reused arena. Graph inputs are the caller's buffers and are not planned either. Sizes are
 the element type's bytes times the shape after onnx.shape_inference; a symbolic
 dimension of a graph input takes its size from `dims`; a size still unknown, a subgraph
 (If, Loop, Scan) or a file that is not a model raises OnnxModelError naming the tensor,
@@ -75,7 +76,7 @@ class OnnxLifetimes:
     model: str
     ops: int
     tensors: list[Tensor] = field(default_factory=list)  # planned, in the order made
-    weight_tensors: int = 0  # initializers and Constant outputs: lasting, not planned
+    weight_tensors: int = 0  # initializers, Constant and folded outputs: lasting, not planned
     weight_bytes: int = 0
     input_tensors: int = 0  # graph inputs: the caller's buffers, not planned
     input_bytes: int = 0
@@ -152,14 +153,6 @@ def _reject_subgraphs(onnx, path: str, graph) -> None:
                     f"{attribute.name!r}): npumem plans one flat graph; If, Loop and Scan "
                     f"are not supported"
                 )
-
-
-def _parse_dim_key(key: str) -> tuple[Optional[str], Optional[int]]:
-    """`NAME` (a symbolic dimension) or `INPUT:AXIS` (one input's axis)."""
-    name, sep, axis = key.rpartition(":")
-    if sep and axis.isdigit():
-        return name, int(axis)
-    return None, None
 
 
 def _set_input_dims(path: str, graph, initializer_names: set[str],
