@@ -203,6 +203,35 @@ def _tensor_bytes(path: str, name: str, what: str, elem_type: int, shape: list) 
     return _ELEMENT_BYTES[elem_type] * math.prod(shape)
 
 
+def _infer_shapes(onnx, path: str, model):
+    """onnx's shape inference, then constant folding of what it found (npumem.onnx_folding),
+    again until nothing more folds: a shape computed in the graph can depend on a tensor
+    whose size the previous round found."""
+    from npumem.onnx_folding import MAX_ELEMENTS, fold_constants  # needs onnx
+
+    # Only the weights' shapes matter from here on; without their data each round of
+    # inference copies little.
+    for tensor in model.graph.initializer:
+        if math.prod(tensor.dims) > MAX_ELEMENTS:
+            for data in ("raw_data", "float_data", "int32_data", "int64_data", "double_data",
+                         "uint64_data", "string_data", "external_data"):
+                tensor.ClearField(data)
+    while True:
+        try:
+            # data_prop: shapes computed by Shape, Gather, Concat... are followed.
+            model = onnx.shape_inference.infer_shapes(model, check_type=True, strict_mode=True,
+                                                      data_prop=True)
+        except Exception as error:  # InferenceError, ValidationError
+            problem = str(error).strip().splitlines()[0]
+            raise OnnxModelError(f"{path}: shape inference failed: {problem}") from error
+        static = {name: tuple(dims) for name, (_, dims) in _value_shapes(model.graph).items()
+                  if all(isinstance(size, int) for size in dims)}
+        if fold_constants(model.graph, static) == 0:
+            return model
+        # Inference keeps what it found before, unknown dims too: start afresh.
+        del model.graph.value_info[:]
+
+
 def _value_shapes(graph) -> dict[str, tuple[int, list]]:
     """name -> (element type, dims: an int, or the dim_param / '' when unknown)."""
     shapes = {}
@@ -247,15 +276,11 @@ def read(path: str, dims: Optional[Mapping[str, int]] = None) -> OnnxLifetimes:
     model = _load(onnx, path)
     graph = model.graph
     _reject_subgraphs(onnx, path, graph)
-    initializers = {tensor.name: tensor for tensor in graph.initializer}
-    _set_input_dims(path, graph, set(initializers), dims)
-    try:
-        model = onnx.shape_inference.infer_shapes(model, check_type=True, strict_mode=True)
-    except Exception as error:  # InferenceError, ValidationError
-        problem = str(error).strip().splitlines()[0]
-        raise OnnxModelError(f"{path}: shape inference failed: {problem}") from error
+    _set_input_dims(path, graph, {tensor.name for tensor in graph.initializer}, dims)
+    model = _infer_shapes(onnx, path, model)
     graph = model.graph
     shapes = _value_shapes(graph)
+    initializers = {tensor.name: tensor for tensor in graph.initializer}
 
     result = OnnxLifetimes(model=path, ops=0)
     for tensor in initializers.values():
