@@ -137,6 +137,29 @@ class OnnxLifetimesTest(unittest.TestCase):
                 r".*unknown after shape inference"):
             read(path)
 
+    def test_shapes_computed_in_the_graph_are_folded(self):
+        # y = Relu(x[:, :x.shape[1] // 2]) the way torch.onnx writes it: Shape, Gather and
+        # Div compute the Slice's end, which shape inference alone leaves unknown.
+        def int64(name, *values):
+            return helper.make_node("Constant", [], [name], value=helper.make_tensor(
+                name + "_value", TensorProto.INT64, [len(values)], list(values)))
+        nodes = [
+            int64("index", 1), int64("two", 2), int64("start", 0), int64("axis", 1),
+            helper.make_node("Shape", ["x"], ["shape"]),
+            helper.make_node("Gather", ["shape", "index"], ["width"], axis=0),
+            helper.make_node("Div", ["width", "two"], ["half"]),
+            helper.make_node("Slice", ["x", "start", "half", "axis"], ["left"]),
+            helper.make_node("Relu", ["left"], ["y"]),
+        ]
+        graph = helper.make_graph(
+            nodes, "half", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 6])],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, None])])
+        lifetimes = read(self.save(helper.make_model(graph)))
+        self.assertEqual(lifetimes.tensors, [Tensor("left", 2 * 3 * 4, 0, 1),
+                                             Tensor("y", 2 * 3 * 4, 1, 1)])
+        # What the Slice still reads: start, half and axis, one int64 each.
+        self.assertEqual((lifetimes.weight_tensors, lifetimes.weight_bytes), (3, 3 * 8))
+
     def test_subgraph_is_refused_by_name(self):
         branch = helper.make_graph(
             [helper.make_node("Identity", ["x"], ["out"])], "branch", [],
