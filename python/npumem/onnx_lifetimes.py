@@ -119,10 +119,12 @@ def _load(onnx, path: str):
     if not os.path.isfile(path):
         raise OnnxModelError(f"{path}: no such file")
     # Weights' data is not needed, only their shapes: external data stays where it is.
+    with open(path, "rb") as file:
+        data = file.read()
     try:
         with warnings.catch_warnings():  # protobuf warns before it fails on garbage
             warnings.simplefilter("ignore")
-            model = onnx.load(path, load_external_data=False)
+            model = onnx.load_model_from_string(data)
     except Exception as error:  # protobuf's DecodeError and its relatives
         raise OnnxModelError(f"{path}: not an ONNX model (cannot decode it: {error})") from error
     if model.ir_version == 0 or not model.HasField("graph") or not model.graph.node:
@@ -130,7 +132,7 @@ def _load(onnx, path: str):
             f"{path}: not an ONNX model (no IR version or no graph nodes; truncated?)"
         )
     try:
-        onnx.checker.check_model(model)
+        onnx.checker.check_model(data)  # the bytes: no copy of the model serialized again
     except onnx.checker.ValidationError as error:
         problem = str(error).strip().splitlines()[0]
         raise OnnxModelError(f"{path}: not a valid ONNX model: {problem}") from error
