@@ -10,6 +10,7 @@
 #include <cstring>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <string_view>
 
 #include "npumem/errors.h"
 
@@ -103,8 +104,8 @@ std::string build_tree_pythonpath() {
                                                                               : std::string();
 }
 
-}  // namespace
-
+// The module's `--json` output. Its `{"error": ...}` object is thrown as Error (a bad
+// model, exit 2) when bad_input, else as OnnxToolError (Python lacks onnx).
 OnnxLifetimes parse_onnx_lifetimes_json(std::string_view text, bool bad_input) {
   const std::string what = std::string("the output of ") + kModule;
   nlohmann::json json;
@@ -120,7 +121,6 @@ OnnxLifetimes parse_onnx_lifetimes_json(std::string_view text, bool bad_input) {
       throw OnnxToolError(message);
     }
     OnnxLifetimes lifetimes;
-    lifetimes.ops = json.at("ops").get<std::size_t>();
     lifetimes.weight_tensors = json.at("weight_tensors").get<std::size_t>();
     lifetimes.weight_bytes = json.at("weight_bytes").get<std::uint64_t>();
     lifetimes.input_tensors = json.at("input_tensors").get<std::size_t>();
@@ -136,13 +136,17 @@ OnnxLifetimes parse_onnx_lifetimes_json(std::string_view text, bool bad_input) {
   }
 }
 
+}  // namespace
+
 OnnxLifetimes onnx_lifetimes(const std::string& model_path, const std::vector<std::string>& dims) {
   const std::string python = python_interpreter();
-  std::vector<std::string> args = {python, "-m", kModule, "--json", model_path};
+  std::vector<std::string> args = {python, "-m", kModule, "--json"};
   for (const std::string& dim : dims) {
     args.push_back("--dim");
     args.push_back(dim);
   }
+  args.push_back("--");  // a model named -x is still a file
+  args.push_back(model_path);
   const std::string package_dir = build_tree_pythonpath();
   std::vector<std::string> env;
   if (package_dir.empty()) {

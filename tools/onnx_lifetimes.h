@@ -7,7 +7,6 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include "npumem/plan.h"
@@ -22,16 +21,11 @@ class OnnxToolError : public std::runtime_error {
 
 struct OnnxLifetimes {
   std::vector<plan::TensorLifetime> tensors;  // planned: the nodes' outputs, in the order made
-  std::size_t ops = 0;             // nodes in topological order, less Constants and folded ones
-  std::size_t weight_tensors = 0;  // initializers, Constant and folded outputs: lasting
+  std::size_t weight_tensors = 0;             // initializers, Constant and folded outputs: lasting
   std::uint64_t weight_bytes = 0;
   std::size_t input_tensors = 0;  // graph inputs: the caller's buffers, not planned
   std::uint64_t input_bytes = 0;
 };
-
-// The module's `--json` output. Its `{"error": ...}` object is thrown as Error (a bad
-// model, exit 2) when bad_input, else as OnnxToolError (Python lacks onnx).
-OnnxLifetimes parse_onnx_lifetimes_json(std::string_view text, bool bad_input);
 
 // Runs `PYTHON -m npumem.onnx_lifetimes --json MODEL [--dim D]...`. PYTHON is
 // $NPUMEM_PYTHON, else the interpreter the build was configured with (NPUMEM_PYTHON);
