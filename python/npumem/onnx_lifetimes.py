@@ -132,7 +132,10 @@ def _load(onnx, path: str):
             f"{path}: not an ONNX model (no IR version or no graph nodes; truncated?)"
         )
     try:
-        onnx.checker.check_model(data)  # the bytes: no copy of the model serialized again
+        # The bytes read already, unless the checker must find external data beside it.
+        external = any(tensor.data_location == onnx.TensorProto.EXTERNAL
+                       for tensor in model.graph.initializer)
+        onnx.checker.check_model(path if external else data)
     except onnx.checker.ValidationError as error:
         problem = str(error).strip().splitlines()[0]
         raise OnnxModelError(f"{path}: not a valid ONNX model: {problem}") from error

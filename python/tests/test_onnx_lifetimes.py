@@ -14,8 +14,9 @@ import unittest
 import npumem.plan
 
 try:
+    import numpy
     import onnx
-    from onnx import TensorProto, helper
+    from onnx import TensorProto, helper, numpy_helper
 except ImportError:
     onnx = None
 
@@ -25,10 +26,7 @@ FLOAT_BYTES = 4
 
 
 def weight(name: str, *shape: int):
-    count = 1
-    for size in shape:
-        count *= size
-    return helper.make_tensor(name, TensorProto.FLOAT, shape, [0.5] * count)
+    return numpy_helper.from_array(numpy.full(shape, 0.5, dtype=numpy.float32), name)
 
 
 def chain_model(batch=2):
@@ -106,6 +104,17 @@ class OnnxLifetimesTest(unittest.TestCase):
         self.assertEqual(plan.lower_bound_bytes, 4 * 256)
         self.assertEqual(plan.naive_bytes, 8 * 256)
         self.assertEqual(plan.arena_bytes, 4 * 256)
+
+    def test_weights_in_external_data_are_counted_not_loaded(self):
+        path = os.path.join(self.directory.name, "external.onnx")
+        onnx.save(chain_model(), path, save_as_external_data=True, location="external.data",
+                  size_threshold=0)
+        lifetimes = read(path)
+        self.assertEqual(lifetimes.tensors, chain_tensors(batch=2))
+        self.assertEqual(lifetimes.weight_bytes, CHAIN_WEIGHT_BYTES)
+        os.remove(os.path.join(self.directory.name, "external.data"))
+        with self.assertRaisesRegex(OnnxModelError, "not a valid ONNX model: .*external.data"):
+            read(path)
 
     def test_symbolic_dimension_needs_a_size(self):
         model = chain_model(batch="batch")
