@@ -7,6 +7,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev
   libmimalloc-dev libjemalloc-dev
   python3 python3-dev python3-pip python3-setuptools python3-wheel python3-pybind11 pybind11-dev
+  python3-onnx
   python3-torch python3-torchvision libtorch-dev
   chromium
   clang libclang-rt-14-dev

@@ -20,6 +20,8 @@ assert npumem.__file__.startswith(sys.argv[1]), npumem.__file__
 ptr = npumem.caching_allocator_alloc(1000, device=1)
 assert npumem.memory_allocated(1) == 1024, npumem.memory_allocated(1)
 npumem.caching_allocator_delete(ptr, device=1)
+import npumem.onnx_lifetimes  # what `npumem plan memory --onnx` runs with -m
+assert npumem.onnx_lifetimes.__file__.startswith(sys.argv[1]), npumem.onnx_lifetimes.__file__
 try:
     import torch
 except ImportError:

@@ -110,6 +110,10 @@ json memory_report_json(const MemoryReport& report) {
     result["budget_margin_bytes"] = static_cast<std::int64_t>(*report.budget_bytes) -
                                     static_cast<std::int64_t>(plan.arena_bytes);
   }
+  for (const OutsideArena& outside : report.outside_arena) {
+    result["outside_arena"][outside.kind] = {{"tensors", outside.tensors},
+                                             {"bytes", outside.bytes}};
+  }
   if (report.with_offsets) result["offsets"] = plan.offsets;
   return result;
 }
@@ -129,6 +133,13 @@ std::string memory_report_text(const MemoryReport& report) {
       << "  algorithm    " << plan.algorithm << (plan.proven_optimal ? " (optimal)" : "") << "\n"
       << "  plan time    " << fixed(report.plan_ms, 1) << " ms, " << plan.search_iterations
       << " search iterations\n";
+  for (const OutsideArena& outside : report.outside_arena) {
+    char label[16];
+    std::snprintf(label, sizeof label, "%-12s", outside.kind.c_str());
+    out << "  " << label << " " << outside.tensors
+        << (outside.tensors == 1 ? " tensor, " : " tensors, ") << bytes_both(outside.bytes) << ": "
+        << outside.why << ", outside the arena\n";
+  }
   if (report.budget_bytes) {
     const std::uint64_t budget = *report.budget_bytes;
     out << "  budget       " << bytes_both(budget) << ": "

@@ -6,11 +6,20 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "npumem/plan.h"
 #include "plan_model_json.h"
 
 namespace npumem::cli {
+
+// Tensors a model keeps outside the planned arena (an ONNX model's weights and inputs).
+struct OutsideArena {
+  std::string kind;  // "weights", "inputs"
+  std::size_t tensors = 0;
+  std::uint64_t bytes = 0;
+  std::string why;  // "lasting", "the caller's buffers"
+};
 
 struct MemoryReport {
   std::string records_path;
@@ -20,6 +29,7 @@ struct MemoryReport {
   double plan_ms = 0;
   bool with_offsets = false;  // add each tensor's offset
   std::optional<std::uint64_t> budget_bytes;
+  std::vector<OutsideArena> outside_arena;
 };
 
 struct ShardReport {

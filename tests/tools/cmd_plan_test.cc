@@ -123,11 +123,34 @@ TEST(CmdPlanTest, MemoryPlanOfATraceAndABudget) {
   testing::write_text(dir.file("m.records"), kRecords);
   result = run_npumem("plan memory " + dir.file("m.records").string() + " --trace " + trace, dir);
   EXPECT_EQ(result.exit_code, cli::kExitBadInput);
-  EXPECT_NE(result.err.find("either a records file or --trace"), std::string::npos) << result.err;
+  EXPECT_NE(result.err.find("give one of a records file, --trace TRACE or --onnx MODEL"),
+            std::string::npos)
+      << result.err;
   testing::write_text(dir.file("bad.trace"), "a 0 10\nf 1\n");
   result = run_npumem("plan memory --trace " + dir.file("bad.trace").string(), dir);
   EXPECT_EQ(result.exit_code, cli::kExitBadInput);
   EXPECT_NE(result.err.find("bad.trace:2"), std::string::npos) << result.err;
+}
+
+// The ONNX model itself is read by Python (python/tests/test_onnx_lifetimes.py); these
+// are refused before Python runs.
+TEST(CmdPlanTest, OnnxOptionsThatDoNotGoTogetherExitTwo) {
+  TempDir dir;
+  testing::write_text(dir.file("m.records"), kRecords);
+  testing::write_text(dir.file("m.onnx"), "not read");
+  const std::string records = dir.file("m.records").string();
+  const std::string model = dir.file("m.onnx").string();
+  const std::pair<std::string, std::string> cases[] = {
+      {records + " --onnx " + model, "give one of a records file, --trace TRACE or --onnx MODEL"},
+      {"--onnx " + model + " --trace " + model, "give one of a records file"},
+      {records + " --dim batch=1", "--dim needs --onnx"},
+      {"--onnx " + model + " --iteration 0", "--iteration needs --trace"},
+  };
+  for (const auto& [args, message] : cases) {
+    const auto result = run_npumem("plan memory " + args, dir);
+    EXPECT_EQ(result.exit_code, cli::kExitBadInput) << args;
+    EXPECT_NE(result.err.find(message), std::string::npos) << result.err;
+  }
 }
 
 TEST(CmdPlanTest, ShardPlanAndItsBaseline) {

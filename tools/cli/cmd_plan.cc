@@ -14,6 +14,7 @@
 #include "npumem/errors.h"
 #include "npumem/plan.h"
 #include "npumem/units.h"
+#include "onnx_lifetimes.h"
 #include "plan_requests.h"
 #include "trace.h"
 #include "trace_lifetimes.h"
@@ -24,6 +25,8 @@ namespace {
 struct MemoryCommandOptions {
   std::string records_path;
   std::string trace_path;
+  std::string onnx_path;
+  std::vector<std::string> dims;  // --dim NAME=SIZE, for --onnx
   std::optional<std::size_t> iteration;
   std::optional<std::string> budget;
   std::string alignment = "64";
@@ -58,32 +61,61 @@ void print(const nlohmann::json& json_report, const std::string& text_report, bo
   }
 }
 
-// lines: each records tensor's line, so planning errors can name it (empty for traces).
-std::vector<plan::TensorLifetime> memory_inputs(const MemoryCommandOptions& options,
-                                                std::string& source,
-                                                std::vector<std::size_t>& lines) {
-  if (options.records_path.empty() == options.trace_path.empty()) {
-    throw ConfigError("plan memory: give either a records file or --trace TRACE");
+struct MemoryInputs {
+  std::vector<plan::TensorLifetime> tensors;
+  std::string source;
+  std::vector<std::size_t> lines;  // each records tensor's line, so errors can name it
+  std::vector<OutsideArena> outside_arena;
+};
+
+MemoryInputs onnx_memory_inputs(const MemoryCommandOptions& options) {
+  OnnxLifetimes lifetimes = onnx_lifetimes(options.onnx_path, options.dims);
+  MemoryInputs inputs;
+  inputs.tensors = std::move(lifetimes.tensors);
+  inputs.source = options.onnx_path;
+  inputs.outside_arena = {
+      {"weights", lifetimes.weight_tensors, lifetimes.weight_bytes, "lasting"},
+      {"inputs", lifetimes.input_tensors, lifetimes.input_bytes, "the caller's buffers"}};
+  return inputs;
+}
+
+MemoryInputs memory_inputs(const MemoryCommandOptions& options) {
+  const int given = static_cast<int>(!options.records_path.empty()) +
+                    static_cast<int>(!options.trace_path.empty()) +
+                    static_cast<int>(!options.onnx_path.empty());
+  if (given != 1) {
+    throw ConfigError("plan memory: give one of a records file, --trace TRACE or --onnx MODEL");
   }
   if (options.iteration && options.trace_path.empty()) {
     throw ConfigError("plan memory: --iteration needs --trace");
   }
-  if (!options.records_path.empty()) {
-    source = options.records_path;
-    return plan::parse_lifetime_records(read_text(options.records_path), options.records_path,
-                                        &lines);
+  if (!options.dims.empty() && options.onnx_path.empty()) {
+    throw ConfigError("plan memory: --dim needs --onnx");
   }
-  source = options.trace_path;
-  if (options.iteration) source += " iteration " + std::to_string(*options.iteration);
-  return trace_lifetimes(read_trace(options.trace_path), options.iteration).tensors;
+  if (!options.onnx_path.empty()) return onnx_memory_inputs(options);
+  MemoryInputs inputs;
+  if (!options.records_path.empty()) {
+    inputs.source = options.records_path;
+    inputs.tensors = plan::parse_lifetime_records(read_text(options.records_path),
+                                                  options.records_path, &inputs.lines);
+    return inputs;
+  }
+  inputs.source = options.trace_path;
+  if (options.iteration) inputs.source += " iteration " + std::to_string(*options.iteration);
+  inputs.tensors = trace_lifetimes(read_trace(options.trace_path), options.iteration).tensors;
+  return inputs;
 }
 
 int run_memory(const MemoryCommandOptions& options) {
-  std::string source;
-  std::vector<std::size_t> lines;
   const std::optional<std::uint64_t> budget =
       options.budget ? std::optional(parse_size(*options.budget)) : std::nullopt;
-  std::vector<plan::TensorLifetime> tensors = memory_inputs(options, source, lines);
+  MemoryInputs inputs;
+  try {
+    inputs = memory_inputs(options);
+  } catch (const OnnxToolError& e) {
+    std::cerr << "npumem: plan memory --onnx: " << e.what() << "\n";
+    return kExitFailure;
+  }
   plan::MemoryPlanOptions plan_options;
   plan_options.alignment = parse_size(options.alignment);
   plan_options.time_limit = std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -92,13 +124,14 @@ int run_memory(const MemoryCommandOptions& options) {
   plan_options.seed = options.seed;
   std::unique_ptr<MemoryPlanRun> run;
   try {
-    run = run_memory_plan(std::move(tensors), source, plan_options, options.offsets);
+    run = run_memory_plan(std::move(inputs.tensors), inputs.source, plan_options, options.offsets);
   } catch (const plan::TensorSizeError& e) {
-    if (lines.empty()) throw ConfigError(source + ": " + e.what());
-    throw ParseError(options.records_path, lines.at(e.tensor()), e.what());
+    if (inputs.lines.empty()) throw ConfigError(inputs.source + ": " + e.what());
+    throw ParseError(options.records_path, inputs.lines.at(e.tensor()), e.what());
   }
   MemoryReport& report = run->report;
   report.budget_bytes = budget;
+  report.outside_arena = std::move(inputs.outside_arena);
   print(memory_report_json(report), memory_report_text(report), options.json);
   if (budget && report.plan.arena_bytes > *budget) {
     std::cerr << "npumem: the plan needs " << format_bytes(report.plan.arena_bytes)
@@ -134,12 +167,20 @@ int run_recompute(const LayerCommandOptions& options) {
 void add_memory_command(CLI::App& plan_command, int& exit_code) {
   auto options = std::make_shared<MemoryCommandOptions>();
   CLI::App* command = plan_command.add_subcommand(
-      "memory", "Static memory plan: an offset per tensor from lifetime records");
+      "memory",
+      "Static memory plan: an offset per tensor from lifetime records, a trace or an ONNX model");
   command
       ->add_option("records", options->records_path, "records file: <bytes> <first_op> <last_op>")
       ->check(CLI::ExistingFile);
   command->add_option("--trace", options->trace_path, "plan the lifetimes of an allocation trace")
       ->check(CLI::ExistingFile);
+  command
+      ->add_option("--onnx", options->onnx_path,
+                   "plan the tensors of an ONNX model (runs npumem.onnx_lifetimes; python3-onnx)")
+      ->check(CLI::ExistingFile);
+  command->add_option("--dim", options->dims,
+                      "with --onnx: a symbolic input dimension's size, NAME=SIZE or "
+                      "INPUT:AXIS=SIZE (repeatable)");
   command->add_option(
       "--iteration", options->iteration,
       "with --trace: only the tensors made in this iteration (0: after the first i)");
