@@ -59,7 +59,8 @@ nlohmann::ordered_json bucket_advice_json(const BucketAdvice& advice) {
 std::string bucket_advice_text(const BucketAdvice& advice) {
   std::ostringstream out;
   out << "npumem advise buckets " << advice.source << "\n"
-      << advice.iterations << " iterations, " << advice.shapes << " shapes in " << advice.families
+      << advice.iterations << " iterations, " << advice.shapes
+      << (advice.shapes == 1 ? " shape in " : " shapes in ") << advice.families
       << (advice.families == 1 ? " family" : " families")
       << " (iterations whose allocations and frees align request by request)\n"
       << "peak requested " << format_bytes(advice.peak_requested_bytes)
@@ -72,12 +73,15 @@ std::string bucket_advice_text(const BucketAdvice& advice) {
   out << line;
   for (std::size_t k = 1; k <= advice.choices.size(); ++k) {
     const auto& choice = advice.choices[k - 1];
-    if (!choice) {
-      std::snprintf(line, sizeof line, "%3zu %s\n", k,
-                    k < advice.families ? "(fewer buckets than families)"
-                                        : "(more buckets than shapes)");
+    if (!choice && k < advice.families) {
+      std::snprintf(line, sizeof line, "%3zu (fewer buckets than families)\n", k);
       out << line;
       continue;
+    }
+    if (!choice) {
+      out << "  " << k << (k == advice.choices.size() ? "" : "-" + std::to_string(advice.choices.size()))
+          << " (more buckets than shapes)\n";
+      break;
     }
     std::snprintf(line, sizeof line, "%3zu %12s %12s %7.1f%% %12s %14s%s\n", k,
                   format_bytes(choice->arena_bytes).c_str(),
@@ -96,7 +100,7 @@ std::string bucket_advice_text(const BucketAdvice& advice) {
   if (advice.recommended_buckets != 0) {
     std::snprintf(line, sizeof line, "%.3g%%", 100.0 * advice.tolerance);
     out << "recommended: " << advice.recommended_buckets
-        << " buckets, the fewest whose arena + waste is within " << line
+        << (advice.recommended_buckets == 1 ? " bucket" : " buckets") << ", the fewest whose arena + waste is within " << line
         << " of the least for up to " << advice.max_buckets << "\n";
   }
   return out.str();
