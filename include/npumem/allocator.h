@@ -152,7 +152,10 @@ class Allocator {
 
   // Marks the start of an iteration (training step, inference batch): observers see an
   // EventKind::iteration event; the planned strategy learns and serves per iteration.
-  void mark_iteration();
+  // The key says which shape the iteration has (e.g. its batch size or sequence length
+  // bucket): the planned strategy keeps a plan per key and serves the iteration by it;
+  // without one, the plan is chosen by the iteration's first request sizes.
+  void mark_iteration(std::optional<std::uint64_t> key = std::nullopt);
   PlannedStats planned_stats() const;
 
   void add_observer(std::shared_ptr<AllocatorObserver> observer);
