@@ -57,8 +57,8 @@ FamilyCosts range_costs(const ShapeFamily& family, const BucketAdviceOptions& op
   plan_options.time_limit = options.plan_time_limit;
   std::vector<std::uint64_t> own_bound(n);
   for (std::size_t i = 0; i < n; ++i) {
-    own_bound[i] = plan::memory_lower_bound(with_sizes(family, family.shapes[i].sizes),
-                                            options.alignment);
+    own_bound[i] =
+        plan::memory_lower_bound(with_sizes(family, family.shapes[i].sizes), options.alignment);
   }
   for (std::size_t first = 0; first < n; ++first) {
     std::vector<std::uint64_t> envelope = family.shapes[first].sizes;

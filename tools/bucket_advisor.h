@@ -39,8 +39,8 @@ struct AdvisedBucket {
 
 struct BucketChoice {
   std::size_t buckets = 0;
-  std::uint64_t arena_bytes = 0;   // the largest bucket plan: the shared arena
-  double waste_bytes = 0.0;        // padding waste, mean per iteration
+  std::uint64_t arena_bytes = 0;  // the largest bucket plan: the shared arena
+  double waste_bytes = 0.0;       // padding waste, mean per iteration
   // Bytes the padded iterations request beyond their own, over what they request.
   double padded_request_share = 0.0;
   std::vector<AdvisedBucket> bucket_list;  // by family, then by size

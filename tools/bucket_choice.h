@@ -40,8 +40,8 @@ struct BucketRange {
 };
 
 struct Bucketing {
-  std::uint64_t arena_bytes = 0;  // the largest of its buckets'
-  double waste = 0.0;             // the sum of its buckets'
+  std::uint64_t arena_bytes = 0;     // the largest of its buckets'
+  double waste = 0.0;                // the sum of its buckets'
   std::vector<BucketRange> buckets;  // by family, then by shape
   double cost() const { return static_cast<double>(arena_bytes) + waste; }
 };

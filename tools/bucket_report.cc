@@ -79,7 +79,8 @@ std::string bucket_advice_text(const BucketAdvice& advice) {
       continue;
     }
     if (!choice) {
-      out << "  " << k << (k == advice.choices.size() ? "" : "-" + std::to_string(advice.choices.size()))
+      out << "  " << k
+          << (k == advice.choices.size() ? "" : "-" + std::to_string(advice.choices.size()))
           << " (more buckets than shapes)\n";
       break;
     }
@@ -100,8 +101,9 @@ std::string bucket_advice_text(const BucketAdvice& advice) {
   if (advice.recommended_buckets != 0) {
     std::snprintf(line, sizeof line, "%.3g%%", 100.0 * advice.tolerance);
     out << "recommended: " << advice.recommended_buckets
-        << (advice.recommended_buckets == 1 ? " bucket" : " buckets") << ", the fewest whose arena + waste is within " << line
-        << " of the least for up to " << advice.max_buckets << "\n";
+        << (advice.recommended_buckets == 1 ? " bucket" : " buckets")
+        << ", the fewest whose arena + waste is within " << line << " of the least for up to "
+        << advice.max_buckets << "\n";
   }
   return out.str();
 }

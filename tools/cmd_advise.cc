@@ -34,8 +34,9 @@ void add_buckets_command(CLI::App& advise_command, int& exit_code) {
                    "recommend the fewest buckets within this percentage of the least cost")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
-  command->add_option("--device", options->device_spec,
-                      "device of the caching strategy's replay (sim spec)")
+  command
+      ->add_option("--device", options->device_spec,
+                   "device of the caching strategy's replay (sim spec)")
       ->capture_default_str();
   command->add_flag("--json", options->json, "print one JSON object");
   command->callback([options, &exit_code] {

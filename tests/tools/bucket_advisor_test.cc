@@ -45,8 +45,7 @@ TEST(BucketAdvisor, TwoBucketsSeparateTheLargeShape) {
   // The 1 MiB iteration padded to 1.1 MiB holds 2 x 0.1 MiB more, over 3 iterations.
   EXPECT_DOUBLE_EQ(two.waste_bytes, 2.0 * (kMedium - kSmall) / 3.0);
   const BucketChoice& one = *advice.choices[0];
-  EXPECT_DOUBLE_EQ(one.waste_bytes,
-                   2.0 * ((kLarge - kSmall) + (kLarge - kMedium)) / 3.0);
+  EXPECT_DOUBLE_EQ(one.waste_bytes, 2.0 * ((kLarge - kSmall) + (kLarge - kMedium)) / 3.0);
   EXPECT_EQ(advice.choices[2]->waste_bytes, 0.0);
   EXPECT_FALSE(advice.choices[3].has_value()) << "more buckets than shapes";
   EXPECT_EQ(advice.recommended_buckets, 2u) << "within 1% of the 3 buckets' cost";
