@@ -55,6 +55,7 @@ FamilyCosts range_costs(const ShapeFamily& family, const BucketAdviceOptions& op
   plan::MemoryPlanOptions plan_options;
   plan_options.alignment = options.alignment;
   plan_options.time_limit = options.plan_time_limit;
+  plan_options.max_search_iterations = options.plan_search_iterations;
   std::vector<std::uint64_t> own_bound(n);
   for (std::size_t i = 0; i < n; ++i) {
     own_bound[i] =

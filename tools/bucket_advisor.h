@@ -27,7 +27,10 @@ struct BucketAdviceOptions {
   // The recommendation: the fewest buckets whose cost is within this share of the least.
   double tolerance = 0.01;
   std::uint64_t alignment = Config{}.granule;  // the planned strategy's
-  std::chrono::nanoseconds plan_time_limit = std::chrono::milliseconds(20);  // per plan
+  // Randomised search rounds per plan: a bound in rounds, not time, so that the advice
+  // depends on the trace alone; the deadline only stops a plan that runs far too long.
+  std::uint64_t plan_search_iterations = 64;
+  std::chrono::nanoseconds plan_time_limit = std::chrono::seconds(2);
   ReplayOptions replay;  // for the caching strategy's figures (its strategy is ignored)
 };
 
