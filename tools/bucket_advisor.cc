@@ -122,7 +122,8 @@ BucketAdvice advise_buckets(const Trace& trace, const BucketAdviceOptions& optio
     costs.push_back(range_costs(family, options, shapes.iterations, figures[f]));
   }
 
-  for (std::optional<Bucketing>& best : best_bucketings(costs, options.max_buckets)) {
+  for (std::optional<Bucketing>& best :
+       best_bucketings(costs, std::min(options.max_buckets, advice.shapes))) {
     if (!best) {
       advice.choices.emplace_back();
       continue;

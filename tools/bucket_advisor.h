@@ -60,8 +60,8 @@ struct BucketAdvice {
   std::uint64_t outside_peak_bytes = 0;  // weights, optimizer state: beside the arena
   std::uint64_t peak_requested_bytes = 0;
   std::uint64_t caching_peak_reserved_bytes = 0;  // the trace as it is, unpadded
-  // k = 1 .. max_buckets; k below the number of families or above the number of
-  // shapes has none.
+  // k = 1 .. the lesser of max_buckets and the number of shapes (more buckets than
+  // shapes there are none); k below the number of families has none.
   std::vector<std::optional<BucketChoice>> choices;
   std::size_t recommended_buckets = 0;
 };

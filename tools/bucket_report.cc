@@ -73,16 +73,10 @@ std::string bucket_advice_text(const BucketAdvice& advice) {
   out << line;
   for (std::size_t k = 1; k <= advice.choices.size(); ++k) {
     const auto& choice = advice.choices[k - 1];
-    if (!choice && k < advice.families) {
+    if (!choice) {
       std::snprintf(line, sizeof line, "%3zu (fewer buckets than families)\n", k);
       out << line;
       continue;
-    }
-    if (!choice) {
-      out << "  " << k
-          << (k == advice.choices.size() ? "" : "-" + std::to_string(advice.choices.size()))
-          << " (more buckets than shapes)\n";
-      break;
     }
     std::snprintf(line, sizeof line, "%3zu %12s %12s %7.1f%% %12s %14s%s\n", k,
                   format_bytes(choice->arena_bytes).c_str(),
@@ -97,6 +91,10 @@ std::string bucket_advice_text(const BucketAdvice& advice) {
           << format_bytes(bucket.arena_bytes) << "): iterations "
           << iteration_list(bucket.iterations) << "\n";
     }
+  }
+  if (const std::size_t more = advice.choices.size() + 1; more <= advice.max_buckets) {
+    out << "  " << more << (more == advice.max_buckets ? "" : "-" + std::to_string(advice.max_buckets))
+        << " (more buckets than shapes)\n";
   }
   if (advice.recommended_buckets != 0) {
     std::snprintf(line, sizeof line, "%.3g%%", 100.0 * advice.tolerance);

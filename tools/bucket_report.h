@@ -9,8 +9,8 @@
 
 namespace npumem::cli {
 
-// Keys in reading order; "choices" has one object per k, `possible` false where no
-// bucketing into k buckets exists.
+// Keys in reading order; "choices" has one object per k up to the number of shapes,
+// `possible` false where k is below the number of families.
 nlohmann::ordered_json bucket_advice_json(const BucketAdvice& advice);
 
 // Sizes via format_bytes; ends with a newline.

@@ -43,19 +43,24 @@ TEST_F(AdviseCli, PrintsEachBucketingAndTheRecommendation) {
   EXPECT_NE(out.out.find("bucket 5.00 MiB (plan 5.00 MiB): iterations 1 2 4 5"), std::string::npos)
       << out.out;
   EXPECT_NE(out.out.find("recommended: 3 buckets"), std::string::npos) << out.out;
+  // A bound far above the shapes costs nothing.
+  const auto many = run_npumem("advise buckets " + trace.string() + " --max-buckets 1000000000");
+  ASSERT_EQ(many.exit_code, 0) << many.err;
+  EXPECT_NE(many.out.find("4-1000000000 (more buckets than shapes)"), std::string::npos) << many.out;
 }
 
-TEST_F(AdviseCli, JsonHasOneChoicePerK) {
+TEST_F(AdviseCli, JsonHasOneChoicePerKUpToTheShapes) {
   const auto trace = write("batches.trace", kBatches);
   const auto out = run_npumem("advise buckets " + trace.string() + " --max-buckets 4 --json");
   ASSERT_EQ(out.exit_code, 0) << out.err;
   const auto json = nlohmann::json::parse(out.out);
-  ASSERT_EQ(json["choices"].size(), 4u);
+  EXPECT_EQ(json["max_buckets"], 4u);
+  ASSERT_EQ(json["choices"].size(), 3u);
   EXPECT_EQ(json["choices"][0]["arena_bytes"], 5242880u);
   // Every iteration padded to 5 MiB: 4 + 1 MiB wasted, twice, over 6 iterations (rounded).
   EXPECT_EQ(json["choices"][0]["waste_bytes"], ((4194304u + 1048576u) * 2 + 3) / 6);
   EXPECT_EQ(json["choices"][2]["waste_bytes"], 0u);
-  EXPECT_FALSE(json["choices"][3]["possible"]);
+  EXPECT_TRUE(json["choices"][2]["possible"]);
   EXPECT_GT(json["caching_peak_reserved_bytes"], 0u);
 }
 
