@@ -152,14 +152,12 @@ BucketAdvice advise_buckets(const Trace& trace, const BucketAdviceOptions& optio
                              : static_cast<double>(padded) / static_cast<double>(requested_bytes);
     advice.choices.emplace_back(std::move(choice));
   }
-  double least = 0.0;
-  bool any = false;
+  std::optional<double> least;
   for (const auto& choice : advice.choices) {
-    if (choice && (!any || choice->cost_bytes() < least)) least = choice->cost_bytes();
-    any = any || choice.has_value();
+    if (choice && (!least || choice->cost_bytes() < *least)) least = choice->cost_bytes();
   }
   for (const auto& choice : advice.choices) {
-    if (choice && choice->cost_bytes() <= least * (1.0 + options.tolerance)) {
+    if (choice && choice->cost_bytes() <= *least * (1.0 + options.tolerance)) {
       advice.recommended_buckets = choice->buckets;
       break;
     }

@@ -93,7 +93,8 @@ std::string bucket_advice_text(const BucketAdvice& advice) {
     }
   }
   if (const std::size_t more = advice.choices.size() + 1; more <= advice.max_buckets) {
-    out << "  " << more << (more == advice.max_buckets ? "" : "-" + std::to_string(advice.max_buckets))
+    out << "  " << more
+        << (more == advice.max_buckets ? "" : "-" + std::to_string(advice.max_buckets))
         << " (more buckets than shapes)\n";
   }
   if (advice.recommended_buckets != 0) {

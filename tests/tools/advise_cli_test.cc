@@ -46,7 +46,8 @@ TEST_F(AdviseCli, PrintsEachBucketingAndTheRecommendation) {
   // A bound far above the shapes costs nothing.
   const auto many = run_npumem("advise buckets " + trace.string() + " --max-buckets 1000000000");
   ASSERT_EQ(many.exit_code, 0) << many.err;
-  EXPECT_NE(many.out.find("4-1000000000 (more buckets than shapes)"), std::string::npos) << many.out;
+  EXPECT_NE(many.out.find("4-1000000000 (more buckets than shapes)"), std::string::npos)
+      << many.out;
 }
 
 TEST_F(AdviseCli, JsonHasOneChoicePerKUpToTheShapes) {
