@@ -54,6 +54,7 @@ struct PlanInfo {
   std::uint64_t arena_bytes = 0;
   std::uint64_t lower_bound_bytes = 0;  // no layout of its planned requests is smaller
   std::uint64_t iterations_served = 0;
+  std::optional<std::uint64_t> key;  // the iteration key it serves (mark_iteration(key))
 };
 
 // What the planned strategy did (all zero under other strategies). Requests of the

@@ -486,7 +486,7 @@ PlannedStats PlannedSource::stats() const {
   out.arena_bytes = arena_ == nullptr ? 0 : arena_->size;
   for (const auto& plan : plans_) {
     out.plans.push_back({plan->sizes.size(), plan->planned_requests, plan->arena_bytes,
-                         plan->lower_bound_bytes, plan->iterations_served});
+                         plan->lower_bound_bytes, plan->iterations_served, plan->key});
   }
   return out;
 }

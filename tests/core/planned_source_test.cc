@@ -291,7 +291,9 @@ TEST(Planned, KeysGiveShapesAlikeInTheirFirstRequestsTheirOwnPlans) {
   Allocator keyed(device(), planned());
   EXPECT_EQ(late_fallbacks(keyed, true), 0u);
   const PlannedStats stats = keyed.planned_stats();
-  EXPECT_EQ(stats.plans.size(), 2u);
+  ASSERT_EQ(stats.plans.size(), 2u);
+  EXPECT_EQ(stats.plans[0].key, 1u);
+  EXPECT_EQ(stats.plans[1].key, 2u);
   EXPECT_EQ(stats.plans_learned, 2u);
   EXPECT_EQ(stats.hits, 6u * 21u);
   testing::expect_consistent(keyed, {});

@@ -171,8 +171,10 @@ TEST(ReplayTest, IterationKeysChooseThePlannedStrategysPlans) {
   const ReplayResult keyed = replay_trace(parse_trace(alternating_shapes(true), "k"), options);
   EXPECT_EQ(keyed.planned.fallbacks, 0u);
   EXPECT_EQ(keyed.planned.plans.size(), 2u);
+  EXPECT_EQ(keyed.planned.plans[1].key, 2u);
   const ReplayResult bare = replay_trace(parse_trace(alternating_shapes(false), "b"), options);
   EXPECT_GT(bare.planned.fallbacks, 0u);
+  EXPECT_FALSE(bare.planned.plans.at(0).key.has_value());
 }
 
 }  // namespace
