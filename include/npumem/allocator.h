@@ -54,6 +54,7 @@ struct PlanInfo {
   std::uint64_t arena_bytes = 0;
   std::uint64_t lower_bound_bytes = 0;  // no layout of its planned requests is smaller
   std::uint64_t iterations_served = 0;
+  std::optional<std::uint64_t> key;  // the iteration key it serves (mark_iteration(key))
 };
 
 // What the planned strategy did (all zero under other strategies). Requests of the
@@ -152,7 +153,10 @@ class Allocator {
 
   // Marks the start of an iteration (training step, inference batch): observers see an
   // EventKind::iteration event; the planned strategy learns and serves per iteration.
-  void mark_iteration();
+  // The key says which shape the iteration has (e.g. its batch size or sequence length
+  // bucket): the planned strategy keeps a plan per key and serves the iteration by it;
+  // without one, the plan is chosen by the iteration's first request sizes.
+  void mark_iteration(std::optional<std::uint64_t> key = std::nullopt);
   PlannedStats planned_stats() const;
 
   void add_observer(std::shared_ptr<AllocatorObserver> observer);

@@ -170,6 +170,11 @@ NPUMEM_API npumem_status_t npumem_empty_cache(npumem_allocator_t* allocator,
 /* Marks the start of an iteration (training step, inference batch); observers and
  * strategies that learn per iteration use it. */
 NPUMEM_API npumem_status_t npumem_iteration(npumem_allocator_t* allocator) NPUMEM_NOEXCEPT;
+/* npumem_iteration for an iteration whose shape the caller names by `key` (a batch size,
+ * a sequence-length bucket): strategy:planned keeps a plan per key and serves the
+ * iteration by it, not by its first request sizes. */
+NPUMEM_API npumem_status_t npumem_iteration_key(npumem_allocator_t* allocator,
+                                                uint64_t key) NPUMEM_NOEXCEPT;
 /* ---- Hooks and the size-pattern report ---- */
 
 typedef enum npumem_event_kind {

@@ -13,6 +13,7 @@ npumem.torch puts npumem behind PyTorch's CPU tensors.
 """
 
 from npumem._core import ConfigError, Error, InvalidPointerError, OutOfMemoryError, ParseError
+from npumem.advise import advise_buckets
 from npumem.devices import get_device, init, initialized_devices, is_initialized
 from npumem.memory import (
     caching_allocator_alloc,
@@ -58,6 +59,7 @@ __all__ = [
     "SizePatterns",
     "OutOfMemoryError",
     "ParseError",
+    "advise_buckets",
     "caching_allocator_alloc",
     "caching_allocator_delete",
     "caching_allocator_resize",

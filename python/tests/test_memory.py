@@ -64,6 +64,25 @@ class StatsTest(unittest.TestCase):
         npumem.caching_allocator_delete(first, device)
         self.assertEqual(npumem.memory_allocated(device), 0)
 
+    def test_iteration_keys_give_each_shape_its_plan(self):
+        # Two shapes alike in their first 16 requests: keys tell them apart.
+        device = fresh_device(spec="sim:hbm=1GiB", conf="strategy:planned")
+        for step in range(8):
+            shape = step % 2
+            npumem.get_device(device).mark_iteration(key=shape)
+            previous = None
+            for request in range(21):
+                size = MiB if request < 16 else (4 if shape == 0 else 8) * MiB
+                ptr = npumem.caching_allocator_alloc(size, device)
+                if previous is not None:
+                    npumem.caching_allocator_delete(previous, device)
+                previous = ptr
+            npumem.caching_allocator_delete(previous, device)
+        stats = npumem.memory_stats(device)
+        self.assertEqual(stats["planned.fallbacks"], 0)
+        self.assertEqual(stats["planned.plans_kept"], 2)
+        self.assertEqual(stats["planned.hits"], 6 * 21)
+
     def test_planned_strategy_figures_join_memory_stats(self):
         device = fresh_device(spec="sim:hbm=1GiB", conf="strategy:planned")
         for _ in range(3):

@@ -219,6 +219,13 @@ npumem_status_t npumem_iteration(npumem_allocator_t* allocator) noexcept {
   });
 }
 
+npumem_status_t npumem_iteration_key(npumem_allocator_t* allocator, uint64_t key) noexcept {
+  return guarded([&] {
+    allocator_of(allocator).mark_iteration(key);
+    return NPUMEM_OK;
+  });
+}
+
 npumem_status_t npumem_snapshot_json(npumem_allocator_t* allocator, char** out) noexcept {
   return guarded([&] {
     char*& result = required(out, "out");

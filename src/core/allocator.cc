@@ -116,9 +116,9 @@ std::vector<PoolInfo> Allocator::pools() const {
   return infos;
 }
 
-void Allocator::mark_iteration() {
+void Allocator::mark_iteration(std::optional<std::uint64_t> key) {
   std::lock_guard lock(impl_->mutex);
-  if (impl_->planned != nullptr) impl_->planned->iteration_boundary();
+  if (impl_->planned != nullptr) impl_->planned->iteration_boundary(key);
   impl_->notify(EventKind::iteration, 0, 0, 0, Tier::hbm, *impl_->pools.front());
 }
 

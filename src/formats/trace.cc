@@ -64,8 +64,12 @@ class TraceParser {
       expect_arguments(fields, 1, "<pool name>");
       add_pool_switch(fields.items[1]);
     } else if (op == "i") {
-      expect_arguments(fields, 0, "no arguments");
-      trace_.events.push_back({TraceOp::iteration, 0, 0});
+      if (fields.count > 2) expect_arguments(fields, 1, "[<key>]");
+      if (fields.count == 2) {
+        trace_.events.push_back({TraceOp::iteration, 1, parse_number(fields.items[1], "key")});
+      } else {
+        trace_.events.push_back({TraceOp::iteration, 0, 0});
+      }
       ++trace_.iterations;
     } else if (op == "t") {
       if (fields.count > 2) expect_arguments(fields, 1, "[<tag>]");

@@ -14,7 +14,7 @@ enum class TraceOp : std::uint8_t {
   alloc,      // `a <id> <bytes>`
   free,       // `f <id>`
   pool,       // `p <name>`: later allocations go to this pool
-  iteration,  // `i`: an iteration boundary
+  iteration,  // `i [<key>]`: an iteration boundary, with the caller's key of its shape
   tag,        // `t [<tag>]`: later allocations carry this memory tag (none: no tag)
   stream,     // `s <stream>`: later allocations are made on this stream
 };
@@ -22,10 +22,11 @@ enum class TraceOp : std::uint8_t {
 struct TraceEvent {
   TraceOp op = TraceOp::alloc;
   // alloc/free: the allocation's slot (0, 1, 2, ... in allocation order), so a free
-  // finds its pointer by index; pool: the index into Trace::pools; iteration: 0;
-  // tag: the index into Trace::tags.
+  // finds its pointer by index; pool: the index into Trace::pools; iteration: 1 when
+  // keyed, else 0; tag: the index into Trace::tags.
   std::uint32_t index = 0;
-  // alloc/free: the allocation's requested bytes; stream: the stream; otherwise 0.
+  // alloc/free: the allocation's requested bytes; stream: the stream; iteration: its
+  // key; otherwise 0.
   std::uint64_t bytes = 0;
 };
 

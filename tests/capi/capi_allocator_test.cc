@@ -309,6 +309,35 @@ TEST(CapiAllocatorConfig, ThePlannedStrategyServesIterationsAfterTheFirst) {
   EXPECT_EQ(npumem_allocator_destroy(allocator), NPUMEM_OK);
 }
 
+// Two shapes whose first 16 requests are alike: with keys, each gets its own plan.
+TEST(CapiAllocatorConfig, IterationKeysChooseThePlans) {
+  npumem_allocator_t* allocator = nullptr;
+  ASSERT_EQ(npumem_allocator_create("sim:hbm=1GiB", "strategy:planned", &allocator), NPUMEM_OK)
+      << npumem_last_error();
+  for (int iteration = 0; iteration < 8; ++iteration) {
+    const uint64_t shape = iteration % 2;
+    ASSERT_EQ(npumem_iteration_key(allocator, shape), NPUMEM_OK);
+    void* previous = nullptr;
+    for (int r = 0; r < 21; ++r) {
+      void* next = nullptr;
+      const size_t bytes = r < 16 ? kMiB : (shape == 0 ? 4 : 8) * kMiB;
+      ASSERT_EQ(npumem_allocate(allocator, bytes, &next), NPUMEM_OK);
+      if (previous != nullptr) {
+        ASSERT_EQ(npumem_deallocate(allocator, previous), NPUMEM_OK);
+      }
+      previous = next;
+    }
+    ASSERT_EQ(npumem_deallocate(allocator, previous), NPUMEM_OK);
+  }
+  int64_t value = -1;
+  ASSERT_EQ(npumem_stat(allocator, "planned.fallbacks", &value), NPUMEM_OK);
+  EXPECT_EQ(value, 0);
+  ASSERT_EQ(npumem_stat(allocator, "planned.plans_kept", &value), NPUMEM_OK);
+  EXPECT_EQ(value, 2);
+  EXPECT_EQ(npumem_iteration_key(nullptr, 1), NPUMEM_INVALID_ARGUMENT);
+  EXPECT_EQ(npumem_allocator_destroy(allocator), NPUMEM_OK);
+}
+
 TEST(CapiAllocatorConfig, BackedMemoryIsWritable) {
   npumem_allocator_t* allocator = nullptr;
   ASSERT_EQ(npumem_allocator_create("host", "", &allocator), NPUMEM_OK) << npumem_last_error();

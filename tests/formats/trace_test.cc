@@ -53,6 +53,16 @@ TEST(TraceTest, ReusedIdAfterFreeGetsANewSlot) {
   EXPECT_EQ(trace.events[3].bytes, 20u);
 }
 
+TEST(TraceTest, AnIterationMayCarryAKey) {
+  const Trace trace = parse_trace("i 42\ni\n", "t.trace");
+  ASSERT_EQ(trace.events.size(), 2u);
+  EXPECT_EQ(trace.events[0].op, TraceOp::iteration);
+  EXPECT_EQ(trace.events[0].index, 1u) << "keyed";
+  EXPECT_EQ(trace.events[0].bytes, 42u);
+  EXPECT_EQ(trace.events[1].index, 0u) << "not keyed";
+  EXPECT_EQ(trace.iterations, 2u);
+}
+
 TEST(TraceTest, PoolSwitchesAndIterationMarkersBecomeEvents) {
   const Trace trace = parse_trace("p model_a\na 1 8\ni\np model_b\np model_a\ni\n", "t.trace");
   ASSERT_EQ(trace.pools, (std::vector<std::string>{"model_a", "model_b"}));
@@ -111,7 +121,8 @@ TEST(TraceTest, RejectsMissingFields) {
 TEST(TraceTest, RejectsExtraFields) {
   EXPECT_EQ(parse_error("a 1 2 3\n"), "t.trace:1: 'a' has extra fields after <id> <bytes>: '3'");
   EXPECT_EQ(parse_error("a 1 2\nf 1 2\n"), "t.trace:2: 'f' has extra fields after <id>: '2'");
-  EXPECT_EQ(parse_error("i 3\n"), "t.trace:1: 'i' has extra fields after no arguments: '3'");
+  EXPECT_EQ(parse_error("i 3 4\n"), "t.trace:1: 'i' has extra fields after [<key>]: '4'");
+  EXPECT_EQ(parse_error("i x\n"), "t.trace:1: key is not a number: 'x'");
   EXPECT_EQ(parse_error("p a b\n"), "t.trace:1: 'p' has extra fields after <pool name>: 'b'");
 }
 

@@ -25,5 +25,6 @@ void add_viz_command(CLI::App& app, int& exit_code);
 void add_smi_command(CLI::App& app, int& exit_code);
 void add_mon_command(CLI::App& app, int& exit_code);
 void add_compare_command(CLI::App& app, int& exit_code);
+void add_advise_command(CLI::App& app, int& exit_code);
 
 }  // namespace npumem::cli

@@ -1,4 +1,4 @@
-// npumem: the command-line front end (replay, plan, compare, smi, mon, viz, ...).
+// npumem: the command-line front end (replay, plan, compare, advise, smi, mon, viz, ...).
 #include <iostream>
 #include <string>
 
@@ -59,6 +59,7 @@ int main(int argc, char** argv) {
   npumem::cli::add_smi_command(app, exit_code);
   npumem::cli::add_mon_command(app, exit_code);
   npumem::cli::add_compare_command(app, exit_code);
+  npumem::cli::add_advise_command(app, exit_code);
   if (const int handled = handle_help_or_unknown(app, argc, argv); handled >= 0) return handled;
   try {
     app.parse(argc, argv);

@@ -81,11 +81,13 @@ nlohmann::ordered_json planned_json(const ReplayResult& result) {
   const std::uint64_t requests = p.hits + p.fallbacks + p.learning + p.lasting;
   nlohmann::ordered_json plans = nlohmann::ordered_json::array();
   for (const PlanInfo& plan : p.plans) {
-    plans.push_back({{"requests", plan.requests},
-                     {"planned_requests", plan.planned_requests},
-                     {"arena_bytes", plan.arena_bytes},
-                     {"lower_bound_bytes", plan.lower_bound_bytes},
-                     {"iterations_served", plan.iterations_served}});
+    nlohmann::ordered_json item = {{"requests", plan.requests},
+                                   {"planned_requests", plan.planned_requests},
+                                   {"arena_bytes", plan.arena_bytes},
+                                   {"lower_bound_bytes", plan.lower_bound_bytes},
+                                   {"iterations_served", plan.iterations_served}};
+    if (plan.key) item["key"] = *plan.key;
+    plans.push_back(item);
   }
   return {{"plans_learned", p.plans_learned},
           {"arena_bytes", p.arena_bytes},
@@ -122,6 +124,7 @@ void add_planned_lines(std::ostringstream& out, const ReplayResult& result) {
     const PlanInfo& plan = p.plans[i];
     std::string name = "plan ";
     name += std::to_string(i);
+    if (plan.key) name += " (key " + std::to_string(*plan.key) + ")";
     add_line(out, name,
              with_commas(plan.planned_requests) + " of " + with_commas(plan.requests) +
                  " requests, arena " + format_bytes(plan.arena_bytes) + ", lower bound " +

@@ -15,7 +15,8 @@ import torch
 
 from npumem import _torch
 
-# (kind, id, bytes): kind "a" (bytes requested), "f" or "i" (id and bytes 0).
+# (kind, id, bytes): kind "a" (bytes requested), "f" (bytes 0) or "i" (id 1 and bytes the
+# key when keyed, else both 0).
 Event = tuple[str, int, int]
 
 
@@ -88,5 +89,7 @@ def write_trace(path: str, events: Iterable[Event], what: str) -> None:
                 out.write(f"a {ident} {size}\n")
             elif kind == "f":
                 out.write(f"f {ident}\n")
+            elif ident:
+                out.write(f"i {size}\n")
             else:
                 out.write("i\n")

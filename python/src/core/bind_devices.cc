@@ -144,8 +144,11 @@ void bind_devices(py::module_& module) {
       .def_property_readonly("memory_fraction",
                              [](const Entry& e) { return e.allocator->memory_fraction(); })
       .def(
-          "mark_iteration", [](Entry& e) { e.allocator->mark_iteration(); },
-          "Marks the start of an iteration: observers (leak check) and strategies see it")
+          "mark_iteration",
+          [](Entry& e, std::optional<std::uint64_t> key) { e.allocator->mark_iteration(key); },
+          py::arg("key") = py::none(),
+          "Marks the start of an iteration: observers (leak check) and strategies see it; "
+          "strategy:planned serves a keyed iteration by its key's plan")
       .def(
           "empty_cache", [](Entry& e) { return e.allocator->empty_cache(); },
           py::call_guard<py::gil_scoped_release>())

@@ -13,6 +13,7 @@ void bind_frames(pybind11::module_& module);   // bind_frames.cc: Python stacks 
 #ifdef NPUMEM_PYTHON_WITH_VIEWS
 void bind_timeline(pybind11::module_& module);  // bind_timeline.cc: npumem viz's HTML page
 void bind_plan(pybind11::module_& module);      // bind_plan.cc: npumem plan's plans
+void bind_advise(pybind11::module_& module);    // bind_advise.cc: npumem advise buckets
 #endif
 
 }  // namespace npumem::python

@@ -13,5 +13,6 @@ PYBIND11_MODULE(_core, module) {
 #ifdef NPUMEM_PYTHON_WITH_VIEWS
   npumem::python::bind_timeline(module);
   npumem::python::bind_plan(module);
+  npumem::python::bind_advise(module);
 #endif
 }

@@ -31,9 +31,9 @@ bool RecordingAllocator::recording() const {
   return recording_;
 }
 
-void RecordingAllocator::mark_iteration() {
+void RecordingAllocator::mark_iteration(std::optional<std::uint64_t> key) {
   std::lock_guard lock(mutex_);
-  if (recording_) events_.push_back({'i', 0, 0});
+  if (recording_) events_.push_back({'i', key ? 1u : 0u, key.value_or(0)});
 }
 
 c10::Allocator* RecordingAllocator::inner() const {

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <mutex>
+#include <optional>
 #include <unordered_map>
 #include <vector>
 
@@ -15,8 +16,8 @@ namespace npumem::python {
 
 struct RecordedEvent {
   char kind = 'a';  // 'a' allocation, 'f' free, 'i' iteration boundary
-  std::uint64_t id = 0;
-  std::uint64_t bytes = 0;  // 'a' only
+  std::uint64_t id = 0;     // 'i': 1 when keyed
+  std::uint64_t bytes = 0;  // 'a': requested bytes; 'i': the key
 };
 
 class RecordingAllocator final : public c10::Allocator {
@@ -30,8 +31,8 @@ class RecordingAllocator final : public c10::Allocator {
   // Stops and returns the events since start(); later frees are not recorded.
   std::vector<RecordedEvent> stop();
   bool recording() const;
-  // Records an iteration boundary (an `i` line) when recording.
-  void mark_iteration();
+  // Records an iteration boundary (an `i` line, `i <key>` with a key) when recording.
+  void mark_iteration(std::optional<std::uint64_t> key);
   c10::Allocator* inner() const;
 
   // Zero bytes hold no memory and are passed through unrecorded.

@@ -126,6 +126,8 @@ PYBIND11_MODULE(_torch, module) {
              "Stops recording; returns the events as (kind, id, bytes) tuples");
   module.def("recording", [] { return RecordingAllocator::instance().recording(); });
   module.def(
-      "record_iteration", [] { RecordingAllocator::instance().mark_iteration(); },
-      "Records an iteration boundary (an `i` line) when recording");
+      "record_iteration",
+      [](std::optional<std::uint64_t> key) { RecordingAllocator::instance().mark_iteration(key); },
+      py::arg("key") = py::none(),
+      "Records an iteration boundary (an `i` line, `i <key>` with a key) when recording");
 }

@@ -61,14 +61,22 @@ void PlannedSource::release_all(PoolState& pool, BlockPool& blocks) {
   fallback_.release_all(pool, blocks);
 }
 
+// Unkeyed iterations choose among the unkeyed plans.
 PlannedSource::Plan* PlannedSource::matching_plan(std::uint32_t index) const {
   for (const auto& plan : plans_) {
-    if (plan->sizes.size() <= index) continue;
+    if (plan->key || plan->sizes.size() <= index) continue;
     bool same = true;
     for (std::uint32_t i = 0; i <= index && same; ++i) {
       same = plan->sizes[i] == current_.requests[i].size;
     }
     if (same) return plan.get();
+  }
+  return nullptr;
+}
+
+PlannedSource::Plan* PlannedSource::keyed_plan(std::uint64_t key) const {
+  for (const auto& plan : plans_) {
+    if (plan->key == key) return plan.get();
   }
   return nullptr;
 }
@@ -87,7 +95,9 @@ Block* PlannedSource::take(PoolState& pool, std::size_t size) {
   pending_ = true;
   const bool on_plan =
       served_ != nullptr && index < served_->sizes.size() && served_->sizes[index] == size;
-  if (!on_plan && index < kSignatureRequests) {
+  if (current_.key) {
+    if (index == 0) served_ = keyed_plan(*current_.key);
+  } else if (!on_plan && index < kSignatureRequests) {
     if (Plan* plan = matching_plan(index)) served_ = plan;
   }
   if (index == 0) prepare_arena();
@@ -172,7 +182,7 @@ bool PlannedSource::release_block(PoolState& pool, Block* block) {
   return true;
 }
 
-void PlannedSource::iteration_boundary() {
+void PlannedSource::iteration_boundary(std::optional<std::uint64_t> key) {
   if (current_.iteration != 0) {
     bool learn_now = false;
     if (served_ != nullptr) {
@@ -203,6 +213,7 @@ void PlannedSource::iteration_boundary() {
   previous_ = std::move(current_);
   current_ = Recording{};
   current_.iteration = previous_.iteration + 1;
+  current_.key = key;
   current_.requests.reserve(previous_.requests.size());
   if (arena_ != nullptr) arena_blocks().set_closed(*arena_, true);
 }
@@ -280,6 +291,7 @@ void PlannedSource::learn() {
   const ArenaLayout layout = planner_->lay_out(in_arena, allocator_.config.granule);
 
   auto plan = std::make_unique<Plan>();
+  plan->key = rec.key;
   plan->sizes.reserve(n);
   for (const Request& r : rec.requests) plan->sizes.push_back(r.size);
   plan->offsets.assign(n, kNoSlot);
@@ -402,11 +414,12 @@ void PlannedSource::close_fallback_segments(bool closed) {
   }
 }
 
-// A re-learned plan replaces the one that served; a plan of a known sequence replaces
-// its twin; past kMaxPlans the least recently used goes.
+// A re-learned plan replaces the one that served; a plan of a known key, or unkeyed of
+// a known sequence, replaces its twin; past kMaxPlans the least recently used goes.
 void PlannedSource::keep_plan(std::unique_ptr<Plan> plan) {
   for (auto& kept : plans_) {
-    if (kept.get() == served_ || kept->sizes == plan->sizes) {
+    const bool twin = plan->key ? kept->key == plan->key : !kept->key && kept->sizes == plan->sizes;
+    if (kept.get() == served_ || twin) {
       kept = std::move(plan);
       return;
     }
@@ -473,7 +486,7 @@ PlannedStats PlannedSource::stats() const {
   out.arena_bytes = arena_ == nullptr ? 0 : arena_->size;
   for (const auto& plan : plans_) {
     out.plans.push_back({plan->sizes.size(), plan->planned_requests, plan->arena_bytes,
-                         plan->lower_bound_bytes, plan->iterations_served});
+                         plan->lower_bound_bytes, plan->iterations_served, plan->key});
   }
   return out;
 }

@@ -1,6 +1,8 @@
 // The planned strategy: learns an iteration's requests and lifetimes, lays them out
 // with an ArenaPlanner, and serves the k-th request of a later iteration at its planned
-// offset in one arena when its size matches. Everything else (requests before the
+// offset in one arena when its size matches. An iteration's plan is the one whose first
+// requests match its own so far, or, when the caller keys its iterations, the plan
+// learned under its key. Everything else (requests before the
 // first iteration mark, named pools, mismatches, iterations no plan serves) takes the
 // caching strategy's path, which may use the arena's free space: learning costs no
 // more memory than caching.
@@ -8,6 +10,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "core/strategy/caching_source.h"
@@ -33,8 +36,10 @@ class PlannedSource : public SegmentSource {
   void freed(const Block& block);
   // `block`, freed and not kept, goes back; true when this released it (the caller must not).
   bool release_block(PoolState& pool, Block* block);
-  // One iteration ends, the next starts: learns, re-learns, sizes the arena.
-  void iteration_boundary();
+  // One iteration ends, the next starts: learns, re-learns, sizes the arena. With a key,
+  // the next iteration is served by the plan learned under that key (and learns it
+  // when there is none); without, by the plan its first requests match.
+  void iteration_boundary(std::optional<std::uint64_t> key);
   PlannedStats stats() const;
 
  private:
@@ -53,11 +58,13 @@ class PlannedSource : public SegmentSource {
   };
   struct Recording {
     std::uint64_t iteration = 0;  // 0: before the first mark, nothing is recorded
+    std::optional<std::uint64_t> key;  // the caller's, for the iteration
     std::vector<Request> requests;
     std::vector<CarriedFree> carried;
     std::uint32_t clock = 0;  // recorded events so far: the time of lifetimes
   };
   struct Plan {
+    std::optional<std::uint64_t> key;    // of the learned iteration: keyed plans serve by it
     std::vector<std::size_t> sizes;      // every request of the learned iteration
     std::vector<std::uint64_t> offsets;  // kNoSlot: not in the arena
     // Nonzero: placed at this address, in a hole of a fallback segment, not the arena.
@@ -77,6 +84,7 @@ class PlannedSource : public SegmentSource {
   BlockPool& arena_blocks() const;
   bool is_arena(const Segment& segment) const { return &segment == arena_; }
   Plan* matching_plan(std::uint32_t index) const;
+  Plan* keyed_plan(std::uint64_t key) const;
   // More misses in this iteration than a few strays.
   bool too_many_misses() const;
   void learn();

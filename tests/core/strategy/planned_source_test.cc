@@ -260,6 +260,67 @@ TEST(Planned, LaysOutWithTheGivenPlanner) {
   EXPECT_EQ(stats.hits, 2u * 4u);
 }
 
+// Two shapes alike in their first 16 requests (all the first requests tell apart),
+// unlike after them: the sequence length of a tail, say.
+std::vector<std::size_t> long_prefix_chain(std::size_t tail_bytes) {
+  std::vector<std::size_t> sizes(16, 1 * MiB);
+  sizes.insert(sizes.end(), 5, tail_bytes);
+  return sizes;
+}
+
+// Runs shapes A and B in turn, keyed 1 and 2 when `keyed`; returns the fallbacks of
+// the last four iterations, after each shape had two to learn in.
+std::uint64_t late_fallbacks(Allocator& allocator, bool keyed) {
+  const std::vector<std::size_t> shapes[2] = {long_prefix_chain(4 * MiB),
+                                              long_prefix_chain(8 * MiB)};
+  std::uint64_t before = 0;
+  for (int i = 0; i < 8; ++i) {
+    if (i == 4) before = allocator.planned_stats().fallbacks;
+    const int shape = i % 2;
+    if (keyed) {
+      allocator.mark_iteration(static_cast<std::uint64_t>(shape + 1));
+    } else {
+      allocator.mark_iteration();
+    }
+    run_chain(allocator, shapes[shape]);
+  }
+  return allocator.planned_stats().fallbacks - before;
+}
+
+TEST(Planned, KeysGiveShapesAlikeInTheirFirstRequestsTheirOwnPlans) {
+  Allocator keyed(device(), planned());
+  EXPECT_EQ(late_fallbacks(keyed, true), 0u);
+  const PlannedStats stats = keyed.planned_stats();
+  ASSERT_EQ(stats.plans.size(), 2u);
+  EXPECT_EQ(stats.plans[0].key, 1u);
+  EXPECT_EQ(stats.plans[1].key, 2u);
+  EXPECT_EQ(stats.plans_learned, 2u);
+  EXPECT_EQ(stats.hits, 6u * 21u);
+  testing::expect_consistent(keyed, {});
+
+  Allocator unkeyed(device(), planned());
+  EXPECT_GT(late_fallbacks(unkeyed, false), 0u) << "one plan chosen by the first 16 sizes";
+  EXPECT_GT(unkeyed.planned_stats().plans_learned, 2u) << "re-learned back and forth";
+}
+
+TEST(Planned, AnUnknownKeyLearnsAndAKnownOneServes) {
+  Allocator allocator(device(), planned());
+  allocator.mark_iteration(7);
+  run_chain(allocator, kChainA);
+  allocator.mark_iteration(9);  // the same requests under another key: learned again
+  run_chain(allocator, kChainA);
+  EXPECT_EQ(allocator.planned_stats().learning, 8u);
+  allocator.mark_iteration(7);
+  run_chain(allocator, kChainA);
+  allocator.mark_iteration();  // no key: the unkeyed plans only, of which there are none
+  run_chain(allocator, kChainA);
+  allocator.mark_iteration();  // learns the unkeyed one
+  const PlannedStats stats = allocator.planned_stats();
+  EXPECT_EQ(stats.hits, 4u);
+  EXPECT_EQ(stats.learning, 12u);
+  EXPECT_EQ(stats.plans.size(), 3u);
+}
+
 TEST(Planned, NeedsAPlanner) {
   EXPECT_THROW(Allocator(device(), planned(), nullptr), ConfigError);
 }

@@ -89,7 +89,7 @@ class ReplayRun {
         return 0;
       case TraceOp::iteration:
         ++result_.iterations;
-        allocator_.mark_iteration();
+        allocator_.mark_iteration(event.index != 0 ? std::optional(event.bytes) : std::nullopt);
         if (options_.hooks.on_iteration) options_.hooks.on_iteration(allocator_);
         return 0;
       case TraceOp::tag:

@@ -146,5 +146,36 @@ TEST(ReplayTest, SummarizesLatenciesByNearestRank) {
   EXPECT_EQ(summarize_latencies({}).max_ns, 0u);
 }
 
+// Shapes alike in their first 16 requests, unlike after, in turn: `i 1` / `i 2` give
+// each its own plan under the planned strategy; bare `i` lines leave it one.
+std::string alternating_shapes(bool keyed) {
+  std::string text;
+  int id = 0;
+  for (int iteration = 0; iteration < 8; ++iteration) {
+    const int shape = iteration % 2;
+    text += keyed ? "i " + std::to_string(shape + 1) + "\n" : std::string("i\n");
+    const std::uint64_t tail = (shape == 0 ? 4 : 8) * MiB;
+    for (int r = 0; r < 21; ++r) {
+      text += "a " + std::to_string(id) + " " + std::to_string(r < 16 ? MiB : tail) + "\n";
+      if (r > 0) text += "f " + std::to_string(id - 1) + "\n";
+      ++id;
+    }
+    text += "f " + std::to_string(id - 1) + "\n";
+  }
+  return text;
+}
+
+TEST(ReplayTest, IterationKeysChooseThePlannedStrategysPlans) {
+  ReplayOptions options;
+  options.config.strategy = Strategy::planned;
+  const ReplayResult keyed = replay_trace(parse_trace(alternating_shapes(true), "k"), options);
+  EXPECT_EQ(keyed.planned.fallbacks, 0u);
+  EXPECT_EQ(keyed.planned.plans.size(), 2u);
+  EXPECT_EQ(keyed.planned.plans[1].key, 2u);
+  const ReplayResult bare = replay_trace(parse_trace(alternating_shapes(false), "b"), options);
+  EXPECT_GT(bare.planned.fallbacks, 0u);
+  EXPECT_FALSE(bare.planned.plans.at(0).key.has_value());
+}
+
 }  // namespace
 }  // namespace npumem::cli

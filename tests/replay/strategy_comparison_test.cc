@@ -8,7 +8,7 @@
 
 #include "bisect.h"
 #include "npumem/units.h"
-#include "run_npumem.h"
+#include "tools/run_npumem.h"
 #include "static_advisor.h"
 #include "trace.h"
 

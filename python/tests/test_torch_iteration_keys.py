@@ -1,0 +1,46 @@
+"""npumem.torch.iteration(key=...): the key reaches the devices and the recording."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import unittest
+
+import torch
+
+import npumem
+import npumem.torch
+from support import fresh_device
+
+
+class IterationKeysTest(unittest.TestCase):
+    def test_a_recording_writes_the_key_on_its_i_line(self):
+        with npumem.torch.record() as recording:
+            npumem.torch.iteration(key=384)
+            torch.ones(1000).sum()
+            npumem.torch.iteration()
+        with tempfile.TemporaryDirectory() as folder:
+            path = os.path.join(folder, "keys.trace")
+            recording.write(path, "iteration keys")
+            with open(path, encoding="ascii") as trace:
+                marks = [line.strip() for line in trace if line.startswith("i")]
+        self.assertEqual(marks, ["i 384", "i"])
+
+    def test_the_key_reaches_a_device(self):
+        device = fresh_device(spec="sim:hbm=1GiB", conf="strategy:planned")
+        for _ in range(3):
+            npumem.torch.iteration(device, key=7)
+            ptr = npumem.caching_allocator_alloc(1 << 20, device)
+            npumem.caching_allocator_delete(ptr, device)
+        stats = npumem.memory_stats(device)
+        self.assertEqual(stats["planned.hits"], 2)
+        self.assertEqual(stats["planned.plans_kept"], 1)
+
+    def test_a_key_is_a_64_bit_unsigned_int(self):
+        for bad in (-1, 1 << 64, 1.5, "3", True):
+            with self.assertRaises(ValueError, msg=repr(bad)):
+                npumem.torch.iteration(key=bad)
+
+
+if __name__ == "__main__":
+    unittest.main()

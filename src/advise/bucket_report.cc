@@ -1,0 +1,110 @@
+#include "bucket_report.h"
+
+#include <cstdio>
+#include <sstream>
+
+#include "npumem/units.h"
+
+namespace npumem::cli {
+namespace {
+
+std::uint64_t whole_bytes(double bytes) {
+  return static_cast<std::uint64_t>(bytes + 0.5);
+}
+
+std::string iteration_list(const std::vector<std::size_t>& iterations) {
+  std::string out;
+  for (std::size_t i : iterations) out += (out.empty() ? "" : " ") + std::to_string(i);
+  return out;
+}
+
+}  // namespace
+
+nlohmann::ordered_json bucket_advice_json(const BucketAdvice& advice) {
+  nlohmann::ordered_json out;
+  out["trace"] = advice.source;
+  out["iterations"] = advice.iterations;
+  out["shapes"] = advice.shapes;
+  out["families"] = advice.families;
+  out["peak_requested_bytes"] = advice.peak_requested_bytes;
+  out["outside_peak_bytes"] = advice.outside_peak_bytes;
+  out["caching_peak_reserved_bytes"] = advice.caching_peak_reserved_bytes;
+  out["max_buckets"] = advice.max_buckets;
+  out["tolerance"] = advice.tolerance;
+  out["recommended_buckets"] = advice.recommended_buckets;
+  out["choices"] = nlohmann::ordered_json::array();
+  for (std::size_t k = 1; k <= advice.choices.size(); ++k) {
+    const auto& choice = advice.choices[k - 1];
+    nlohmann::ordered_json item;
+    item["buckets"] = k;
+    item["possible"] = choice.has_value();
+    if (choice) {
+      item["arena_bytes"] = choice->arena_bytes;
+      item["waste_bytes"] = whole_bytes(choice->waste_bytes);
+      item["cost_bytes"] = whole_bytes(choice->cost_bytes());
+      item["planned_total_bytes"] = choice->arena_bytes + advice.outside_peak_bytes;
+      item["padded_request_share"] = choice->padded_request_share;
+      item["bucket_list"] = nlohmann::ordered_json::array();
+      for (const AdvisedBucket& bucket : choice->bucket_list) {
+        item["bucket_list"].push_back({{"lower_bound_bytes", bucket.lower_bound_bytes},
+                                       {"arena_bytes", bucket.arena_bytes},
+                                       {"iterations", bucket.iterations}});
+      }
+    }
+    out["choices"].push_back(item);
+  }
+  return out;
+}
+
+std::string bucket_advice_text(const BucketAdvice& advice) {
+  std::ostringstream out;
+  out << "npumem advise buckets " << advice.source << "\n"
+      << advice.iterations << " iterations, " << advice.shapes
+      << (advice.shapes == 1 ? " shape in " : " shapes in ") << advice.families
+      << (advice.families == 1 ? " family" : " families")
+      << " (iterations whose allocations and frees align request by request)\n"
+      << "peak requested " << format_bytes(advice.peak_requested_bytes)
+      << "; outside the iterations (weights, optimizer state) "
+      << format_bytes(advice.outside_peak_bytes) << "; caching strategy's peak reserved "
+      << format_bytes(advice.caching_peak_reserved_bytes) << "\n";
+  char line[256];
+  std::snprintf(line, sizeof line, "%3s %12s %12s %8s %12s %14s\n", "k", "arena", "waste/iter",
+                "padded", "arena+waste", "arena+outside");
+  out << line;
+  for (std::size_t k = 1; k <= advice.choices.size(); ++k) {
+    const auto& choice = advice.choices[k - 1];
+    if (!choice) {
+      std::snprintf(line, sizeof line, "%3zu (fewer buckets than families)\n", k);
+      out << line;
+      continue;
+    }
+    std::snprintf(line, sizeof line, "%3zu %12s %12s %7.1f%% %12s %14s%s\n", k,
+                  format_bytes(choice->arena_bytes).c_str(),
+                  format_bytes(whole_bytes(choice->waste_bytes)).c_str(),
+                  100.0 * choice->padded_request_share,
+                  format_bytes(whole_bytes(choice->cost_bytes())).c_str(),
+                  format_bytes(choice->arena_bytes + advice.outside_peak_bytes).c_str(),
+                  k == advice.recommended_buckets ? "  <- recommended" : "");
+    out << line;
+    for (const AdvisedBucket& bucket : choice->bucket_list) {
+      out << "      bucket " << format_bytes(bucket.lower_bound_bytes) << " (plan "
+          << format_bytes(bucket.arena_bytes) << "): iterations "
+          << iteration_list(bucket.iterations) << "\n";
+    }
+  }
+  if (const std::size_t more = advice.choices.size() + 1; more <= advice.max_buckets) {
+    out << "  " << more
+        << (more == advice.max_buckets ? "" : "-" + std::to_string(advice.max_buckets))
+        << " (more buckets than shapes)\n";
+  }
+  if (advice.recommended_buckets != 0) {
+    std::snprintf(line, sizeof line, "%.3g%%", 100.0 * advice.tolerance);
+    out << "recommended: " << advice.recommended_buckets
+        << (advice.recommended_buckets == 1 ? " bucket" : " buckets")
+        << ", the fewest whose arena + waste is within " << line << " of the least for up to "
+        << advice.max_buckets << "\n";
+  }
+  return out.str();
+}
+
+}  // namespace npumem::cli

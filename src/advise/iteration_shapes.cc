@@ -1,0 +1,116 @@
+#include "iteration_shapes.h"
+
+#include <algorithm>
+#include <map>
+
+#include "npumem/errors.h"
+
+namespace npumem::cli {
+namespace {
+
+constexpr std::int64_t kNever = -2;  // free iteration of a tensor never freed
+constexpr std::uint32_t kAllocEvent = ~std::uint32_t{0};
+
+// One iteration's working set: its events (kAllocEvent, or the index of the request
+// freed) and its request sizes.
+struct WorkingSet {
+  std::vector<std::uint32_t> events;
+  std::vector<std::uint64_t> sizes;
+};
+
+std::vector<plan::TensorLifetime> lifetimes_of(const std::vector<std::uint32_t>& events) {
+  std::vector<plan::TensorLifetime> lifetimes;
+  const std::uint64_t last_op = events.empty() ? 0 : events.size() - 1;
+  for (std::uint64_t op = 0; op < events.size(); ++op) {
+    if (events[op] == kAllocEvent) {
+      lifetimes.push_back({0, op, last_op});
+    } else {
+      lifetimes[events[op]].last_op = op;
+    }
+  }
+  return lifetimes;
+}
+
+}  // namespace
+
+IterationShapes iteration_shapes(const Trace& trace) {
+  if (trace.iterations == 0) {
+    throw ConfigError(trace.source +
+                      ": no `i` lines: iteration boundaries are needed to tell iterations apart");
+  }
+  const auto last_iteration = static_cast<std::int64_t>(trace.iterations) - 1;
+  // By slot: the iteration that made it (-1: before the first i) and freed it.
+  std::vector<std::int64_t> made_in(trace.allocations, -1);
+  std::vector<std::int64_t> freed_in(trace.allocations, kNever);
+  std::vector<bool> in_default_pool(trace.allocations, false);
+  std::int64_t iteration = -1;
+  bool default_pool = true;
+  for (const TraceEvent& event : trace.events) {
+    if (event.op == TraceOp::iteration) ++iteration;
+    if (event.op == TraceOp::pool) default_pool = trace.pools[event.index] == kDefaultPoolName;
+    if (event.op == TraceOp::alloc) {
+      made_in[event.index] = iteration;
+      in_default_pool[event.index] = default_pool;
+    }
+    if (event.op == TraceOp::free) freed_in[event.index] = iteration;
+  }
+  const auto in_working_set = [&](std::uint32_t slot) {
+    const std::int64_t made = made_in[slot];
+    const std::int64_t freed = freed_in[slot];
+    return made >= 0 && in_default_pool[slot] &&
+           (freed == kNever ? made == last_iteration : freed <= made + 1);
+  };
+
+  std::vector<WorkingSet> sets(trace.iterations);
+  std::vector<std::uint32_t> request_of(trace.allocations, 0);  // by slot, in its set
+  IterationShapes out;
+  out.iterations = trace.iterations;
+  std::uint64_t outside = 0;
+  iteration = -1;
+  for (const TraceEvent& event : trace.events) {
+    if (event.op == TraceOp::iteration) ++iteration;
+    if (event.op != TraceOp::alloc && event.op != TraceOp::free) continue;
+    if (!in_working_set(event.index)) {
+      if (event.op == TraceOp::alloc) {
+        outside += event.bytes;
+        out.outside_peak_bytes = std::max(out.outside_peak_bytes, outside);
+      } else {
+        outside -= event.bytes;
+      }
+      continue;
+    }
+    // A tensor of the previous iteration freed in this one is not one of its events.
+    if (made_in[event.index] != iteration) continue;
+    WorkingSet& set = sets[static_cast<std::size_t>(iteration)];
+    if (event.op == TraceOp::alloc) {
+      request_of[event.index] = static_cast<std::uint32_t>(set.sizes.size());
+      set.sizes.push_back(event.bytes);
+      set.events.push_back(kAllocEvent);
+    } else {
+      set.events.push_back(request_of[event.index]);
+    }
+  }
+
+  std::map<std::vector<std::uint32_t>, std::size_t> family_of;
+  std::vector<std::map<std::vector<std::uint64_t>, std::size_t>> shape_of;
+  for (std::size_t i = 0; i < sets.size(); ++i) {
+    const auto [family_it, new_family] = family_of.try_emplace(sets[i].events, out.families.size());
+    if (new_family) {
+      out.families.push_back({lifetimes_of(sets[i].events), {}});
+      shape_of.emplace_back();
+    }
+    ShapeFamily& family = out.families[family_it->second];
+    auto& shapes = shape_of[family_it->second];
+    const auto [shape_it, new_shape] = shapes.try_emplace(sets[i].sizes, family.shapes.size());
+    if (new_shape) {
+      IterationShape shape;
+      shape.sizes = sets[i].sizes;
+      for (std::uint64_t bytes : shape.sizes) shape.requested_bytes += bytes;
+      family.shapes.push_back(std::move(shape));
+    }
+    family.shapes[shape_it->second].iterations.push_back(i);
+  }
+  return out;
+}
+
+}  // namespace npumem::cli

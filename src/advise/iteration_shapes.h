@@ -1,0 +1,44 @@
+// The shapes of a trace's iterations, for `npumem advise buckets`: a trace has no
+// tensor shapes, so an iteration's shape is what its allocations show. Its working set
+// is the tensors it makes that are freed before the next iteration ends (in the last
+// iteration, also those never freed); tensors that outlive that (weights, optimizer
+// state, what comes before the first `i`, named pools) are outside every working set.
+// Iterations whose working sets allocate and free in the same order (request by
+// request) form a family and share lifetimes; within a family, a shape is one
+// sequence of request sizes.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "npumem/plan.h"
+#include "trace.h"
+
+namespace npumem::cli {
+
+struct IterationShape {
+  std::vector<std::uint64_t> sizes;     // requested bytes of the working set, in order
+  std::vector<std::size_t> iterations;  // the trace's iterations (0: after the first i)
+  std::uint64_t requested_bytes = 0;    // sum of sizes
+};
+
+struct ShapeFamily {
+  // Op k is the k-th allocation or free of the working set; a tensor the next
+  // iteration frees lives to the last op (as `plan memory --trace --iteration` has it).
+  // Bytes are 0: each shape gives its own.
+  std::vector<plan::TensorLifetime> lifetimes;
+  std::vector<IterationShape> shapes;
+};
+
+struct IterationShapes {
+  std::size_t iterations = 0;
+  std::vector<ShapeFamily> families;  // in the order of their first iteration
+  // Peak of the bytes live outside the working sets.
+  std::uint64_t outside_peak_bytes = 0;
+};
+
+// Throws ConfigError naming the trace when it has no `i` line.
+IterationShapes iteration_shapes(const Trace& trace);
+
+}  // namespace npumem::cli

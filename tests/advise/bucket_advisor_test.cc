@@ -1,0 +1,116 @@
+#include "bucket_advisor.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "iteration_shapes.h"
+#include "npumem/errors.h"
+
+namespace npumem::cli {
+namespace {
+
+constexpr std::uint64_t kMiB = 1 << 20;
+
+// One iteration holding two requests of `bytes` at once.
+std::string pair_iteration(std::uint64_t first_id, std::uint64_t bytes) {
+  const std::string a = std::to_string(first_id);
+  const std::string b = std::to_string(first_id + 1);
+  const std::string size = std::to_string(bytes);
+  return "i\na " + a + " " + size + "\na " + b + " " + size + "\nf " + a + "\nf " + b + "\n";
+}
+
+// Shapes of 10, 1 and 1.1 MiB (per request), in that order: the two small ones pad
+// to one another for little, the large one only at a cost.
+const std::uint64_t kSmall = kMiB;
+const std::uint64_t kMedium = 2252 * 512;  // 1.1 MiB
+const std::uint64_t kLarge = 10 * kMiB;
+const std::string kThreeShapes = "a 100 4096\n" + pair_iteration(0, kLarge) +
+                                 pair_iteration(2, kSmall) + pair_iteration(4, kMedium);
+
+TEST(BucketAdvisor, TwoBucketsSeparateTheLargeShape) {
+  const BucketAdvice advice = advise_buckets(parse_trace(kThreeShapes, "three"), {});
+  EXPECT_EQ(advice.iterations, 3u);
+  EXPECT_EQ(advice.shapes, 3u);
+  EXPECT_EQ(advice.families, 1u);
+  EXPECT_EQ(advice.outside_peak_bytes, 4096u);
+  ASSERT_EQ(advice.choices.size(), 3u) << "up to 8 buckets, but no more than shapes";
+  ASSERT_TRUE(advice.choices[1].has_value());
+  const BucketChoice& two = *advice.choices[1];
+  ASSERT_EQ(two.bucket_list.size(), 2u);
+  EXPECT_EQ(two.bucket_list[0].iterations, (std::vector<std::size_t>{1, 2}));
+  EXPECT_EQ(two.bucket_list[0].lower_bound_bytes, 2 * kMedium);
+  EXPECT_EQ(two.bucket_list[1].iterations, (std::vector<std::size_t>{0}));
+  EXPECT_EQ(two.arena_bytes, 2 * kLarge);
+  // The 1 MiB iteration padded to 1.1 MiB holds 2 x 0.1 MiB more, over 3 iterations.
+  EXPECT_DOUBLE_EQ(two.waste_bytes, 2.0 * (kMedium - kSmall) / 3.0);
+  const BucketChoice& one = *advice.choices[0];
+  EXPECT_DOUBLE_EQ(one.waste_bytes, 2.0 * ((kLarge - kSmall) + (kLarge - kMedium)) / 3.0);
+  EXPECT_EQ(advice.choices[2]->waste_bytes, 0.0);
+  EXPECT_EQ(advice.recommended_buckets, 2u) << "within 1% of the 3 buckets' cost";
+  EXPECT_EQ(advice.peak_requested_bytes, peak_live_bytes(parse_trace(kThreeShapes, "three")));
+  EXPECT_GE(advice.caching_peak_reserved_bytes, advice.peak_requested_bytes);
+}
+
+TEST(BucketAdvisor, NoToleranceRecommendsTheLeastCost) {
+  BucketAdviceOptions options;
+  options.tolerance = 0.0;
+  EXPECT_EQ(advise_buckets(parse_trace(kThreeShapes, "three"), options).recommended_buckets, 3u);
+}
+
+// Neither shape is request by request above the other: their bucket plans the larger
+// size of each request.
+TEST(BucketAdvisor, ABucketPlansTheEnvelopeOfItsShapes) {
+  const std::string trace =
+      "i\na 0 3072\na 1 1024\nf 0\nf 1\n"
+      "i\na 2 1024\na 3 3072\nf 2\nf 3\n";
+  const BucketAdvice advice = advise_buckets(parse_trace(trace, "crossed"), {});
+  ASSERT_EQ(advice.shapes, 2u);
+  const BucketChoice& one = *advice.choices[0];
+  EXPECT_EQ(one.bucket_list[0].lower_bound_bytes, 6144u);
+  EXPECT_DOUBLE_EQ(one.waste_bytes, 2048.0);
+  EXPECT_DOUBLE_EQ(one.padded_request_share, 4096.0 / 8192.0);
+}
+
+// Before the first i and never freed (not in the last iteration): outside. Freed in
+// the next iteration or, in the last, never: the iteration's own.
+TEST(IterationShapes, WorkingSetsAndFamilies) {
+  const std::string trace =
+      "a 0 1000\n"
+      "i\na 1 512\na 2 2048\nf 1\na 3 512\n"
+      "i\nf 3\na 4 512\na 5 1024\nf 4\n";
+  const IterationShapes shapes = iteration_shapes(parse_trace(trace, "t"));
+  EXPECT_EQ(shapes.outside_peak_bytes, 3048u);
+  ASSERT_EQ(shapes.families.size(), 2u) << "alloc, free, alloc vs alloc, alloc, free";
+  EXPECT_EQ(shapes.families[0].shapes[0].sizes, (std::vector<std::uint64_t>{512, 512}));
+  EXPECT_EQ(shapes.families[1].shapes[0].sizes, (std::vector<std::uint64_t>{512, 1024}));
+  const auto& lifetimes = shapes.families[1].lifetimes;
+  ASSERT_EQ(lifetimes.size(), 2u);
+  EXPECT_EQ(lifetimes[0].last_op, 2u);
+  EXPECT_EQ(lifetimes[1].last_op, 2u) << "never freed in the last iteration: to its end";
+
+  BucketAdviceOptions options;
+  options.max_buckets = 1;
+  try {
+    advise_buckets(parse_trace(trace, "t.trace"), options);
+    FAIL() << "no error";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("t.trace: 2 families"), std::string::npos) << e.what();
+  }
+}
+
+TEST(BucketAdvisor, BadInputIsNamed) {
+  try {
+    advise_buckets(parse_trace("a 0 10\nf 0\n", "flat.trace"), {});
+    FAIL() << "no error";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("flat.trace: no `i` lines"), std::string::npos)
+        << e.what();
+  }
+  BucketAdviceOptions none;
+  none.max_buckets = 0;
+  EXPECT_THROW(advise_buckets(parse_trace(kThreeShapes, "three"), none), ConfigError);
+}
+
+}  // namespace
+}  // namespace npumem::cli
