@@ -53,30 +53,22 @@ void resolve(void* handle, const char* symbol, Function& out) {
 
 // Resolves the entry points; returns the first required one that is missing.
 std::string resolve_all(void* handle, AclEntryPoints& api) {
-  resolve(handle, "aclInit", api.init);
-  resolve(handle, "aclFinalize", api.finalize);
-  resolve(handle, "aclrtSetDevice", api.set_device);
-  resolve(handle, "aclrtResetDevice", api.reset_device);
-  resolve(handle, "aclrtGetDeviceCount", api.get_device_count);
-  resolve(handle, "aclrtGetMemInfo", api.get_mem_info);
-  resolve(handle, "aclrtMalloc", api.malloc);
-  resolve(handle, "aclrtFree", api.free);
-  resolve(handle, "aclrtMemcpy", api.memcpy);
+  std::string missing;
+  const auto require = [&](const char* symbol, auto& out) {
+    resolve(handle, symbol, out);
+    if (out == nullptr && missing.empty()) missing = symbol;
+  };
+  require("aclInit", api.init);
+  require("aclFinalize", api.finalize);
+  require("aclrtSetDevice", api.set_device);
+  require("aclrtResetDevice", api.reset_device);
+  require("aclrtGetDeviceCount", api.get_device_count);
+  require("aclrtGetMemInfo", api.get_mem_info);
+  require("aclrtMalloc", api.malloc);
+  require("aclrtFree", api.free);
+  require("aclrtMemcpy", api.memcpy);
   resolve(handle, "aclGetRecentErrMsg", api.recent_error);
-  const std::array<std::pair<const char*, bool>, 9> required = {{
-      {"aclInit", api.init != nullptr},
-      {"aclFinalize", api.finalize != nullptr},
-      {"aclrtSetDevice", api.set_device != nullptr},
-      {"aclrtResetDevice", api.reset_device != nullptr},
-      {"aclrtGetDeviceCount", api.get_device_count != nullptr},
-      {"aclrtGetMemInfo", api.get_mem_info != nullptr},
-      {"aclrtMalloc", api.malloc != nullptr},
-      {"aclrtFree", api.free != nullptr},
-      {"aclrtMemcpy", api.memcpy != nullptr},
-  }};
-  for (const auto& [name, found] : required) {
-    if (!found) return name;
-  }
+  if (!missing.empty()) return missing;
   AclEntryPoints vmm = api;
   resolve(handle, "aclrtReserveMemAddress", vmm.reserve_address);
   resolve(handle, "aclrtReleaseMemAddress", vmm.release_address);
