@@ -37,15 +37,5 @@ for test in $tests; do
   "$build_dir/bin/$test" --gtest_filter="$filter" || status=1
 done
 echo "== npumem replay --device acl:0"
-for trace in ../shared/traces/*.trace; do
-  [[ -f $trace ]] || continue
-  for strategy in caching expandable; do
-    if "$build_dir/bin/npumem" replay "$trace" --device acl:0 --strategy "$strategy" >/dev/null; then
-      echo "ok   $strategy $trace"
-    else
-      echo "FAIL $strategy $trace"
-      status=1
-    fi
-  done
-done
+scripts/replay-shared-traces.sh "$build_dir/bin/npumem" acl:0 || status=1
 exit $status

@@ -19,15 +19,5 @@ if grep -q "Skipped" "$log"; then
   status=1
 fi
 "$build_dir/bin/make_device_test" || status=1
-for trace in ../shared/traces/*.trace; do
-  [[ -f $trace ]] || continue
-  for strategy in caching expandable; do
-    if "$build_dir/bin/npumem" replay "$trace" --device cuda:0 --strategy "$strategy" >/dev/null; then
-      echo "ok   $strategy $trace"
-    else
-      echo "FAIL $strategy $trace"
-      status=1
-    fi
-  done
-done
+scripts/replay-shared-traces.sh "$build_dir/bin/npumem" cuda:0 || status=1
 exit $status
