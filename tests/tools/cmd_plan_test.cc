@@ -4,13 +4,13 @@
 
 #include "commands.h"
 #include "plan/plan_checker.h"
-#include "run_command.h"
+#include "run_npumem.h"
 
 namespace npumem::plan {
 namespace {
 
-using testing::run_npumem;
-using testing::TempDir;
+using cli::testing::run_npumem;
+using cli::testing::TempDir;
 
 const char* const kRecords =
     "# three tensors\n"
@@ -25,7 +25,7 @@ const char* const kModel = R"({"model": "tiny", "input_bytes": 1000, "layers": [
 
 TEST(CmdPlanTest, MemoryJsonHasTheFieldsAndValidOffsets) {
   TempDir dir;
-  testing::write_text(dir.file("m.records"), kRecords);
+  cli::testing::write_text(dir.file("m.records"), kRecords);
   const auto result =
       run_npumem("plan memory " + dir.file("m.records").string() + " --json --offsets", dir);
   ASSERT_EQ(result.exit_code, cli::kExitOk) << result.err;
@@ -46,7 +46,7 @@ TEST(CmdPlanTest, MemoryJsonHasTheFieldsAndValidOffsets) {
 
 TEST(CmdPlanTest, MemoryTextForPeople) {
   TempDir dir;
-  testing::write_text(dir.file("m.records"), kRecords);
+  cli::testing::write_text(dir.file("m.records"), kRecords);
   const auto result = run_npumem("plan memory " + dir.file("m.records").string(), dir);
   ASSERT_EQ(result.exit_code, cli::kExitOk) << result.err;
   EXPECT_NE(result.out.find("lower bound  5.00 KiB (5120 B)"), std::string::npos) << result.out;
@@ -61,7 +61,7 @@ TEST(CmdPlanTest, MalformedRecordsExitTwoNamingTheLine) {
       {"-10 0 1\n", ":1: bytes is negative: '-10'"},
   };
   for (const auto& [text, message] : cases) {
-    testing::write_text(dir.file("bad.records"), text);
+    cli::testing::write_text(dir.file("bad.records"), text);
     const auto result = run_npumem("plan memory " + dir.file("bad.records").string(), dir);
     EXPECT_EQ(result.exit_code, cli::kExitBadInput) << text;
     EXPECT_NE(result.err.find(dir.file("bad.records").string() + message), std::string::npos)
@@ -73,7 +73,7 @@ TEST(CmdPlanTest, MalformedRecordsExitTwoNamingTheLine) {
 
 TEST(CmdPlanTest, BadOptionsExitTwo) {
   TempDir dir;
-  testing::write_text(dir.file("m.records"), kRecords);
+  cli::testing::write_text(dir.file("m.records"), kRecords);
   const std::string records = dir.file("m.records").string();
   const auto alignment = run_npumem("plan memory " + records + " --alignment 48", dir);
   EXPECT_EQ(alignment.exit_code, cli::kExitBadInput);
@@ -90,7 +90,7 @@ TEST(CmdPlanTest, SeedAndIterationsMakePlansReproducible) {
     records += std::to_string(100 + (i * 7919) % 5000) + " " + std::to_string(i % 50) + " " +
                std::to_string(i % 50 + (i * 31) % 9) + "\n";
   }
-  testing::write_text(dir.file("r.records"), records);
+  cli::testing::write_text(dir.file("r.records"), records);
   const std::string command = "plan memory " + dir.file("r.records").string() +
                               " --json --offsets --iterations 30 --seed 4 --time-limit 3600";
   const auto first = nlohmann::json::parse(run_npumem(command, dir).out);
@@ -102,7 +102,7 @@ TEST(CmdPlanTest, SeedAndIterationsMakePlansReproducible) {
 TEST(CmdPlanTest, MemoryPlanOfATraceAndABudget) {
   TempDir dir;
   // Iteration 1: 4096 and 1024 live together, then 2048 alone.
-  testing::write_text(dir.file("t.trace"),
+  cli::testing::write_text(dir.file("t.trace"),
                       "a 0 100\ni\na 1 64\nf 1\ni\na 2 4096\na 3 1000\nf 2\nf 3\na 4 2048\nf 4\n");
   const std::string trace = dir.file("t.trace").string();
   auto result =
@@ -120,13 +120,13 @@ TEST(CmdPlanTest, MemoryPlanOfATraceAndABudget) {
   result = run_npumem("plan memory --trace " + trace + " --iteration 2", dir);
   EXPECT_EQ(result.exit_code, cli::kExitBadInput);
   EXPECT_NE(result.err.find("no iteration 2"), std::string::npos) << result.err;
-  testing::write_text(dir.file("m.records"), kRecords);
+  cli::testing::write_text(dir.file("m.records"), kRecords);
   result = run_npumem("plan memory " + dir.file("m.records").string() + " --trace " + trace, dir);
   EXPECT_EQ(result.exit_code, cli::kExitBadInput);
   EXPECT_NE(result.err.find("give one of a records file, --trace TRACE or --onnx MODEL"),
             std::string::npos)
       << result.err;
-  testing::write_text(dir.file("bad.trace"), "a 0 10\nf 1\n");
+  cli::testing::write_text(dir.file("bad.trace"), "a 0 10\nf 1\n");
   result = run_npumem("plan memory --trace " + dir.file("bad.trace").string(), dir);
   EXPECT_EQ(result.exit_code, cli::kExitBadInput);
   EXPECT_NE(result.err.find("bad.trace:2"), std::string::npos) << result.err;
@@ -136,8 +136,8 @@ TEST(CmdPlanTest, MemoryPlanOfATraceAndABudget) {
 // are refused before Python runs.
 TEST(CmdPlanTest, OnnxOptionsThatDoNotGoTogetherExitTwo) {
   TempDir dir;
-  testing::write_text(dir.file("m.records"), kRecords);
-  testing::write_text(dir.file("m.onnx"), "not read");
+  cli::testing::write_text(dir.file("m.records"), kRecords);
+  cli::testing::write_text(dir.file("m.onnx"), "not read");
   const std::string records = dir.file("m.records").string();
   const std::string model = dir.file("m.onnx").string();
   const std::pair<std::string, std::string> cases[] = {
@@ -155,7 +155,7 @@ TEST(CmdPlanTest, OnnxOptionsThatDoNotGoTogetherExitTwo) {
 
 TEST(CmdPlanTest, ShardPlanAndItsBaseline) {
   TempDir dir;
-  testing::write_text(dir.file("m.json"), kModel);
+  cli::testing::write_text(dir.file("m.json"), kModel);
   const std::string model = dir.file("m.json").string();
   const auto result =
       run_npumem("plan shard " + model + " --hbm 1MiB --bandwidth 1GB/s --json", dir);
@@ -175,7 +175,7 @@ TEST(CmdPlanTest, ShardPlanAndItsBaseline) {
 
 TEST(CmdPlanTest, RecomputePlanAndBudgetTooSmall) {
   TempDir dir;
-  testing::write_text(dir.file("m.json"), kModel);
+  cli::testing::write_text(dir.file("m.json"), kModel);
   const std::string model = dir.file("m.json").string();
   const auto result = run_npumem("plan recompute " + model + " --budget 2000 --json", dir);
   ASSERT_EQ(result.exit_code, cli::kExitOk) << result.err;
@@ -189,7 +189,7 @@ TEST(CmdPlanTest, RecomputePlanAndBudgetTooSmall) {
 
 TEST(CmdPlanTest, BadModelFilesExitTwoNamingTheProblem) {
   TempDir dir;
-  testing::write_text(dir.file("m.json"), R"({"layers": [{"name": "a", "weight_bytes": -1,
+  cli::testing::write_text(dir.file("m.json"), R"({"layers": [{"name": "a", "weight_bytes": -1,
       "activation_bytes": 1}]})");
   const auto result =
       run_npumem("plan recompute " + dir.file("m.json").string() + " --budget 1MiB", dir);

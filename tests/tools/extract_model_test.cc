@@ -5,13 +5,13 @@
 
 #include "npumem/plan.h"
 #include "plan_model_json.h"
-#include "run_command.h"
+#include "run_npumem.h"
 
 namespace npumem::plan {
 namespace {
 
-using testing::run_command;
-using testing::TempDir;
+using cli::testing::run_command;
+using cli::testing::TempDir;
 
 constexpr const char* kPython = "/usr/bin/python3";
 
@@ -21,7 +21,7 @@ bool torch_available(const TempDir& dir) {
 }
 
 std::vector<TensorLifetime> records_of(const std::filesystem::path& path) {
-  return parse_lifetime_records(testing::read_text(path), path.string());
+  return parse_lifetime_records(cli::testing::read_file(path), path.string());
 }
 
 TEST(ExtractModelTest, Resnet18RecordsAndLayers) {
