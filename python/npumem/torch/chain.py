@@ -126,7 +126,7 @@ def measure_layers(
     layers: list[ChainLayer], example_input: torch.Tensor, device: Any, training: bool
 ) -> list[LayerCost]:
     """Runs the example through the chain once, layer by layer, on npumem's allocator,
-    and measures each layer: its weights, its forward time and its activation bytes.
+    and measures each layer: its weights, its forward CPU time and its activation bytes.
 
     Inference (training=False, no autograd): the most bytes the layer allocates at once
     above what was live before it (its output included), so input + that bounds it.
@@ -139,9 +139,11 @@ def measure_layers(
         for layer in layers:
             device.reset_peak_stats()
             before = device.stats()["allocated_bytes.all.current"]
-            start = time.perf_counter()
+            # CPU time, not wall time: on a busy machine (a build beside it) wall time
+            # swings per layer and reorders which layers a plan keeps.
+            start = time.process_time()
             y = layer.run(x)
-            seconds = time.perf_counter() - start
+            seconds = time.process_time() - start
             stats = device.stats()
             output_bytes = y.numel() * y.element_size()
             if training:
