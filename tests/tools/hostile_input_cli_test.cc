@@ -90,6 +90,22 @@ TEST_F(HostileInputCliTest, BadSizeOptionsNameTheOption) {
   }
 }
 
+// The message names the value and what is wrong with it, not the top of a range.
+TEST_F(HostileInputCliTest, NegativeNumbersNameTheOptionAndTheValue) {
+  const std::string records = write("m.records", "100 0 1\n");
+  const std::string trace = write("t.trace", "a 1 100\ni\nf 1\n");
+  for (const auto& [command, message] : std::vector<std::pair<std::string, std::string>>{
+           {"plan memory " + records + " --time-limit -1", "--time-limit: -1 is negative"},
+           {"replay " + trace + " --leak-threshold -0.5", "--leak-threshold: -0.5 is negative"},
+           {"smi -i -1", "--id: -1 is negative"},
+           {"advise buckets " + trace + " --max-buckets 0", "--max-buckets: 0 is not positive"}}) {
+    const auto result = run_npumem(command);
+    EXPECT_EQ(result.exit_code, 2) << command << "\n" << result.err;
+    EXPECT_NE(result.err.find(message), std::string::npos) << command << "\n" << result.err;
+    EXPECT_EQ(result.err.find("17976931348623157"), std::string::npos) << result.err;
+  }
+}
+
 TEST_F(HostileInputCliTest, HistoryEntriesIsBounded) {
   const std::string trace = write("t.trace", "a 1 100\nf 1\n");
   const auto huge = run_npumem("replay " + trace + " --record " + (dir_ / "s.json").string() +

@@ -28,12 +28,12 @@ void add_buckets_command(CLI::App& advise_command, int& exit_code) {
       ->check(CLI::ExistingFile);
   command->add_option("--max-buckets", options->max_buckets, "the most buckets to consider")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(positive_check());
   command
       ->add_option("--tolerance", options->tolerance_percent,
                    "recommend the fewest buckets within this percentage of the least cost")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(nonnegative_check());
   command
       ->add_option("--device", options->device_spec,
                    "device of the caching strategy's replay (sim spec)")

@@ -191,7 +191,7 @@ void add_memory_command(CLI::App& plan_command, int& exit_code) {
       ->check(power_of_two_size_check());
   command->add_option("--time-limit", options->time_limit_s, "seconds the search may take")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(nonnegative_check());
   command->add_option("--iterations", options->iterations,
                       "most randomised search iterations (with --seed: reproducible plans)");
   command->add_option("--seed", options->seed, "seed of the randomised search")
@@ -202,7 +202,9 @@ void add_memory_command(CLI::App& plan_command, int& exit_code) {
 }
 
 void add_layer_options(CLI::App* command, LayerCommandOptions& options) {
-  command->add_option("model", options.model_path, "model JSON (tools/scripts/extract_model.py writes it)")
+  command
+      ->add_option("model", options.model_path,
+                   "model JSON (tools/scripts/extract_model.py writes it)")
       ->required()
       ->check(CLI::ExistingFile);
   command

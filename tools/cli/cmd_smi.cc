@@ -47,7 +47,7 @@ void add_smi_command(CLI::App& app, int& exit_code) {
   command->add_option("-t,--type", options->type, "detail to show for the device of -i")
       ->check(CLI::IsMember({"memory"}));
   command->add_option("-i,--id", options->id, "device id (the ID column)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(nonnegative_check());
   command->add_flag("--json", options->json, "print JSON");
   command->callback([options, &exit_code] { exit_code = run_smi(*options); });
 }

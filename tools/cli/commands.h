@@ -18,6 +18,9 @@ inline constexpr int kExitLeak = 4;  // replay --leak-check found growth above t
 CLI::Validator size_check();
 CLI::Validator power_of_two_size_check();
 CLI::Validator bandwidth_check();
+// Numbers >= 0 and > 0: "--id: -1 is negative".
+CLI::Validator nonnegative_check();
+CLI::Validator positive_check();
 
 void add_replay_command(CLI::App& app, int& exit_code);
 void add_plan_command(CLI::App& app, int& exit_code);

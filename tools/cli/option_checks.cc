@@ -1,4 +1,5 @@
 #include <bit>
+#include <charconv>
 
 #include "commands.h"
 #include "npumem/errors.h"
@@ -42,6 +43,28 @@ CLI::Validator bandwidth_check() {
     (void)parse_bandwidth(text);
     return std::string();
   });
+}
+
+// CLI11's NonNegativeNumber and PositiveNumber name the top of their range, a 309-digit
+// number, in their message; these say what is wrong with the value alone.
+template <typename Accept>
+CLI::Validator sign_check(const std::string& description, const std::string& problem,
+                          Accept accept) {
+  return validator(description, [problem, accept](const std::string& text) {
+    double value = 0.0;
+    const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+    // Text that is no number is left to the option's own conversion, which names it.
+    if (error != std::errc() || end != text.data() + text.size()) return std::string();
+    return accept(value) ? std::string() : text + " is " + problem;
+  });
+}
+
+CLI::Validator nonnegative_check() {
+  return sign_check("NONNEGATIVE", "negative", [](double value) { return value >= 0.0; });
+}
+
+CLI::Validator positive_check() {
+  return sign_check("POSITIVE", "not positive", [](double value) { return value > 0.0; });
 }
 
 }  // namespace npumem::cli

@@ -9,6 +9,7 @@
 #include <iostream>
 #include <thread>
 
+#include "commands.h"
 #include "npumem/errors.h"
 #include "npumem/snapshot.h"
 
@@ -54,14 +55,14 @@ void add_replay_observer_options(CLI::App& command, ReplayObserverOptions& optio
                   "recurring survivors above this fraction of the steady-state allocated "
                   "bytes are a leak (0: any)")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(nonnegative_check());
   command.add_flag("--patterns", options.patterns,
                    "report the requested sizes: histogram, most frequent sizes, and how much "
                    "each iteration repeats the one before");
   command
       .add_option("--hold", options.hold_seconds,
                   "keep the finished replay alive this many seconds (visible to `npumem smi`)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(nonnegative_check());
 }
 
 ReplayObservers::ReplayObservers(ReplayObserverOptions options, const Trace& trace)
