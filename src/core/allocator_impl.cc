@@ -4,10 +4,10 @@
 #include <cstdio>
 #include <limits>
 
+#include "core/memory_tag.h"
 #include "core/pool/align.h"
 #include "core/strategy/caching_source.h"
 #include "core/strategy/expandable_source.h"
-#include "core/memory_tag.h"
 #include "core/strategy/static_source.h"
 #include "npumem/errors.h"
 

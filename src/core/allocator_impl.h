@@ -13,12 +13,12 @@
 #include <vector>
 
 #include "core/oom_report.h"
-#include "core/strategy/planned_source.h"
 #include "core/pool/pointer_map.h"
 #include "core/pool/pool_state.h"
+#include "core/strategy/planned_source.h"
 #include "core/strategy/segment_source.h"
-#include "core/threads/spin_lock.h"
 #include "core/stream_order.h"
+#include "core/threads/spin_lock.h"
 #include "core/threads/thread_cache_registry.h"
 #include "npumem/allocator.h"
 

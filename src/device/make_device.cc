@@ -4,11 +4,11 @@
 
 #include "device/acl/acl_device.h"
 #include "device/acl/acl_spec.h"
+#include "device/sim/sim_device.h"
+#include "device/sim/sim_spec.h"
 #include "host_device.h"
 #include "npumem/device.h"
 #include "npumem/errors.h"
-#include "device/sim/sim_device.h"
-#include "device/sim/sim_spec.h"
 #ifdef NPUMEM_WITH_CUDA
 #include "device/cuda/cuda_device.h"
 #endif

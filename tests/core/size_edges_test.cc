@@ -5,8 +5,8 @@
 #include <limits>
 #include <stdexcept>
 
-#include "core/pool/align.h"
 #include "core/oom_report.h"
+#include "core/pool/align.h"
 #include "device/sim/sim_device.h"
 #include "npumem/allocator.h"
 #include "npumem/errors.h"

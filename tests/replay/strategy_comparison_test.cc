@@ -8,8 +8,8 @@
 
 #include "bisect.h"
 #include "npumem/units.h"
-#include "tools/run_npumem.h"
 #include "static_advisor.h"
+#include "tools/run_npumem.h"
 #include "trace.h"
 
 namespace npumem::cli {

@@ -102,8 +102,9 @@ TEST(CmdPlanTest, SeedAndIterationsMakePlansReproducible) {
 TEST(CmdPlanTest, MemoryPlanOfATraceAndABudget) {
   TempDir dir;
   // Iteration 1: 4096 and 1024 live together, then 2048 alone.
-  cli::testing::write_text(dir.file("t.trace"),
-                      "a 0 100\ni\na 1 64\nf 1\ni\na 2 4096\na 3 1000\nf 2\nf 3\na 4 2048\nf 4\n");
+  cli::testing::write_text(
+      dir.file("t.trace"),
+      "a 0 100\ni\na 1 64\nf 1\ni\na 2 4096\na 3 1000\nf 2\nf 3\na 4 2048\nf 4\n");
   const std::string trace = dir.file("t.trace").string();
   auto result =
       run_npumem("plan memory --trace " + trace + " --iteration 1 --json --budget 5KiB", dir);

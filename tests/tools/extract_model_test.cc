@@ -1,4 +1,5 @@
-// tools/scripts/extract_model.py on torchvision's resnet18 (about 10 s of CPU); skipped without torch.
+// tools/scripts/extract_model.py on torchvision's resnet18 (about 10 s of CPU); skipped without
+// torch.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -27,10 +28,11 @@ std::vector<TensorLifetime> records_of(const std::filesystem::path& path) {
 TEST(ExtractModelTest, Resnet18RecordsAndLayers) {
   TempDir dir;
   if (!torch_available(dir)) GTEST_SKIP() << "no torch for " << kPython;
-  const auto result = run_command(
-      std::string(kPython) + " " NPUMEM_SOURCE_DIR "/tools/scripts/extract_model.py resnet18 --records " +
-          dir.file("r.records").string() + " --layers " + dir.file("r.json").string(),
-      dir);
+  const auto result =
+      run_command(std::string(kPython) +
+                      " " NPUMEM_SOURCE_DIR "/tools/scripts/extract_model.py resnet18 --records " +
+                      dir.file("r.records").string() + " --layers " + dir.file("r.json").string(),
+                  dir);
   ASSERT_EQ(result.exit_code, 0) << result.err;
   const auto tensors = records_of(dir.file("r.records"));
   EXPECT_EQ(tensors.size(), 51u);

@@ -34,8 +34,9 @@ inline void write_text(const std::filesystem::path& path, const std::string& tex
 class TempDir {
  public:
   TempDir()
-      : path_(std::filesystem::temp_directory_path() /
-              ("npumem_cli_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter_++))) {
+      : path_(
+            std::filesystem::temp_directory_path() /
+            ("npumem_cli_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter_++))) {
     std::filesystem::create_directories(path_);
   }
   ~TempDir() { std::filesystem::remove_all(path_); }

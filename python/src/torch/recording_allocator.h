@@ -15,7 +15,7 @@
 namespace npumem::python {
 
 struct RecordedEvent {
-  char kind = 'a';  // 'a' allocation, 'f' free, 'i' iteration boundary
+  char kind = 'a';          // 'a' allocation, 'f' free, 'i' iteration boundary
   std::uint64_t id = 0;     // 'i': 1 when keyed
   std::uint64_t bytes = 0;  // 'a': requested bytes; 'i': the key
 };

@@ -2,8 +2,8 @@
 
 #include <algorithm>
 
-#include "core/pool/align.h"
 #include "core/allocator_impl.h"
+#include "core/pool/align.h"
 
 namespace npumem::core {
 

@@ -57,7 +57,7 @@ class PlannedSource : public SegmentSource {
     std::uint32_t time = 0;
   };
   struct Recording {
-    std::uint64_t iteration = 0;  // 0: before the first mark, nothing is recorded
+    std::uint64_t iteration = 0;       // 0: before the first mark, nothing is recorded
     std::optional<std::uint64_t> key;  // the caller's, for the iteration
     std::vector<Request> requests;
     std::vector<CarriedFree> carried;

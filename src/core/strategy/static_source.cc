@@ -1,7 +1,7 @@
 #include "core/strategy/static_source.h"
 
-#include "core/pool/align.h"
 #include "core/allocator_impl.h"
+#include "core/pool/align.h"
 #include "npumem/errors.h"
 #include "npumem/units.h"
 

@@ -1,6 +1,6 @@
 #include "npumem/snapshot.h"
-#include "observe/watch/backtrace.h"
 #include "observe/export/json_writer.h"
+#include "observe/watch/backtrace.h"
 
 namespace npumem {
 namespace {

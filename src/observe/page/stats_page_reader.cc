@@ -8,8 +8,8 @@
 
 #include "device/os/shared_page.h"
 #include "npumem/stats_page.h"
-#include "observe/page/stats_page_layout.h"
 #include "observe/export/untrusted_text.h"
+#include "observe/page/stats_page_layout.h"
 
 namespace npumem {
 namespace {

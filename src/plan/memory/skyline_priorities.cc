@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "plan/shard/range_max.h"
 #include "plan/memory/uniform_random.h"
+#include "plan/shard/range_max.h"
 
 namespace npumem::plan {
 namespace {

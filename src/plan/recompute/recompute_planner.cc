@@ -8,8 +8,8 @@
 #include "npumem/errors.h"
 #include "npumem/plan.h"
 #include "npumem/units.h"
-#include "plan/recompute/checkpoint_programme.h"
 #include "plan/memory/plan_instance.h"
+#include "plan/recompute/checkpoint_programme.h"
 
 namespace npumem::plan {
 
