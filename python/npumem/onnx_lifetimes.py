@@ -14,8 +14,9 @@ checker checks), leaving out Constant nodes and nodes that read weights only: th
 folded into weights. A tensor a node makes lives from that node to its last reader; a
 graph output lives to the last op; one nobody reads lives at its node only.
 Initializers, Constant outputs and folded outputs are weights: they last for the
-model's life, so they are counted but not planned in the reused arena. Graph inputs are the caller's buffers and are not planned either. Sizes are
-the element type's bytes times the shape after onnx.shape_inference; a symbolic
+model's life, so they are counted but not planned in the reused arena. Graph inputs
+are the caller's buffers and are not planned either. Sizes are the element type's
+bytes times the shape after onnx.shape_inference; a symbolic
 dimension of a graph input takes its size from `dims`; a size still unknown, a subgraph
 (If, Loop, Scan) or a file that is not a model raises OnnxModelError naming the tensor,
 the node or the problem.
