@@ -26,16 +26,12 @@ int index(Tier tier) {
   return static_cast<int>(tier);
 }
 
-// The statistic a front cache counter and split stand for (thread_cache.h).
+// The statistic a front cache counter stands for (thread_cache.h).
 template <typename StatsType>  // Stats or const Stats
-auto& stat_of(StatsType& stats, int counter, int split, Tier kept_tier) {
-  auto& splits = counter == ThreadCache::allocated_bytes   ? stats.allocated_bytes
-                 : counter == ThreadCache::requested_bytes ? stats.requested_bytes
-                                                           : stats.allocation;
-  if (split == ThreadCache::all) return splits.all;
-  if (split == ThreadCache::small_pool) return splits.by_kind[static_cast<int>(PoolKind::small)];
-  if (split == ThreadCache::large_pool) return splits.by_kind[static_cast<int>(PoolKind::large)];
-  return splits.by_tier[static_cast<std::size_t>(kept_tier)];
+auto& split_of(StatsType& stats, int counter) {
+  return counter == ThreadCache::allocated_bytes   ? stats.allocated_bytes
+         : counter == ThreadCache::requested_bytes ? stats.requested_bytes
+                                                   : stats.allocation;
 }
 
 // A freed block goes back to its block pool, free to every stream.
@@ -142,8 +138,8 @@ void Allocator::Impl::set_memory_fraction(double fraction) {
   tier_limit[index(Tier::hbm)] = std::min(configured_limit(Tier::hbm), share);
 }
 
-// While one cache exists (solo), its thread works under the allocator's own lock
-// and the cache locks are not needed.
+// Holding every cache's lock, the holder may read and change what the caches keep and
+// count.
 void Allocator::Impl::ExclusiveLock::lock_caches() {
   for (const auto& cache : impl_.caches->caches) {
     cache->lock.lock();
@@ -164,7 +160,7 @@ void Allocator::Impl::ExclusiveLock::unlock_caches() {
   for (const auto& cache : impl_.caches->caches) cache->lock.unlock();
 }
 
-// Called with the lock held: every cache is locked (unless solo), a new one too.
+// Called with the lock held: every cache is locked, a new one too.
 ThreadCache* Allocator::Impl::attach_new_cache() {
   if (ThreadCache* cache = core::thread_cache(caches->id)) return cache;
   ThreadCache* cache = nullptr;
@@ -177,17 +173,7 @@ ThreadCache* Allocator::Impl::attach_new_cache() {
   const bool made = cache == nullptr;
   if (made) {
     cache = caches->caches.emplace_back(std::make_unique<ThreadCache>(cached_tier)).get();
-    if (caches->caches.size() == 2) {
-      // No longer solo: from now on the lock holds every cache's lock. The first
-      // cache's thread works under the allocator's lock while solo, so it is free.
-      caches->caches.front()->lock.lock();
-      caches->caches.front()->keep_large = true;
-      solo.store(false, std::memory_order_relaxed);
-    }
-    if (!solo.load(std::memory_order_relaxed)) {
-      cache->lock.lock();
-      cache->keep_large = true;
-    }
+    cache->lock.lock();  // as every cache's while the allocator's lock is held
   }
   if (!core::adopt_thread_cache(caches, cache)) {
     if (made) cache->retired = true;
@@ -208,50 +194,89 @@ void Allocator::Impl::fold_counters(ThreadCache& cache) {
   PoolState* pool = cache.pool();
   if (pool == nullptr) return;
   Stats* pool_stats = per_pool_stats ? &pool->stats : nullptr;
-  cache.fold([&](int counter, int split, std::int64_t added, std::int64_t removed) {
+  cache.fold([&](int counter, int kind, std::int64_t added, std::int64_t removed) {
     for (Stats* s : {&stats, pool_stats}) {
       if (s == nullptr) continue;
-      Stat& stat = stat_of(*s, counter, split, cached_tier);
-      stat.current += added - removed;
-      stat.allocated += added;
-      stat.freed += removed;
-      stat.peak = std::max(stat.peak, stat.current);
+      StatSplit& splits = split_of(*s, counter);
+      for (Stat* stat : {&splits.all, &splits.by_kind[static_cast<std::size_t>(kind)],
+                         &splits.by_tier[static_cast<std::size_t>(cached_tier)]}) {
+        stat->current += added - removed;
+        stat->allocated += added;
+        stat->freed += removed;
+        stat->peak = std::max(stat->peak, stat->current);
+      }
     }
   });
+}
+
+// The splits a block of `kind` in `tier` counts in, each with the part of front-cache
+// credit that counts there (none in a tier the caches do not keep).
+std::array<std::pair<const Stat*, std::optional<ThreadCache::Credit>>, 3> credit_checks(
+    const StatSplit& splits, int kind, Tier tier, Tier kept_tier) {
+  const auto common = tier == kept_tier ? std::optional(ThreadCache::common) : std::nullopt;
+  return {{{&splits.all, ThreadCache::common},
+           {&splits.by_kind[static_cast<std::size_t>(kind)],
+            static_cast<ThreadCache::Credit>(ThreadCache::kind_credit(kind))},
+           {&splits.by_tier[static_cast<std::size_t>(tier)], common}}};
+}
+
+std::int64_t Allocator::Impl::unclaimed_slack(const Stats& s, const PoolState& pool, int counter,
+                                              const Stat& stat, ThreadCache::Credit part) const {
+  std::int64_t slack = stat.peak - stat.current;
+  for (const auto& cache : caches->caches) {
+    if (&s == &stats || cache->pool() == &pool) slack -= cache->credit(counter, part);
+  }
+  return slack;
 }
 
 // After an allocation under the lock: takes back front-cache credit wherever the
 // current value plus all credit would pass the peak (thread_cache.h), so no
 // allocation a cache serves alone can pass it.
 void Allocator::Impl::limit_credit(const PoolState& pool, const Segment& segment) {
-  if (solo.load(std::memory_order_relaxed) ||
-      std::none_of(caches->caches.begin(), caches->caches.end(),
+  if (std::none_of(caches->caches.begin(), caches->caches.end(),
                    [](const auto& cache) { return cache->has_credit(); })) {
     return;
   }
   ThreadCache* self = core::thread_cache(caches->id);
-  for (const Stats* s :
-       {static_cast<const Stats*>(&stats), per_pool_stats ? &pool.stats : nullptr}) {
+  const int kind = static_cast<int>(segment.kind);
+  for (const Stats* s : {static_cast<const Stats*>(&stats), per_pool_stats ? &pool.stats : nullptr}) {
     if (s == nullptr) continue;
     for (int counter = 0; counter < ThreadCache::kCounters; ++counter) {
-      for (int split = 0; split < ThreadCache::kSplits; ++split) {
-        if (!ThreadCache::counts_in(segment, split, cached_tier)) continue;
-        const Stat& stat = stat_of(*s, counter, split, cached_tier);
-        std::int64_t excess = stat.current - stat.peak;
-        for (const auto& cache : caches->caches) {
-          if (s == &stats || cache->pool() == &pool) excess += cache->credit(counter, split);
-        }
+      for (const auto& [stat, part] :
+           credit_checks(split_of(*s, counter), kind, segment.tier, cached_tier)) {
+        if (!part) continue;
+        std::int64_t excess = -unclaimed_slack(*s, pool, counter, *stat, *part);
+        const auto take_back = [&](ThreadCache& cache) {
+          if (excess > 0 && (s == &stats || cache.pool() == &pool)) {
+            excess -= cache.revoke(counter, *part, excess);
+          }
+        };
         // The calling thread's own credit goes first: it is in the slow path already,
         // while taking another's would send that thread there too.
-        if (self != nullptr && (s == &stats || self->pool() == &pool) && excess > 0) {
-          excess -= self->revoke(counter, split, excess);
+        if (self != nullptr) take_back(*self);
+        for (const auto& cache : caches->caches) take_back(*cache);
+      }
+    }
+  }
+}
+
+void Allocator::Impl::refill_credit(ThreadCache& cache, PoolState& pool) {
+  if (!cache.counts_for(&pool)) return;  // its credit is another pool's until it frees here
+  for (int counter = 0; counter < ThreadCache::kCounters; ++counter) {
+    std::array<std::int64_t, ThreadCache::kCredits> grants;
+    grants.fill(std::numeric_limits<std::int64_t>::max());
+    for (const Stats* s : {&stats, per_pool_stats ? &pool.stats : nullptr}) {
+      if (s == nullptr) continue;
+      for (int kind = 0; kind < ThreadCache::kKinds; ++kind) {
+        for (const auto& [stat, part] :
+             credit_checks(split_of(*s, counter), kind, cached_tier, cached_tier)) {
+          grants[*part] = std::min(grants[*part], unclaimed_slack(*s, pool, counter, *stat, *part));
         }
-        for (const auto& cache : caches->caches) {
-          if (excess <= 0) break;
-          if (s == &stats || cache->pool() == &pool) {
-            excess -= cache->revoke(counter, split, excess);
-          }
-        }
+      }
+    }
+    for (int part = 0; part < ThreadCache::kCredits; ++part) {
+      if (grants[part] > 0) {
+        cache.grant(&pool, counter, static_cast<ThreadCache::Credit>(part), grants[part]);
       }
     }
   }
@@ -323,7 +348,7 @@ void* Allocator::Impl::allocate(std::size_t bytes, StreamId stream) {
   ThreadCache* cache = core::thread_cache(caches->id);
   bool locked = false;
   // The planned strategy counts every request in order, so it always takes the lock.
-  if (cache != nullptr && planned == nullptr && !solo.load(std::memory_order_relaxed) &&
+  if (cache != nullptr && planned == nullptr &&
       bytes <= std::numeric_limits<std::size_t>::max() / 2) {
     cache->lock.lock();
     if (observers.empty() && streams.unordered_for(stream)) {
@@ -339,7 +364,7 @@ void* Allocator::Impl::allocate(std::size_t bytes, StreamId stream) {
     locked = mutex.try_lock_holding(*cache);
     if (!locked) cache->lock.unlock();
   }
-  if (!locked) mutex.lock();  // solo: the cache is used under this lock alone
+  if (!locked) mutex.lock();
   // One call site, so backtraces taken below are the same whichever way came here.
   std::lock_guard lock(mutex, std::adopt_lock);
   return allocate_locked(bytes, stream, cache);
@@ -378,6 +403,7 @@ void* Allocator::Impl::allocate_locked(std::size_t bytes, StreamId stream, Threa
   block->tag = core::current_tag_id();
   block->stream = stream;
   account_block(pool, *block, true);
+  if (cache != nullptr && planned == nullptr) refill_credit(*cache, pool);
   if (planned != nullptr) planned->allocated(*block);
   if (!observers.empty()) {
     notify(EventKind::alloc, block->address, block->size, bytes, block->segment->tier, pool,
@@ -634,7 +660,7 @@ void Allocator::Impl::deallocate(void* ptr) {
   ThreadCache* cache = core::thread_cache(caches->id);
   Block* block = nullptr;
   bool locked = false;
-  if (cache != nullptr && planned == nullptr && !solo.load(std::memory_order_relaxed)) {
+  if (cache != nullptr && planned == nullptr) {
     cache->lock.lock();
     block = live.find(address);
     if (block != nullptr && block->owner == cache && !block->cached && observers.empty() &&
@@ -668,9 +694,9 @@ void Allocator::Impl::deallocate_locked(std::uintptr_t address, Block* block, Th
   if (planned != nullptr) planned->freed(*block);
   ThreadCache* cache = attach_cache(known);
   if (cache != nullptr) {
-    if (!solo.load(std::memory_order_relaxed)) {
+    if (planned == nullptr) {
       if (!cache->counts_for(&pool)) cache->drop_credit();  // the thread moved to another pool
-      cache->earn_credit(*block);
+      refill_credit(*cache, pool);
     }
     // The planned strategy's large blocks go back at once: their offsets are planned.
     const bool keepable = planned == nullptr || block->segment->kind == PoolKind::small;

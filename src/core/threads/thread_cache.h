@@ -21,33 +21,34 @@
 
 namespace npumem::core {
 
-class ThreadCache {
+class alignas(64) ThreadCache {  // a line of its own: each thread writes its cache on every call
  public:
-  // The statistics a kept block counts in, and the splits of each it can count in
-  // (the cache keeps blocks of one tier only).
+  // The statistics a kept block counts in. A cache keeps blocks of one tier only, so
+  // a block of kind k counts in the all, k and kept-tier splits of each statistic: the
+  // counters are split by kind, and the credit in two parts, one for the splits every
+  // kept block counts in (all and the kept tier) and one per kind. An allocation
+  // served here spends both parts, a free counted here earns both.
   enum Counter { allocated_bytes, requested_bytes, allocation, kCounters };
-  enum Split { all, small_pool, large_pool, kept_tier, kSplits };
+  static constexpr int kKinds = 2;  // indexed by PoolKind
+  enum Credit { common, small_kind, large_kind, kCredits };
+  static constexpr int kind_credit(int kind) { return small_kind + kind; }
 
   explicit ThreadCache(Tier kept_tier) : kept_tier_(kept_tier) {}
 
   // Keeps a freed block of the kept tier when its slot holds its size and pool (or
-  // nothing) and has room; a large-pool one only when keep_large. Large blocks kept
-  // whole raised the reserved peak on a shared trace (1.032 -> 1.087 on
-  // vit_b_16_infer, replayed by one thread): the free index's best fit, lowest
-  // address first, packs large segments tighter than reuse by recency.
+  // nothing) and has room. A miss in every cache sends the kept blocks back to their
+  // pools before the device is asked (Allocator::Impl::allocate_on_tier), so keeping
+  // large blocks whole does not raise the reserved peak.
   bool keep(Block* block) {
-    if (block->segment->tier != kept_tier_ ||
-        (block->segment->kind == PoolKind::large && !keep_large)) {
-      return false;
-    }
+    if (block->segment->tier != kept_tier_) return false;
     Slot& slot = slot_for(block->size);
-    const int kind = kind_split(*block->segment);
+    const PoolKind kind = block->segment->kind;
     if (slot.count == 0) {
       slot.size = block->size;
       slot.pool = block->segment->pool;
-      slot.kind_split = kind;
+      slot.kind = kind;
     } else if (slot.size != block->size || slot.pool != block->segment->pool ||
-               slot.kind_split != kind || slot.count == kDepth) {
+               slot.kind != kind || slot.count == kDepth) {
       return false;
     }
     block->free_next = slot.head;
@@ -61,72 +62,60 @@ class ThreadCache {
   Block* take(std::size_t size, const PoolState* pool) {
     Slot& slot = slot_for(size);
     if (slot.count == 0 || slot.size != size || slot.pool != pool) return nullptr;
-    Block* block = slot.head;
-    slot.head = block->free_next;
-    block->free_next = nullptr;
-    block->cached = false;
-    --slot.count;
-    --kept_;
-    return block;
+    return pop(slot);
   }
   // take() for an allocation served without the allocator's lock: only when the
-  // credit covers it in every split the block counts in (see above); counted.
+  // kind's credit covers it (see above); counted.
   Block* take_counted(std::size_t size, const PoolState* pool, std::size_t requested) {
     Slot& slot = slot_for(size);
     if (slot.count == 0 || slot.size != size || slot.pool != pool || pool_ != pool) return nullptr;
+    const int kind = static_cast<int>(slot.kind);
+    const int own = kind_credit(kind);
     const auto amounts = amounts_of(size, requested);
-    const std::array<int, 3> splits = {all, slot.kind_split, kept_tier};
     for (int c = 0; c < kCounters; ++c) {
-      for (int s : splits) {
-        if (credit_[c][s] < amounts[c]) return nullptr;
-      }
+      if (credit_[c][common] < amounts[c] || credit_[c][own] < amounts[c]) return nullptr;
     }
     for (int c = 0; c < kCounters; ++c) {
-      for (int s : splits) {
-        credit_[c][s] -= amounts[c];
-        added_[c][s] += amounts[c];
-      }
+      credit_[c][common] -= amounts[c];
+      credit_[c][own] -= amounts[c];
+      added_[c][kind] += amounts[c];
     }
     counted_ = true;
-    return take(size, pool);
+    return pop(slot);
   }
   // Whether a free from `pool` can be counted here (counters and credit are one pool's).
   bool counts_for(const PoolState* pool) const { return pool_ == nullptr || pool_ == pool; }
-  // Counts a free served without the allocator's lock (after counts_for()); it earns credit.
+  // Counts a free served without the allocator's lock (after counts_for() and keep()):
+  // it earns credit.
   void count_free(const Block& block) {
     pool_ = block.segment->pool;
     counted_ = true;
     has_credit_ = true;
+    const int kind = static_cast<int>(block.segment->kind);
     const auto amounts = amounts_of(block.size, block.requested);
     for (int c = 0; c < kCounters; ++c) {
-      for (int s : splits_of(*block.segment)) {
-        credit_[c][s] += amounts[c];
-        removed_[c][s] += amounts[c];
-      }
+      credit_[c][common] += amounts[c];
+      credit_[c][kind_credit(kind)] += amounts[c];
+      removed_[c][kind] += amounts[c];
     }
   }
-  // Credit for a free counted under the allocator's lock (after counts_for()): the
-  // slack it leaves below the peak may as well be this thread's (in the splits the
-  // block shares with kept ones).
-  void earn_credit(const Block& block) {
-    pool_ = block.segment->pool;
+  // Credit the allocator's slow path grants (after counts_for()): slack below the
+  // peaks that no cache holds yet.
+  void grant(PoolState* pool, int counter, Credit part, std::int64_t amount) {
+    pool_ = pool;
     has_credit_ = true;
-    const auto amounts = amounts_of(block.size, block.requested);
-    for (int c = 0; c < kCounters; ++c) {
-      for (int s = 0; s < kSplits; ++s) {
-        if (counts_in(*block.segment, s, kept_tier_)) credit_[c][s] += amounts[c];
-      }
-    }
+    credit_[counter][part] += amount;
   }
   // The pool counters and credit belong to (nullptr: none).
   PoolState* pool() const { return pool_; }
-  // Hands the counters to `apply(counter, split, added, removed)` and zeroes them.
+  Tier kept_tier() const { return kept_tier_; }
+  // Hands the counters to `apply(counter, kind, added, removed)` and zeroes them.
   template <typename Apply>
   void fold(Apply&& apply) {
     if (!counted_) return;
     for (int c = 0; c < kCounters; ++c) {
-      for (int s = 0; s < kSplits; ++s) {
-        if (added_[c][s] != 0 || removed_[c][s] != 0) apply(c, s, added_[c][s], removed_[c][s]);
+      for (int k = 0; k < kKinds; ++k) {
+        if (added_[c][k] != 0 || removed_[c][k] != 0) apply(c, k, added_[c][k], removed_[c][k]);
       }
     }
     added_ = {};
@@ -135,11 +124,11 @@ class ThreadCache {
   }
   // False only when every credit is zero (true may still mean zero after revoke()).
   bool has_credit() const { return has_credit_; }
-  std::int64_t credit(int counter, int split) const { return credit_[counter][split]; }
+  std::int64_t credit(int counter, Credit part) const { return credit_[counter][part]; }
   // Takes back up to `amount` of credit; returns what it took.
-  std::int64_t revoke(int counter, int split, std::int64_t amount) {
-    const std::int64_t taken = std::min(amount, credit_[counter][split]);
-    credit_[counter][split] -= taken;
+  std::int64_t revoke(int counter, Credit part, std::int64_t amount) {
+    const std::int64_t taken = std::min(amount, credit_[counter][part]);
+    credit_[counter][part] -= taken;
     return taken;
   }
   // Takes back all credit and frees the cache to count another pool (after a fold).
@@ -147,19 +136,6 @@ class ThreadCache {
     credit_ = {};
     has_credit_ = false;
     pool_ = nullptr;
-  }
-  // Whether a block of `segment` counts in this split of caches keeping `kept` blocks.
-  static bool counts_in(const Segment& segment, int split, Tier kept) {
-    return split == all || (split == small_pool && segment.kind == PoolKind::small) ||
-           (split == large_pool && segment.kind == PoolKind::large) ||
-           (split == kept_tier && segment.tier == kept);
-  }
-  // The splits a kept block counts in.
-  static std::array<int, 3> splits_of(const Segment& segment) {
-    return {all, kind_split(segment), kept_tier};
-  }
-  static int kind_split(const Segment& segment) {
-    return segment.kind == PoolKind::small ? small_pool : large_pool;
   }
   // Hands every kept block to `release` and forgets them.
   template <typename Release>
@@ -180,10 +156,7 @@ class ThreadCache {
   bool empty() const { return kept_ == 0; }
 
   SpinLock lock;
-  bool retired = false;
-  // Whether large-pool blocks are kept too (set under the allocator's lock): only
-  // while several threads allocate, when the locked path costs every cache's lock.
-  bool keep_large = false;  // its thread has exited; the next new thread takes it over
+  bool retired = false;  // its thread has exited; the next new thread takes it over
 
  private:
   static constexpr std::size_t kSlots = 64;
@@ -193,11 +166,22 @@ class ThreadCache {
     const PoolState* pool = nullptr;
     Block* head = nullptr;
     unsigned count = 0;
-    int kind_split = small_pool;  // of its blocks (one size, one pool: one kind)
+    PoolKind kind = PoolKind::small;  // of its blocks (one size, one pool: one kind)
   };
-  using Table = std::array<std::array<std::int64_t, kSplits>, kCounters>;
+  using Table = std::array<std::array<std::int64_t, kKinds>, kCounters>;
+  using CreditTable = std::array<std::array<std::int64_t, kCredits>, kCounters>;
 
-  Slot& slot_for(std::size_t size) { return slots_[((size >> 9) * 0x9E3779B1u >> 7) % kSlots]; }
+  // Masks and a multiply: no division on the hot path.
+  Slot& slot_for(std::size_t size) { return slots_[((size >> 9) * 0x9E3779B1u >> 7) & (kSlots - 1)]; }
+  Block* pop(Slot& slot) {
+    Block* block = slot.head;
+    slot.head = block->free_next;
+    block->free_next = nullptr;
+    block->cached = false;
+    --slot.count;
+    --kept_;
+    return block;
+  }
   static std::array<std::int64_t, kCounters> amounts_of(std::size_t size, std::size_t requested) {
     return {static_cast<std::int64_t>(size), static_cast<std::int64_t>(requested), 1};
   }
@@ -210,7 +194,7 @@ class ThreadCache {
   bool has_credit_ = false;
   Table added_{};    // since the last fold
   Table removed_{};  // since the last fold
-  Table credit_{};
+  CreditTable credit_{};
 };
 
 }  // namespace npumem::core
