@@ -36,16 +36,14 @@ TagTable& tag_table() {
   return table;
 }
 
-thread_local std::uint32_t current_tag = 0;
-
 }  // namespace
 
 void set_memory_tag(std::string_view tag) {
-  current_tag = tag_table().intern(tag);
+  core::detail::current_tag = tag_table().intern(tag);
 }
 
 std::string_view memory_tag() {
-  return tag_table().text(current_tag);
+  return tag_table().text(core::detail::current_tag);
 }
 
 ScopedMemoryTag::ScopedMemoryTag(std::string_view tag) : previous_(memory_tag()) {
@@ -57,9 +55,6 @@ ScopedMemoryTag::~ScopedMemoryTag() {
 }
 
 namespace core {
-std::uint32_t current_tag_id() {
-  return current_tag;
-}
 std::string_view tag_text(std::uint32_t id) {
   return tag_table().text(id);
 }
