@@ -138,8 +138,8 @@ void Allocator::Impl::set_memory_fraction(double fraction) {
   tier_limit[index(Tier::hbm)] = std::min(configured_limit(Tier::hbm), share);
 }
 
-// Holding every cache's lock, the holder may read and change what the caches keep and
-// count.
+// While one cache exists (solo), its thread works under the allocator's own lock
+// and the cache locks are not needed.
 void Allocator::Impl::ExclusiveLock::lock_caches() {
   for (const auto& cache : impl_.caches->caches) {
     cache->lock.lock();
@@ -160,7 +160,7 @@ void Allocator::Impl::ExclusiveLock::unlock_caches() {
   for (const auto& cache : impl_.caches->caches) cache->lock.unlock();
 }
 
-// Called with the lock held: every cache is locked, a new one too.
+// Called with the lock held: every cache is locked (unless solo), a new one too.
 ThreadCache* Allocator::Impl::attach_new_cache() {
   if (ThreadCache* cache = core::thread_cache(caches->id)) return cache;
   ThreadCache* cache = nullptr;
@@ -173,7 +173,17 @@ ThreadCache* Allocator::Impl::attach_new_cache() {
   const bool made = cache == nullptr;
   if (made) {
     cache = caches->caches.emplace_back(std::make_unique<ThreadCache>(cached_tier)).get();
-    cache->lock.lock();  // as every cache's while the allocator's lock is held
+    if (caches->caches.size() == 2) {
+      // No longer solo: from now on the lock holds every cache's lock. The first
+      // cache's thread works under the allocator's lock while solo, so it is free.
+      caches->caches.front()->lock.lock();
+      caches->caches.front()->keep_large = true;
+      solo.store(false, std::memory_order_relaxed);
+    }
+    if (!solo.load(std::memory_order_relaxed)) {
+      cache->lock.lock();
+      cache->keep_large = true;
+    }
   }
   if (!core::adopt_thread_cache(caches, cache)) {
     if (made) cache->retired = true;
@@ -209,50 +219,48 @@ void Allocator::Impl::fold_counters(ThreadCache& cache) {
   });
 }
 
-// The splits a block of `kind` in `tier` counts in, each with the part of front-cache
-// credit that counts there (none in a tier the caches do not keep).
-std::array<std::pair<const Stat*, std::optional<ThreadCache::Credit>>, 3> credit_checks(
-    const StatSplit& splits, int kind, Tier tier, Tier kept_tier) {
-  const auto common = tier == kept_tier ? std::optional(ThreadCache::common) : std::nullopt;
-  return {{{&splits.all, ThreadCache::common},
-           {&splits.by_kind[static_cast<std::size_t>(kind)],
-            static_cast<ThreadCache::Credit>(ThreadCache::kind_credit(kind))},
-           {&splits.by_tier[static_cast<std::size_t>(tier)], common}}};
-}
-
-std::int64_t Allocator::Impl::unclaimed_slack(const Stats& s, const PoolState& pool, int counter,
-                                              const Stat& stat, ThreadCache::Credit part) const {
-  std::int64_t slack = stat.peak - stat.current;
+// Per part of front-cache credit (thread_cache.h), the slack below the peaks of one
+// statistic that no cache claims: the common part against the all and kept-tier
+// splits, each kind's part against its kind's split. Negative: claimed beyond it.
+std::array<std::int64_t, ThreadCache::kCredits> Allocator::Impl::unclaimed_slack(
+    const Stats& s, const PoolState& pool, int counter) const {
+  const StatSplit& splits = split_of(s, counter);
+  const auto slack = [](const Stat& stat) { return stat.peak - stat.current; };
+  std::array<std::int64_t, ThreadCache::kCredits> unclaimed = {
+      std::min(slack(splits.all), slack(splits.by_tier[static_cast<std::size_t>(cached_tier)])),
+      slack(splits.by_kind[0]), slack(splits.by_kind[1])};
   for (const auto& cache : caches->caches) {
-    if (&s == &stats || cache->pool() == &pool) slack -= cache->credit(counter, part);
+    if (&s != &stats && cache->pool() != &pool) continue;  // a pool's stats: its caches only
+    for (int part = 0; part < ThreadCache::kCredits; ++part) {
+      unclaimed[part] -= cache->credit(counter, static_cast<ThreadCache::Credit>(part));
+    }
   }
-  return slack;
+  return unclaimed;
 }
 
 // After an allocation under the lock: takes back front-cache credit wherever the
 // current value plus all credit would pass the peak (thread_cache.h), so no
-// allocation a cache serves alone can pass it.
-void Allocator::Impl::limit_credit(const PoolState& pool, const Segment& segment) {
-  if (std::none_of(caches->caches.begin(), caches->caches.end(),
+// allocation a cache serves alone can pass it. The calling thread's own credit goes
+// first: it is in the slow path already, while taking another's would send that
+// thread there too.
+void Allocator::Impl::limit_credit(const PoolState& pool) {
+  if (solo.load(std::memory_order_relaxed) ||
+      std::none_of(caches->caches.begin(), caches->caches.end(),
                    [](const auto& cache) { return cache->has_credit(); })) {
     return;
   }
   ThreadCache* self = core::thread_cache(caches->id);
-  const int kind = static_cast<int>(segment.kind);
   for (const Stats* s : {static_cast<const Stats*>(&stats), per_pool_stats ? &pool.stats : nullptr}) {
     if (s == nullptr) continue;
     for (int counter = 0; counter < ThreadCache::kCounters; ++counter) {
-      for (const auto& [stat, part] :
-           credit_checks(split_of(*s, counter), kind, segment.tier, cached_tier)) {
-        if (!part) continue;
-        std::int64_t excess = -unclaimed_slack(*s, pool, counter, *stat, *part);
+      const auto unclaimed = unclaimed_slack(*s, pool, counter);
+      for (int part = 0; part < ThreadCache::kCredits; ++part) {
+        std::int64_t excess = -unclaimed[part];
         const auto take_back = [&](ThreadCache& cache) {
           if (excess > 0 && (s == &stats || cache.pool() == &pool)) {
-            excess -= cache.revoke(counter, *part, excess);
+            excess -= cache.revoke(counter, static_cast<ThreadCache::Credit>(part), excess);
           }
         };
-        // The calling thread's own credit goes first: it is in the slow path already,
-        // while taking another's would send that thread there too.
         if (self != nullptr) take_back(*self);
         for (const auto& cache : caches->caches) take_back(*cache);
       }
@@ -263,15 +271,11 @@ void Allocator::Impl::limit_credit(const PoolState& pool, const Segment& segment
 void Allocator::Impl::refill_credit(ThreadCache& cache, PoolState& pool) {
   if (!cache.counts_for(&pool)) return;  // its credit is another pool's until it frees here
   for (int counter = 0; counter < ThreadCache::kCounters; ++counter) {
-    std::array<std::int64_t, ThreadCache::kCredits> grants;
-    grants.fill(std::numeric_limits<std::int64_t>::max());
-    for (const Stats* s : {&stats, per_pool_stats ? &pool.stats : nullptr}) {
-      if (s == nullptr) continue;
-      for (int kind = 0; kind < ThreadCache::kKinds; ++kind) {
-        for (const auto& [stat, part] :
-             credit_checks(split_of(*s, counter), kind, cached_tier, cached_tier)) {
-          grants[*part] = std::min(grants[*part], unclaimed_slack(*s, pool, counter, *stat, *part));
-        }
+    auto grants = unclaimed_slack(stats, pool, counter);
+    if (per_pool_stats) {
+      const auto in_pool = unclaimed_slack(pool.stats, pool, counter);
+      for (int part = 0; part < ThreadCache::kCredits; ++part) {
+        grants[part] = std::min(grants[part], in_pool[part]);
       }
     }
     for (int part = 0; part < ThreadCache::kCredits; ++part) {
@@ -348,7 +352,7 @@ void* Allocator::Impl::allocate(std::size_t bytes, StreamId stream) {
   ThreadCache* cache = core::thread_cache(caches->id);
   bool locked = false;
   // The planned strategy counts every request in order, so it always takes the lock.
-  if (cache != nullptr && planned == nullptr &&
+  if (cache != nullptr && planned == nullptr && !solo.load(std::memory_order_relaxed) &&
       bytes <= std::numeric_limits<std::size_t>::max() / 2) {
     cache->lock.lock();
     if (observers.empty() && streams.unordered_for(stream)) {
@@ -364,7 +368,7 @@ void* Allocator::Impl::allocate(std::size_t bytes, StreamId stream) {
     locked = mutex.try_lock_holding(*cache);
     if (!locked) cache->lock.unlock();
   }
-  if (!locked) mutex.lock();
+  if (!locked) mutex.lock();  // solo: the cache is used under this lock alone
   // One call site, so backtraces taken below are the same whichever way came here.
   std::lock_guard lock(mutex, std::adopt_lock);
   return allocate_locked(bytes, stream, cache);
@@ -403,7 +407,7 @@ void* Allocator::Impl::allocate_locked(std::size_t bytes, StreamId stream, Threa
   block->tag = core::current_tag_id();
   block->stream = stream;
   account_block(pool, *block, true);
-  if (cache != nullptr && planned == nullptr) refill_credit(*cache, pool);
+  if (cache != nullptr && cache->take_starved()) refill_credit(*cache, pool);
   if (planned != nullptr) planned->allocated(*block);
   if (!observers.empty()) {
     notify(EventKind::alloc, block->address, block->size, bytes, block->segment->tier, pool,
@@ -614,7 +618,7 @@ std::size_t Allocator::Impl::counted_reclaim(PoolState& pool, Tier tier, std::si
 void Allocator::Impl::account_block(PoolState& pool, const Block& block, bool allocated) {
   if (allocated) {
     count_block(pool, block, true);
-    limit_credit(pool, *block.segment);
+    limit_credit(pool);
   } else {
     count_block(pool, block, false);
   }
@@ -645,7 +649,6 @@ void Allocator::Impl::count_block(PoolState& pool, const Block& block, bool allo
 Stats Allocator::Impl::public_stats(const PoolState* pool) const {
   // Kept blocks go back to their pools first, so the statistics of free blocks
   // (inactive_split) see them merged, as snapshot() and fragmentation() do.
-  flush_recycled();
   Stats out = pool == nullptr || !per_pool_stats ? stats : pool->stats;
   out.active_bytes = out.allocated_bytes;
   out.active = out.allocation;
@@ -663,7 +666,7 @@ void Allocator::Impl::deallocate(void* ptr) {
   ThreadCache* cache = core::thread_cache(caches->id);
   Block* block = nullptr;
   bool locked = false;
-  if (cache != nullptr && planned == nullptr) {
+  if (cache != nullptr && planned == nullptr && !solo.load(std::memory_order_relaxed)) {
     cache->lock.lock();
     block = live.find(address);
     if (block != nullptr && block->owner == cache && !block->cached && observers.empty() &&
@@ -697,9 +700,9 @@ void Allocator::Impl::deallocate_locked(std::uintptr_t address, Block* block, Th
   if (planned != nullptr) planned->freed(*block);
   ThreadCache* cache = attach_cache(known);
   if (cache != nullptr) {
-    if (planned == nullptr) {
+    if (!solo.load(std::memory_order_relaxed)) {
       if (!cache->counts_for(&pool)) cache->drop_credit();  // the thread moved to another pool
-      refill_credit(*cache, pool);
+      cache->earn_credit(*block);
     }
     // The planned strategy's large blocks go back at once: their offsets are planned.
     const bool keepable = planned == nullptr || block->segment->kind == PoolKind::small;

@@ -15,6 +15,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <utility>
 
 #include "core/pool/block.h"
 #include "core/threads/spin_lock.h"
@@ -36,11 +37,15 @@ class alignas(64) ThreadCache {  // a line of its own: each thread writes its ca
   explicit ThreadCache(Tier kept_tier) : kept_tier_(kept_tier) {}
 
   // Keeps a freed block of the kept tier when its slot holds its size and pool (or
-  // nothing) and has room. A miss in every cache sends the kept blocks back to their
-  // pools before the device is asked (Allocator::Impl::allocate_on_tier), so keeping
-  // large blocks whole does not raise the reserved peak.
+  // nothing) and has room; a large-pool one only when keep_large. Large blocks kept
+  // whole raised the reserved peak on shared traces (caching on mobilenet_v2_infer
+  // 1.088 -> 1.318, replayed by one thread): the free index's best fit, lowest
+  // address first, packs large segments tighter than reuse by recency.
   bool keep(Block* block) {
-    if (block->segment->tier != kept_tier_) return false;
+    if (block->segment->tier != kept_tier_ ||
+        (block->segment->kind == PoolKind::large && !keep_large)) {
+      return false;
+    }
     Slot& slot = slot_for(block->size);
     const PoolKind kind = block->segment->kind;
     if (slot.count == 0) {
@@ -73,7 +78,10 @@ class alignas(64) ThreadCache {  // a line of its own: each thread writes its ca
     const int own = kind_credit(kind);
     const auto amounts = amounts_of(size, requested);
     for (int c = 0; c < kCounters; ++c) {
-      if (credit_[c][common] < amounts[c] || credit_[c][own] < amounts[c]) return nullptr;
+      if (credit_[c][common] < amounts[c] || credit_[c][own] < amounts[c]) {
+        starved_ = true;
+        return nullptr;
+      }
     }
     for (int c = 0; c < kCounters; ++c) {
       credit_[c][common] -= amounts[c];
@@ -99,6 +107,17 @@ class alignas(64) ThreadCache {  // a line of its own: each thread writes its ca
       removed_[c][kind] += amounts[c];
     }
   }
+  // Credit for a free of the kept tier counted under the allocator's lock (after
+  // counts_for()): the slack it leaves below the peaks may as well be this thread's.
+  void earn_credit(const Block& block) {
+    if (block.segment->tier != kept_tier_) return;  // it leaves no slack in the kept tier
+    const int kind = static_cast<int>(block.segment->kind);
+    const auto amounts = amounts_of(block.size, block.requested);
+    for (int c = 0; c < kCounters; ++c) {
+      grant(block.segment->pool, c, common, amounts[c]);
+      grant(block.segment->pool, c, static_cast<Credit>(kind_credit(kind)), amounts[c]);
+    }
+  }
   // Credit the allocator's slow path grants (after counts_for()): slack below the
   // peaks that no cache holds yet.
   void grant(PoolState* pool, int counter, Credit part, std::int64_t amount) {
@@ -106,6 +125,9 @@ class alignas(64) ThreadCache {  // a line of its own: each thread writes its ca
     has_credit_ = true;
     credit_[counter][part] += amount;
   }
+  // Whether an allocation found its block here but not the credit for it, since the
+  // last call: the slow path then grants what slack there is.
+  bool take_starved() { return std::exchange(starved_, false); }
   // The pool counters and credit belong to (nullptr: none).
   PoolState* pool() const { return pool_; }
   Tier kept_tier() const { return kept_tier_; }
@@ -157,6 +179,9 @@ class alignas(64) ThreadCache {  // a line of its own: each thread writes its ca
 
   SpinLock lock;
   bool retired = false;  // its thread has exited; the next new thread takes it over
+  // Whether large-pool blocks are kept too (set under the allocator's lock): only
+  // while several threads allocate, when the locked path costs every cache's lock.
+  bool keep_large = false;
 
  private:
   static constexpr std::size_t kSlots = 64;
@@ -192,6 +217,7 @@ class alignas(64) ThreadCache {  // a line of its own: each thread writes its ca
   PoolState* pool_ = nullptr;
   bool counted_ = false;  // counters hold something since the last fold
   bool has_credit_ = false;
+  bool starved_ = false;
   Table added_{};    // since the last fold
   Table removed_{};  // since the last fold
   CreditTable credit_{};
