@@ -138,8 +138,12 @@ void Allocator::Impl::set_memory_fraction(double fraction) {
   tier_limit[index(Tier::hbm)] = std::min(configured_limit(Tier::hbm), share);
 }
 
-// While one cache exists (solo), its thread works under the allocator's own lock
-// and the cache locks are not needed.
+// While one cache exists (solo), its thread works under the allocator's own lock and
+// the cache locks are not needed; its fast path's counters are folded here.
+void Allocator::Impl::ExclusiveLock::fold_solo() {
+  if (!impl_.caches->caches.empty()) impl_.fold_counters(*impl_.caches->caches.front());
+}
+
 void Allocator::Impl::ExclusiveLock::lock_caches() {
   for (const auto& cache : impl_.caches->caches) {
     cache->lock.lock();
@@ -243,14 +247,18 @@ std::array<std::int64_t, ThreadCache::kCredits> Allocator::Impl::unclaimed_slack
 // allocation a cache serves alone can pass it. The calling thread's own credit goes
 // first: it is in the slow path already, while taking another's would send that
 // thread there too.
-void Allocator::Impl::limit_credit(const PoolState& pool) {
-  if (solo.load(std::memory_order_relaxed) ||
-      std::none_of(caches->caches.begin(), caches->caches.end(),
+void Allocator::Impl::limit_credit(const PoolState& pool, const Block& block) {
+  ThreadCache* self = core::thread_cache(caches->id);
+  if (self != nullptr && (!per_pool_stats || self->pool() == &pool) &&
+      self->give_up_credit(block)) {
+    return;
+  }
+  if (std::none_of(caches->caches.begin(), caches->caches.end(),
                    [](const auto& cache) { return cache->has_credit(); })) {
     return;
   }
-  ThreadCache* self = core::thread_cache(caches->id);
-  for (const Stats* s : {static_cast<const Stats*>(&stats), per_pool_stats ? &pool.stats : nullptr}) {
+  for (const Stats* s :
+       {static_cast<const Stats*>(&stats), per_pool_stats ? &pool.stats : nullptr}) {
     if (s == nullptr) continue;
     for (int counter = 0; counter < ThreadCache::kCounters; ++counter) {
       const auto unclaimed = unclaimed_slack(*s, pool, counter);
@@ -352,23 +360,25 @@ void* Allocator::Impl::allocate(std::size_t bytes, StreamId stream) {
   ThreadCache* cache = core::thread_cache(caches->id);
   bool locked = false;
   // The planned strategy counts every request in order, so it always takes the lock.
-  if (cache != nullptr && planned == nullptr && !solo.load(std::memory_order_relaxed) &&
+  if (cache != nullptr && planned == nullptr &&
       bytes <= std::numeric_limits<std::size_t>::max() / 2) {
-    cache->lock.lock();
+    const bool alone = solo.load(std::memory_order_relaxed);
+    core::SpinLock& held = fast_path_lock(*cache, alone);
+    held.lock();
     if (observers.empty() && streams.unordered_for(stream)) {
       const std::size_t size = core::round_up_pow2(std::max<std::size_t>(bytes, 1), config.granule);
       if (Block* block = cache->take_counted(size, &current_pool(), bytes)) {
         block->requested = bytes;
         block->tag = core::current_tag_id();
-        cache->lock.unlock();
+        held.unlock();
         return reinterpret_cast<void*>(block->address);
       }
     }
     // A miss: when the allocator's lock is free, take it without letting go of ours.
-    locked = mutex.try_lock_holding(*cache);
-    if (!locked) cache->lock.unlock();
+    locked = !alone && mutex.try_lock_holding(*cache);
+    if (!locked) held.unlock();
   }
-  if (!locked) mutex.lock();  // solo: the cache is used under this lock alone
+  if (!locked) mutex.lock();
   // One call site, so backtraces taken below are the same whichever way came here.
   std::lock_guard lock(mutex, std::adopt_lock);
   return allocate_locked(bytes, stream, cache);
@@ -618,7 +628,7 @@ std::size_t Allocator::Impl::counted_reclaim(PoolState& pool, Tier tier, std::si
 void Allocator::Impl::account_block(PoolState& pool, const Block& block, bool allocated) {
   if (allocated) {
     count_block(pool, block, true);
-    limit_credit(pool);
+    limit_credit(pool, block);
   } else {
     count_block(pool, block, false);
   }
@@ -666,19 +676,21 @@ void Allocator::Impl::deallocate(void* ptr) {
   ThreadCache* cache = core::thread_cache(caches->id);
   Block* block = nullptr;
   bool locked = false;
-  if (cache != nullptr && planned == nullptr && !solo.load(std::memory_order_relaxed)) {
-    cache->lock.lock();
+  if (cache != nullptr && planned == nullptr) {
+    const bool alone = solo.load(std::memory_order_relaxed);
+    core::SpinLock& held = fast_path_lock(*cache, alone);
+    held.lock();
     block = live.find(address);
     if (block != nullptr && block->owner == cache && !block->cached && observers.empty() &&
         !streams.orders(block) && cache->counts_for(block->segment->pool) && cacheable(*block) &&
         cache->keep(block)) {
       cache->count_free(*block);
-      cache->lock.unlock();
+      held.unlock();
       return;
     }
     // The lookup holds while this cache's lock does: `live` changes only under both.
-    locked = mutex.try_lock_holding(*cache);
-    if (!locked) cache->lock.unlock();
+    locked = !alone && mutex.try_lock_holding(*cache);
+    if (!locked) held.unlock();
   }
   if (!locked) {
     mutex.lock();
@@ -700,10 +712,8 @@ void Allocator::Impl::deallocate_locked(std::uintptr_t address, Block* block, Th
   if (planned != nullptr) planned->freed(*block);
   ThreadCache* cache = attach_cache(known);
   if (cache != nullptr) {
-    if (!solo.load(std::memory_order_relaxed)) {
-      if (!cache->counts_for(&pool)) cache->drop_credit();  // the thread moved to another pool
-      cache->earn_credit(*block);
-    }
+    if (!cache->counts_for(&pool)) cache->drop_credit();  // the thread moved to another pool
+    cache->earn_credit(*block);
     // The planned strategy's large blocks go back at once: their offsets are planned.
     const bool keepable = planned == nullptr || block->segment->kind == PoolKind::small;
     if (block->owner == cache && keepable && !streams.orders(block) && cacheable(*block) &&

@@ -52,8 +52,8 @@ class alignas(64) ThreadCache {  // a line of its own: each thread writes its ca
       slot.size = block->size;
       slot.pool = block->segment->pool;
       slot.kind = kind;
-    } else if (slot.size != block->size || slot.pool != block->segment->pool ||
-               slot.kind != kind || slot.count == kDepth) {
+    } else if (slot.size != block->size || slot.pool != block->segment->pool || slot.kind != kind ||
+               slot.count == kDepth) {
       return false;
     }
     block->free_next = slot.head;
@@ -90,6 +90,21 @@ class alignas(64) ThreadCache {  // a line of its own: each thread writes its ca
     }
     counted_ = true;
     return pop(slot);
+  }
+  // Gives up the credit an allocation of `block` counted under the allocator's lock
+  // uses up, when this cache holds that much: the slack the block took is then the
+  // credit it gave up, and no other cache need be looked at. False: nothing changed.
+  bool give_up_credit(const Block& block) {
+    const int own = kind_credit(static_cast<int>(block.segment->kind));
+    const auto amounts = amounts_of(block.size, block.requested);
+    for (int c = 0; c < kCounters; ++c) {
+      if (credit_[c][common] < amounts[c] || credit_[c][own] < amounts[c]) return false;
+    }
+    for (int c = 0; c < kCounters; ++c) {
+      credit_[c][common] -= amounts[c];
+      credit_[c][own] -= amounts[c];
+    }
+    return true;
   }
   // Whether a free from `pool` can be counted here (counters and credit are one pool's).
   bool counts_for(const PoolState* pool) const { return pool_ == nullptr || pool_ == pool; }
@@ -197,7 +212,9 @@ class alignas(64) ThreadCache {  // a line of its own: each thread writes its ca
   using CreditTable = std::array<std::array<std::int64_t, kCredits>, kCounters>;
 
   // Masks and a multiply: no division on the hot path.
-  Slot& slot_for(std::size_t size) { return slots_[((size >> 9) * 0x9E3779B1u >> 7) & (kSlots - 1)]; }
+  Slot& slot_for(std::size_t size) {
+    return slots_[((size >> 9) * 0x9E3779B1u >> 7) & (kSlots - 1)];
+  }
   Block* pop(Slot& slot) {
     Block* block = slot.head;
     slot.head = block->free_next;

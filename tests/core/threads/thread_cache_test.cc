@@ -3,6 +3,8 @@
 // what its cache keeps.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <array>
 #include <atomic>
 #include <condition_variable>
 #include <functional>
@@ -142,6 +144,57 @@ TEST_P(ThreadCache, PeakRaisedByAnotherThreadStaysExact) {
   });
   b.run([&] { allocator.deallocate(theirs); });
   EXPECT_EQ(allocator.stats().allocated_bytes.all.current, 0);
+}
+
+// One thread alone serves repeated sizes from its cache without the allocator's
+// statistics on every call; peaks (all, per kind) must still be exact whenever read,
+// across peak resets, with large blocks taking the locked path in between.
+TEST_P(ThreadCache, PeaksStayExactOnOneThreadsFastPath) {
+  Allocator allocator(npu());
+  constexpr std::array<std::size_t, 4> kSizes = {1000, 4096, 70000, 3 * MiB};
+  constexpr int kSmall = static_cast<int>(PoolKind::small);
+  struct Model {
+    std::int64_t current = 0, peak = 0;
+    void add(std::int64_t amount) { peak = std::max(peak, current += amount); }
+  };
+  Model requested, small_requested, count;
+  std::vector<std::pair<void*, std::size_t>> live;
+  std::uint64_t state = 11;
+  for (int step = 0; step < 20000; ++step) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    const bool free_one = !live.empty() && (live.size() > 40 || (state >> 33) % 2 == 0);
+    if (free_one) {
+      const std::size_t victim = (state >> 40) % live.size();
+      const auto [ptr, bytes] = live[victim];
+      allocator.deallocate(ptr);
+      live[victim] = live.back();
+      live.pop_back();
+      requested.add(-static_cast<std::int64_t>(bytes));
+      if (bytes < MiB) small_requested.add(-static_cast<std::int64_t>(bytes));
+      count.add(-1);
+    } else {
+      const std::size_t bytes = kSizes[(state >> 45) % kSizes.size()];
+      live.emplace_back(allocator.allocate(bytes), bytes);
+      requested.add(static_cast<std::int64_t>(bytes));
+      if (bytes < MiB) small_requested.add(static_cast<std::int64_t>(bytes));
+      count.add(1);
+    }
+    if (step % 97 == 0) {
+      const Stats stats = allocator.stats();
+      ASSERT_EQ(stats.requested_bytes.all.peak, requested.peak) << "step " << step;
+      ASSERT_EQ(stats.requested_bytes.all.current, requested.current) << "step " << step;
+      ASSERT_EQ(stats.requested_bytes.by_kind[kSmall].peak, small_requested.peak) << step;
+      ASSERT_EQ(stats.allocation.all.peak, count.peak) << "step " << step;
+    }
+    if (step % 1999 == 0) {
+      allocator.reset_peak_stats();
+      requested.peak = requested.current;
+      small_requested.peak = small_requested.current;
+      count.peak = count.current;
+    }
+  }
+  for (const auto& [ptr, bytes] : live) allocator.deallocate(ptr);
+  EXPECT_EQ(allocator.stats().requested_bytes.all.current, 0);
 }
 
 TEST_P(ThreadCache, BlocksFreedByAnotherThread) {
