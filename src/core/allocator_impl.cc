@@ -657,8 +657,6 @@ void Allocator::Impl::count_block(PoolState& pool, const Block& block, bool allo
 }
 
 Stats Allocator::Impl::public_stats(const PoolState* pool) const {
-  // Kept blocks go back to their pools first, so the statistics of free blocks
-  // (inactive_split) see them merged, as snapshot() and fragmentation() do.
   Stats out = pool == nullptr || !per_pool_stats ? stats : pool->stats;
   out.active_bytes = out.allocated_bytes;
   out.active = out.allocation;

@@ -1,14 +1,16 @@
 // A thread's front cache in one allocator: blocks this thread freed, kept whole by
 // exact size, and the statistics of the allocations and frees it served without the
-// allocator's lock. Its own lock is taken by its thread on each such operation and
-// by the allocator's slow path, which holds every cache's lock and folds their
-// counters into the allocator's statistics, so anything read under the allocator's
-// lock is exact.
+// allocator's statistics. Its own lock is taken by its thread on each such operation
+// (while its thread is the only one, the allocator's own lock instead: one lock
+// fewer on the slow path) and by the allocator's slow path, which holds every
+// cache's lock and folds their counters into the allocator's statistics, so
+// anything read under the allocator's lock is exact.
 //
 // Peaks stay exact through credit: a cache serves an allocation only from credit,
-// which its frees earn and the allocator's slow path takes back whenever the
-// current value plus all credit would pass the peak. So no allocation served here
-// can pass the peak, and the slow path, seeing the true current value, raises it.
+// which its frees earn, the slow path grants from the slack no cache claims when a
+// cache runs short, and takes back whenever the current value plus all credit would
+// pass the peak. So no allocation served here can pass the peak, and the slow path,
+// seeing the true current value, raises it.
 #pragma once
 
 #include <algorithm>
