@@ -12,7 +12,10 @@ reads) or, with --json, one object with each tensor's name. From Python:
 Op k is the k-th node in the graph's topological order (which ONNX requires and the
 checker checks), leaving out Constant nodes and nodes that read weights only: those are
 folded into weights. A tensor a node makes lives from that node to its last reader; a
-graph output lives to the last op; one nobody reads lives at its node only.
+graph output lives to the last op; one nobody reads lives at its node only. Reshape,
+Flatten, Squeeze, Unsqueeze and Identity make no tensor: their output is a view of
+their data input's buffer (as ONNX Runtime and ATC run them, without a copy), so its
+readers keep that buffer alive.
 Initializers, Constant outputs and folded outputs are weights: they last for the
 model's life, so they are counted but not planned in the reused arena. Graph inputs
 are the caller's buffers and are not planned either. Sizes are the element type's
@@ -58,6 +61,10 @@ _ELEMENT_BYTES = {
 }
 
 
+# Ops whose output is their first input's buffer under another shape or name.
+_VIEW_OPS = frozenset({"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity"})
+
+
 class OnnxModelError(ValueError):
     """The model cannot be turned into lifetimes; the message names the file and why."""
 
@@ -81,13 +88,14 @@ class OnnxLifetimes:
     weight_bytes: int = 0
     input_tensors: int = 0  # graph inputs: the caller's buffers, not planned
     input_bytes: int = 0
+    view_tensors: int = 0  # outputs of _VIEW_OPS: another tensor's buffer, not planned
 
     def records(self) -> str:
         """Lifetime records text (`npumem plan memory RECORDS`, npumem.plan.memory)."""
         header = (
             f"# npumem.onnx_lifetimes {self.model}: {self.ops} ops, {len(self.tensors)} "
             f"tensors; not planned: {self.weight_tensors} weights ({self.weight_bytes} B), "
-            f"{self.input_tensors} inputs ({self.input_bytes} B)\n"
+            f"{self.input_tensors} inputs ({self.input_bytes} B), {self.view_tensors} views\n"
         )
         return header + "".join(f"{t.bytes} {t.first_op} {t.last_op}\n" for t in self.tensors)
 
@@ -100,6 +108,7 @@ class OnnxLifetimes:
             "weight_bytes": self.weight_bytes,
             "input_tensors": self.input_tensors,
             "input_bytes": self.input_bytes,
+            "view_tensors": self.view_tensors,
         }
 
 
@@ -325,21 +334,30 @@ def read(path: str, dims: Optional[Mapping[str, int]] = None) -> OnnxLifetimes:
             result.ops += 1
 
     planned: dict[str, Tensor] = {}
+    buffer_of: dict[str, str] = {}  # a view -> the tensor whose buffer it is
+
+    def buffer(name: str) -> str:
+        return buffer_of.get(name, name)
+
     for index in order:
         if index not in op_of_node:
             continue
         node, op = graph.node[index], op_of_node[index]
         for name in node.input:
-            if name in planned:
-                planned[name].last_op = op
+            if buffer(name) in planned:
+                planned[buffer(name)].last_op = op
+        if node.op_type in _VIEW_OPS and node.domain in ("", "ai.onnx") and node.input[0]:
+            buffer_of[node.output[0]] = buffer(node.input[0])
+            result.view_tensors += 1
+            continue
         for name in node.output:
             if not name:
                 continue
             planned[name] = Tensor(name, _output_bytes(path, shapes, index, node, name), op, op)
             result.tensors.append(planned[name])
     for value in graph.output:
-        if value.name in planned:
-            planned[value.name].last_op = result.ops - 1
+        if buffer(value.name) in planned:
+            planned[buffer(value.name)].last_op = result.ops - 1
     return result
 
 

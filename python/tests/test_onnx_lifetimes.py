@@ -105,6 +105,23 @@ class OnnxLifetimesTest(unittest.TestCase):
         self.assertEqual(plan.naive_bytes, 8 * 256)
         self.assertEqual(plan.arena_bytes, 4 * 256)
 
+    def test_views_share_their_inputs_buffer(self):
+        # relu0 -> Reshape (a view of a) -> relu2 -> Flatten (a view of c, the output).
+        shape = numpy_helper.from_array(numpy.array([4, 8], dtype=numpy.int64), "shape")
+        graph = helper.make_graph(
+            [helper.make_node("Relu", ["x"], ["a"]),
+             helper.make_node("Reshape", ["a", "shape"], ["b"]),
+             helper.make_node("Relu", ["b"], ["c"]),
+             helper.make_node("Flatten", ["c"], ["y"])],
+            "views", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 16])],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 8])], [shape])
+        lifetimes = read(self.save(helper.make_model(graph)))
+        self.assertEqual(lifetimes.ops, 4)
+        # a stays alive while its view b is read (op 2); c lives to the end as y.
+        self.assertEqual(lifetimes.tensors, [Tensor("a", 128, 0, 2), Tensor("c", 128, 2, 3)])
+        self.assertEqual(lifetimes.view_tensors, 2)
+        self.assertIn("2 views", lifetimes.records().splitlines()[0])
+
     def test_weights_in_external_data_are_counted_not_loaded(self):
         path = os.path.join(self.directory.name, "external.onnx")
         onnx.save(chain_model(), path, save_as_external_data=True, location="external.data",
