@@ -298,10 +298,12 @@ void Allocator::Impl::drop_credit() {
   for (const auto& cache : caches->caches) cache->drop_credit();
 }
 
+// Once streams are ordered, a kept block goes behind an event on its stream, recorded
+// now (later than its free, so its work is covered), like any freed block.
 void Allocator::Impl::drop_cached(Block* block) const {
   live.erase(block->address);
   block->owner = nullptr;
-  release_to_pool(block);
+  if (!streams.hold(*device, block)) release_to_pool(block);
 }
 
 void Allocator::Impl::release_everything() {
@@ -365,9 +367,11 @@ void* Allocator::Impl::allocate(std::size_t bytes, StreamId stream) {
     const bool alone = solo.load(std::memory_order_relaxed);
     core::SpinLock& held = fast_path_lock(*cache, alone);
     held.lock();
-    if (observers.empty() && streams.unordered_for(stream)) {
+    // A kept block is its stream's to take back at once (it never met another stream);
+    // a stream not seen yet finds none and goes the locked way, which notes it.
+    if (observers.empty()) {
       const std::size_t size = core::round_up_pow2(std::max<std::size_t>(bytes, 1), config.granule);
-      if (Block* block = cache->take_counted(size, &current_pool(), bytes)) {
+      if (Block* block = cache->take_counted(size, &current_pool(), stream, bytes)) {
         block->requested = bytes;
         block->tag = core::current_tag_id();
         held.unlock();
@@ -396,7 +400,7 @@ void* Allocator::Impl::allocate_locked(std::size_t bytes, StreamId stream, Threa
     live.insert(block->address, block);
     block->owner = cache;
   } else if (cache != nullptr) {
-    block = cache->take(size, &pool);  // still in `live`
+    block = cache->take(size, &pool, stream);  // still in `live`
   }
   if (block == nullptr) {
     block = reuse_held(pool, size, stream);
@@ -429,7 +433,8 @@ void* Allocator::Impl::allocate_locked(std::size_t bytes, StreamId stream, Threa
 // Ordering starts: a second stream allocates. Blocks the first stream freed until now
 // recorded no event, and its kernels may still use them, so every free block waits
 // behind an event on that stream (its own stream may still take them back at once).
-// Front caches keep nothing from now on: they record no events.
+// Front caches go on serving each stream what it freed itself; a block leaving a cache
+// goes behind an event then (drop_cached).
 void Allocator::Impl::hold_free_blocks() {
   flush_recycled();
   for (const auto& pool : pools) {
@@ -680,7 +685,7 @@ void Allocator::Impl::deallocate(void* ptr) {
     held.lock();
     block = live.find(address);
     if (block != nullptr && block->owner == cache && !block->cached && observers.empty() &&
-        !streams.orders(block) && cache->counts_for(block->segment->pool) && cacheable(*block) &&
+        !streams.shared(block) && cache->counts_for(block->segment->pool) && cacheable(*block) &&
         cache->keep(block)) {
       cache->count_free(*block);
       held.unlock();
@@ -714,7 +719,7 @@ void Allocator::Impl::deallocate_locked(std::uintptr_t address, Block* block, Th
     cache->earn_credit(*block);
     // The planned strategy's large blocks go back at once: their offsets are planned.
     const bool keepable = planned == nullptr || block->segment->kind == PoolKind::small;
-    if (block->owner == cache && keepable && !streams.orders(block) && cacheable(*block) &&
+    if (block->owner == cache && keepable && !streams.shared(block) && cacheable(*block) &&
         cache->keep(block)) {
       return;
     }
@@ -821,6 +826,7 @@ const Block& Allocator::Impl::live_block(const void* ptr) const {
 
 std::size_t Allocator::Impl::empty_cache() {
   std::lock_guard lock(mutex);
+  flush_recycled();  // first: once streams are ordered, kept blocks go behind events
   streams.settle(*device, release_to_pool);
   std::size_t released = 0;
   for (Tier tier : kAllTiers) released += release_cached_everywhere(tier);

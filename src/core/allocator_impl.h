@@ -177,8 +177,9 @@ struct Allocator::Impl {
 
   std::unique_ptr<core::SegmentSource> source;
   // Changed under the lock, which holds every front cache's: a thread holding its own
-  // cache's lock may read it.
-  core::StreamOrder streams;
+  // cache's lock may read it. Mutable: returning kept blocks (flush_recycled, on
+  // const reads too) holds them behind events once streams are ordered.
+  mutable core::StreamOrder streams;
   core::SpinLock own_lock;  // the first half of ExclusiveLock
   std::shared_ptr<core::CacheRegistry> caches;
   // At most one front cache so far: its thread's fast path takes the allocator's own

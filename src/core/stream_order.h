@@ -37,13 +37,12 @@ class StreamOrder {
   bool active() const { return active_; }
   // The one stream that allocated before ordering started.
   StreamId first_stream() const { return first_stream_; }
-  // Whether an allocation on `stream` may take any free block at once: ordering is
-  // off and it is the one stream seen so far (a front cache's fast path, which skips
-  // note(), may serve it).
-  bool unordered_for(StreamId stream) const { return !active_ && seen_ && stream == first_stream_; }
   // Whether freeing the block must go through hold(): ordering is on, or other
   // streams use it (record_stream).
-  bool orders(const Block* block) const { return active_ || uses_.contains(block); }
+  bool orders(const Block* block) const { return active_ || shared(block); }
+  // Whether streams other than its own use the block (record_stream): only its own
+  // stream may take it back at once, and only after its events when shared.
+  bool shared(const Block* block) const { return uses_.contains(block); }
 
   // record_stream: the block is also used by `stream`.
   void add_use(const Block* block, StreamId stream);

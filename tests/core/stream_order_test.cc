@@ -133,6 +133,29 @@ TEST_P(StreamOrder, FrontCachesHandNoBlockToAnotherStream) {
   EXPECT_EQ(device.live_events(), 0u);
 }
 
+// Once streams are ordered, a front cache still hands a stream back what it freed; a
+// block leaving the cache (here: a snapshot returns kept blocks to the pools) waits
+// behind an event on its stream like any freed block, so another stream gets it only
+// after that stream's work is done.
+TEST_P(StreamOrder, KeptBlocksLeaveFrontCachesBehindEvents) {
+  const TestDevice device = npu();
+  Allocator allocator(device.device());
+  allocator.deallocate(allocator.allocate(4096, kCopy));  // ordering starts at kCopy
+  void* a = allocator.allocate(4096, kCompute);
+  device.launch_kernel(kCompute);
+  allocator.deallocate(a);
+  void* again = allocator.allocate(4096, kCompute);
+  EXPECT_EQ(again, a) << "its own stream takes it back at once";
+  allocator.deallocate(again);  // kept by the cache, the kernel still running
+  (void)allocator.snapshot();
+  void* other = allocator.allocate(4096, kCopy);
+  EXPECT_NE(other, a) << "another stream before the kernel finished";
+  device.finish_kernel(kCompute);
+  allocator.deallocate(other);
+  allocator.empty_cache();
+  EXPECT_EQ(device.live_events(), 0u);
+}
+
 // Memory held behind a running kernel is not lost: before giving up with OutOfMemory
 // the allocator waits for the work (on the virtual NPU, simulated time passes).
 TEST_P(StreamOrder, OutOfMemoryWaitsForHeldBlocksFirst) {

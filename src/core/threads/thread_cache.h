@@ -53,9 +53,10 @@ class alignas(64) ThreadCache {  // a line of its own: each thread writes its ca
     if (slot.count == 0) {
       slot.size = block->size;
       slot.pool = block->segment->pool;
+      slot.stream = block->stream;
       slot.kind = kind;
-    } else if (slot.size != block->size || slot.pool != block->segment->pool || slot.kind != kind ||
-               slot.count == kDepth) {
+    } else if (slot.size != block->size || slot.pool != block->segment->pool ||
+               slot.stream != block->stream || slot.kind != kind || slot.count == kDepth) {
       return false;
     }
     block->free_next = slot.head;
@@ -65,17 +66,19 @@ class alignas(64) ThreadCache {  // a line of its own: each thread writes its ca
     block->cached = true;
     return true;
   }
-  // A kept block of exactly `size` from `pool`, or nullptr.
-  Block* take(std::size_t size, const PoolState* pool) {
+  // A kept block of exactly `size` from `pool` that `stream` freed, or nullptr: a
+  // stream may take back at once what it freed itself (stream_order.h).
+  Block* take(std::size_t size, const PoolState* pool, StreamId stream) {
     Slot& slot = slot_for(size);
-    if (slot.count == 0 || slot.size != size || slot.pool != pool) return nullptr;
+    if (!holds(slot, size, pool, stream)) return nullptr;
     return pop(slot);
   }
   // take() for an allocation served without the allocator's lock: only when the
   // kind's credit covers it (see above); counted.
-  Block* take_counted(std::size_t size, const PoolState* pool, std::size_t requested) {
+  Block* take_counted(std::size_t size, const PoolState* pool, StreamId stream,
+                      std::size_t requested) {
     Slot& slot = slot_for(size);
-    if (slot.count == 0 || slot.size != size || slot.pool != pool || pool_ != pool) return nullptr;
+    if (!holds(slot, size, pool, stream) || pool_ != pool) return nullptr;
     const int kind = static_cast<int>(slot.kind);
     const int own = kind_credit(kind);
     const auto amounts = amounts_of(size, requested);
@@ -207,6 +210,7 @@ class alignas(64) ThreadCache {  // a line of its own: each thread writes its ca
     std::size_t size = 0;
     const PoolState* pool = nullptr;
     Block* head = nullptr;
+    StreamId stream = 0;  // the stream its blocks were allocated on
     unsigned count = 0;
     PoolKind kind = PoolKind::small;  // of its blocks (one size, one pool: one kind)
   };
@@ -216,6 +220,9 @@ class alignas(64) ThreadCache {  // a line of its own: each thread writes its ca
   // Masks and a multiply: no division on the hot path.
   Slot& slot_for(std::size_t size) {
     return slots_[((size >> 9) * 0x9E3779B1u >> 7) & (kSlots - 1)];
+  }
+  static bool holds(const Slot& slot, std::size_t size, const PoolState* pool, StreamId stream) {
+    return slot.count != 0 && slot.size == size && slot.pool == pool && slot.stream == stream;
   }
   Block* pop(Slot& slot) {
     Block* block = slot.head;
