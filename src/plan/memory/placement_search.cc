@@ -21,6 +21,9 @@ constexpr std::uint64_t kExactNodeBudget = 50'000;
 constexpr std::size_t kGreedyMaxTensors = 4096;
 // The randomised search only restarts for this many iterations, then also hill-climbs.
 constexpr std::uint64_t kRestartOnlyIterations = 32;
+// A squeaky-wheel climb boosts tensors that end above this share of the way from the
+// lower bound to the incumbent's arena.
+constexpr double kTopShare = 0.5;
 
 struct NamedOrder {
   const char* name;
@@ -54,7 +57,7 @@ class PlacementSearch {
         lower_bound_(live.empty() ? 0 : *std::max_element(live.begin(), live.end())),
         limits_(limits),
         random_(limits.seed),
-        packer_(instance),
+        packer_(instance, live),
         features_(priority_features(instance, live)) {}
 
   Placement run() {
@@ -111,10 +114,7 @@ class PlacementSearch {
         std::vector<double> priorities = weighted_priorities(features_, named.weights);
         const std::uint64_t arena = packer_.pack(priorities, kNoFit, offsets_);
         consider(arena, named.name);
-        if (arena < incumbent_arena_) {
-          incumbent_arena_ = arena;
-          incumbent_priorities_ = std::move(priorities);
-        }
+        if (arena < incumbent_arena_) new_incumbent(arena, std::move(priorities));
       });
     }
   }
@@ -129,8 +129,22 @@ class PlacementSearch {
     best_.proven_optimal = exact.finished;
   }
 
+  void new_incumbent(std::uint64_t arena, std::vector<double> priorities) {
+    incumbent_arena_ = arena;
+    incumbent_priorities_ = std::move(priorities);
+    // The tensors a squeaky-wheel step boosts: those that end high in this plan.
+    const std::uint64_t level =
+        lower_bound_ +
+        static_cast<std::uint64_t>(kTopShare * static_cast<double>(arena - lower_bound_));
+    incumbent_top_.clear();
+    for (std::uint32_t i = 0; i < instance_.tensors.size(); ++i) {
+      if (offsets_[i] + instance_.tensors[i].size > level) incumbent_top_.push_back(i);
+    }
+  }
+
   // One skyline run: a restart from random priorities, or (after the first restarts, half
-  // the time) a perturbation of the incumbent's, kept when it is no worse.
+  // the time) a change to the incumbent's, kept when it is no worse: random moves or a
+  // boost of the tensors that ended high.
   void search_step() {
     ++best_.search_iterations;
     const bool climb = best_.search_iterations > kRestartOnlyIterations &&
@@ -138,7 +152,11 @@ class PlacementSearch {
     std::vector<double> priorities;
     if (climb) {
       priorities = incumbent_priorities_;
-      perturb_priorities(priorities, random_);
+      if (random_() % 2 == 0) {
+        perturb_priorities(priorities, random_);
+      } else {
+        boost_priorities(priorities, incumbent_top_, random_);
+      }
     } else {
       priorities = random_priorities(features_, random_);
     }
@@ -146,8 +164,7 @@ class PlacementSearch {
     const std::uint64_t cutoff = climb ? add_or_no_fit(incumbent_arena_, 1) : incumbent_arena_;
     const std::uint64_t arena = packer_.pack(priorities, cutoff, offsets_);
     if (arena < incumbent_arena_ || (climb && arena == incumbent_arena_)) {
-      incumbent_arena_ = arena;
-      incumbent_priorities_ = std::move(priorities);
+      new_incumbent(arena, std::move(priorities));
       consider(arena, "skyline+search");
     }
   }
@@ -163,6 +180,7 @@ class PlacementSearch {
   // The best skyline priorities so far, the hill climb's starting point.
   std::vector<double> incumbent_priorities_;
   std::uint64_t incumbent_arena_ = kNoFit;
+  std::vector<std::uint32_t> incumbent_top_;
   Clock::duration longest_step_{0};
 };
 

@@ -5,8 +5,8 @@
 
 namespace npumem::plan {
 
-SkylinePacker::SkylinePacker(const PlanInstance& instance)
-    : instance_(instance), by_first_(instance.tensors.size()) {
+SkylinePacker::SkylinePacker(const PlanInstance& instance, std::span<const std::uint64_t> live)
+    : instance_(instance), by_first_(instance.tensors.size()), live_(live.begin(), live.end()) {
   std::iota(by_first_.begin(), by_first_.end(), 0u);
   std::stable_sort(by_first_.begin(), by_first_.end(), [&](std::uint32_t a, std::uint32_t b) {
     const PlanTensor& x = instance.tensors[a];
@@ -32,13 +32,17 @@ std::uint64_t SkylinePacker::pack(std::span<const double> priorities, std::uint6
     update_best_upto(group_begin_[op], op, priorities);
   }
   skyline_.assign(1, Stretch{0, instance_.op_count - 1, 0});
+  final_height_ = live_;
+  floor_ = 0;
+  scan_from_ = 0;
   std::uint64_t arena = 0;
   std::size_t unplaced = instance_.tensors.size();
   while (unplaced > 0) {
     const std::size_t lowest = lowest_stretch();
     const std::size_t candidate = best_candidate(skyline_[lowest], priorities);
     if (candidate == kNone) {
-      raise_to_neighbour(lowest);
+      const std::uint64_t final_height = raise_to_neighbour(lowest);
+      if (final_height >= cutoff) return final_height;
       continue;
     }
     const std::uint32_t tensor = by_first_[candidate];
@@ -55,11 +59,23 @@ std::uint64_t SkylinePacker::pack(std::span<const double> priorities, std::uint6
   return arena;
 }
 
-std::size_t SkylinePacker::lowest_stretch() const {
-  std::size_t lowest = 0;
-  for (std::size_t i = 1; i < skyline_.size(); ++i) {
-    if (skyline_[i].height < skyline_[lowest].height) lowest = i;
+std::size_t SkylinePacker::lowest_stretch() {
+  std::size_t lowest = skyline_.size();
+  for (std::size_t i = scan_from_; i < skyline_.size(); ++i) {
+    if (skyline_[i].height == floor_) {
+      lowest = i;
+      break;
+    }
   }
+  if (lowest == skyline_.size()) {  // none is left at the floor: it rises to the least height
+    lowest = 0;
+    for (std::size_t i = 1; i < skyline_.size(); ++i) {
+      if (skyline_[i].height < skyline_[lowest].height) lowest = i;
+    }
+    floor_ = skyline_[lowest].height;
+  }
+  // The caller changes this stretch, which may merge it into its left neighbour.
+  scan_from_ = lowest > 0 ? lowest - 1 : 0;
   return lowest;
 }
 
@@ -102,14 +118,22 @@ void SkylinePacker::update_best_upto(std::size_t position, std::uint32_t group,
   }
 }
 
-void SkylinePacker::raise_to_neighbour(std::size_t index) {
+std::uint64_t SkylinePacker::raise_to_neighbour(std::size_t index) {
   // The lowest stretch spans every op only when nothing is left that fits anywhere, which
   // pack() never asks for: some neighbour exists.
   std::uint64_t height = kNoFit;
   if (index > 0) height = skyline_[index - 1].height;
   if (index + 1 < skyline_.size()) height = std::min(height, skyline_[index + 1].height);
-  skyline_[index].height = height;
+  Stretch& stretch = skyline_[index];
+  const std::uint64_t given_up = height - stretch.height;
+  std::uint64_t highest = 0;
+  for (std::uint32_t op = stretch.first; op <= stretch.last; ++op) {
+    final_height_[op] = add_or_no_fit(final_height_[op], given_up);
+    highest = std::max(highest, final_height_[op]);
+  }
+  stretch.height = height;
   merge_equal_neighbours(index);
+  return highest;
 }
 
 void SkylinePacker::place(std::size_t index, std::uint32_t tensor) {

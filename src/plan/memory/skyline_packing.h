@@ -15,11 +15,16 @@ namespace npumem::plan {
 
 class SkylinePacker {
  public:
-  explicit SkylinePacker(const PlanInstance& instance);
+  // live: bytes live at each renumbered op (live_bytes_per_op).
+  SkylinePacker(const PlanInstance& instance, std::span<const std::uint64_t> live);
 
   // Packs every tensor, priorities[i] for tensor i (higher goes first); writes one offset
   // per tensor and returns the arena. Stops early, returning a value >= cutoff, as soon as
-  // the arena reaches cutoff; returns kNoFit when an offset would reach 2^64-1.
+  // the arena is sure to reach cutoff; returns kNoFit when an offset would reach 2^64-1.
+  //
+  // Every op's height ends at the bytes live there plus the space given up below it, so a
+  // run is lost as soon as the space given up at one op takes it to the cutoff: most runs
+  // of a search stop there, long before their last tensor.
   std::uint64_t pack(std::span<const double> priorities, std::uint64_t cutoff,
                      std::vector<std::uint64_t>& offsets);
 
@@ -31,14 +36,16 @@ class SkylinePacker {
     std::uint64_t height;
   };
 
-  std::size_t lowest_stretch() const;
+  // The leftmost stretch of least height.
+  std::size_t lowest_stretch();
   // The highest-priority unplaced tensor whose lifetime lies within the stretch, as a
   // position in by_first_, or kNone.
   std::size_t best_candidate(const Stretch& stretch, std::span<const double> priorities) const;
   // Recomputes best_upto_ for the group entries from `position` to the group's end.
   void update_best_upto(std::size_t position, std::uint32_t group,
                         std::span<const double> priorities);
-  void raise_to_neighbour(std::size_t index);
+  // Returns the highest final height the raise implies over the stretch (see pack).
+  std::uint64_t raise_to_neighbour(std::size_t index);
   void place(std::size_t index, std::uint32_t tensor);
   void merge_equal_neighbours(std::size_t index);
 
@@ -52,6 +59,9 @@ class SkylinePacker {
   std::vector<std::uint32_t> by_first_;
   std::vector<std::uint32_t> last_by_position_;  // last op of by_first_[i]
   std::vector<std::size_t> group_begin_;  // group of op x: [group_begin_[x], group_begin_[x+1])
+  std::vector<std::uint64_t> live_;       // bytes live at each op
+  // Per run, by op: live bytes plus the space given up below so far, the op's final height.
+  std::vector<std::uint64_t> final_height_;
   // Per run, by position in by_first_:
   std::vector<bool> placed_;
   // The unplaced entry of highest priority from the group's start up to here, or kNone.
@@ -59,6 +69,10 @@ class SkylinePacker {
   // Per run, by op: the last op of the group's shortest unplaced tensor (a quick skip).
   std::vector<std::uint32_t> shortest_last_;
   std::vector<Stretch> skyline_;  // left to right, covering every op
+  // Heights never drop, so the least height only rises: every stretch left of
+  // scan_from_ stands above floor_, the least height, and a search starts there.
+  std::uint64_t floor_ = 0;
+  std::size_t scan_from_ = 0;
 };
 
 }  // namespace npumem::plan
