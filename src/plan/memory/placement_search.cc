@@ -112,7 +112,7 @@ class PlacementSearch {
       if (incumbent_arena_ != kNoFit && !may_start()) return;
       timed([&] {
         std::vector<double> priorities = weighted_priorities(features_, named.weights);
-        const std::uint64_t arena = packer_.pack(priorities, kNoFit, offsets_);
+        const std::uint64_t arena = packer_.pack(priorities, best_.arena, offsets_);
         consider(arena, named.name);
         if (arena < incumbent_arena_) new_incumbent(arena, std::move(priorities));
       });

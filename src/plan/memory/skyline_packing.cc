@@ -1,9 +1,17 @@
 #include "plan/memory/skyline_packing.h"
 
 #include <algorithm>
+#include <bit>
 #include <numeric>
 
 namespace npumem::plan {
+namespace {
+
+// Stretches at least this wide search the tree; narrower ones scan their ops, which is
+// quicker there.
+constexpr std::uint32_t kTreeWidth = 64;
+
+}  // namespace
 
 SkylinePacker::SkylinePacker(const PlanInstance& instance, std::span<const std::uint64_t> live)
     : instance_(instance), by_first_(instance.tensors.size()), live_(live.begin(), live.end()) {
@@ -27,7 +35,8 @@ std::uint64_t SkylinePacker::pack(std::span<const double> priorities, std::uint6
   if (instance_.tensors.empty()) return 0;
   placed_.assign(by_first_.size(), false);
   best_upto_.assign(by_first_.size(), kNone);
-  shortest_last_.assign(instance_.op_count, kNoOp);
+  tree_leaves_ = std::bit_ceil(std::size_t{instance_.op_count});
+  tree_.assign(2 * tree_leaves_, kNone);
   for (std::uint32_t op = 0; op < instance_.op_count; ++op) {
     update_best_upto(group_begin_[op], op, priorities);
   }
@@ -79,42 +88,81 @@ std::size_t SkylinePacker::lowest_stretch() {
   return lowest;
 }
 
+bool SkylinePacker::better(std::size_t a, std::size_t b,
+                           std::span<const double> priorities) const {
+  if (a == kNone) return false;
+  if (b == kNone) return true;
+  const double x = priorities[by_first_[a]];
+  const double y = priorities[by_first_[b]];
+  return x != y ? x > y : a < b;
+}
+
 std::size_t SkylinePacker::best_candidate(const Stretch& stretch,
                                           std::span<const double> priorities) const {
   std::size_t best = kNone;
+  if (stretch.last - stretch.first >= kTreeWidth) {
+    search_tree(1, 0, static_cast<std::uint32_t>(tree_leaves_ - 1), stretch, priorities, best);
+    return best;
+  }
   for (std::uint32_t op = stretch.first; op <= stretch.last; ++op) {
-    if (shortest_last_[op] > stretch.last) continue;
-    const auto group_begin =
-        last_by_position_.begin() + static_cast<std::ptrdiff_t>(group_begin_[op]);
-    const auto group_end =
-        last_by_position_.begin() + static_cast<std::ptrdiff_t>(group_begin_[op + 1]);
-    const auto fitting_end = std::upper_bound(group_begin, group_end, stretch.last);
-    if (fitting_end == group_begin) continue;
-    const std::size_t candidate =
-        best_upto_[static_cast<std::size_t>(fitting_end - 1 - last_by_position_.begin())];
-    if (candidate == kNone) continue;
-    if (best == kNone || priorities[by_first_[candidate]] > priorities[by_first_[best]]) {
-      best = candidate;
-    }
+    const std::size_t candidate = best_in_group(op, stretch.last);
+    if (better(candidate, best, priorities)) best = candidate;
   }
   return best;
 }
 
+std::size_t SkylinePacker::best_in_group(std::uint32_t op, std::uint32_t last) const {
+  const std::size_t begin = group_begin_[op];
+  const std::size_t end = group_begin_[op + 1];
+  if (begin == end || last_by_position_[begin] > last) return kNone;
+  const auto fitting_end =
+      std::upper_bound(last_by_position_.begin() + static_cast<std::ptrdiff_t>(begin),
+                       last_by_position_.begin() + static_cast<std::ptrdiff_t>(end), last);
+  return best_upto_[static_cast<std::size_t>(fitting_end - 1 - last_by_position_.begin())];
+}
+
+void SkylinePacker::search_tree(std::size_t node, std::uint32_t low, std::uint32_t high,
+                                const Stretch& stretch, std::span<const double> priorities,
+                                std::size_t& best) const {
+  if (high < stretch.first || low > stretch.last) return;
+  const std::size_t subtree_best = tree_[node];
+  if (!better(subtree_best, best, priorities)) return;  // nothing here can do better
+  if (stretch.first <= low && high <= stretch.last &&
+      last_by_position_[subtree_best] <= stretch.last) {
+    best = subtree_best;  // it lies within the stretch: the best of the subtree
+    return;
+  }
+  if (low == high) {  // one group
+    const std::size_t candidate = best_in_group(low, stretch.last);
+    if (better(candidate, best, priorities)) best = candidate;
+    return;
+  }
+  const std::uint32_t middle = low + (high - low) / 2;
+  // The child with the better tensor first, so that the bound prunes the other sooner.
+  if (better(tree_[2 * node + 1], tree_[2 * node], priorities)) {
+    search_tree(2 * node + 1, middle + 1, high, stretch, priorities, best);
+    search_tree(2 * node, low, middle, stretch, priorities, best);
+  } else {
+    search_tree(2 * node, low, middle, stretch, priorities, best);
+    search_tree(2 * node + 1, middle + 1, high, stretch, priorities, best);
+  }
+}
+
 void SkylinePacker::update_best_upto(std::size_t position, std::uint32_t group,
                                      std::span<const double> priorities) {
-  std::size_t best = position > group_begin_[group] ? best_upto_[position - 1] : kNone;
-  for (std::size_t i = position; i < group_begin_[group + 1]; ++i) {
-    if (!placed_[i] && (best == kNone || priorities[by_first_[i]] > priorities[by_first_[best]])) {
-      best = i;
-    }
+  const std::size_t begin = group_begin_[group];
+  const std::size_t end = group_begin_[group + 1];
+  std::size_t best = position > begin ? best_upto_[position - 1] : kNone;
+  for (std::size_t i = position; i < end; ++i) {
+    if (!placed_[i] && better(i, best, priorities)) best = i;
     best_upto_[i] = best;
   }
-  // Entries are sorted by last op, so the first unplaced one is the shortest.
-  shortest_last_[group] = kNoOp;
-  for (std::size_t i = group_begin_[group]; i < group_begin_[group + 1]; ++i) {
-    if (placed_[i]) continue;
-    shortest_last_[group] = last_by_position_[i];
-    break;
+  std::size_t node = tree_leaves_ + group;
+  tree_[node] = end > begin ? best_upto_[end - 1] : kNone;
+  for (node /= 2; node >= 1; node /= 2) {
+    const std::size_t left = tree_[2 * node];
+    const std::size_t right = tree_[2 * node + 1];
+    tree_[node] = better(right, left, priorities) ? right : left;
   }
 }
 

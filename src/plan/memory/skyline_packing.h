@@ -39,8 +39,16 @@ class SkylinePacker {
   // The leftmost stretch of least height.
   std::size_t lowest_stretch();
   // The highest-priority unplaced tensor whose lifetime lies within the stretch, as a
-  // position in by_first_, or kNone.
+  // position in by_first_, or kNone. Ties go to the lower position.
   std::size_t best_candidate(const Stretch& stretch, std::span<const double> priorities) const;
+  // The best unplaced entry of op's group that ends by `last`, or kNone.
+  std::size_t best_in_group(std::uint32_t op, std::uint32_t last) const;
+  // Whether position a goes before b (kNone never does).
+  bool better(std::size_t a, std::size_t b, std::span<const double> priorities) const;
+  // best_candidate over the ops of tree node `node`, which spans ops [low, high]: it
+  // improves `best`, skipping every subtree whose best cannot.
+  void search_tree(std::size_t node, std::uint32_t low, std::uint32_t high, const Stretch& stretch,
+                   std::span<const double> priorities, std::size_t& best) const;
   // Recomputes best_upto_ for the group entries from `position` to the group's end.
   void update_best_upto(std::size_t position, std::uint32_t group,
                         std::span<const double> priorities);
@@ -50,7 +58,6 @@ class SkylinePacker {
   void merge_equal_neighbours(std::size_t index);
 
   static constexpr std::size_t kNone = static_cast<std::size_t>(-1);
-  static constexpr std::uint32_t kNoOp = static_cast<std::uint32_t>(-1);
 
   const PlanInstance& instance_;
   // Tensors grouped by first op, each group sorted by last op: a stretch's candidates are
@@ -66,8 +73,11 @@ class SkylinePacker {
   std::vector<bool> placed_;
   // The unplaced entry of highest priority from the group's start up to here, or kNone.
   std::vector<std::size_t> best_upto_;
-  // Per run, by op: the last op of the group's shortest unplaced tensor (a quick skip).
-  std::vector<std::uint32_t> shortest_last_;
+  // Per run, a tournament tree over the ops (leaves from tree_leaves_): each node holds
+  // the best unplaced tensor of its groups, whatever its last op, or kNone. A stretch's
+  // best candidate is then found without visiting every op of a wide stretch.
+  std::vector<std::size_t> tree_;
+  std::size_t tree_leaves_ = 1;
   std::vector<Stretch> skyline_;  // left to right, covering every op
   // Heights never drop, so the least height only rises: every stretch left of
   // scan_from_ stands above floor_, the least height, and a search starts there.
