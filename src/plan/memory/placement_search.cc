@@ -37,16 +37,26 @@ constexpr NamedOrder kGreedyOrders[] = {
     {"greedy-by-conflicts/best-fit", order_by_conflicts, GapRule::best_fit},
 };
 
-struct NamedWeights {
+struct NamedRun {
   const char* name;
   PriorityWeights weights;
+  Lookahead lookahead;
 };
 
-constexpr NamedWeights kSkylineWeights[] = {
-    {"skyline/longest-first", {1.0, 0.01, 0.0}},
-    {"skyline/largest-first", {0.01, 1.0, 0.0}},
-    {"skyline/largest-area", {1.0, 1.0, 0.0}},
-    {"skyline/tightest-first", {1.0, 1.0, 4.0}},
+constexpr PriorityWeights kLongestFirst{1.0, 0.01, 0.0};
+constexpr PriorityWeights kLargestFirst{0.01, 1.0, 0.0};
+constexpr PriorityWeights kLargestArea{1.0, 1.0, 0.0};
+constexpr PriorityWeights kTightestFirst{1.0, 1.0, 4.0};
+
+constexpr NamedRun kSkylineRuns[] = {
+    {"skyline/longest-first", kLongestFirst, Lookahead::none},
+    {"skyline/longest-first+lookahead", kLongestFirst, Lookahead::stranding},
+    {"skyline/largest-first", kLargestFirst, Lookahead::none},
+    {"skyline/largest-first+lookahead", kLargestFirst, Lookahead::stranding},
+    {"skyline/largest-area", kLargestArea, Lookahead::none},
+    {"skyline/largest-area+lookahead", kLargestArea, Lookahead::stranding},
+    {"skyline/tightest-first", kTightestFirst, Lookahead::none},
+    {"skyline/tightest-first+lookahead", kTightestFirst, Lookahead::stranding},
 };
 
 class PlacementSearch {
@@ -108,13 +118,16 @@ class PlacementSearch {
 
   // The first skyline always runs, so a plan exists even past the deadline.
   void try_skyline_weights() {
-    for (const NamedWeights& named : kSkylineWeights) {
+    for (const NamedRun& named : kSkylineRuns) {
       if (incumbent_arena_ != kNoFit && !may_start()) return;
       timed([&] {
         std::vector<double> priorities = weighted_priorities(features_, named.weights);
-        const std::uint64_t arena = packer_.pack(priorities, best_.arena, offsets_);
+        const std::uint64_t arena =
+            packer_.pack(priorities, best_.arena, offsets_, named.lookahead);
         consider(arena, named.name);
-        if (arena < incumbent_arena_) new_incumbent(arena, std::move(priorities));
+        if (arena < incumbent_arena_) {
+          new_incumbent(arena, std::move(priorities), named.lookahead);
+        }
       });
     }
   }
@@ -129,9 +142,10 @@ class PlacementSearch {
     best_.proven_optimal = exact.finished;
   }
 
-  void new_incumbent(std::uint64_t arena, std::vector<double> priorities) {
+  void new_incumbent(std::uint64_t arena, std::vector<double> priorities, Lookahead lookahead) {
     incumbent_arena_ = arena;
     incumbent_priorities_ = std::move(priorities);
+    incumbent_lookahead_ = lookahead;
     // The tensors a squeaky-wheel step boosts: those that end high in this plan.
     const std::uint64_t level =
         lower_bound_ +
@@ -142,14 +156,15 @@ class PlacementSearch {
     }
   }
 
-  // One skyline run: a restart from random priorities, or (after the first restarts, half
-  // the time) a change to the incumbent's, kept when it is no worse: random moves or a
-  // boost of the tensors that ended high.
+  // One skyline run: a restart from random priorities, with or without lookahead, or
+  // (after the first restarts, half the time) a change to the incumbent's, kept when it is
+  // no worse: random moves or a boost of the tensors that ended high.
   void search_step() {
     ++best_.search_iterations;
     const bool climb = best_.search_iterations > kRestartOnlyIterations &&
                        !incumbent_priorities_.empty() && random_() % 2 == 0;
     std::vector<double> priorities;
+    Lookahead lookahead = incumbent_lookahead_;
     if (climb) {
       priorities = incumbent_priorities_;
       if (random_() % 2 == 0) {
@@ -159,12 +174,13 @@ class PlacementSearch {
       }
     } else {
       priorities = random_priorities(features_, random_);
+      lookahead = random_() % 2 == 0 ? Lookahead::none : Lookahead::stranding;
     }
     // A climb keeps ties (to drift across plateaus), so it must finish runs that tie.
     const std::uint64_t cutoff = climb ? add_or_no_fit(incumbent_arena_, 1) : incumbent_arena_;
-    const std::uint64_t arena = packer_.pack(priorities, cutoff, offsets_);
+    const std::uint64_t arena = packer_.pack(priorities, cutoff, offsets_, lookahead);
     if (arena < incumbent_arena_ || (climb && arena == incumbent_arena_)) {
-      new_incumbent(arena, std::move(priorities));
+      new_incumbent(arena, std::move(priorities), lookahead);
       consider(arena, "skyline+search");
     }
   }
@@ -179,6 +195,7 @@ class PlacementSearch {
   Placement best_;
   // The best skyline priorities so far, the hill climb's starting point.
   std::vector<double> incumbent_priorities_;
+  Lookahead incumbent_lookahead_ = Lookahead::none;
   std::uint64_t incumbent_arena_ = kNoFit;
   std::vector<std::uint32_t> incumbent_top_;
   Clock::duration longest_step_{0};

@@ -10,6 +10,12 @@ namespace {
 // Stretches at least this wide search the tree; narrower ones scan their ops, which is
 // quicker there.
 constexpr std::uint32_t kTreeWidth = 64;
+// A placement that strands part of its stretch looks at most this many candidates, best
+// first, for one that does not.
+constexpr std::size_t kStrandingCandidates = 16;
+// The lookahead costs time in proportion to the stretch's width; wider stretches, which
+// the first placements of a long iteration see, go without.
+constexpr std::uint32_t kLookaheadWidth = 1024;
 
 }  // namespace
 
@@ -30,7 +36,7 @@ SkylinePacker::SkylinePacker(const PlanInstance& instance, std::span<const std::
 }
 
 std::uint64_t SkylinePacker::pack(std::span<const double> priorities, std::uint64_t cutoff,
-                                  std::vector<std::uint64_t>& offsets) {
+                                  std::vector<std::uint64_t>& offsets, Lookahead lookahead) {
   offsets.assign(instance_.tensors.size(), 0);
   if (instance_.tensors.empty()) return 0;
   placed_.assign(by_first_.size(), false);
@@ -41,14 +47,21 @@ std::uint64_t SkylinePacker::pack(std::span<const double> priorities, std::uint6
     update_best_upto(group_begin_[op], op, priorities);
   }
   skyline_.assign(1, Stretch{0, instance_.op_count - 1, 0});
-  final_height_ = live_;
+  final_heights_.assign(live_);
+  highest_final_ = live_.empty() ? 0 : *std::max_element(live_.begin(), live_.end());
   floor_ = 0;
   scan_from_ = 0;
   std::uint64_t arena = 0;
   std::size_t unplaced = instance_.tensors.size();
   while (unplaced > 0) {
     const std::size_t lowest = lowest_stretch();
-    const std::size_t candidate = best_candidate(skyline_[lowest], priorities);
+    std::size_t candidate = best_candidate(skyline_[lowest], priorities);
+    const Stretch& stretch = skyline_[lowest];
+    if (lookahead == Lookahead::stranding && candidate != kNone &&
+        stretch.last - stretch.first < kLookaheadWidth &&
+        strands(lowest, candidate, priorities) > 0) {
+      candidate = least_stranding_candidate(lowest, priorities);
+    }
     if (candidate == kNone) {
       const std::uint64_t final_height = raise_to_neighbour(lowest);
       if (final_height >= cutoff) return final_height;
@@ -66,6 +79,58 @@ std::uint64_t SkylinePacker::pack(std::span<const double> priorities, std::uint6
     place(lowest, tensor);
   }
   return arena;
+}
+
+std::uint64_t SkylinePacker::strands(std::size_t index, std::size_t position,
+                                     std::span<const double> priorities) {
+  const Stretch& stretch = skyline_[index];
+  const PlanTensor& tensor = instance_.tensors[by_first_[position]];
+  const std::uint64_t top = add_or_no_fit(stretch.height, tensor.size);
+  std::uint64_t growth = 0;
+  // A piece of the stretch beside the tensor that no unplaced tensor fits will be raised
+  // to the lower of its sides; what that adds to the highest final height.
+  auto strand = [&](std::uint32_t first, std::uint32_t last, std::uint64_t side) {
+    const std::uint64_t raised = std::min(side, top) - stretch.height;
+    const std::uint64_t highest = add_or_no_fit(final_heights_.max(first, last), raised);
+    if (highest <= add_or_no_fit(highest_final_, growth)) return;
+    if (best_candidate(Stretch{first, last, 0}, priorities) != kNone) return;
+    growth = highest - highest_final_;
+  };
+  if (tensor.first > stretch.first) {
+    strand(stretch.first, tensor.first - 1, index > 0 ? skyline_[index - 1].height : kNoFit);
+  }
+  if (tensor.last < stretch.last) {
+    strand(tensor.last + 1, stretch.last,
+           index + 1 < skyline_.size() ? skyline_[index + 1].height : kNoFit);
+  }
+  return growth;
+}
+
+std::size_t SkylinePacker::least_stranding_candidate(std::size_t index,
+                                                     std::span<const double> priorities) {
+  const Stretch& stretch = skyline_[index];
+  candidates_.clear();
+  for (std::uint32_t op = stretch.first; op <= stretch.last; ++op) {
+    for (std::size_t i = group_begin_[op];
+         i < group_begin_[op + 1] && last_by_position_[i] <= stretch.last; ++i) {
+      if (!placed_[i]) candidates_.push_back(i);
+    }
+  }
+  const auto tried = candidates_.begin() + static_cast<std::ptrdiff_t>(std::min(
+                                                candidates_.size(), kStrandingCandidates));
+  std::partial_sort(candidates_.begin(), tried, candidates_.end(),
+                    [&](std::size_t a, std::size_t b) { return better(a, b, priorities); });
+  std::size_t best = kNone;
+  std::uint64_t best_growth = kNoFit;
+  for (auto candidate = candidates_.begin(); candidate != tried; ++candidate) {
+    const std::uint64_t growth = strands(index, *candidate, priorities);
+    if (growth < best_growth) {
+      best = *candidate;
+      best_growth = growth;
+    }
+    if (growth == 0) break;
+  }
+  return best;
 }
 
 std::size_t SkylinePacker::lowest_stretch() {
@@ -86,15 +151,6 @@ std::size_t SkylinePacker::lowest_stretch() {
   // The caller changes this stretch, which may merge it into its left neighbour.
   scan_from_ = lowest > 0 ? lowest - 1 : 0;
   return lowest;
-}
-
-bool SkylinePacker::better(std::size_t a, std::size_t b,
-                           std::span<const double> priorities) const {
-  if (a == kNone) return false;
-  if (b == kNone) return true;
-  const double x = priorities[by_first_[a]];
-  const double y = priorities[by_first_[b]];
-  return x != y ? x > y : a < b;
 }
 
 std::size_t SkylinePacker::best_candidate(const Stretch& stretch,
@@ -173,12 +229,9 @@ std::uint64_t SkylinePacker::raise_to_neighbour(std::size_t index) {
   if (index > 0) height = skyline_[index - 1].height;
   if (index + 1 < skyline_.size()) height = std::min(height, skyline_[index + 1].height);
   Stretch& stretch = skyline_[index];
-  const std::uint64_t given_up = height - stretch.height;
-  std::uint64_t highest = 0;
-  for (std::uint32_t op = stretch.first; op <= stretch.last; ++op) {
-    final_height_[op] = add_or_no_fit(final_height_[op], given_up);
-    highest = std::max(highest, final_height_[op]);
-  }
+  final_heights_.add(stretch.first, stretch.last, height - stretch.height);
+  const std::uint64_t highest = final_heights_.max(stretch.first, stretch.last);
+  highest_final_ = std::max(highest_final_, highest);
   stretch.height = height;
   merge_equal_neighbours(index);
   return highest;

@@ -10,8 +10,18 @@
 #include <vector>
 
 #include "plan/memory/plan_instance.h"
+#include "plan/memory/range_add_max.h"
 
 namespace npumem::plan {
+
+// How a run picks the tensor for the lowest stretch.
+enum class Lookahead : std::uint8_t {
+  none,       // the highest priority among those that fit
+  stranding,  // the same, unless placing it leaves a piece of the stretch beside it that
+              // no unplaced tensor fits, and raising that piece would raise the highest
+              // final height: then the best of the first few candidates that does not
+              // (or that raises it least). Stretches of over a thousand ops go without.
+};
 
 class SkylinePacker {
  public:
@@ -26,7 +36,7 @@ class SkylinePacker {
   // run is lost as soon as the space given up at one op takes it to the cutoff: most runs
   // of a search stop there, long before their last tensor.
   std::uint64_t pack(std::span<const double> priorities, std::uint64_t cutoff,
-                     std::vector<std::uint64_t>& offsets);
+                     std::vector<std::uint64_t>& offsets, Lookahead lookahead = Lookahead::none);
 
  private:
   // A maximal stretch of ops [first, last] over which the skyline has one height.
@@ -38,13 +48,25 @@ class SkylinePacker {
 
   // The leftmost stretch of least height.
   std::size_t lowest_stretch();
+  // How much placing by_first_[position] in stretch `index` would raise the highest final
+  // height by leaving a piece of the stretch beside it that nothing fits.
+  std::uint64_t strands(std::size_t index, std::size_t position,
+                        std::span<const double> priorities);
+  // The candidate of the stretch that strands least (ties: the better one).
+  std::size_t least_stranding_candidate(std::size_t index, std::span<const double> priorities);
   // The highest-priority unplaced tensor whose lifetime lies within the stretch, as a
   // position in by_first_, or kNone. Ties go to the lower position.
   std::size_t best_candidate(const Stretch& stretch, std::span<const double> priorities) const;
   // The best unplaced entry of op's group that ends by `last`, or kNone.
   std::size_t best_in_group(std::uint32_t op, std::uint32_t last) const;
   // Whether position a goes before b (kNone never does).
-  bool better(std::size_t a, std::size_t b, std::span<const double> priorities) const;
+  bool better(std::size_t a, std::size_t b, std::span<const double> priorities) const {
+    if (a == kNone) return false;
+    if (b == kNone) return true;
+    const double x = priorities[by_first_[a]];
+    const double y = priorities[by_first_[b]];
+    return x != y ? x > y : a < b;
+  }
   // best_candidate over the ops of tree node `node`, which spans ops [low, high]: it
   // improves `best`, skipping every subtree whose best cannot.
   void search_tree(std::size_t node, std::uint32_t low, std::uint32_t high, const Stretch& stretch,
@@ -68,7 +90,9 @@ class SkylinePacker {
   std::vector<std::size_t> group_begin_;  // group of op x: [group_begin_[x], group_begin_[x+1])
   std::vector<std::uint64_t> live_;       // bytes live at each op
   // Per run, by op: live bytes plus the space given up below so far, the op's final height.
-  std::vector<std::uint64_t> final_height_;
+  RangeAddMax final_heights_;
+  std::uint64_t highest_final_ = 0;  // the maximum of final_heights_
+  std::vector<std::size_t> candidates_;  // least_stranding_candidate's scratch
   // Per run, by position in by_first_:
   std::vector<bool> placed_;
   // The unplaced entry of highest priority from the group's start up to here, or kNone.
