@@ -214,11 +214,15 @@ void SkylinePacker::update_best_upto(std::size_t position, std::uint32_t group,
     best_upto_[i] = best;
   }
   std::size_t node = tree_leaves_ + group;
-  tree_[node] = end > begin ? best_upto_[end - 1] : kNone;
-  for (node /= 2; node >= 1; node /= 2) {
+  std::size_t value = end > begin ? best_upto_[end - 1] : kNone;
+  // Up to the first node that keeps its tensor: the ones above it keep theirs too.
+  while (tree_[node] != value) {
+    tree_[node] = value;
+    if (node == 1) break;
+    node /= 2;
     const std::size_t left = tree_[2 * node];
     const std::size_t right = tree_[2 * node + 1];
-    tree_[node] = better(right, left, priorities) ? right : left;
+    value = better(right, left, priorities) ? right : left;
   }
 }
 
