@@ -88,8 +88,8 @@ std::vector<std::filesystem::path> files_with_extension(const std::string& direc
                                                         const std::string& extension) {
   std::vector<std::filesystem::path> files;
   if (!std::filesystem::is_directory(directory)) {
-    std::fprintf(stderr, "plan_bench: no directory %s; skipping its %s files\n",
-                 directory.c_str(), extension.c_str());
+    std::fprintf(stderr, "plan_bench: no directory %s; skipping its %s files\n", directory.c_str(),
+                 extension.c_str());
     return files;
   }
   for (const auto& entry : std::filesystem::directory_iterator(directory)) {

@@ -71,7 +71,7 @@ class PlacementSearch {
         features_(priority_features(instance, live)) {}
 
   Placement run() {
-    try_skyline_weights();
+    try_skyline_runs();
     if (instance_.tensors.size() <= kGreedyMaxTensors) try_greedy_orders();
     if (may_start() && instance_.tensors.size() <= kExactMaxTensors) try_exact();
     while (may_start() && best_.search_iterations < limits_.max_iterations) {
@@ -117,7 +117,7 @@ class PlacementSearch {
   }
 
   // The first skyline always runs, so a plan exists even past the deadline.
-  void try_skyline_weights() {
+  void try_skyline_runs() {
     for (const NamedRun& named : kSkylineRuns) {
       if (incumbent_arena_ != kNoFit && !may_start()) return;
       timed([&] {

@@ -77,7 +77,7 @@ class RangeAddMax {
   }
 
   std::size_t leaves_ = 1;
-  unsigned height_ = 1;  // levels from a leaf to the root, both counted
+  unsigned height_ = 1;                 // levels from a leaf to the root, both counted
   std::vector<std::uint64_t> max_;      // of the subtree, its pending additions included
   std::vector<std::uint64_t> pending_;  // inner nodes: added to the whole subtree, not yet below
 };

@@ -116,8 +116,8 @@ std::size_t SkylinePacker::least_stranding_candidate(std::size_t index,
       if (!placed_[i]) candidates_.push_back(i);
     }
   }
-  const auto tried = candidates_.begin() + static_cast<std::ptrdiff_t>(std::min(
-                                                candidates_.size(), kStrandingCandidates));
+  const auto tried = candidates_.begin() + static_cast<std::ptrdiff_t>(
+                                               std::min(candidates_.size(), kStrandingCandidates));
   std::partial_sort(candidates_.begin(), tried, candidates_.end(),
                     [&](std::size_t a, std::size_t b) { return better(a, b, priorities); });
   std::size_t best = kNone;

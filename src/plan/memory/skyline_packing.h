@@ -20,7 +20,7 @@ enum class Lookahead : std::uint8_t {
   stranding,  // the same, unless placing it leaves a piece of the stretch beside it that
               // no unplaced tensor fits, and raising that piece would raise the highest
               // final height: then the best of the first few candidates that does not
-              // (or that raises it least). Stretches of over a thousand ops go without.
+              // (or that raises it least). Stretches of over 1,024 ops go without.
 };
 
 class SkylinePacker {
@@ -91,7 +91,7 @@ class SkylinePacker {
   std::vector<std::uint64_t> live_;       // bytes live at each op
   // Per run, by op: live bytes plus the space given up below so far, the op's final height.
   RangeAddMax final_heights_;
-  std::uint64_t highest_final_ = 0;  // the maximum of final_heights_
+  std::uint64_t highest_final_ = 0;      // the maximum of final_heights_
   std::vector<std::size_t> candidates_;  // least_stranding_candidate's scratch
   // Per run, by position in by_first_:
   std::vector<bool> placed_;

@@ -69,7 +69,8 @@ void perturb_priorities(std::vector<double>& priorities, std::mt19937_64& random
 void boost_priorities(std::vector<double>& priorities, std::span<const std::uint32_t> candidates,
                       std::mt19937_64& random) {
   if (candidates.empty()) return;
-  const std::uint64_t boosted = 1 + random() % std::min<std::uint64_t>(candidates.size(), kMaxMoved);
+  const std::uint64_t boosted =
+      1 + random() % std::min<std::uint64_t>(candidates.size(), kMaxMoved);
   for (std::uint64_t i = 0; i < boosted; ++i) {
     priorities[candidates[random() % candidates.size()]] += kMaxBoost * uniform01(random);
   }

@@ -179,8 +179,8 @@ TEST(SkylinePackingTest, TheLookaheadGivesValidPlans) {
     const PlanInstance instance = make_plan_instance(tensors, 64);
     SkylinePacker packer(instance, live_bytes_per_op(instance));
     std::vector<std::uint64_t> offsets;
-    const std::uint64_t arena = packer.pack(random_priorities(tensors.size(), seed), kNoFit,
-                                            offsets, Lookahead::stranding);
+    const std::uint64_t arena =
+        packer.pack(random_priorities(tensors.size(), seed), kNoFit, offsets, Lookahead::stranding);
     ASSERT_EQ(testing::instance_plan_problem(tensors, instance, offsets, arena, 64), "")
         << "seed " << seed;
   }
@@ -209,7 +209,8 @@ TEST(SkylinePackingTest, TheLookaheadLowersDenseSets) {
     for (const auto& w : weights) {
       const std::vector<double> priorities = weighted_priorities(features, {w[0], w[1], w[2]});
       plain = std::min(plain, packer.pack(priorities, kNoFit, offsets));
-      lookahead = std::min(lookahead, packer.pack(priorities, kNoFit, offsets, Lookahead::stranding));
+      lookahead =
+          std::min(lookahead, packer.pack(priorities, kNoFit, offsets, Lookahead::stranding));
     }
     plain_total += plain;
     lookahead_total += lookahead;

@@ -67,9 +67,8 @@ TEST(SkylinePrioritiesTest, PerturbingMovesOneToTwentyPriorities) {
 
 TEST(SkylinePrioritiesTest, BoostingRaisesOnlyTheCandidatesOneToTwentyOfThem) {
   std::mt19937_64 random(11);
-  const std::vector<std::uint32_t> candidates{3, 10, 11, 12, 40, 41, 42, 43, 44, 45,
-                                              46, 47, 48, 49, 50, 51, 52, 53, 54, 55,
-                                              56, 57, 58, 59, 60};
+  const std::vector<std::uint32_t> candidates{3,  10, 11, 12, 40, 41, 42, 43, 44, 45, 46, 47, 48,
+                                              49, 50, 51, 52, 53, 54, 55, 56, 57, 58, 59, 60};
   std::size_t most = 0;
   for (int trial = 0; trial < 200; ++trial) {
     const std::vector<double> before(100, 1.0);
@@ -77,8 +76,7 @@ TEST(SkylinePrioritiesTest, BoostingRaisesOnlyTheCandidatesOneToTwentyOfThem) {
     boost_priorities(after, candidates, random);
     std::size_t boosted = 0;
     for (std::size_t i = 0; i < after.size(); ++i) {
-      const bool candidate =
-          std::find(candidates.begin(), candidates.end(), i) != candidates.end();
+      const bool candidate = std::find(candidates.begin(), candidates.end(), i) != candidates.end();
       if (!candidate) {
         EXPECT_EQ(after[i], before[i]) << i;
       }
