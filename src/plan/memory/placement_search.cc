@@ -21,6 +21,9 @@ constexpr std::uint64_t kExactNodeBudget = 50'000;
 constexpr std::size_t kGreedyMaxTensors = 4096;
 // The randomised search only restarts for this many iterations, then also hill-climbs.
 constexpr std::uint64_t kRestartOnlyIterations = 32;
+// A squeaky-wheel climb boosts tensors that end above this share of the way from the
+// lower bound to the incumbent's arena.
+constexpr double kTopShare = 0.5;
 
 struct NamedOrder {
   const char* name;
@@ -34,16 +37,28 @@ constexpr NamedOrder kGreedyOrders[] = {
     {"greedy-by-conflicts/best-fit", order_by_conflicts, GapRule::best_fit},
 };
 
-struct NamedWeights {
+struct NamedRun {
   const char* name;
   PriorityWeights weights;
+  Lookahead lookahead;
 };
 
-constexpr NamedWeights kSkylineWeights[] = {
-    {"skyline/longest-first", {1.0, 0.01, 0.0}},
-    {"skyline/largest-first", {0.01, 1.0, 0.0}},
-    {"skyline/largest-area", {1.0, 1.0, 0.0}},
-    {"skyline/tightest-first", {1.0, 1.0, 4.0}},
+constexpr PriorityWeights kLongestFirst{1.0, 0.01, 0.0};
+constexpr PriorityWeights kLargestFirst{0.01, 1.0, 0.0};
+constexpr PriorityWeights kLargestArea{1.0, 1.0, 0.0};
+constexpr PriorityWeights kTightestFirst{1.0, 1.0, 4.0};
+
+// The first run is the one a short deadline may allow alone: the best single run on the
+// large dense sets, and one that reaches the bound on most real models.
+constexpr NamedRun kSkylineRuns[] = {
+    {"skyline/longest-first+lookahead", kLongestFirst, Lookahead::stranding},
+    {"skyline/longest-first", kLongestFirst, Lookahead::none},
+    {"skyline/largest-first", kLargestFirst, Lookahead::none},
+    {"skyline/largest-first+lookahead", kLargestFirst, Lookahead::stranding},
+    {"skyline/largest-area", kLargestArea, Lookahead::none},
+    {"skyline/largest-area+lookahead", kLargestArea, Lookahead::stranding},
+    {"skyline/tightest-first", kTightestFirst, Lookahead::none},
+    {"skyline/tightest-first+lookahead", kTightestFirst, Lookahead::stranding},
 };
 
 class PlacementSearch {
@@ -54,11 +69,11 @@ class PlacementSearch {
         lower_bound_(live.empty() ? 0 : *std::max_element(live.begin(), live.end())),
         limits_(limits),
         random_(limits.seed),
-        packer_(instance),
+        packer_(instance, live),
         features_(priority_features(instance, live)) {}
 
   Placement run() {
-    try_skyline_weights();
+    try_skyline_runs();
     if (instance_.tensors.size() <= kGreedyMaxTensors) try_greedy_orders();
     if (may_start() && instance_.tensors.size() <= kExactMaxTensors) try_exact();
     while (may_start() && best_.search_iterations < limits_.max_iterations) {
@@ -104,16 +119,16 @@ class PlacementSearch {
   }
 
   // The first skyline always runs, so a plan exists even past the deadline.
-  void try_skyline_weights() {
-    for (const NamedWeights& named : kSkylineWeights) {
+  void try_skyline_runs() {
+    for (const NamedRun& named : kSkylineRuns) {
       if (incumbent_arena_ != kNoFit && !may_start()) return;
       timed([&] {
         std::vector<double> priorities = weighted_priorities(features_, named.weights);
-        const std::uint64_t arena = packer_.pack(priorities, kNoFit, offsets_);
+        const std::uint64_t arena =
+            packer_.pack(priorities, best_.arena, offsets_, named.lookahead);
         consider(arena, named.name);
         if (arena < incumbent_arena_) {
-          incumbent_arena_ = arena;
-          incumbent_priorities_ = std::move(priorities);
+          new_incumbent(arena, std::move(priorities), named.lookahead);
         }
       });
     }
@@ -129,25 +144,45 @@ class PlacementSearch {
     best_.proven_optimal = exact.finished;
   }
 
-  // One skyline run: a restart from random priorities, or (after the first restarts, half
-  // the time) a perturbation of the incumbent's, kept when it is no worse.
+  void new_incumbent(std::uint64_t arena, std::vector<double> priorities, Lookahead lookahead) {
+    incumbent_arena_ = arena;
+    incumbent_priorities_ = std::move(priorities);
+    incumbent_lookahead_ = lookahead;
+    // The tensors a squeaky-wheel step boosts: those that end high in this plan.
+    const std::uint64_t level =
+        lower_bound_ +
+        static_cast<std::uint64_t>(kTopShare * static_cast<double>(arena - lower_bound_));
+    incumbent_top_.clear();
+    for (std::uint32_t i = 0; i < instance_.tensors.size(); ++i) {
+      if (offsets_[i] + instance_.tensors[i].size > level) incumbent_top_.push_back(i);
+    }
+  }
+
+  // One skyline run: a restart from random priorities, with or without lookahead, or
+  // (after the first restarts, half the time) a change to the incumbent's, kept when it is
+  // no worse: random moves or a boost of the tensors that ended high.
   void search_step() {
     ++best_.search_iterations;
     const bool climb = best_.search_iterations > kRestartOnlyIterations &&
                        !incumbent_priorities_.empty() && random_() % 2 == 0;
     std::vector<double> priorities;
+    Lookahead lookahead = incumbent_lookahead_;
     if (climb) {
       priorities = incumbent_priorities_;
-      perturb_priorities(priorities, random_);
+      if (random_() % 2 == 0) {
+        perturb_priorities(priorities, random_);
+      } else {
+        boost_priorities(priorities, incumbent_top_, random_);
+      }
     } else {
       priorities = random_priorities(features_, random_);
+      lookahead = random_() % 2 == 0 ? Lookahead::none : Lookahead::stranding;
     }
     // A climb keeps ties (to drift across plateaus), so it must finish runs that tie.
     const std::uint64_t cutoff = climb ? add_or_no_fit(incumbent_arena_, 1) : incumbent_arena_;
-    const std::uint64_t arena = packer_.pack(priorities, cutoff, offsets_);
+    const std::uint64_t arena = packer_.pack(priorities, cutoff, offsets_, lookahead);
     if (arena < incumbent_arena_ || (climb && arena == incumbent_arena_)) {
-      incumbent_arena_ = arena;
-      incumbent_priorities_ = std::move(priorities);
+      new_incumbent(arena, std::move(priorities), lookahead);
       consider(arena, "skyline+search");
     }
   }
@@ -162,7 +197,9 @@ class PlacementSearch {
   Placement best_;
   // The best skyline priorities so far, the hill climb's starting point.
   std::vector<double> incumbent_priorities_;
+  Lookahead incumbent_lookahead_ = Lookahead::none;
   std::uint64_t incumbent_arena_ = kNoFit;
+  std::vector<std::uint32_t> incumbent_top_;
   Clock::duration longest_step_{0};
 };
 

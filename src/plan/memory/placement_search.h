@@ -1,8 +1,9 @@
 // The memory planner's search: constructive heuristics first (skyline packing with several
-// priorities, then the published greedy orders with first-fit and best-fit gaps), an exact
-// branch and bound when the instance is small, then a randomised search over skyline
-// priorities (random restarts and hill climbing on the best priorities) until the lower
-// bound, the deadline or the iteration budget.
+// priorities, each without and with its stranding lookahead, then the published greedy
+// orders with first-fit and best-fit gaps), an exact branch and bound when the instance is
+// small, then a randomised search over skyline priorities (random restarts, and hill
+// climbing from the best run: random moves, or boosts of the tensors it left high) until
+// the lower bound, the deadline or the iteration budget.
 #pragma once
 
 #include <chrono>

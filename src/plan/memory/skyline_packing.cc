@@ -1,12 +1,26 @@
 #include "plan/memory/skyline_packing.h"
 
 #include <algorithm>
+#include <bit>
 #include <numeric>
 
 namespace npumem::plan {
+namespace {
 
-SkylinePacker::SkylinePacker(const PlanInstance& instance)
-    : instance_(instance), by_first_(instance.tensors.size()) {
+// Stretches at least this wide search the tree; narrower ones scan their ops, which is
+// quicker there.
+constexpr std::uint32_t kTreeWidth = 64;
+// A placement that strands part of its stretch looks at most this many candidates, best
+// first, for one that does not.
+constexpr std::size_t kStrandingCandidates = 16;
+// The lookahead costs time in proportion to the stretch's width; wider stretches, which
+// the first placements of a long iteration see, go without.
+constexpr std::uint32_t kLookaheadWidth = 1024;
+
+}  // namespace
+
+SkylinePacker::SkylinePacker(const PlanInstance& instance, std::span<const std::uint64_t> live)
+    : instance_(instance), by_first_(instance.tensors.size()), live_(live.begin(), live.end()) {
   std::iota(by_first_.begin(), by_first_.end(), 0u);
   std::stable_sort(by_first_.begin(), by_first_.end(), [&](std::uint32_t a, std::uint32_t b) {
     const PlanTensor& x = instance.tensors[a];
@@ -22,23 +36,35 @@ SkylinePacker::SkylinePacker(const PlanInstance& instance)
 }
 
 std::uint64_t SkylinePacker::pack(std::span<const double> priorities, std::uint64_t cutoff,
-                                  std::vector<std::uint64_t>& offsets) {
+                                  std::vector<std::uint64_t>& offsets, Lookahead lookahead) {
   offsets.assign(instance_.tensors.size(), 0);
   if (instance_.tensors.empty()) return 0;
   placed_.assign(by_first_.size(), false);
   best_upto_.assign(by_first_.size(), kNone);
-  shortest_last_.assign(instance_.op_count, kNoOp);
+  tree_leaves_ = std::bit_ceil(std::size_t{instance_.op_count});
+  tree_.assign(2 * tree_leaves_, kNone);
   for (std::uint32_t op = 0; op < instance_.op_count; ++op) {
     update_best_upto(group_begin_[op], op, priorities);
   }
   skyline_.assign(1, Stretch{0, instance_.op_count - 1, 0});
+  final_heights_.assign(live_);
+  highest_final_ = live_.empty() ? 0 : *std::max_element(live_.begin(), live_.end());
+  floor_ = 0;
+  scan_from_ = 0;
   std::uint64_t arena = 0;
   std::size_t unplaced = instance_.tensors.size();
   while (unplaced > 0) {
     const std::size_t lowest = lowest_stretch();
-    const std::size_t candidate = best_candidate(skyline_[lowest], priorities);
+    std::size_t candidate = best_candidate(skyline_[lowest], priorities);
+    const Stretch& stretch = skyline_[lowest];
+    if (lookahead == Lookahead::stranding && candidate != kNone &&
+        stretch.last - stretch.first < kLookaheadWidth &&
+        strands(lowest, candidate, priorities) > 0) {
+      candidate = least_stranding_candidate(lowest, priorities);
+    }
     if (candidate == kNone) {
-      raise_to_neighbour(lowest);
+      const std::uint64_t final_height = raise_to_neighbour(lowest);
+      if (final_height >= cutoff) return final_height;
       continue;
     }
     const std::uint32_t tensor = by_first_[candidate];
@@ -55,61 +81,164 @@ std::uint64_t SkylinePacker::pack(std::span<const double> priorities, std::uint6
   return arena;
 }
 
-std::size_t SkylinePacker::lowest_stretch() const {
-  std::size_t lowest = 0;
-  for (std::size_t i = 1; i < skyline_.size(); ++i) {
-    if (skyline_[i].height < skyline_[lowest].height) lowest = i;
+std::uint64_t SkylinePacker::strands(std::size_t index, std::size_t position,
+                                     std::span<const double> priorities) {
+  const Stretch& stretch = skyline_[index];
+  const PlanTensor& tensor = instance_.tensors[by_first_[position]];
+  const std::uint64_t top = add_or_no_fit(stretch.height, tensor.size);
+  std::uint64_t growth = 0;
+  // A piece of the stretch beside the tensor that no unplaced tensor fits will be raised
+  // to the lower of its sides; what that adds to the highest final height.
+  auto strand = [&](std::uint32_t first, std::uint32_t last, std::uint64_t side) {
+    const std::uint64_t raised = std::min(side, top) - stretch.height;
+    const std::uint64_t highest = add_or_no_fit(final_heights_.max(first, last), raised);
+    if (highest <= add_or_no_fit(highest_final_, growth)) return;
+    if (best_candidate(Stretch{first, last, 0}, priorities) != kNone) return;
+    growth = highest - highest_final_;
+  };
+  if (tensor.first > stretch.first) {
+    strand(stretch.first, tensor.first - 1, index > 0 ? skyline_[index - 1].height : kNoFit);
   }
+  if (tensor.last < stretch.last) {
+    strand(tensor.last + 1, stretch.last,
+           index + 1 < skyline_.size() ? skyline_[index + 1].height : kNoFit);
+  }
+  return growth;
+}
+
+std::size_t SkylinePacker::least_stranding_candidate(std::size_t index,
+                                                     std::span<const double> priorities) {
+  const Stretch& stretch = skyline_[index];
+  candidates_.clear();
+  for (std::uint32_t op = stretch.first; op <= stretch.last; ++op) {
+    for (std::size_t i = group_begin_[op];
+         i < group_begin_[op + 1] && last_by_position_[i] <= stretch.last; ++i) {
+      if (!placed_[i]) candidates_.push_back(i);
+    }
+  }
+  const auto tried = candidates_.begin() + static_cast<std::ptrdiff_t>(
+                                               std::min(candidates_.size(), kStrandingCandidates));
+  std::partial_sort(candidates_.begin(), tried, candidates_.end(),
+                    [&](std::size_t a, std::size_t b) { return better(a, b, priorities); });
+  std::size_t best = kNone;
+  std::uint64_t best_growth = kNoFit;
+  for (auto candidate = candidates_.begin(); candidate != tried; ++candidate) {
+    const std::uint64_t growth = strands(index, *candidate, priorities);
+    if (growth < best_growth) {
+      best = *candidate;
+      best_growth = growth;
+    }
+    if (growth == 0) break;
+  }
+  return best;
+}
+
+std::size_t SkylinePacker::lowest_stretch() {
+  std::size_t lowest = skyline_.size();
+  for (std::size_t i = scan_from_; i < skyline_.size(); ++i) {
+    if (skyline_[i].height == floor_) {
+      lowest = i;
+      break;
+    }
+  }
+  if (lowest == skyline_.size()) {  // none is left at the floor: it rises to the least height
+    lowest = 0;
+    for (std::size_t i = 1; i < skyline_.size(); ++i) {
+      if (skyline_[i].height < skyline_[lowest].height) lowest = i;
+    }
+    floor_ = skyline_[lowest].height;
+  }
+  // The caller changes this stretch, which may merge it into its left neighbour.
+  scan_from_ = lowest > 0 ? lowest - 1 : 0;
   return lowest;
 }
 
 std::size_t SkylinePacker::best_candidate(const Stretch& stretch,
                                           std::span<const double> priorities) const {
   std::size_t best = kNone;
+  if (stretch.last - stretch.first >= kTreeWidth) {
+    search_tree(1, 0, static_cast<std::uint32_t>(tree_leaves_ - 1), stretch, priorities, best);
+    return best;
+  }
   for (std::uint32_t op = stretch.first; op <= stretch.last; ++op) {
-    if (shortest_last_[op] > stretch.last) continue;
-    const auto group_begin =
-        last_by_position_.begin() + static_cast<std::ptrdiff_t>(group_begin_[op]);
-    const auto group_end =
-        last_by_position_.begin() + static_cast<std::ptrdiff_t>(group_begin_[op + 1]);
-    const auto fitting_end = std::upper_bound(group_begin, group_end, stretch.last);
-    if (fitting_end == group_begin) continue;
-    const std::size_t candidate =
-        best_upto_[static_cast<std::size_t>(fitting_end - 1 - last_by_position_.begin())];
-    if (candidate == kNone) continue;
-    if (best == kNone || priorities[by_first_[candidate]] > priorities[by_first_[best]]) {
-      best = candidate;
-    }
+    const std::size_t candidate = best_in_group(op, stretch.last);
+    if (better(candidate, best, priorities)) best = candidate;
   }
   return best;
 }
 
-void SkylinePacker::update_best_upto(std::size_t position, std::uint32_t group,
-                                     std::span<const double> priorities) {
-  std::size_t best = position > group_begin_[group] ? best_upto_[position - 1] : kNone;
-  for (std::size_t i = position; i < group_begin_[group + 1]; ++i) {
-    if (!placed_[i] && (best == kNone || priorities[by_first_[i]] > priorities[by_first_[best]])) {
-      best = i;
-    }
-    best_upto_[i] = best;
+std::size_t SkylinePacker::best_in_group(std::uint32_t op, std::uint32_t last) const {
+  const std::size_t begin = group_begin_[op];
+  const std::size_t end = group_begin_[op + 1];
+  if (begin == end || last_by_position_[begin] > last) return kNone;
+  const auto fitting_end =
+      std::upper_bound(last_by_position_.begin() + static_cast<std::ptrdiff_t>(begin),
+                       last_by_position_.begin() + static_cast<std::ptrdiff_t>(end), last);
+  return best_upto_[static_cast<std::size_t>(fitting_end - 1 - last_by_position_.begin())];
+}
+
+void SkylinePacker::search_tree(std::size_t node, std::uint32_t low, std::uint32_t high,
+                                const Stretch& stretch, std::span<const double> priorities,
+                                std::size_t& best) const {
+  if (high < stretch.first || low > stretch.last) return;
+  const std::size_t subtree_best = tree_[node];
+  if (!better(subtree_best, best, priorities)) return;  // nothing here can do better
+  if (stretch.first <= low && high <= stretch.last &&
+      last_by_position_[subtree_best] <= stretch.last) {
+    best = subtree_best;  // it lies within the stretch: the best of the subtree
+    return;
   }
-  // Entries are sorted by last op, so the first unplaced one is the shortest.
-  shortest_last_[group] = kNoOp;
-  for (std::size_t i = group_begin_[group]; i < group_begin_[group + 1]; ++i) {
-    if (placed_[i]) continue;
-    shortest_last_[group] = last_by_position_[i];
-    break;
+  if (low == high) {  // one group
+    const std::size_t candidate = best_in_group(low, stretch.last);
+    if (better(candidate, best, priorities)) best = candidate;
+    return;
+  }
+  const std::uint32_t middle = low + (high - low) / 2;
+  // The child with the better tensor first, so that the bound prunes the other sooner.
+  if (better(tree_[2 * node + 1], tree_[2 * node], priorities)) {
+    search_tree(2 * node + 1, middle + 1, high, stretch, priorities, best);
+    search_tree(2 * node, low, middle, stretch, priorities, best);
+  } else {
+    search_tree(2 * node, low, middle, stretch, priorities, best);
+    search_tree(2 * node + 1, middle + 1, high, stretch, priorities, best);
   }
 }
 
-void SkylinePacker::raise_to_neighbour(std::size_t index) {
+void SkylinePacker::update_best_upto(std::size_t position, std::uint32_t group,
+                                     std::span<const double> priorities) {
+  const std::size_t begin = group_begin_[group];
+  const std::size_t end = group_begin_[group + 1];
+  std::size_t best = position > begin ? best_upto_[position - 1] : kNone;
+  for (std::size_t i = position; i < end; ++i) {
+    if (!placed_[i] && better(i, best, priorities)) best = i;
+    best_upto_[i] = best;
+  }
+  std::size_t node = tree_leaves_ + group;
+  std::size_t value = end > begin ? best_upto_[end - 1] : kNone;
+  // Up to the first node that keeps its tensor: the ones above it keep theirs too.
+  while (tree_[node] != value) {
+    tree_[node] = value;
+    if (node == 1) break;
+    node /= 2;
+    const std::size_t left = tree_[2 * node];
+    const std::size_t right = tree_[2 * node + 1];
+    value = better(right, left, priorities) ? right : left;
+  }
+}
+
+std::uint64_t SkylinePacker::raise_to_neighbour(std::size_t index) {
   // The lowest stretch spans every op only when nothing is left that fits anywhere, which
   // pack() never asks for: some neighbour exists.
   std::uint64_t height = kNoFit;
   if (index > 0) height = skyline_[index - 1].height;
   if (index + 1 < skyline_.size()) height = std::min(height, skyline_[index + 1].height);
-  skyline_[index].height = height;
+  Stretch& stretch = skyline_[index];
+  final_heights_.add(stretch.first, stretch.last, height - stretch.height);
+  const std::uint64_t highest = final_heights_.max(stretch.first, stretch.last);
+  highest_final_ = std::max(highest_final_, highest);
+  stretch.height = height;
   merge_equal_neighbours(index);
+  return highest;
 }
 
 void SkylinePacker::place(std::size_t index, std::uint32_t tensor) {

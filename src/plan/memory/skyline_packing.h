@@ -10,18 +10,33 @@
 #include <vector>
 
 #include "plan/memory/plan_instance.h"
+#include "plan/memory/range_add_max.h"
 
 namespace npumem::plan {
 
+// How a run picks the tensor for the lowest stretch.
+enum class Lookahead : std::uint8_t {
+  none,       // the highest priority among those that fit
+  stranding,  // the same, unless placing it leaves a piece of the stretch beside it that
+              // no unplaced tensor fits, and raising that piece would raise the highest
+              // final height: then the best of the first few candidates that does not
+              // (or that raises it least). Stretches of over 1,024 ops go without.
+};
+
 class SkylinePacker {
  public:
-  explicit SkylinePacker(const PlanInstance& instance);
+  // live: bytes live at each renumbered op (live_bytes_per_op).
+  SkylinePacker(const PlanInstance& instance, std::span<const std::uint64_t> live);
 
   // Packs every tensor, priorities[i] for tensor i (higher goes first); writes one offset
   // per tensor and returns the arena. Stops early, returning a value >= cutoff, as soon as
-  // the arena reaches cutoff; returns kNoFit when an offset would reach 2^64-1.
+  // the arena is sure to reach cutoff; returns kNoFit when an offset would reach 2^64-1.
+  //
+  // Every op's height ends at the bytes live there plus the space given up below it, so a
+  // run is lost as soon as the space given up at one op takes it to the cutoff: most runs
+  // of a search stop there, long before their last tensor.
   std::uint64_t pack(std::span<const double> priorities, std::uint64_t cutoff,
-                     std::vector<std::uint64_t>& offsets);
+                     std::vector<std::uint64_t>& offsets, Lookahead lookahead = Lookahead::none);
 
  private:
   // A maximal stretch of ops [first, last] over which the skyline has one height.
@@ -31,19 +46,40 @@ class SkylinePacker {
     std::uint64_t height;
   };
 
-  std::size_t lowest_stretch() const;
+  // The leftmost stretch of least height.
+  std::size_t lowest_stretch();
+  // How much placing by_first_[position] in stretch `index` would raise the highest final
+  // height by leaving a piece of the stretch beside it that nothing fits.
+  std::uint64_t strands(std::size_t index, std::size_t position,
+                        std::span<const double> priorities);
+  // The candidate of the stretch that strands least (ties: the better one).
+  std::size_t least_stranding_candidate(std::size_t index, std::span<const double> priorities);
   // The highest-priority unplaced tensor whose lifetime lies within the stretch, as a
-  // position in by_first_, or kNone.
+  // position in by_first_, or kNone. Ties go to the lower position.
   std::size_t best_candidate(const Stretch& stretch, std::span<const double> priorities) const;
+  // The best unplaced entry of op's group that ends by `last`, or kNone.
+  std::size_t best_in_group(std::uint32_t op, std::uint32_t last) const;
+  // Whether position a goes before b (kNone never does).
+  bool better(std::size_t a, std::size_t b, std::span<const double> priorities) const {
+    if (a == kNone) return false;
+    if (b == kNone) return true;
+    const double x = priorities[by_first_[a]];
+    const double y = priorities[by_first_[b]];
+    return x != y ? x > y : a < b;
+  }
+  // best_candidate over the ops of tree node `node`, which spans ops [low, high]: it
+  // improves `best`, skipping every subtree whose best cannot.
+  void search_tree(std::size_t node, std::uint32_t low, std::uint32_t high, const Stretch& stretch,
+                   std::span<const double> priorities, std::size_t& best) const;
   // Recomputes best_upto_ for the group entries from `position` to the group's end.
   void update_best_upto(std::size_t position, std::uint32_t group,
                         std::span<const double> priorities);
-  void raise_to_neighbour(std::size_t index);
+  // Returns the highest final height the raise implies over the stretch (see pack).
+  std::uint64_t raise_to_neighbour(std::size_t index);
   void place(std::size_t index, std::uint32_t tensor);
   void merge_equal_neighbours(std::size_t index);
 
   static constexpr std::size_t kNone = static_cast<std::size_t>(-1);
-  static constexpr std::uint32_t kNoOp = static_cast<std::uint32_t>(-1);
 
   const PlanInstance& instance_;
   // Tensors grouped by first op, each group sorted by last op: a stretch's candidates are
@@ -52,13 +88,25 @@ class SkylinePacker {
   std::vector<std::uint32_t> by_first_;
   std::vector<std::uint32_t> last_by_position_;  // last op of by_first_[i]
   std::vector<std::size_t> group_begin_;  // group of op x: [group_begin_[x], group_begin_[x+1])
+  std::vector<std::uint64_t> live_;       // bytes live at each op
+  // Per run, by op: live bytes plus the space given up below so far, the op's final height.
+  RangeAddMax final_heights_;
+  std::uint64_t highest_final_ = 0;      // the maximum of final_heights_
+  std::vector<std::size_t> candidates_;  // least_stranding_candidate's scratch
   // Per run, by position in by_first_:
   std::vector<bool> placed_;
   // The unplaced entry of highest priority from the group's start up to here, or kNone.
   std::vector<std::size_t> best_upto_;
-  // Per run, by op: the last op of the group's shortest unplaced tensor (a quick skip).
-  std::vector<std::uint32_t> shortest_last_;
+  // Per run, a tournament tree over the ops (leaves from tree_leaves_): each node holds
+  // the best unplaced tensor of its groups, whatever its last op, or kNone. A stretch's
+  // best candidate is then found without visiting every op of a wide stretch.
+  std::vector<std::size_t> tree_;
+  std::size_t tree_leaves_ = 1;
   std::vector<Stretch> skyline_;  // left to right, covering every op
+  // Heights never drop, so the least height only rises: every stretch left of
+  // scan_from_ stands above floor_, the least height, and a search starts there.
+  std::uint64_t floor_ = 0;
+  std::size_t scan_from_ = 0;
 };
 
 }  // namespace npumem::plan

@@ -17,6 +17,7 @@ constexpr double kMaxPressureWeight = 8.0;
 constexpr double kMaxNoise = 0.3;        // relative
 constexpr std::uint64_t kMaxMoved = 20;  // tensors moved by one hill-climbing step
 constexpr double kMaxStep = 1.0;         // in log priority
+constexpr double kMaxBoost = 3.0;        // in log priority
 
 }  // namespace
 
@@ -62,6 +63,16 @@ void perturb_priorities(std::vector<double>& priorities, std::mt19937_64& random
   for (std::uint64_t i = 0; i < moved; ++i) {
     double& priority = priorities[random() % priorities.size()];
     priority += kMaxStep * (2 * uniform01(random) - 1);
+  }
+}
+
+void boost_priorities(std::vector<double>& priorities, std::span<const std::uint32_t> candidates,
+                      std::mt19937_64& random) {
+  if (candidates.empty()) return;
+  const std::uint64_t boosted =
+      1 + random() % std::min<std::uint64_t>(candidates.size(), kMaxMoved);
+  for (std::uint64_t i = 0; i < boosted; ++i) {
+    priorities[candidates[random() % candidates.size()]] += kMaxBoost * uniform01(random);
   }
 }
 

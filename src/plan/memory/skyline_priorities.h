@@ -37,4 +37,9 @@ std::vector<double> random_priorities(const PriorityFeatures& features, std::mt1
 // Moves a few random tensors' priorities up or down: a hill-climbing step.
 void perturb_priorities(std::vector<double>& priorities, std::mt19937_64& random);
 
+// Raises the priorities of a few of `candidates` (tensors a plan left near its top, so
+// that the next run places them lower): a squeaky-wheel step (Joslin & Clements 1999).
+void boost_priorities(std::vector<double>& priorities, std::span<const std::uint32_t> candidates,
+                      std::mt19937_64& random);
+
 }  // namespace npumem::plan

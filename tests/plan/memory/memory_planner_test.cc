@@ -40,6 +40,24 @@ TEST(MemoryPlannerTest, RandomInstancesGetValidPlans) {
   }
 }
 
+// Past the first 32 restarts the search also climbs (random moves, boosts of the tensors
+// that ended high) and runs the stranding lookahead: its plans stay valid.
+TEST(MemoryPlannerTest, ClimbsAndLookaheadRunsGiveValidPlans) {
+  bool climbed = false;
+  for (std::uint64_t seed = 1; seed <= 6; ++seed) {
+    RandomLifetimeSpec spec;
+    spec.tensors = 300;
+    spec.ops = 40 + 10 * seed;
+    spec.seed = seed;
+    const auto tensors = random_lifetimes(spec);
+    const MemoryPlan plan = plan_memory(tensors, budgeted(300, seed));
+    EXPECT_EQ(testing::plan_problem(tensors, plan, 64), "") << "seed " << seed;
+    EXPECT_GE(plan.arena_bytes, plan.lower_bound_bytes);
+    climbed = climbed || plan.search_iterations > 32;
+  }
+  EXPECT_TRUE(climbed);  // else the climbs were never tried
+}
+
 TEST(MemoryPlannerTest, EqualSizesZeroLengthLifetimesAndEmptyTensors) {
   std::vector<TensorLifetime> equal;
   for (std::uint64_t i = 0; i < 100; ++i) equal.push_back({4096, i % 17, i % 17 + i % 5});
@@ -118,8 +136,9 @@ std::string read_file(const std::filesystem::path& path) {
   return text.str();
 }
 
-// The targets, on an iteration budget so that the figures do not depend on the
-// machine: every real model within 1 % of its lower bound, the dense random set within 3 %.
+// Targets on an iteration budget, so that the figures do not depend on the machine:
+// every real model within 1 % of its lower bound, the dense random set within 1 % (the
+// search reaches 1.0073 there in 150 iterations).
 TEST(MemoryPlannerTest, MeetsTheTargetsOnTheSharedRecords) {
   const std::filesystem::path directory = std::string(NPUMEM_SHARED_DIR) + "/records";
   if (!std::filesystem::is_directory(directory)) GTEST_SKIP() << "no shared records";
@@ -130,7 +149,7 @@ TEST(MemoryPlannerTest, MeetsTheTargetsOnTheSharedRecords) {
     const bool dense = entry.path().stem().string().starts_with("random_dense");
     const MemoryPlan plan = plan_memory(tensors, budgeted(dense ? 150 : 50));
     EXPECT_EQ(testing::plan_problem(tensors, plan, 64), "") << entry.path();
-    EXPECT_LE(plan.ratio(), dense ? 1.03 : 1.01) << entry.path();
+    EXPECT_LE(plan.ratio(), 1.01) << entry.path();
   }
 }
 

@@ -60,7 +60,7 @@ TEST(PlacementSearchTest, APassedDeadlineStillGivesAPlan) {
   const Searched result =
       search(dense(400, 2), SearchLimits{Clock::now() - std::chrono::seconds(1), 1000, 1});
   EXPECT_EQ(result.placement.search_iterations, 0u);
-  EXPECT_EQ(result.placement.algorithm, "skyline/longest-first");
+  EXPECT_EQ(result.placement.algorithm, "skyline/longest-first+lookahead");  // the first run
   EXPECT_EQ(testing::instance_plan_problem(result.tensors, result.instance,
                                            result.placement.offsets, result.placement.arena, 64),
             "");

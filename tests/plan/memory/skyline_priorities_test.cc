@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "plan_checker.h"
@@ -62,6 +63,37 @@ TEST(SkylinePrioritiesTest, PerturbingMovesOneToTwentyPriorities) {
     EXPECT_GE(moved, 1u);
     EXPECT_LE(moved, 20u);
   }
+}
+
+TEST(SkylinePrioritiesTest, BoostingRaisesOnlyTheCandidatesOneToTwentyOfThem) {
+  std::mt19937_64 random(11);
+  const std::vector<std::uint32_t> candidates{3,  10, 11, 12, 40, 41, 42, 43, 44, 45, 46, 47, 48,
+                                              49, 50, 51, 52, 53, 54, 55, 56, 57, 58, 59, 60};
+  std::size_t most = 0;
+  for (int trial = 0; trial < 200; ++trial) {
+    const std::vector<double> before(100, 1.0);
+    std::vector<double> after = before;
+    boost_priorities(after, candidates, random);
+    std::size_t boosted = 0;
+    for (std::size_t i = 0; i < after.size(); ++i) {
+      const bool candidate = std::find(candidates.begin(), candidates.end(), i) != candidates.end();
+      if (!candidate) {
+        EXPECT_EQ(after[i], before[i]) << i;
+      }
+      EXPECT_GE(after[i], before[i]) << i;  // never lowered
+      boosted += after[i] != before[i] ? 1 : 0;
+    }
+    EXPECT_LE(boosted, 20u);
+    most = std::max(most, boosted);
+  }
+  EXPECT_GT(most, 1u);
+}
+
+TEST(SkylinePrioritiesTest, BoostingNoCandidatesChangesNothing) {
+  std::mt19937_64 random(3);
+  std::vector<double> priorities(10, 2.0);
+  boost_priorities(priorities, {}, random);
+  EXPECT_EQ(priorities, std::vector<double>(10, 2.0));
 }
 
 }  // namespace
