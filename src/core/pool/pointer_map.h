@@ -28,10 +28,24 @@ class PointerMap {
     std::uintptr_t address = 0;  // 0: empty (no block starts at address 0)
     Block* block = nullptr;
   };
+  // Blocks of one 8 KiB stretch of addresses share a run of 16 slots (four cache
+  // lines), one slot per 512-byte step: neighbouring blocks, which programs allocate
+  // and free close together in time, then cost one cache miss between them instead of
+  // one each (10^6 live blocks fill 32 MiB of slots, past the caches). The run is
+  // placed by a mixing hash of the stretch, so address patterns (aligned segments,
+  // fixed strides) spread like random keys; the 64-byte steps inside a 512-byte step
+  // are hashed too, so finer granules do not pile onto one slot.
+  static constexpr unsigned kStretchShift = 13;
+  static constexpr unsigned kStepShift = 9;
+  static constexpr std::size_t kSlotsPerStretch = std::size_t{1} << (kStretchShift - kStepShift);
   // Inline: every free looks its pointer up here.
   std::size_t home(std::uintptr_t address) const {
-    // Fibonacci hashing; addresses are granule aligned so the low bits carry nothing.
-    return static_cast<std::size_t>(((address >> 6) * 0x9E3779B97F4A7C15ull) >> shift_);
+    std::uint64_t key = ((address >> kStretchShift) << 3) | ((address >> 6) & 7);
+    key ^= key >> 32;
+    key *= 0x9E3779B97F4A7C15ull;
+    key ^= key >> 29;
+    const auto run = static_cast<std::size_t>((key * 0xBF58476D1CE4E5B9ull) >> shift_);
+    return (run & ~(kSlotsPerStretch - 1)) | ((address >> kStepShift) & (kSlotsPerStretch - 1));
   }
   // The index of `address`, or of the empty slot where it would go.
   std::size_t find_slot(std::uintptr_t address) const {
