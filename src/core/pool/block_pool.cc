@@ -59,9 +59,8 @@ void BlockPool::count_inactive_split(const Block* block, bool filed) {
   }
 }
 
-// In the address index the taken block hands its node to what stays free of it (the
-// head keeps it, else the tail), so a take restructures the treap only for a tail
-// beside a head.
+// In the address index the taken block hands its node to what stays free of it, so a
+// take that leaves a remainder restructures nothing.
 Block* BlockPool::take(std::size_t size, std::size_t max_block, std::size_t split_remainder,
                        std::size_t unsplittable_from) {
   // Expandable ranges take the lowest fit (see set_mapping_granule); an upper bound on
@@ -75,31 +74,24 @@ Block* BlockPool::take(std::size_t size, std::size_t max_block, std::size_t spli
   const bool found_indexed = in_address_index(found);
   unfile(found, false);
   Block* block = found;
-  Block* head = nullptr;
-  Block* tail = nullptr;
+  Block* remainder = nullptr;  // what stays free of found: its head or its tail
   if (block->size - size >= split_remainder && block->size > size &&
       block->size < unsplittable_from) {
-    if (const std::uintptr_t start =
-            mapping_granule_ == 0 ? block->address : granule_position(*block, size);
-        start > block->address) {
-      head = block;
+    const std::uintptr_t start =
+        mapping_granule_ == 0 ? block->address : granule_position(*block, size);
+    if (start > block->address) {  // at the end
+      remainder = block;
       block = split(block, start - block->address);
-      file(head, false);
+    } else {
+      remainder = split(block, size);
     }
-    if (block->size > size) {
-      tail = split(block, size);
-      file(tail, false);
-    }
+    file(remainder, false);
   }
   if (found_indexed) {
-    // The first part big enough for the index inherits found's node.
-    Block* heir = head != nullptr && in_address_index(head) ? head : nullptr;
-    if (heir == nullptr && tail != nullptr && in_address_index(tail)) heir = tail;
-    if (heir == nullptr) {
-      by_address_.remove(found, found_size);
+    if (remainder != nullptr && in_address_index(remainder)) {
+      by_address_.replace(found, remainder, found_size);
     } else {
-      by_address_.replace(found, heir, found_size);
-      if (heir != tail && tail != nullptr && in_address_index(tail)) by_address_.insert(tail);
+      by_address_.remove(found, found_size);
     }
   }
   block->allocated = true;
