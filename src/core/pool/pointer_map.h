@@ -43,8 +43,9 @@ class PointerMap {
   static constexpr std::uint64_t kFibonacci = 0x9E3779B97F4A7C15ull;
   // Inline: every free looks its pointer up here.
   std::size_t home(std::uintptr_t address) const {
+    if (run_mask_ == 0) return static_cast<std::size_t>(((address >> 6) * kFibonacci) >> shift_);
     std::uint64_t hash = ((address >> 6) & key_mask_) * kFibonacci;
-    if (run_mask_ != 0) hash = (hash ^ (hash >> 32)) * kFibonacci;
+    hash = (hash ^ (hash >> 32)) * kFibonacci;
     const auto run = static_cast<std::size_t>(hash >> shift_);
     return (run & ~run_mask_) | ((address >> kStepShift) & run_mask_);
   }
