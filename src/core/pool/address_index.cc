@@ -1,7 +1,6 @@
 #include "core/pool/address_index.h"
 
 #include <algorithm>
-#include <cstdint>
 
 namespace npumem::core {
 
@@ -16,113 +15,153 @@ std::uint32_t priority_of(std::uintptr_t address) {
 }
 }  // namespace
 
-void AddressIndex::update(Block* node) {
-  node->tree_largest = std::max({node->size, largest(node->tree_left), largest(node->tree_right)});
+AddressIndex::AddressIndex() : nodes_(1) {}
+
+void AddressIndex::update(Index node) {
+  Node& n = nodes_[node];
+  n.largest = std::max({n.size, largest(n.left), largest(n.right)});
 }
 
-void AddressIndex::split(Block* tree, std::uintptr_t address, Block** below, Block** rest) {
-  if (tree == nullptr) {
-    *below = *rest = nullptr;
+void AddressIndex::split(Index tree, std::uintptr_t address, Index* below, Index* rest) {
+  if (tree == kNone) {
+    *below = *rest = kNone;
     return;
   }
-  if (tree->address < address) {
-    split(tree->tree_right, address, &tree->tree_right, rest);
+  if (nodes_[tree].address < address) {
+    Index right_below = kNone;
+    split(nodes_[tree].right, address, &right_below, rest);
+    nodes_[tree].right = right_below;
     *below = tree;
   } else {
-    split(tree->tree_left, address, below, &tree->tree_left);
+    Index left_rest = kNone;
+    split(nodes_[tree].left, address, below, &left_rest);
+    nodes_[tree].left = left_rest;
     *rest = tree;
   }
   update(tree);
 }
 
-Block* AddressIndex::merge(Block* low, Block* high) {
-  if (low == nullptr) return high;
-  if (high == nullptr) return low;
-  if (low->tree_priority > high->tree_priority) {
-    low->tree_right = merge(low->tree_right, high);
+AddressIndex::Index AddressIndex::merge(Index low, Index high) {
+  if (low == kNone) return high;
+  if (high == kNone) return low;
+  if (nodes_[low].priority > nodes_[high].priority) {
+    const Index right = merge(nodes_[low].right, high);
+    nodes_[low].right = right;
     update(low);
     return low;
   }
-  high->tree_left = merge(low, high->tree_left);
+  const Index left = merge(low, nodes_[high].left);
+  nodes_[high].left = left;
   update(high);
   return high;
 }
 
-// Down the path by priority, raising each largest on the way; the block then takes
-// the place of the first node of lower priority, which is split around its address.
+// Down the path by priority, raising each largest on the way; the new node then
+// takes the place of the first node of lower priority, which is split around it.
 void AddressIndex::insert(Block* block) {
-  block->tree_priority = priority_of(block->address);
-  Block** link = &root_;
-  while (*link != nullptr && (*link)->tree_priority >= block->tree_priority) {
-    Block* node = *link;
-    node->tree_largest = std::max(node->tree_largest, block->size);
-    link = block->address < node->address ? &node->tree_left : &node->tree_right;
-  }
-  split(*link, block->address, &block->tree_left, &block->tree_right);
-  update(block);
-  *link = block;
-}
-
-void AddressIndex::remove(Block* block, std::size_t indexed_size) {
-  root_ = remove_from(root_, block, indexed_size);
-}
-
-Block* AddressIndex::remove_from(Block* tree, Block* block, std::size_t indexed_size) {
-  if (tree == block) {
-    Block* joined = merge(block->tree_left, block->tree_right);
-    block->tree_left = block->tree_right = nullptr;
-    return joined;
-  }
-  if (block->address < tree->address) {
-    tree->tree_left = remove_from(tree->tree_left, block, indexed_size);
+  Index node = kNone;
+  if (free_nodes_.empty()) {
+    node = static_cast<Index>(nodes_.size());
+    nodes_.emplace_back();
   } else {
-    tree->tree_right = remove_from(tree->tree_right, block, indexed_size);
+    node = free_nodes_.back();
+    free_nodes_.pop_back();
+  }
+  nodes_[node] = {
+      block->address, block->size, block->size, block, kNone, kNone, priority_of(block->address)};
+  block->tree_node = node;
+  Index* link = &root_;
+  while (*link != kNone && nodes_[*link].priority >= nodes_[node].priority) {
+    Node& above = nodes_[*link];
+    above.largest = std::max(above.largest, block->size);
+    link = block->address < above.address ? &above.left : &above.right;
+  }
+  Index below = kNone;
+  Index rest = kNone;
+  split(*link, block->address, &below, &rest);
+  nodes_[node].left = below;
+  nodes_[node].right = rest;
+  update(node);
+  *link = node;
+}
+
+void AddressIndex::remove(Block* block) {
+  const Index node = block->tree_node;
+  root_ = remove_from(root_, nodes_[node].address, nodes_[node].size);
+  nodes_[node].block = nullptr;
+  free_nodes_.push_back(node);
+}
+
+AddressIndex::Index AddressIndex::remove_from(Index tree, std::uintptr_t address,
+                                              std::size_t old_size) {
+  Node& n = nodes_[tree];
+  if (n.address == address) return merge(n.left, n.right);
+  if (address < n.address) {
+    const Index left = remove_from(n.left, address, old_size);
+    nodes_[tree].left = left;
+  } else {
+    const Index right = remove_from(n.right, address, old_size);
+    nodes_[tree].right = right;
   }
   // Only a subtree that held the removed block's size as its largest can shrink.
-  if (tree->tree_largest == indexed_size) update(tree);
+  if (nodes_[tree].largest == old_size) update(tree);
   return tree;
 }
 
-void AddressIndex::replace(Block* old_block, Block* replacement, std::size_t old_size) {
-  Block** link = &root_;
-  while (*link != old_block) {
-    link = old_block->address < (*link)->address ? &(*link)->tree_left : &(*link)->tree_right;
+AddressIndex::Index& AddressIndex::link_to(std::uintptr_t address) {
+  Index* link = &root_;
+  while (nodes_[*link].address != address) {
+    link = address < nodes_[*link].address ? &nodes_[*link].left : &nodes_[*link].right;
   }
-  if (replacement != old_block) {
-    replacement->tree_left = old_block->tree_left;
-    replacement->tree_right = old_block->tree_right;
-    replacement->tree_priority = old_block->tree_priority;
-    old_block->tree_left = old_block->tree_right = nullptr;
-    *link = replacement;
-  }
-  refresh(root_, replacement->address, old_size);
+  return *link;
 }
 
-void AddressIndex::refresh(Block* tree, std::uintptr_t address, std::size_t old_size) {
-  if (tree->address != address) {
-    refresh(address < tree->address ? tree->tree_left : tree->tree_right, address, old_size);
-    if (tree->tree_largest != old_size) return;  // its largest lies elsewhere
+void AddressIndex::replace(Block* old_block, Block* replacement) {
+  const Index node = old_block->tree_node;
+  Node& n = nodes_[node];
+  const std::size_t old_size = n.size;
+  const bool larger = replacement->size >= old_size;
+  // The node keeps its place: no indexed block lies between the two addresses.
+  n.address = replacement->address;
+  n.size = replacement->size;
+  n.block = replacement;
+  replacement->tree_node = node;
+  if (larger) {
+    grew(replacement);
+  } else {
+    refresh(root_, n.address, old_size);
+  }
+}
+
+void AddressIndex::refresh(Index tree, std::uintptr_t address, std::size_t old_size) {
+  if (nodes_[tree].address != address) {
+    refresh(address < nodes_[tree].address ? nodes_[tree].left : nodes_[tree].right, address,
+            old_size);
+    if (nodes_[tree].largest != old_size) return;  // its largest lies elsewhere
   }
   update(tree);
 }
 
 void AddressIndex::grew(Block* block) {
-  for (Block* node = root_;;
-       node = block->address < node->address ? node->tree_left : node->tree_right) {
-    node->tree_largest = std::max(node->tree_largest, block->size);
-    if (node == block) return;
+  Node& grown = nodes_[block->tree_node];
+  grown.size = block->size;
+  for (Index node = root_;;
+       node = block->address < nodes_[node].address ? nodes_[node].left : nodes_[node].right) {
+    nodes_[node].largest = std::max(nodes_[node].largest, block->size);
+    if (node == block->tree_node) return;
   }
 }
 
 Block* AddressIndex::lowest(std::size_t min_size) const {
-  Block* node = root_;
-  while (node != nullptr && node->tree_largest >= min_size) {
-    if (largest(node->tree_left) >= min_size) {
-      node = node->tree_left;
-    } else if (node->size >= min_size) {
-      return node;
+  Index node = root_;
+  while (node != kNone && nodes_[node].largest >= min_size) {
+    const Node& n = nodes_[node];
+    if (largest(n.left) >= min_size) {
+      node = n.left;
+    } else if (n.size >= min_size) {
+      return n.block;
     } else {
-      node = node->tree_right;
+      node = n.right;
     }
   }
   return nullptr;

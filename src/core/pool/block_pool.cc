@@ -70,7 +70,6 @@ Block* BlockPool::take(std::size_t size, std::size_t max_block, std::size_t spli
           ? by_address_.lowest(size)
           : index_.find(size, max_block);
   if (found == nullptr) return nullptr;
-  const std::size_t found_size = found->size;
   const bool found_indexed = in_address_index(found);
   unfile(found, false);
   Block* block = found;
@@ -89,9 +88,9 @@ Block* BlockPool::take(std::size_t size, std::size_t max_block, std::size_t spli
   }
   if (found_indexed) {
     if (remainder != nullptr && in_address_index(remainder)) {
-      by_address_.replace(found, remainder, found_size);
+      by_address_.replace(found, remainder);
     } else {
-      by_address_.remove(found, found_size);
+      by_address_.remove(found);
     }
   }
   block->allocated = true;
@@ -190,7 +189,7 @@ Block* BlockPool::settle_free(Block* block) {
   if (join_next && !join_prev) {
     const bool hand_over = in_address_index(next);
     unfile(next, false);
-    if (hand_over) by_address_.replace(next, block, next->size);
+    if (hand_over) by_address_.replace(next, block);
     merge_into(block, next);
     file(block, !hand_over);
     if (hand_over) by_address_.grew(block);

@@ -85,7 +85,7 @@ TEST(AddressIndex, MatchesABruteForceSearchUnderChurn) {
           } else {
             present->size = old_size - cut;
           }
-          index.replace(present, part, old_size);
+          index.replace(present, part);
           indexed[part->address] = part;
           break;
         }
