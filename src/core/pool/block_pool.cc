@@ -1,5 +1,7 @@
 #include "core/pool/block_pool.h"
 
+#include <stdexcept>
+
 #include "core/pool/pool_state.h"
 
 namespace npumem::core {
@@ -18,6 +20,10 @@ bool BlockPool::in_address_index(const Block* block) const {
 }
 
 void BlockPool::set_mapping_granule(std::size_t granule) {
+  // Free blocks filed before would be missing from the address index.
+  if (reserved_bytes_ != 0) {
+    throw std::logic_error("BlockPool::set_mapping_granule: the pool already has mapped blocks");
+  }
   mapping_granule_ = granule;
   first_fit_from_ = granule / kFirstFitGranuleShare;
 }

@@ -5,6 +5,7 @@
 #include <limits>
 #include <map>
 #include <random>
+#include <stdexcept>
 #include <vector>
 
 namespace npumem::core {
@@ -253,6 +254,12 @@ TEST(BlockPool, FirstFitFollowsTheBlocksUnderChurn) {
   for (Block* b : live) pool.release(b);
   EXPECT_EQ(pool.free_bytes(), kRange);
   EXPECT_EQ(pool.largest_free(), kRange);
+}
+
+TEST(BlockPool, RefusesAMappingGranuleOnceBlocksAreMapped) {
+  BlockPool pool(Tier::hbm, PoolKind::large, nullptr);
+  pool.add_segment(0x10000000, 4 << 20);
+  EXPECT_THROW(pool.set_mapping_granule(2 << 20), std::logic_error);
 }
 
 }  // namespace
