@@ -25,8 +25,9 @@ struct Block {
   Segment* segment = nullptr;
   // The front cache whose thread allocated it, while live or kept by that cache.
   ThreadCache* owner = nullptr;
-  StreamId stream = 0;    // the stream it was last allocated on
-  std::uint32_t tag = 0;  // interned memory tag (0: none)
+  StreamId stream = 0;          // the stream it was last allocated on
+  std::uint32_t tag = 0;        // interned memory tag (0: none)
+  std::uint32_t tree_node = 0;  // its node in an address index (address_index.h), if any
   // Planned strategy: the iteration (high 32 bits) and request index that made it.
   std::uint64_t sequence = 0;
   bool allocated = false;

@@ -1,5 +1,7 @@
 #include "core/pool/block_pool.h"
 
+#include <stdexcept>
+
 #include "core/pool/pool_state.h"
 
 namespace npumem::core {
@@ -12,9 +14,24 @@ void BlockPool::clear() {
   while (segments_ != nullptr) drop_segment(segments_);
 }
 
-void BlockPool::file(Block* block) {
+bool BlockPool::in_address_index(const Block* block) const {
+  return mapping_granule_ != 0 && block->mapped && !block->segment->closed &&
+         block->size >= first_fit_from_;
+}
+
+void BlockPool::set_mapping_granule(std::size_t granule) {
+  // Free blocks filed before would be missing from the address index.
+  if (reserved_bytes_ != 0) {
+    throw std::logic_error("BlockPool::set_mapping_granule: the pool already has mapped blocks");
+  }
+  mapping_granule_ = granule;
+  first_fit_from_ = granule / kFirstFitGranuleShare;
+}
+
+void BlockPool::file(Block* block, bool by_address) {
   if (block->mapped) {
     if (!block->segment->closed) index_.insert(block);
+    if (by_address && in_address_index(block)) by_address_.insert(block);
     free_bytes_ += block->size;
     count_inactive_split(block, true);
   } else {
@@ -22,9 +39,10 @@ void BlockPool::file(Block* block) {
   }
 }
 
-void BlockPool::unfile(Block* block) {
+void BlockPool::unfile(Block* block, bool by_address) {
   if (block->mapped) {
     if (!block->segment->closed) index_.remove(block);
+    if (by_address && in_address_index(block)) by_address_.remove(block);
     free_bytes_ -= block->size;
     count_inactive_split(block, false);
   } else {
@@ -47,21 +65,39 @@ void BlockPool::count_inactive_split(const Block* block, bool filed) {
   }
 }
 
+// In the address index the taken block hands its node to what stays free of it, so a
+// take that leaves a remainder restructures nothing.
 Block* BlockPool::take(std::size_t size, std::size_t max_block, std::size_t split_remainder,
                        std::size_t unsplittable_from) {
-  Block* block = index_.find(size, max_block);
-  if (block == nullptr) return nullptr;
-  unfile(block);
+  // Expandable ranges take the lowest fit (see set_mapping_granule); an upper bound on
+  // the block (max_split_size) needs the size-ordered index.
+  Block* const found =
+      mapping_granule_ != 0 && max_block == ~std::size_t{0} && size >= first_fit_from_
+          ? by_address_.lowest(size)
+          : index_.find(size, max_block);
+  if (found == nullptr) return nullptr;
+  const bool found_indexed = in_address_index(found);
+  unfile(found, false);
+  Block* block = found;
+  Block* remainder = nullptr;  // what stays free of found: its head or its tail
   if (block->size - size >= split_remainder && block->size > size &&
       block->size < unsplittable_from) {
-    if (const std::uintptr_t start =
-            mapping_granule_ == 0 ? block->address : granule_position(*block, size);
-        start > block->address) {
-      Block* rest = split(block, start - block->address);
-      file(block);
-      block = rest;
+    const std::uintptr_t start =
+        mapping_granule_ == 0 ? block->address : granule_position(*block, size);
+    if (start > block->address) {  // at the end
+      remainder = block;
+      block = split(block, start - block->address);
+    } else {
+      remainder = split(block, size);
     }
-    if (block->size > size) file(split(block, size));
+    file(remainder, false);
+  }
+  if (found_indexed) {
+    if (remainder != nullptr && in_address_index(remainder)) {
+      by_address_.replace(found, remainder);
+    } else {
+      by_address_.remove(found);
+    }
   }
   block->allocated = true;
   if (block->segment->allocated_blocks++ == 0) unlink_idle(block->segment);
@@ -148,17 +184,34 @@ void BlockPool::merge_into(Block* into, Block* absorbed) {
   block_records_.recycle(absorbed);
 }
 
+// In the address index a free block before `block` keeps its node and grows; else
+// `block` takes the node of a free block after it, so only a block between two free
+// ones costs a treap restructuring (one node fewer).
 Block* BlockPool::settle_free(Block* block) {
-  if (Block* next = block->next;
-      next != nullptr && !next->allocated && next->mapped == block->mapped) {
+  Block* next = block->next;
+  Block* prev = block->prev;
+  const bool join_next = next != nullptr && !next->allocated && next->mapped == block->mapped;
+  const bool join_prev = prev != nullptr && !prev->allocated && prev->mapped == block->mapped;
+  if (join_next && !join_prev) {
+    const bool hand_over = in_address_index(next);
+    unfile(next, false);
+    if (hand_over) by_address_.replace(next, block);
+    merge_into(block, next);
+    file(block, !hand_over);
+    if (hand_over) by_address_.grew(block);
+    return block;
+  }
+  if (join_next) {
     unfile(next);
     merge_into(block, next);
   }
-  if (Block* prev = block->prev;
-      prev != nullptr && !prev->allocated && prev->mapped == block->mapped) {
-    unfile(prev);
+  if (join_prev) {
+    const bool indexed = in_address_index(prev);
+    unfile(prev, false);
     merge_into(prev, block);
-    block = prev;
+    file(prev, !indexed);
+    if (indexed) by_address_.grew(prev);
+    return prev;
   }
   file(block);
   return block;

@@ -45,6 +45,10 @@ void PointerMap::grow() {
   slots_.assign(old.size() * 2, Slot{});
   mask_ = slots_.size() - 1;
   --shift_;
+  if (slots_.size() >= kRunsFromSlots) {
+    run_mask_ = (std::size_t{1} << kRunShift) - 1;
+    key_mask_ = ~(std::uint64_t{run_mask_} << (kStepShift - 6));
+  }
   size_ = 0;
   for (const Slot& slot : old) {
     if (slot.address != 0) insert(slot.address, slot.block);

@@ -4,6 +4,8 @@
 
 #include <limits>
 #include <map>
+#include <random>
+#include <stdexcept>
 #include <vector>
 
 namespace npumem::core {
@@ -182,6 +184,82 @@ TEST(BlockPool, LeavesTheRemainderBesideUnmappedSpaceOnATie) {
   Block* placed = pool.take(kMiB, kAny, 512, kAny);
   EXPECT_EQ(placed->address, kBase + 5 * kMiB);
   EXPECT_EQ(pool.largest_free_block()->address, kBase + 2 * kMiB);
+}
+
+// With a mapping granule, requests of an eighth of a granule or more take the lowest
+// free block that holds them, not the best-fitting one; smaller ones still best-fit.
+TEST(BlockPool, TakesTheLowestFitWithAMappingGranule) {
+  constexpr std::uintptr_t kBase = 0x10000000;
+  constexpr std::size_t kMiB = 1 << 20;
+  for (const bool with_granule : {false, true}) {
+    BlockPool pool(Tier::hbm, PoolKind::large, nullptr);
+    pool.add_segment(kBase, 32 * kMiB, false);
+    if (with_granule) pool.set_mapping_granule(2 * kMiB);
+    pool.map_range(pool.find_unmapped(16 * kMiB), kBase, 16 * kMiB);
+    // [wide 6][live 2][snug 1][live 7]: snug fits 1 MiB best, wide lies lower.
+    Block* wide = pool.take(6 * kMiB, kAny, 512, kAny);
+    pool.take(2 * kMiB, kAny, 512, kAny);
+    Block* snug = pool.take(kMiB, kAny, 512, kAny);
+    pool.take(7 * kMiB, kAny, 512, kAny);
+    pool.release(wide);
+    pool.release(snug);
+    Block* large = pool.take(kMiB, kAny, 512, kAny);
+    EXPECT_EQ(large->address < kBase + 6 * kMiB, with_granule);
+    pool.release(large);
+    Block* small = pool.take(64 * 1024, kAny, 512, kAny);  // under 2 MiB / 8
+    EXPECT_EQ(small->address, kBase + 8 * kMiB);
+  }
+}
+
+// Takes and releases at random keep the address index in step with the blocks: every
+// request of an eighth of a granule or more lands in the lowest free block that fits
+// it (found here by walking the range), through splits at either end and merges.
+TEST(BlockPool, FirstFitFollowsTheBlocksUnderChurn) {
+  constexpr std::uintptr_t kBase = 0x40000000;
+  constexpr std::size_t kGranule = 2 << 20;
+  constexpr std::size_t kRange = 64 * kGranule;
+  BlockPool pool(Tier::hbm, PoolKind::large, nullptr);
+  Segment* range = pool.add_segment(kBase, kRange, false);
+  pool.set_mapping_granule(kGranule);
+  pool.map_range(pool.find_unmapped(kRange), kBase, kRange);
+  std::mt19937_64 rng(11);
+  std::vector<Block*> live;
+  for (int step = 0; step < 20000; ++step) {
+    if (!live.empty() && rng() % 2 == 0) {
+      const std::size_t i = rng() % live.size();
+      pool.release(live[i]);
+      live[i] = live.back();
+      live.pop_back();
+      continue;
+    }
+    const std::size_t size = 512 * (1 + rng() % 8192);  // up to 4 MiB
+    std::uintptr_t fit_begin = 0;
+    std::uintptr_t fit_end = 0;
+    for (const Block* b = range->first; b != nullptr; b = b->next) {
+      if (!b->allocated && b->size >= size) {
+        fit_begin = b->address;
+        fit_end = b->address + b->size;
+        break;
+      }
+    }
+    Block* taken = pool.take(size, kAny, 512, kAny);
+    ASSERT_EQ(taken != nullptr, fit_end != 0) << "step " << step;
+    if (taken == nullptr) continue;
+    if (size >= kGranule / 8) {
+      ASSERT_GE(taken->address, fit_begin) << "step " << step;
+      ASSERT_LE(taken->address + taken->size, fit_end) << "step " << step;
+    }
+    live.push_back(taken);
+  }
+  for (Block* b : live) pool.release(b);
+  EXPECT_EQ(pool.free_bytes(), kRange);
+  EXPECT_EQ(pool.largest_free(), kRange);
+}
+
+TEST(BlockPool, RefusesAMappingGranuleOnceBlocksAreMapped) {
+  BlockPool pool(Tier::hbm, PoolKind::large, nullptr);
+  pool.add_segment(0x10000000, 4 << 20);
+  EXPECT_THROW(pool.set_mapping_granule(2 << 20), std::logic_error);
 }
 
 }  // namespace

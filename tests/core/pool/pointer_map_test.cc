@@ -45,5 +45,33 @@ TEST(PointerMap, MatchesUnorderedMapUnderChurn) {
   EXPECT_EQ(map.size(), reference.size());
 }
 
+// Address patterns that share or collide on slot runs: dense blocks of a fine granule
+// (eight per 512-byte step), blocks at power-of-two alignments, and dense segments far
+// apart. Every block stays findable through growth and through erasing every other one
+// (backward shifts across run boundaries), and erased ones are gone.
+TEST(PointerMap, KeepsEveryBlockOfDenseAndAlignedPatterns) {
+  const std::uintptr_t base = 0x7f3a00000000;
+  std::vector<std::uintptr_t> addresses;
+  for (std::uintptr_t i = 0; i < 20000; ++i) addresses.push_back(base + i * 64);
+  for (std::uintptr_t i = 0; i < 20000; ++i)
+    addresses.push_back(base + (1ull << 32) + i * (2ull << 20));
+  for (std::uintptr_t segment = 0; segment < 40; ++segment) {
+    for (std::uintptr_t i = 0; i < 500; ++i) {
+      addresses.push_back(base + (64ull << 32) + segment * (64ull << 20) + i * 512);
+    }
+  }
+  std::vector<Block> blocks(addresses.size());
+  PointerMap map;
+  for (std::size_t i = 0; i < addresses.size(); ++i) map.insert(addresses[i], &blocks[i]);
+  ASSERT_EQ(map.size(), addresses.size());
+  for (std::size_t i = 0; i < addresses.size(); ++i) ASSERT_EQ(map.find(addresses[i]), &blocks[i]);
+  for (std::size_t i = 0; i < addresses.size(); i += 2)
+    ASSERT_EQ(map.erase(addresses[i]), &blocks[i]);
+  for (std::size_t i = 0; i < addresses.size(); ++i) {
+    ASSERT_EQ(map.find(addresses[i]), i % 2 == 0 ? nullptr : &blocks[i]) << i;
+  }
+  EXPECT_EQ(map.size(), addresses.size() / 2);
+}
+
 }  // namespace
 }  // namespace npumem::core
