@@ -185,12 +185,14 @@ BENCHMARK_TEMPLATE(BM_Steady, Mimalloc)
 class RatioReporter : public benchmark::ConsoleReporter {
  public:
   RatioReporter() : ConsoleReporter(isatty(STDOUT_FILENO) != 0 ? OO_ColorTabular : OO_Tabular) {}
+  // A row's rate: its median over --benchmark_repetitions, else its run's.
   void ReportRuns(const std::vector<Run>& runs) override {
     ConsoleReporter::ReportRuns(runs);
     for (const Run& run : runs) {
-      if (run.run_type != Run::RT_Iteration || run.error_occurred) continue;
+      const bool median = run.run_type == Run::RT_Aggregate && run.aggregate_name == "median";
+      if (run.error_occurred || (run.run_type != Run::RT_Iteration && !median)) continue;
       const auto rate = run.counters.find("items_per_second");
-      if (rate != run.counters.end()) pairs_per_second_[run.benchmark_name()] = rate->second;
+      if (rate != run.counters.end()) pairs_per_second_[run.run_name.str()] = rate->second;
     }
   }
   void Finalize() override {
