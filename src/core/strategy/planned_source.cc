@@ -26,8 +26,22 @@ constexpr std::uint32_t kMaxEvents = 1u << 31;
 
 PlannedSource::PlannedSource(Allocator::Impl& allocator,
                              std::shared_ptr<const ArenaPlanner> planner)
-    : allocator_(allocator), fallback_(allocator), planner_(std::move(planner)) {
+    : allocator_(allocator), caching_(allocator), planner_(std::move(planner)) {
   if (!planner_) throw ConfigError("the planned strategy needs a planner (ArenaPlanner)");
+  const PlannedFallback wanted = allocator.config.planned_fallback;
+  const bool maps = allocator.device->supports_virtual_memory();
+  if (wanted == PlannedFallback::expandable && !maps) {
+    throw ConfigError("planned_fallback:expandable needs a device with virtual-memory calls; " +
+                      allocator.device->name() + " has none (use caching or auto)");
+  }
+  if (wanted == PlannedFallback::expandable || (wanted == PlannedFallback::automatic && maps)) {
+    expandable_ = std::make_unique<ExpandableSource>(allocator);
+  }
+}
+
+SegmentSource& PlannedSource::fallback() {
+  if (expandable_) return *expandable_;
+  return caching_;
 }
 
 PoolState& PlannedSource::default_pool() const {
@@ -38,27 +52,36 @@ BlockPool& PlannedSource::arena_blocks() const {
   return default_pool().block_pool(Tier::hbm, PoolKind::large);
 }
 
-// While a plan serves, fallbacks are strays: a segment of their own size each, not
-// one shared with room for more.
+// While a plan serves, caching's fallbacks are strays: a segment of their own size
+// each, not one shared with room for more. Expandable granules are packed anyway.
 GrowResult PlannedSource::grow(PoolState& pool, BlockPool& blocks, std::size_t size) {
-  if (served_ == nullptr || abandoned_ || blocks.kind() == PoolKind::small) {
-    return fallback_.grow(pool, blocks, size);
+  if (expandable_ || served_ == nullptr || abandoned_ || blocks.kind() == PoolKind::small) {
+    return fallback().grow(pool, blocks, size);
   }
-  return fallback_.add_segment(pool, blocks, round_up(size, allocator_.granularity(blocks.tier())));
+  return caching_.add_segment(pool, blocks, round_up(size, allocator_.granularity(blocks.tier())));
 }
 
 // The arena is a cache like any other: reclaim and empty_cache give it back when
 // nothing lives in it, and the next iteration boundary reserves it again.
 std::size_t PlannedSource::release(PoolState& pool, BlockPool& blocks) {
+  std::size_t released = 0;
   if (arena_ != nullptr && arena_->allocated_blocks == 0 && &blocks == &arena_blocks()) {
-    arena_ = nullptr;
+    released = release_arena();
   }
-  return fallback_.release(pool, blocks);
+  return released + fallback().release(pool, blocks);
 }
 
+// The expandable fallback frees its range alone: the arena beside it goes first.
 void PlannedSource::release_all(PoolState& pool, BlockPool& blocks) {
-  if (&blocks == &arena_blocks()) arena_ = nullptr;
-  fallback_.release_all(pool, blocks);
+  if (&blocks == &arena_blocks() && arena_ != nullptr) {
+    if (expandable_) {
+      allocator_.device->free_segment(blocks.tier(), reinterpret_cast<void*>(arena_->address),
+                                      arena_->size);
+    }
+    arena_ = nullptr;
+  }
+  fallback().release_all(pool, blocks);
+  blocks.clear();
 }
 
 // Unkeyed iterations choose among the unkeyed plans.
@@ -112,7 +135,7 @@ Block* PlannedSource::take(PoolState& pool, std::size_t size) {
     // The iteration has left its plan: the rest is the caching strategy's, with the
     // arena's free space, rather than strays beside a reserved arena.
     abandoned_ = true;
-    if (arena_ != nullptr) arena_blocks().set_closed(*arena_, false);
+    if (arena_ != nullptr && !expandable_) arena_blocks().set_closed(*arena_, false);
     close_fallback_segments(false);
   }
   Block* block = nullptr;
@@ -169,16 +192,17 @@ void PlannedSource::freed(const Block& block) {
 }
 
 bool PlannedSource::release_block(PoolState& pool, Block* block) {
-  // While plans serve, the fallback keeps no cache: a segment it no longer uses
+  // While plans serve, caching's fallback keeps no cache: a segment it no longer uses
   // goes back at once, so the reserved bytes stay at the arena plus what lives.
+  // Expandable granules stay for the next stray: they are packed, not a segment each.
   const Segment& segment = *block->segment;
-  if ((served_ == nullptr && !plans_expected_) || abandoned_ || is_arena(segment) ||
+  if (expandable_ || (served_ == nullptr && !plans_expected_) || abandoned_ || is_arena(segment) ||
       segment.kind != PoolKind::large || segment.allocated_blocks != 1) {
     return false;
   }
   BlockPool& blocks = pool.block_pool(segment.tier, segment.kind);
   blocks.release(block);
-  fallback_.release_except(pool, blocks, [&](const Segment& s) { return is_arena(s); });
+  caching_.release_except(pool, blocks, [&](const Segment& s) { return is_arena(s); });
   return true;
 }
 
@@ -312,9 +336,10 @@ void PlannedSource::learn() {
   keep_plan(std::move(plan));
 }
 
-// Free space inside the fallback's segments that hold live blocks (weights, optimizer
-// state): caching reuses it for activations, so the plan does too, before it sizes the
-// arena. In rounds, the tensors live at the arena's peak go, largest first, to the
+// Free space inside the caching fallback's segments that hold live blocks (weights,
+// optimizer state): caching reuses it for activations, so the plan does too, before it
+// sizes the arena. Expandable's free space is given back instead, and its range stays
+// open to fallbacks: no holes there. In rounds, the tensors live at the arena's peak go, largest first, to the
 // first hole with room over their lifetime; the rounds end when the peak cannot drop.
 // Returns each tensor's address in a hole, 0 for the arena.
 std::vector<std::uintptr_t> PlannedSource::place_in_holes(
@@ -328,6 +353,7 @@ std::vector<std::uintptr_t> PlannedSource::place_in_holes(
     std::vector<Placed> placed;
   };
   std::vector<std::uintptr_t> address(tensors.size(), 0);
+  if (expandable_) return address;
   std::vector<Hole> holes;
   for (const Segment* s = arena_blocks().segments(); s != nullptr; s = s->next) {
     if (is_arena(*s) || s->allocated_blocks == 0) continue;
@@ -408,6 +434,7 @@ Segment* PlannedSource::segment_at(std::uintptr_t address) const {
 }
 
 void PlannedSource::close_fallback_segments(bool closed) {
+  if (expandable_) return;
   BlockPool& blocks = arena_blocks();
   for (Segment* s = blocks.segments(); s != nullptr; s = s->next) {
     if (!is_arena(*s)) blocks.set_closed(*s, closed);
@@ -438,29 +465,41 @@ void PlannedSource::release_fallback_cache() {
   PoolState& pool = default_pool();
   for (Tier tier : kAllTiers) {
     for (PoolKind kind : {PoolKind::small, PoolKind::large}) {
-      fallback_.release_except(pool, pool.block_pool(tier, kind),
-                               [&](const Segment& s) { return is_arena(s); });
+      BlockPool& blocks = pool.block_pool(tier, kind);
+      if (expandable_) {
+        expandable_->release(pool, blocks);
+      } else {
+        caching_.release_except(pool, blocks, [&](const Segment& s) { return is_arena(s); });
+      }
     }
   }
 }
 
-void PlannedSource::release_arena() {
-  fallback_.release_except(default_pool(), arena_blocks(),
-                           [&](const Segment& s) { return !is_arena(s); });
+// Only while nothing lives in the arena.
+std::size_t PlannedSource::release_arena() {
+  const std::size_t released = caching_.release_except(
+      default_pool(), arena_blocks(), [&](const Segment& s) { return !is_arena(s); });
   arena_ = nullptr;
+  return released;
 }
 
 // Decided at an iteration's first request. A plan serves: one arena, sized to the
 // largest plan in use, replaces the fallback's cache (reserved when missing, resized when
 // nothing lives in it) and is the plans' alone. No plan serves (learning, or shapes
-// that do not repeat): the iteration is the caching strategy's, and the arena stays,
-// lending the fallback its free space, so shapes that come back find it (and the
-// learning iteration does not reserve beside it); reclaim and empty_cache give it
-// back when nothing lives in it.
+// that do not repeat): the iteration is the fallback's. Caching's borrows the arena's
+// free space, so shapes that come back find it (and the learning iteration does not
+// reserve beside it); reclaim and empty_cache give it back when nothing lives in it.
+// Expandable's cannot borrow it (its granules map into its own range), so an idle
+// arena goes back rather than sit beside the learning iteration.
 void PlannedSource::prepare_arena() {
   close_fallback_segments(served_ != nullptr);
   if (served_ == nullptr) {
-    if (arena_ != nullptr) arena_blocks().set_closed(*arena_, false);
+    if (arena_ == nullptr) return;
+    if (!expandable_) {
+      arena_blocks().set_closed(*arena_, false);
+    } else if (arena_->allocated_blocks == 0) {
+      release_arena();
+    }
     return;
   }
   // The largest plan that has served: shapes seen once do not size it.
@@ -474,7 +513,7 @@ void PlannedSource::prepare_arena() {
   }
   if (arena_ == nullptr && needed != 0) {  // 0: the plans fit in the fallback's holes
     release_fallback_cache();
-    if (fallback_.add_segment(default_pool(), arena_blocks(), needed) == GrowResult::ok) {
+    if (caching_.add_segment(default_pool(), arena_blocks(), needed) == GrowResult::ok) {
       arena_ = arena_blocks().segments();
     }
   }

@@ -2,10 +2,13 @@
 // with an ArenaPlanner, and serves the k-th request of a later iteration at its planned
 // offset in one arena when its size matches. An iteration's plan is the one whose first
 // requests match its own so far, or, when the caller keys its iterations, the plan
-// learned under its key. Everything else (requests before the
-// first iteration mark, named pools, mismatches, iterations no plan serves) takes the
-// caching strategy's path, which may use the arena's free space: learning costs no
-// more memory than caching.
+// learned under its key. Everything else (requests before the first iteration mark,
+// named pools, tensors that outlive their iteration, mismatches, iterations no plan
+// serves) goes to a fallback: the expandable strategy's packed granules where the
+// device maps memory (planned_fallback), so learning costs no more than expandable
+// does; else the caching strategy's segments, which may use the arena's free space.
+// Before the arena is reserved the fallback gives back its free memory, so the peak is
+// the larger of the learning iteration and the arena beside what lasts, not their sum.
 #pragma once
 
 #include <cstdint>
@@ -14,6 +17,7 @@
 #include <vector>
 
 #include "core/strategy/caching_source.h"
+#include "core/strategy/expandable_source.h"
 #include "npumem/arena_planner.h"
 
 namespace npumem::core {
@@ -24,7 +28,9 @@ class PlannedSource : public SegmentSource {
   GrowResult grow(PoolState& pool, BlockPool& blocks, std::size_t size) override;
   std::size_t release(PoolState& pool, BlockPool& blocks) override;
   void release_all(PoolState& pool, BlockPool& blocks) override;
-  PoolKind kind_for(std::size_t size) const override { return fallback_.kind_for(size); }
+  PoolKind kind_for(std::size_t size) const override {
+    return expandable_ ? expandable_->kind_for(size) : caching_.kind_for(size);
+  }
 
   // The allocator's flow calls these with its lock held.
   // A request of `size` rounded bytes: its block at the planned offset, or nullptr
@@ -80,6 +86,7 @@ class PlannedSource : public SegmentSource {
     bool saw_previous = false;
   };
 
+  SegmentSource& fallback();
   PoolState& default_pool() const;
   BlockPool& arena_blocks() const;
   bool is_arena(const Segment& segment) const { return &segment == arena_; }
@@ -96,11 +103,13 @@ class PlannedSource : public SegmentSource {
   void close_fallback_segments(bool closed);
   void keep_plan(std::unique_ptr<Plan> plan);
   void release_fallback_cache();
-  void release_arena();
+  std::size_t release_arena();
   void prepare_arena();
 
   Allocator::Impl& allocator_;
-  CachingSource fallback_;
+  // Reserves and frees the arena; the fallback too unless expandable_ is set.
+  CachingSource caching_;
+  std::unique_ptr<ExpandableSource> expandable_;
   std::shared_ptr<const ArenaPlanner> planner_;
   std::vector<std::unique_ptr<Plan>> plans_;
   Segment* arena_ = nullptr;  // in the default pool's HBM large block pool

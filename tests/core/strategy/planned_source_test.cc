@@ -76,7 +76,9 @@ TEST(Planned, ServesRepeatedIterationsFromOnePlanAtTheLowerBound) {
 // activations go, as caching would put them, and no arena is needed.
 TEST(Planned, PlansIntoTheFreeSpaceOfSegmentsThatLast) {
   auto sim = device();
-  Allocator allocator(sim, planned());
+  Config config = planned();
+  config.planned_fallback = PlannedFallback::caching;
+  Allocator allocator(sim, config);
   void* weights = allocator.allocate(3 * MiB);
   allocator.mark_iteration();
   run_chain(allocator, kChainA);
