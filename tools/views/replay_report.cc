@@ -78,7 +78,7 @@ void add_pool_table(std::ostringstream& out, const std::vector<PoolInfo>& pools)
 
 nlohmann::ordered_json planned_json(const ReplayResult& result) {
   const PlannedStats& p = result.planned;
-  const std::uint64_t requests = p.hits + p.fallbacks + p.learning + p.lasting;
+  const std::uint64_t requests = p.hits + p.fallbacks + p.learning + p.lasting + p.deferred;
   nlohmann::ordered_json plans = nlohmann::ordered_json::array();
   for (const PlanInfo& plan : p.plans) {
     nlohmann::ordered_json item = {{"requests", plan.requests},
@@ -99,6 +99,8 @@ nlohmann::ordered_json planned_json(const ReplayResult& result) {
           {"learning_bytes", p.learning_bytes},
           {"lasting", p.lasting},
           {"lasting_bytes", p.lasting_bytes},
+          {"deferred", p.deferred},
+          {"deferred_bytes", p.deferred_bytes},
           {"hit_share",
            requests == 0 ? 0.0 : static_cast<double>(p.hits) / static_cast<double>(requests)},
           {"steady_peak_reserved_bytes", p.steady_peak_reserved_bytes},
@@ -116,7 +118,9 @@ void add_planned_lines(std::ostringstream& out, const ReplayResult& result) {
            with_commas(p.hits) + " hits (" + format_bytes(p.hit_bytes) + "), " +
                with_commas(p.fallbacks) + " fallbacks (" + format_bytes(p.fallback_bytes) + "), " +
                with_commas(p.learning) + " while learning, " + with_commas(p.lasting) +
-               " kept out of the arena (they outlive the iteration)");
+               " kept out of the arena (they outlive the iteration), " +
+               with_commas(p.deferred) + " before a new arena (" + format_bytes(p.deferred_bytes) +
+               ")");
   add_line(out, "steady overhead",
            fixed(result.steady_overhead_ratio(), 3) +
                " (peak reserved / peak requested since a plan served)");

@@ -1,6 +1,8 @@
 #include "core/strategy/planned_source.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 
 #include "core/allocator_impl.h"
 #include "core/pool/align.h"
@@ -131,11 +133,18 @@ Block* PlannedSource::take(PoolState& pool, std::size_t size) {
   }
   steady_ = true;
   served_->last_used = current_.iteration;
+  if (arena_wanted_ != 0 && deferred_bytes_ + size <= awaiting_) {
+    deferred_bytes_ += size;
+    ++stats_.deferred;
+    stats_.deferred_bytes += size;
+    return nullptr;
+  }
+  if (arena_wanted_ != 0) reserve_arena();
   if (!abandoned_ && too_many_misses()) {
     // The iteration has left its plan: the rest is the caching strategy's, with the
     // arena's free space, rather than strays beside a reserved arena.
     abandoned_ = true;
-    if (arena_ != nullptr && !expandable_) arena_blocks().set_closed(*arena_, false);
+    if (arena_ != nullptr) arena_blocks().set_closed(*arena_, false);
     close_fallback_segments(false);
   }
   Block* block = nullptr;
@@ -168,6 +177,25 @@ void PlannedSource::allocated(Block& block) {
   block.sequence =
       pending_ ? (current_.iteration << 32) | (current_.requests.size() - 1) : std::uint64_t{0};
   pending_ = false;
+  {
+    const Stats& s = allocator_.stats;
+    static std::int64_t dbg_max = 0;
+    static std::uint64_t dbg_it = 0;
+    static std::int64_t it_res = 0, it_req = 0;
+    if (dbg_it != current_.iteration) {
+      if (std::getenv("PDBG")) std::fprintf(stderr, "ITER %llu peak res=%lld req=%lld served=%d arena=%llu\n", (unsigned long long)dbg_it, (long long)it_res, (long long)it_req, served_ != nullptr, (unsigned long long)(arena_ ? arena_->size : 0));
+      dbg_it = current_.iteration; it_res = 0; it_req = 0;
+    }
+    it_res = std::max<std::int64_t>(it_res, s.reserved_bytes.all.current);
+    it_req = std::max<std::int64_t>(it_req, s.requested_bytes.all.current);
+    if (std::getenv("PDBG") && s.reserved_bytes.all.current > dbg_max) {
+      dbg_max = s.reserved_bytes.all.current;
+      std::fprintf(stderr, "PEAK it=%llu idx=%zu res=%lld req=%lld arena=%llu served=%d\n",
+                   (unsigned long long)current_.iteration, current_.requests.size(),
+                   (long long)dbg_max, (long long)s.requested_bytes.all.current,
+                   (unsigned long long)(arena_ ? arena_->size : 0), served_ != nullptr);
+    }
+  }
   if (steady_) {
     const Stats& s = allocator_.stats;
     stats_.steady_peak_reserved_bytes =
@@ -187,6 +215,7 @@ void PlannedSource::freed(const Block& block) {
       current_.requests[index].free_time = current_.clock++;
     } else if (iteration == previous_.iteration) {
       current_.carried.push_back({index, current_.clock++});
+      if (arena_wanted_ != 0 && awaited(index)) awaiting_ -= previous_.requests[index].size;
     }
   }
 }
@@ -224,13 +253,17 @@ void PlannedSource::iteration_boundary(std::optional<std::uint64_t> key) {
       learn_now = !current_.requests.empty();
     }
     if (learn_now) {
-      release_fallback_cache();  // first: what stays has live blocks, its holes are stable
+      // First, for caching's holes: what stays has live blocks, its holes are stable.
+      if (!expandable_) release_fallback_cache();
       learn();
     }
     plans_expected_ = learn_now || served_ != nullptr;
   }
   served_ = nullptr;
   abandoned_ = false;
+  awaiting_ = 0;
+  deferred_bytes_ = 0;
+  arena_wanted_ = 0;
   iteration_fallbacks_ = 0;
   iteration_lasting_ = 0;
   iteration_misses_ = 0;
@@ -319,6 +352,8 @@ void PlannedSource::learn() {
   plan->sizes.reserve(n);
   for (const Request& r : rec.requests) plan->sizes.push_back(r.size);
   plan->offsets.assign(n, kNoSlot);
+  plan->freed_next.assign(n, false);
+  for (std::size_t j = 0; j < n; ++j) plan->freed_next[j] = planned[j] && last[j] >= period;
   plan->hole_address.assign(n, 0);
   for (std::size_t i = 0, next = 0; i < owners.size(); ++i) {
     if (in_hole[i] != 0) {
@@ -489,16 +524,16 @@ std::size_t PlannedSource::release_arena() {
 // that do not repeat): the iteration is the fallback's. Caching's borrows the arena's
 // free space, so shapes that come back find it (and the learning iteration does not
 // reserve beside it); reclaim and empty_cache give it back when nothing lives in it.
-// Expandable's cannot borrow it (its granules map into its own range), so an idle
-// arena goes back rather than sit beside the learning iteration.
+// Expandable's packs its granules tighter than the arena's free space would hold a
+// shape the plans do not know, so an idle arena goes back instead.
 void PlannedSource::prepare_arena() {
   close_fallback_segments(served_ != nullptr);
   if (served_ == nullptr) {
     if (arena_ == nullptr) return;
-    if (!expandable_) {
-      arena_blocks().set_closed(*arena_, false);
-    } else if (arena_->allocated_blocks == 0) {
+    if (expandable_ && arena_->allocated_blocks == 0) {
       release_arena();
+    } else {
+      arena_blocks().set_closed(*arena_, false);
     }
     return;
   }
@@ -512,12 +547,40 @@ void PlannedSource::prepare_arena() {
     release_arena();
   }
   if (arena_ == nullptr && needed != 0) {  // 0: the plans fit in the fallback's holes
-    release_fallback_cache();
-    if (caching_.add_segment(default_pool(), arena_blocks(), needed) == GrowResult::ok) {
-      arena_ = arena_blocks().segments();
-    }
+    arena_wanted_ = needed;
+    awaiting_ = awaited_bytes();
+    return;
   }
   if (arena_ != nullptr) arena_blocks().set_closed(*arena_, true);
+}
+
+std::uint64_t PlannedSource::awaited_bytes() const {
+  std::vector<bool> live(previous_.requests.size(), false);
+  for (std::uint32_t j = 0; j < previous_.requests.size(); ++j) {
+    live[j] = previous_.requests[j].free_time == kOpen && awaited(j);
+  }
+  for (const CarriedFree& c : current_.carried) live[c.index] = false;
+  std::uint64_t bytes = 0;
+  for (std::uint32_t j = 0; j < live.size(); ++j) {
+    if (live[j]) bytes += previous_.requests[j].size;
+  }
+  return bytes;
+}
+
+bool PlannedSource::awaited(std::uint32_t index) const {
+  return index < served_->sizes.size() && served_->freed_next[index] &&
+         previous_.requests[index].size == served_->sizes[index];
+}
+
+// The fallback's free memory goes back first: the arena takes its place.
+void PlannedSource::reserve_arena() {
+  const std::uint64_t bytes = arena_wanted_;
+  arena_wanted_ = 0;
+  release_fallback_cache();
+  if (caching_.add_segment(default_pool(), arena_blocks(), bytes) == GrowResult::ok) {
+    arena_ = arena_blocks().segments();
+    arena_blocks().set_closed(*arena_, true);
+  }
 }
 
 PlannedStats PlannedSource::stats() const {

@@ -73,6 +73,7 @@ class PlannedSource : public SegmentSource {
     std::optional<std::uint64_t> key;    // of the learned iteration: keyed plans serve by it
     std::vector<std::size_t> sizes;      // every request of the learned iteration
     std::vector<std::uint64_t> offsets;  // kNoSlot: not in the arena
+    std::vector<bool> freed_next;        // planned to live into the next iteration
     // Nonzero: placed at this address, in a hole of a fallback segment, not the arena.
     std::vector<std::uintptr_t> hole_address;
     std::uint64_t arena_bytes = 0;
@@ -105,6 +106,12 @@ class PlannedSource : public SegmentSource {
   void release_fallback_cache();
   std::size_t release_arena();
   void prepare_arena();
+  // Bytes of the iteration before, still live, that the serving plan has freed in this
+  // one: a new arena waits for them, so that it does not add to their bytes, while the
+  // requests it leaves to the fallback meanwhile come to fewer bytes.
+  std::uint64_t awaited_bytes() const;
+  bool awaited(std::uint32_t index) const;
+  void reserve_arena();
 
   Allocator::Impl& allocator_;
   // Reserves and frees the arena; the fallback too unless expandable_ is set.
@@ -126,6 +133,9 @@ class PlannedSource : public SegmentSource {
   std::uint64_t iteration_misses_ = 0;
   PlannedStats stats_;
   bool steady_ = false;  // a plan has served an iteration
+  std::uint64_t arena_wanted_ = 0;    // bytes of the arena to reserve, once awaiting_ ends
+  std::uint64_t awaiting_ = 0;        // awaited_bytes() not yet freed
+  std::uint64_t deferred_bytes_ = 0;  // requested in this iteration while awaiting_
 };
 
 }  // namespace npumem::core

@@ -16,6 +16,8 @@ std::map<std::string, std::int64_t> PlannedStats::as_map() const {
           {"planned.learning_bytes", value(learning_bytes)},
           {"planned.lasting", value(lasting)},
           {"planned.lasting_bytes", value(lasting_bytes)},
+          {"planned.deferred", value(deferred)},
+          {"planned.deferred_bytes", value(deferred_bytes)},
           {"planned.steady_peak_reserved_bytes", value(steady_peak_reserved_bytes)},
           {"planned.steady_peak_requested_bytes", value(steady_peak_requested_bytes)}};
 }
