@@ -21,6 +21,10 @@ constexpr std::uint64_t kStrayFallbacks = 4;
 // Holes smaller than this in the fallback's segments are not planned into.
 constexpr std::size_t kMinHole = 1 << 20;
 constexpr int kHoleRounds = 64;
+// A first iteration that leaves more than a quarter of its plan's lower bound still
+// live at its end (gradients, new optimizer state) is not planned alone: which of them
+// go in the next iteration shows only there, so the next one is learned too.
+constexpr std::uint64_t kOpenShareDivisor = 4;
 // Event times are 32-bit; an iteration longer than this is not recorded past it.
 constexpr std::uint32_t kMaxEvents = 1u << 31;
 
@@ -346,6 +350,13 @@ void PlannedSource::learn() {
     if (in_hole[i] == 0) in_arena.push_back(lifetimes[i]);
   }
   const ArenaLayout layout = planner_->lay_out(in_arena, allocator_.config.granule);
+  if (previous_.requests.empty()) {
+    std::uint64_t open_bytes = 0;
+    for (std::size_t j = 0; j < n; ++j) {
+      if (!planned[j]) open_bytes += rec.requests[j].size;
+    }
+    if (open_bytes * kOpenShareDivisor > layout.lower_bound_bytes) return;
+  }
 
   auto plan = std::make_unique<Plan>();
   plan->key = rec.key;
