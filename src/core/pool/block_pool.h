@@ -58,6 +58,7 @@ class BlockPool {
 
   // Expandable ranges: the granule their physical memory is mapped in (0: none).
   void set_mapping_granule(std::size_t granule) { mapping_granule_ = granule; }
+  std::size_t mapping_granule() const { return mapping_granule_; }
   // Expandable ranges: the best-fitting unmapped block of at least `size`.
   Block* find_unmapped(std::size_t size) const { return unmapped_.find(size, ~std::size_t{0}); }
   // The first unmapped block of at least min_size that accept(block) takes.

@@ -382,10 +382,11 @@ void PlannedSource::learn() {
   keep_plan(std::move(plan));
 }
 
-// Free space inside the caching fallback's segments that hold live blocks (weights,
-// optimizer state): caching reuses it for activations, so the plan does too, before it
-// sizes the arena. Expandable's free space is given back instead, and its range stays
-// open to fallbacks: no holes there. In rounds, the tensors live at the arena's peak go, largest first, to the
+// Free space inside the fallback's segments that hold live blocks (weights, optimizer
+// state): caching reuses it for activations, so the plan does too, before it sizes the
+// arena. Of expandable's free space, only what shares a granule with a live block
+// stays mapped when the arena is reserved (its range stays open to fallbacks, so a
+// stray may take such a hole: the planned request then falls back). In rounds, the tensors live at the arena's peak go, largest first, to the
 // first hole with room over their lifetime; the rounds end when the peak cannot drop.
 // Returns each tensor's address in a hole, 0 for the arena.
 std::vector<std::uintptr_t> PlannedSource::place_in_holes(
@@ -399,19 +400,34 @@ std::vector<std::uintptr_t> PlannedSource::place_in_holes(
     std::vector<Placed> placed;
   };
   std::vector<std::uintptr_t> address(tensors.size(), 0);
-  if (expandable_) return address;
   std::vector<Hole> holes;
+  const auto add_hole = [&](std::uintptr_t begin, std::uintptr_t end) {
+    if (end >= begin + kMinHole) holes.push_back({begin, end, {}});
+  };
+  const std::size_t granule = arena_blocks().mapping_granule();
   for (const Segment* s = arena_blocks().segments(); s != nullptr; s = s->next) {
     if (is_arena(*s) || s->allocated_blocks == 0) continue;
-    // A segment held only by this iteration's tensors (freed in the next) may go.
+    // A caching segment held only by this iteration's tensors (freed in the next) may go.
     bool lasting = true;
-    for (const Block* b = s->first; b != nullptr && lasting; b = b->next) {
+    for (const Block* b = s->first; b != nullptr && lasting && granule == 0; b = b->next) {
       lasting = !b->allocated || (b->sequence >> 32) != current_.iteration;
     }
     if (!lasting) continue;
     for (const Block* b = s->first; b != nullptr; b = b->next) {
-      if (!b->allocated && b->mapped && b->size >= kMinHole) {
-        holes.push_back({b->address, b->address + b->size, {}});
+      if (b->allocated || !b->mapped) continue;
+      const std::uintptr_t end = b->address + b->size;
+      if (granule == 0) {
+        add_hole(b->address, end);
+        continue;
+      }
+      // The granule-partial ends of the block: its whole granules go back.
+      const std::uintptr_t head_end = s->address + round_up(b->address - s->address, granule);
+      const std::uintptr_t tail_begin = s->address + (end - s->address) / granule * granule;
+      if (head_end >= tail_begin) {
+        add_hole(b->address, end);
+      } else {
+        add_hole(b->address, head_end);
+        add_hole(tail_begin, end);
       }
     }
   }
