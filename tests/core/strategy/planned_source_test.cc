@@ -222,6 +222,88 @@ TEST(Planned, PlansTensorsFreedInTheNextIteration) {
   allocator.deallocate(output);
 }
 
+// The expandable fallback gives back the learning iteration's free granules before the
+// arena is reserved: the peak is the larger of the two, not their sum.
+TEST(Planned, ReservesTheArenaInPlaceOfTheLearningIterationsMemory) {
+  auto sim = device();
+  Allocator allocator(sim, planned());
+  void* weights = allocator.allocate(10 * MiB);
+  allocator.mark_iteration();
+  run_chain(allocator, kChainA);
+  const std::int64_t learning_peak = allocator.stats().reserved_bytes.all.peak;
+  for (int i = 0; i < 4; ++i) {
+    allocator.mark_iteration();
+    run_chain(allocator, kChainA);
+  }
+  const PlannedStats stats = allocator.planned_stats();
+  EXPECT_EQ(stats.hits, 4u * 4u);
+  EXPECT_EQ(stats.arena_bytes, 10 * MiB);
+  EXPECT_EQ(learning_peak, static_cast<std::int64_t>(20 * MiB));  // weights, 4 + 6
+  EXPECT_EQ(allocator.stats().reserved_bytes.all.peak, learning_peak);
+  testing::expect_consistent(allocator, {{weights, 10 * MiB}});
+  allocator.deallocate(weights);
+}
+
+// A step whose output lives into the next one (gradients): the first arena waits for
+// the output the iteration before left in the fallback, deferring the input meanwhile,
+// rather than being reserved beside it.
+TEST(Planned, ANewArenaWaitsForTheTensorsItsSpaceIsPlannedFor) {
+  auto sim = device();
+  Allocator allocator(sim, planned());
+  void* output = nullptr;
+  const auto step = [&] {
+    allocator.mark_iteration();
+    void* input = allocator.allocate(1 * MiB);
+    if (output != nullptr) allocator.deallocate(output);
+    void* hidden = allocator.allocate(6 * MiB);
+    allocator.deallocate(input);
+    output = allocator.allocate(8 * MiB);
+    allocator.deallocate(hidden);
+  };
+  for (int i = 0; i < 6; ++i) step();
+  const PlannedStats stats = allocator.planned_stats();
+  EXPECT_EQ(stats.deferred, 1u);
+  EXPECT_EQ(stats.deferred_bytes, 1 * MiB);
+  EXPECT_EQ(stats.fallbacks, 0u);
+  EXPECT_EQ(stats.hits, 2u + 3u * 3u);
+  // Beside the arena: the deferred input's 2 MiB granule, not the 8 MiB output.
+  EXPECT_EQ(allocator.stats().reserved_bytes.all.peak,
+            static_cast<std::int64_t>(stats.arena_bytes + 2 * MiB));
+  allocator.deallocate(output);
+}
+
+// Optimizer state made in the first step, large beside its activations: that step
+// alone cannot tell what goes in the next, so the second is learned, with it on record.
+TEST(Planned, LearnsTheNextIterationTooWhenTheFirstLeavesMuchLive) {
+  Allocator allocator(device(), planned());
+  allocator.mark_iteration();
+  run_chain(allocator, kChainA);
+  void* state = allocator.allocate(4 * MiB);  // over a quarter of the 10 MiB lower bound
+  allocator.mark_iteration();
+  EXPECT_EQ(allocator.planned_stats().plans_learned, 0u);
+  run_chain(allocator, kChainA);
+  for (int i = 0; i < 3; ++i) {
+    allocator.mark_iteration();
+    run_chain(allocator, kChainA);
+  }
+  const PlannedStats stats = allocator.planned_stats();
+  EXPECT_EQ(stats.plans_learned, 1u);
+  EXPECT_EQ(stats.learning, 5u + 4u);
+  EXPECT_EQ(stats.hits, 3u * 4u);
+  EXPECT_EQ(stats.fallbacks, 0u);
+  allocator.deallocate(state);
+}
+
+TEST(Planned, AnExpandableFallbackNeedsVirtualMemory) {
+  SimSpec spec;
+  spec.virtual_memory = false;
+  Config config = planned();
+  config.planned_fallback = PlannedFallback::expandable;
+  EXPECT_THROW(Allocator(std::make_shared<SimDevice>(spec), config), ConfigError);
+  config.planned_fallback = PlannedFallback::automatic;
+  EXPECT_NO_THROW(Allocator(std::make_shared<SimDevice>(spec), config));
+}
+
 TEST(Planned, ServesNamedPoolsWithoutPlans) {
   Allocator allocator(device(), planned());
   allocator.create_pool("side");
