@@ -564,13 +564,18 @@ void PlannedSource::prepare_arena() {
     }
     return;
   }
-  // The largest plan that has served: shapes seen once do not size it.
-  std::uint64_t needed = served_->arena_bytes;
+  // Reserved for this plan, kept for smaller ones (shapes served in turn settle on the
+  // largest), given back when larger than any plan that has served needs.
+  const std::size_t granularity = allocator_.granularity(Tier::hbm);
+  const std::uint64_t needed = round_up(served_->arena_bytes, granularity);
+  std::uint64_t largest = needed;
   for (const auto& plan : plans_) {
-    if (plan->iterations_served != 0) needed = std::max(needed, plan->arena_bytes);
+    if (plan->iterations_served != 0) {
+      largest = std::max(largest, round_up(plan->arena_bytes, granularity));
+    }
   }
-  needed = round_up(needed, allocator_.granularity(Tier::hbm));
-  if (arena_ != nullptr && arena_->size != needed && arena_->allocated_blocks == 0) {
+  if (arena_ != nullptr && arena_->allocated_blocks == 0 &&
+      (arena_->size < needed || arena_->size > largest)) {
     release_arena();
   }
   if (arena_ == nullptr && needed != 0) {  // 0: the plans fit in the fallback's holes
