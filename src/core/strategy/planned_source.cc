@@ -420,14 +420,19 @@ std::vector<std::uintptr_t> PlannedSource::place_in_holes(
         add_hole(b->address, end);
         continue;
       }
-      // The granule-partial ends of the block: its whole granules go back.
+      // The granule-partial ends of the block beside a block that lasts: its whole
+      // granules go back, and so do those beside this iteration's tensors.
+      const auto lasts = [&](const Block* neighbour) {
+        return neighbour != nullptr && neighbour->allocated &&
+               (neighbour->sequence >> 32) != current_.iteration;
+      };
       const std::uintptr_t head_end = s->address + round_up(b->address - s->address, granule);
       const std::uintptr_t tail_begin = s->address + (end - s->address) / granule * granule;
       if (head_end >= tail_begin) {
-        add_hole(b->address, end);
+        if (lasts(b->prev) || lasts(b->next)) add_hole(b->address, end);
       } else {
-        add_hole(b->address, head_end);
-        add_hole(tail_begin, end);
+        if (lasts(b->prev)) add_hole(b->address, head_end);
+        if (lasts(b->next)) add_hole(tail_begin, end);
       }
     }
   }
@@ -579,6 +584,7 @@ void PlannedSource::prepare_arena() {
     release_arena();
   }
   if (arena_ == nullptr && needed != 0) {  // 0: the plans fit in the fallback's holes
+    release_fallback_cache();  // the learning iteration's memory, at once
     arena_wanted_ = needed;
     awaiting_ = awaited_bytes();
     return;
@@ -604,7 +610,8 @@ bool PlannedSource::awaited(std::uint32_t index) const {
          previous_.requests[index].size == served_->sizes[index];
 }
 
-// The fallback's free memory goes back first: the arena takes its place.
+// The fallback's free memory goes back first (what the awaited tensors held, too): the
+// arena takes its place.
 void PlannedSource::reserve_arena() {
   const std::uint64_t bytes = arena_wanted_;
   arena_wanted_ = 0;
