@@ -1,8 +1,6 @@
 #include "core/strategy/planned_source.h"
 
 #include <algorithm>
-#include <cstdio>
-#include <cstdlib>
 
 #include "core/allocator_impl.h"
 #include "core/pool/align.h"
@@ -181,25 +179,6 @@ void PlannedSource::allocated(Block& block) {
   block.sequence =
       pending_ ? (current_.iteration << 32) | (current_.requests.size() - 1) : std::uint64_t{0};
   pending_ = false;
-  {
-    const Stats& s = allocator_.stats;
-    static std::int64_t dbg_max = 0;
-    static std::uint64_t dbg_it = 0;
-    static std::int64_t it_res = 0, it_req = 0;
-    if (dbg_it != current_.iteration) {
-      if (std::getenv("PDBG")) std::fprintf(stderr, "ITER %llu peak res=%lld req=%lld served=%d arena=%llu\n", (unsigned long long)dbg_it, (long long)it_res, (long long)it_req, served_ != nullptr, (unsigned long long)(arena_ ? arena_->size : 0));
-      dbg_it = current_.iteration; it_res = 0; it_req = 0;
-    }
-    it_res = std::max<std::int64_t>(it_res, s.reserved_bytes.all.current);
-    it_req = std::max<std::int64_t>(it_req, s.requested_bytes.all.current);
-    if (std::getenv("PDBG") && s.reserved_bytes.all.current > dbg_max) {
-      dbg_max = s.reserved_bytes.all.current;
-      std::fprintf(stderr, "PEAK it=%llu idx=%zu res=%lld req=%lld arena=%llu served=%d\n",
-                   (unsigned long long)current_.iteration, current_.requests.size(),
-                   (long long)dbg_max, (long long)s.requested_bytes.all.current,
-                   (unsigned long long)(arena_ ? arena_->size : 0), served_ != nullptr);
-    }
-  }
   if (steady_) {
     const Stats& s = allocator_.stats;
     stats_.steady_peak_reserved_bytes =
