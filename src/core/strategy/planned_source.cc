@@ -1,6 +1,7 @@
 #include "core/strategy/planned_source.h"
 
 #include <algorithm>
+#include <unordered_set>
 
 #include "core/allocator_impl.h"
 #include "core/pool/align.h"
@@ -135,13 +136,17 @@ Block* PlannedSource::take(PoolState& pool, std::size_t size) {
   }
   steady_ = true;
   served_->last_used = current_.iteration;
-  if (arena_wanted_ != 0 && deferred_bytes_ + size <= awaiting_) {
+  // What the plan keeps out of the arena goes to the fallback anyway: no reason to
+  // reserve the arena, nor a deferral.
+  const bool unplanned = index < served_->sizes.size() && served_->sizes[index] == size &&
+                         served_->offsets[index] == kNoSlot && served_->hole_address[index] == 0;
+  if (arena_wanted_ != 0 && !unplanned && deferred_bytes_ + size <= awaiting_) {
     deferred_bytes_ += size;
     ++stats_.deferred;
     stats_.deferred_bytes += size;
     return nullptr;
   }
-  if (arena_wanted_ != 0) reserve_arena();
+  if (arena_wanted_ != 0 && !unplanned) reserve_arena();
   if (!abandoned_ && too_many_misses()) {
     // The iteration has left its plan: the rest is the caching strategy's, with the
     // arena's free space, rather than strays beside a reserved arena.
@@ -150,8 +155,6 @@ Block* PlannedSource::take(PoolState& pool, std::size_t size) {
     close_fallback_segments(false);
   }
   Block* block = nullptr;
-  const bool unplanned = index < served_->sizes.size() && served_->sizes[index] == size &&
-                         served_->offsets[index] == kNoSlot && served_->hole_address[index] == 0;
   if (!abandoned_ && !unplanned && index < served_->sizes.size() && served_->sizes[index] == size) {
     if (const std::uintptr_t hole = served_->hole_address[index]; hole != 0) {
       if (Segment* segment = segment_at(hole)) block = arena_blocks().take_at(*segment, hole, size);
@@ -343,7 +346,14 @@ void PlannedSource::learn() {
   for (const Request& r : rec.requests) plan->sizes.push_back(r.size);
   plan->offsets.assign(n, kNoSlot);
   plan->freed_next.assign(n, false);
-  for (std::size_t j = 0; j < n; ++j) plan->freed_next[j] = planned[j] && last[j] >= period;
+  // Also a request still live whose predecessor at its index went during this
+  // iteration, though of another size or only after it was made (an input, an output
+  // kept until the next batch): the fallback holds it, but it goes in the next.
+  for (std::size_t j = 0; j < n; ++j) {
+    plan->freed_next[j] = (planned[j] && last[j] >= period) ||
+                          (rec.requests[j].free_time == kOpen && j < freed_next.size() &&
+                           freed_next[j] != kOpen);
+  }
   plan->hole_address.assign(n, 0);
   for (std::size_t i = 0, next = 0; i < owners.size(); ++i) {
     if (in_hole[i] != 0) {
@@ -392,6 +402,19 @@ std::vector<std::uintptr_t> PlannedSource::place_in_holes(
       lasting = !b->allocated || (b->sequence >> 32) != current_.iteration;
     }
     if (!lasting) continue;
+    // Expandable: the granules a block that lasts begins or ends in stay mapped; the
+    // rest go back, with those only this iteration's tensors hold.
+    const auto granule_of = [&](std::uintptr_t address) { return (address - s->address) / granule; };
+    std::unordered_set<std::uintptr_t> kept_granules;
+    for (const Block* b = granule == 0 ? nullptr : s->first; b != nullptr; b = b->next) {
+      if (b->allocated && (b->sequence >> 32) != current_.iteration) {
+        kept_granules.insert(granule_of(b->address));
+        kept_granules.insert(granule_of(b->address + b->size - 1));
+      }
+    }
+    const auto add_kept = [&](std::uintptr_t begin, std::uintptr_t end) {
+      if (kept_granules.count(granule_of(begin)) != 0) add_hole(begin, end);
+    };
     for (const Block* b = s->first; b != nullptr; b = b->next) {
       if (b->allocated || !b->mapped) continue;
       const std::uintptr_t end = b->address + b->size;
@@ -399,19 +422,13 @@ std::vector<std::uintptr_t> PlannedSource::place_in_holes(
         add_hole(b->address, end);
         continue;
       }
-      // The granule-partial ends of the block beside a block that lasts: its whole
-      // granules go back, and so do those beside this iteration's tensors.
-      const auto lasts = [&](const Block* neighbour) {
-        return neighbour != nullptr && neighbour->allocated &&
-               (neighbour->sequence >> 32) != current_.iteration;
-      };
       const std::uintptr_t head_end = s->address + round_up(b->address - s->address, granule);
-      const std::uintptr_t tail_begin = s->address + (end - s->address) / granule * granule;
+      const std::uintptr_t tail_begin = s->address + granule_of(end) * granule;
       if (head_end >= tail_begin) {
-        if (lasts(b->prev) || lasts(b->next)) add_hole(b->address, end);
+        add_kept(b->address, end);
       } else {
-        if (lasts(b->prev)) add_hole(b->address, head_end);
-        if (lasts(b->next)) add_hole(tail_begin, end);
+        add_kept(b->address, head_end);
+        add_kept(tail_begin, end);
       }
     }
   }
@@ -585,8 +602,7 @@ std::uint64_t PlannedSource::awaited_bytes() const {
 }
 
 bool PlannedSource::awaited(std::uint32_t index) const {
-  return index < served_->sizes.size() && served_->freed_next[index] &&
-         previous_.requests[index].size == served_->sizes[index];
+  return index < served_->sizes.size() && served_->freed_next[index];
 }
 
 // The fallback's free memory goes back first (what the awaited tensors held, too): the
