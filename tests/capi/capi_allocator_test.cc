@@ -334,6 +334,15 @@ TEST(CapiAllocatorConfig, IterationKeysChooseThePlans) {
   EXPECT_EQ(value, 0);
   ASSERT_EQ(npumem_stat(allocator, "planned.plans_kept", &value), NPUMEM_OK);
   EXPECT_EQ(value, 2);
+  // Each kept plan by its index: its key, and its lower bound (two neighbours of the
+  // tail live together).
+  for (int64_t plan = 0; plan < 2; ++plan) {
+    const std::string prefix = "planned.plans." + std::to_string(plan) + ".";
+    ASSERT_EQ(npumem_stat(allocator, (prefix + "key").c_str(), &value), NPUMEM_OK);
+    EXPECT_EQ(value, plan);
+    ASSERT_EQ(npumem_stat(allocator, (prefix + "lower_bound_bytes").c_str(), &value), NPUMEM_OK);
+    EXPECT_EQ(value, (plan == 0 ? 8 : 16) * kMiB);
+  }
   EXPECT_EQ(npumem_iteration_key(nullptr, 1), NPUMEM_INVALID_ARGUMENT);
   EXPECT_EQ(npumem_allocator_destroy(allocator), NPUMEM_OK);
 }

@@ -66,6 +66,15 @@ GrowResult PlannedSource::grow(PoolState& pool, BlockPool& blocks, std::size_t s
   return caching_.add_segment(pool, blocks, round_up(size, allocator_.granularity(blocks.tier())));
 }
 
+// Expandable: what the serving plan keeps out of the arena (outputs kept, state) and
+// finds no room for clear of the plan's holes takes the small kind's range, so that
+// it never lands in a hole, where it would stay; everything else shares one range, as
+// in the expandable strategy.
+PoolKind PlannedSource::kind_for(std::size_t size) const {
+  if (!expandable_) return caching_.kind_for(size);
+  return kept_out_ ? PoolKind::small : expandable_->kind_for(size);
+}
+
 // The arena is a cache like any other: reclaim and empty_cache give it back when
 // nothing lives in it, and the next iteration boundary reserves it again.
 std::size_t PlannedSource::release(PoolState& pool, BlockPool& blocks) {
@@ -115,6 +124,7 @@ bool PlannedSource::too_many_misses() const {
 
 Block* PlannedSource::take(PoolState& pool, std::size_t size) {
   pending_ = false;
+  kept_out_ = false;
   if (&pool != &default_pool() || current_.iteration == 0 || current_.clock >= kMaxEvents) {
     return nullptr;
   }
@@ -166,6 +176,10 @@ Block* PlannedSource::take(PoolState& pool, std::size_t size) {
     ++stats_.hits;
     stats_.hit_bytes += size;
   } else if (unplanned) {
+    if (expandable_ && !served_->hole_ranges.empty()) {
+      block = take_clear_of_holes(size);
+      kept_out_ = block == nullptr;
+    }
     ++stats_.lasting;
     stats_.lasting_bytes += size;
     ++iteration_lasting_;
@@ -362,6 +376,21 @@ void PlannedSource::learn() {
       plan->offsets[owners[i]] = layout.offsets[next++];
     }
   }
+  for (std::size_t j = 0; j < n; ++j) {
+    if (plan->hole_address[j] != 0) {
+      plan->hole_ranges.emplace_back(plan->hole_address[j], plan->hole_address[j] + plan->sizes[j]);
+    }
+  }
+  std::sort(plan->hole_ranges.begin(), plan->hole_ranges.end());
+  std::vector<std::pair<std::uintptr_t, std::uintptr_t>> merged;
+  for (const auto& range : plan->hole_ranges) {
+    if (!merged.empty() && range.first <= merged.back().second) {
+      merged.back().second = std::max(merged.back().second, range.second);
+    } else {
+      merged.push_back(range);
+    }
+  }
+  plan->hole_ranges = std::move(merged);
   plan->arena_bytes = layout.arena_bytes;
   plan->lower_bound_bytes = layout.lower_bound_bytes;
   plan->planned_requests = owners.size();
@@ -487,6 +516,25 @@ std::vector<std::uintptr_t> PlannedSource::place_in_holes(
     if (!moved) break;
   }
   return address;
+}
+
+Block* PlannedSource::take_clear_of_holes(std::size_t size) {
+  const auto& ranges = served_->hole_ranges;
+  // Right after a block that lasts: the granule it begins in stays mapped anyway.
+  const auto clear = [&](Block& free) {
+    if (free.prev == nullptr || !free.prev->allocated ||
+        (free.prev->sequence >> 32) == current_.iteration) {
+      return false;
+    }
+    const std::uintptr_t begin = free.address;
+    const std::uintptr_t end = begin + size;
+    // The first range that ends past `begin` must start at or after `end`.
+    const auto next = std::upper_bound(ranges.begin(), ranges.end(), begin,
+                                       [](std::uintptr_t a, const auto& r) { return a < r.second; });
+    return next == ranges.end() || next->first >= end;
+  };
+  Block* free = arena_blocks().find_free(size, clear);
+  return free == nullptr ? nullptr : arena_blocks().take_at(*free->segment, free->address, size);
 }
 
 Segment* PlannedSource::segment_at(std::uintptr_t address) const {

@@ -28,9 +28,7 @@ class PlannedSource : public SegmentSource {
   GrowResult grow(PoolState& pool, BlockPool& blocks, std::size_t size) override;
   std::size_t release(PoolState& pool, BlockPool& blocks) override;
   void release_all(PoolState& pool, BlockPool& blocks) override;
-  PoolKind kind_for(std::size_t size) const override {
-    return expandable_ ? expandable_->kind_for(size) : caching_.kind_for(size);
-  }
+  PoolKind kind_for(std::size_t size) const override;
 
   // The allocator's flow calls these with its lock held.
   // A request of `size` rounded bytes: its block at the planned offset, or nullptr
@@ -76,6 +74,8 @@ class PlannedSource : public SegmentSource {
     std::vector<bool> freed_next;        // planned to live into the next iteration
     // Nonzero: placed at this address, in a hole of a fallback segment, not the arena.
     std::vector<std::uintptr_t> hole_address;
+    // The address ranges its requests in holes take, merged and in order.
+    std::vector<std::pair<std::uintptr_t, std::uintptr_t>> hole_ranges;
     std::uint64_t arena_bytes = 0;
     std::uint64_t lower_bound_bytes = 0;
     std::uint64_t planned_requests = 0;
@@ -99,6 +99,9 @@ class PlannedSource : public SegmentSource {
   std::vector<std::uintptr_t> place_in_holes(const std::vector<TensorLifetime>& tensors,
                                              std::uint64_t period);
   Segment* segment_at(std::uintptr_t address) const;
+  // Expandable: a block of `size` in the fallback's free space, right after a block
+  // that lasts and clear of the serving plan's holes, or nullptr.
+  Block* take_clear_of_holes(std::size_t size);
   // Closes (while a plan serves) or opens the free space of the fallback's large
   // segments, so that fallbacks do not take the holes the plan uses.
   void close_fallback_segments(bool closed);
@@ -127,6 +130,9 @@ class PlannedSource : public SegmentSource {
   bool plans_expected_ = false;
   bool abandoned_ = false;  // this iteration left its plan (too many fallbacks)
   bool pending_ = false;    // take() recorded a request not yet allocated
+  // The request take() saw last is one the serving plan keeps out of the arena and no
+  // free space clear of its holes could take (expandable).
+  bool kept_out_ = false;
   std::uint64_t iteration_fallbacks_ = 0;
   std::uint64_t iteration_lasting_ = 0;  // requests the plan keeps out of the arena
   // Fallbacks the plan did not foresee: another size, or its range not free.

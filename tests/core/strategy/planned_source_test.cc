@@ -294,6 +294,27 @@ TEST(Planned, LearnsTheNextIterationTooWhenTheFirstLeavesMuchLive) {
   allocator.deallocate(state);
 }
 
+// 2.5 MiB of weights leave 1.5 MiB free in their last granule, where the plan puts the
+// activations. The output each iteration keeps goes elsewhere, not into that hole.
+TEST(Planned, KeepsWhatLastsOutOfTheHolesItPlansInto) {
+  Allocator allocator(device(), planned());
+  void* weights = allocator.allocate(5 * MiB / 2);
+  std::vector<void*> outputs;
+  for (int i = 0; i < 6; ++i) {
+    allocator.mark_iteration();
+    run_chain(allocator, {512 * KiB, 256 * KiB, 512 * KiB});
+    outputs.push_back(allocator.allocate(64 * KiB));
+  }
+  const PlannedStats stats = allocator.planned_stats();
+  ASSERT_EQ(stats.plans.size(), 1u);
+  EXPECT_EQ(stats.plans[0].arena_bytes, 0u) << "the activations fit in the weights' granule";
+  EXPECT_GE(stats.lasting, 4u);  // one output per served iteration
+  EXPECT_EQ(stats.fallbacks, 0u);
+  EXPECT_EQ(stats.hits, stats.lasting * 3u);
+  for (void* output : outputs) allocator.deallocate(output);
+  allocator.deallocate(weights);
+}
+
 TEST(Planned, AnExpandableFallbackNeedsVirtualMemory) {
   SimSpec spec;
   spec.virtual_memory = false;
