@@ -106,6 +106,8 @@ nlohmann::ordered_json planned_json(const ReplayResult& result) {
           {"steady_peak_reserved_bytes", p.steady_peak_reserved_bytes},
           {"steady_peak_requested_bytes", p.steady_peak_requested_bytes},
           {"steady_overhead_ratio", result.steady_overhead_ratio()},
+          {"first_served_iteration", p.first_served_iteration},
+          {"device_calls_after_arena", p.device_calls_after_arena},
           {"plans", plans}};
 }
 
@@ -123,7 +125,15 @@ void add_planned_lines(std::ostringstream& out, const ReplayResult& result) {
                ")");
   add_line(out, "steady overhead",
            fixed(result.steady_overhead_ratio(), 3) +
-               " (peak reserved / peak requested since a plan served)");
+               " (peak reserved / peak requested since a plan served, from iteration " +
+               with_commas(p.first_served_iteration) + "); " +
+               with_commas(p.device_calls_after_arena) + " device calls after the arena");
+  if (const std::vector<std::uint64_t> steady = result.steady_latencies_ns(); !steady.empty()) {
+    const LatencySummary latency = summarize_latencies(steady);
+    add_line(out, "steady latency",
+             "p50 " + with_commas(latency.p50_ns) + " ns, p99 " + with_commas(latency.p99_ns) +
+                 " ns, max " + with_commas(latency.max_ns) + " ns (allocations since a plan served)");
+  }
   for (std::size_t i = 0; i < p.plans.size(); ++i) {
     const PlanInfo& plan = p.plans[i];
     std::string name = "plan ";
@@ -162,7 +172,14 @@ nlohmann::ordered_json replay_report_json(const ReplayReport& report) {
       {"ooms", result.stats.num_ooms},
       {"ns_per_event", result.ns_per_event},
   };
-  if (result.strategy == Strategy::planned) json["planned"] = planned_json(result);
+  if (result.strategy == Strategy::planned) {
+    json["planned"] = planned_json(result);
+    if (const std::vector<std::uint64_t> steady = result.steady_latencies_ns(); !steady.empty()) {
+      const LatencySummary latency = summarize_latencies(steady);
+      json["planned"]["steady_allocation_latency_ns"] = {
+          {"p50", latency.p50_ns}, {"p99", latency.p99_ns}, {"max", latency.max_ns}};
+    }
+  }
   if (result.pools.size() > 1) json["pools"] = pools_json(result.pools);
   if (!result.allocation_latencies_ns.empty()) {
     const LatencySummary latency = summarize_latencies(result.allocation_latencies_ns);

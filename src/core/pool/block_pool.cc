@@ -1,5 +1,7 @@
 #include "core/pool/block_pool.h"
 
+#include <iterator>
+
 #include "core/pool/pool_state.h"
 
 namespace npumem::core {
@@ -15,6 +17,7 @@ void BlockPool::clear() {
 void BlockPool::file(Block* block) {
   if (block->mapped) {
     if (!block->segment->closed) index_.insert(block);
+    if (block->segment->closed || index_addresses_) by_address_.emplace(block->address, block);
     free_bytes_ += block->size;
     count_inactive_split(block, true);
   } else {
@@ -25,6 +28,7 @@ void BlockPool::file(Block* block) {
 void BlockPool::unfile(Block* block) {
   if (block->mapped) {
     if (!block->segment->closed) index_.remove(block);
+    if (block->segment->closed || index_addresses_) by_address_.erase(block->address);
     free_bytes_ -= block->size;
     count_inactive_split(block, false);
   } else {
@@ -98,8 +102,16 @@ std::uintptr_t BlockPool::granule_position(const Block& block, std::size_t size)
 }
 
 Block* BlockPool::take_at(Segment& segment, std::uintptr_t address, std::size_t size) {
-  Block* block = segment.first;
-  while (block != nullptr && block->address + block->size <= address) block = block->next;
+  Block* block = nullptr;
+  if (segment.closed || index_addresses_) {
+    const auto after = by_address_.upper_bound(address);
+    if (after == by_address_.begin()) return nullptr;
+    block = std::prev(after)->second;
+    if (block->segment != &segment) return nullptr;
+  } else {
+    block = segment.first;
+    while (block != nullptr && block->address + block->size <= address) block = block->next;
+  }
   if (block == nullptr || block->allocated || !block->mapped || block->address > address ||
       block->address + block->size < address + size) {
     return nullptr;

@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <map>
 
 #include "core/pool/block.h"
 #include "core/pool/free_index.h"
@@ -36,6 +37,9 @@ class BlockPool {
   // Takes exactly [address, address + size) of `segment` (one of this pool's) when it
   // lies inside one free mapped block; nullptr otherwise. The planned strategy's offsets.
   Block* take_at(Segment& segment, std::uintptr_t address, std::size_t size);
+  // Indexes the free blocks of open segments by address too, for take_at (the planned
+  // strategy's holes); before the first segment is added.
+  void index_addresses() { index_addresses_ = true; }
   // Opens or closes a segment's free space to take() (see Segment::closed).
   void set_closed(Segment& segment, bool closed);
   // Frees an allocated block, merging it with free neighbours; returns the merged block.
@@ -117,7 +121,11 @@ class BlockPool {
   PoolKind kind_;
   PoolState* pool_;
   Stats* totals_;
-  FreeIndex index_;     // free mapped blocks
+  FreeIndex index_;     // free mapped blocks of open segments
+  // Free mapped blocks by address, of closed segments and, with index_addresses(), of
+  // open ones too: take_at finds its block at once.
+  std::map<std::uintptr_t, Block*> by_address_;
+  bool index_addresses_ = false;
   FreeIndex unmapped_;  // free unmapped blocks
   ObjectPool<Block> block_records_;
   Segment* segments_ = nullptr;

@@ -75,6 +75,12 @@ PoolKind PlannedSource::kind_for(std::size_t size) const {
   return kept_out_ ? PoolKind::small : expandable_->kind_for(size);
 }
 
+// Planned requests are carved at their address in the arena and in the holes of the
+// expandable range: both found by address, not by a walk of the segment.
+void PlannedSource::pool_created(PoolState& pool) {
+  if (expandable_ && &pool == &default_pool()) arena_blocks().index_addresses();
+}
+
 // The arena is a cache like any other: reclaim and empty_cache give it back when
 // nothing lives in it, and the next iteration boundary reserves it again.
 std::size_t PlannedSource::release(PoolState& pool, BlockPool& blocks) {
@@ -144,6 +150,7 @@ Block* PlannedSource::take(PoolState& pool, std::size_t size) {
     stats_.learning_bytes += size;
     return nullptr;
   }
+  if (!steady_) stats_.first_served_iteration = current_.iteration;
   steady_ = true;
   served_->last_used = current_.iteration;
   // What the plan keeps out of the arena goes to the fallback anyway: no reason to
@@ -662,11 +669,19 @@ void PlannedSource::reserve_arena() {
   if (caching_.add_segment(default_pool(), arena_blocks(), bytes) == GrowResult::ok) {
     arena_ = arena_blocks().segments();
     arena_blocks().set_closed(*arena_, true);
+    if (!device_calls_at_arena_) device_calls_at_arena_ = device_calls();
   }
+}
+
+std::int64_t PlannedSource::device_calls() const {
+  return allocator_.stats.num_device_alloc + allocator_.stats.num_device_free;
 }
 
 PlannedStats PlannedSource::stats() const {
   PlannedStats out = stats_;
+  if (device_calls_at_arena_) {
+    out.device_calls_after_arena = static_cast<std::uint64_t>(device_calls() - *device_calls_at_arena_);
+  }
   out.arena_bytes = arena_ == nullptr ? 0 : arena_->size;
   for (const auto& plan : plans_) {
     out.plans.push_back({plan->sizes.size(), plan->planned_requests, plan->arena_bytes,

@@ -29,6 +29,7 @@ class PlannedSource : public SegmentSource {
   std::size_t release(PoolState& pool, BlockPool& blocks) override;
   void release_all(PoolState& pool, BlockPool& blocks) override;
   PoolKind kind_for(std::size_t size) const override;
+  void pool_created(PoolState& pool) override;
 
   // The allocator's flow calls these with its lock held.
   // A request of `size` rounded bytes: its block at the planned offset, or nullptr
@@ -45,6 +46,8 @@ class PlannedSource : public SegmentSource {
   // when there is none); without, by the plan its first requests match.
   void iteration_boundary(std::optional<std::uint64_t> key);
   PlannedStats stats() const;
+  // The allocator's device calls so far (creations and releases).
+  std::int64_t device_calls() const;
 
  private:
   static constexpr std::uint32_t kOpen = ~std::uint32_t{0};
@@ -139,6 +142,7 @@ class PlannedSource : public SegmentSource {
   std::uint64_t iteration_misses_ = 0;
   PlannedStats stats_;
   bool steady_ = false;  // a plan has served an iteration
+  std::optional<std::int64_t> device_calls_at_arena_;  // when the arena was first reserved
   std::uint64_t arena_wanted_ = 0;    // bytes of the arena to reserve, once awaiting_ ends
   std::uint64_t awaiting_ = 0;        // awaited_bytes() not yet freed
   std::uint64_t deferred_bytes_ = 0;  // requested in this iteration while awaiting_

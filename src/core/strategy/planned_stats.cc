@@ -19,6 +19,8 @@ std::map<std::string, std::int64_t> PlannedStats::as_map() const {
           {"planned.lasting_bytes", value(lasting_bytes)},
           {"planned.deferred", value(deferred)},
           {"planned.deferred_bytes", value(deferred_bytes)},
+          {"planned.first_served_iteration", value(first_served_iteration)},
+          {"planned.device_calls_after_arena", value(device_calls_after_arena)},
           {"planned.steady_peak_reserved_bytes", value(steady_peak_reserved_bytes)},
           {"planned.steady_peak_requested_bytes", value(steady_peak_requested_bytes)}};
   // Each kept plan under "planned.plans.<i>."; a key of 2^63 or more reads negative.
