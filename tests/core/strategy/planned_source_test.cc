@@ -68,6 +68,8 @@ TEST(Planned, ServesRepeatedIterationsFromOnePlanAtTheLowerBound) {
   EXPECT_EQ(stats.plans[0].iterations_served, 5u);  // the sixth is still running
   EXPECT_EQ(stats.arena_bytes, 10 * MiB);
   EXPECT_EQ(stats.steady_peak_requested_bytes, 20 * MiB);  // weights, 4 + 6
+  EXPECT_EQ(stats.first_served_iteration, 2u);
+  EXPECT_EQ(stats.device_calls_after_arena, 0u);
   testing::expect_consistent(allocator, {{weights, 10 * MiB}});
   allocator.deallocate(weights);
 }
@@ -144,6 +146,26 @@ TEST(Planned, KeepsOnePlanPerShapeInOneArena) {
   EXPECT_EQ(stats.plans[1].arena_bytes, 11 * MiB);  // B's 3 + 8, the larger
   EXPECT_EQ(stats.arena_bytes, 12 * MiB);           // rounded to the 2 MiB granule
   EXPECT_EQ(sim->call_counts().total(), calls);
+}
+
+// An arena is reserved for the plan that serves: after a shape no plan knows (its
+// iteration gives the idle arena back), the smaller plan gets an arena of its size,
+// not the larger one's.
+TEST(Planned, ReservesTheArenaForThePlanThatServes) {
+  Allocator allocator(device(), planned());
+  for (int i = 0; i < 4; ++i) {
+    allocator.mark_iteration();
+    run_chain(allocator, i % 2 == 0 ? kChainA : kChainB);
+  }
+  EXPECT_EQ(allocator.planned_stats().arena_bytes, 12 * MiB);  // B's 11, rounded
+  allocator.mark_iteration();
+  run_chain(allocator, {7 * MiB, 9 * MiB});
+  EXPECT_EQ(allocator.planned_stats().arena_bytes, 0u) << "given back while learning";
+  allocator.mark_iteration();
+  run_chain(allocator, kChainA);
+  const PlannedStats stats = allocator.planned_stats();
+  EXPECT_EQ(stats.arena_bytes, 10 * MiB);
+  EXPECT_EQ(stats.fallbacks, 0u);
 }
 
 TEST(Planned, LeavesTensorsThatOutliveTheirIterationOutOfTheArena) {
