@@ -269,8 +269,8 @@ std::string to_string(const Config& c) {
       << ",static_size:" << c.static_size
       << ",static_fallback:" << (c.static_fallback ? "true" : "false")
       << ",expandable_fallback:" << expandable_fallback_name(c.expandable_fallback)
-      << ",planned_fallback:" << planned_fallback_name(c.planned_fallback)
-      << ",hbm:" << c.hbm_limit << ",ddr:" << c.ddr_limit;
+      << ",planned_fallback:" << planned_fallback_name(c.planned_fallback) << ",hbm:" << c.hbm_limit
+      << ",ddr:" << c.ddr_limit;
   return out.str();
 }
 

@@ -67,7 +67,7 @@ struct ReplayResult {
   std::vector<std::uint64_t> allocation_latencies_ns;  // when record_latencies
   // Where each iteration's latencies begin in allocation_latencies_ns (the k-th `i`).
   std::vector<std::size_t> iteration_latency_starts;
-  std::optional<std::string> out_of_memory;            // the explanation, when it stopped
+  std::optional<std::string> out_of_memory;  // the explanation, when it stopped
   std::vector<std::string> warnings;  // the allocator's (Allocator::warnings), e.g. a fallback
 
   bool completed() const { return !out_of_memory.has_value(); }

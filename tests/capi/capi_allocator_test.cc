@@ -429,7 +429,8 @@ TEST(CapiTiers, PinnedPoolsAndCopiesBetweenTiers) {
   EXPECT_EQ(npumem_allocator_destroy(allocator), NPUMEM_OK);
 
   ASSERT_EQ(npumem_allocator_create("sim:hbm=64MiB,ddr=0", nullptr, &allocator), NPUMEM_OK);
-  EXPECT_EQ(npumem_create_tier_pool(allocator, "weights", 0, NPUMEM_TIER_DDR), NPUMEM_INVALID_CONFIG);
+  EXPECT_EQ(npumem_create_tier_pool(allocator, "weights", 0, NPUMEM_TIER_DDR),
+            NPUMEM_INVALID_CONFIG);
   EXPECT_NE(std::string(npumem_last_error()).find("has no ddr tier"), std::string::npos);
   EXPECT_EQ(npumem_allocator_destroy(allocator), NPUMEM_OK);
 }

@@ -120,9 +120,8 @@ void add_planned_lines(std::ostringstream& out, const ReplayResult& result) {
            with_commas(p.hits) + " hits (" + format_bytes(p.hit_bytes) + "), " +
                with_commas(p.fallbacks) + " fallbacks (" + format_bytes(p.fallback_bytes) + "), " +
                with_commas(p.learning) + " while learning, " + with_commas(p.lasting) +
-               " kept out of the arena (they outlive the iteration), " +
-               with_commas(p.deferred) + " before a new arena (" + format_bytes(p.deferred_bytes) +
-               ")");
+               " kept out of the arena (they outlive the iteration), " + with_commas(p.deferred) +
+               " before a new arena (" + format_bytes(p.deferred_bytes) + ")");
   add_line(out, "steady overhead",
            fixed(result.steady_overhead_ratio(), 3) +
                " (peak reserved / peak requested since a plan served, from iteration " +
@@ -132,7 +131,8 @@ void add_planned_lines(std::ostringstream& out, const ReplayResult& result) {
     const LatencySummary latency = summarize_latencies(steady);
     add_line(out, "steady latency",
              "p50 " + with_commas(latency.p50_ns) + " ns, p99 " + with_commas(latency.p99_ns) +
-                 " ns, max " + with_commas(latency.max_ns) + " ns (allocations since a plan served)");
+                 " ns, max " + with_commas(latency.max_ns) +
+                 " ns (allocations since a plan served)");
   }
   for (std::size_t i = 0; i < p.plans.size(); ++i) {
     const PlanInfo& plan = p.plans[i];

@@ -121,7 +121,7 @@ class BlockPool {
   PoolKind kind_;
   PoolState* pool_;
   Stats* totals_;
-  FreeIndex index_;     // free mapped blocks of open segments
+  FreeIndex index_;  // free mapped blocks of open segments
   // Free mapped blocks by address, of closed segments and, with index_addresses(), of
   // open ones too: take_at finds its block at once.
   std::map<std::uintptr_t, Block*> by_address_;

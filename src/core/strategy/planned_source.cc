@@ -371,9 +371,9 @@ void PlannedSource::learn() {
   // iteration, though of another size or only after it was made (an input, an output
   // kept until the next batch): the fallback holds it, but it goes in the next.
   for (std::size_t j = 0; j < n; ++j) {
-    plan->freed_next[j] = (planned[j] && last[j] >= period) ||
-                          (rec.requests[j].free_time == kOpen && j < freed_next.size() &&
-                           freed_next[j] != kOpen);
+    plan->freed_next[j] =
+        (planned[j] && last[j] >= period) ||
+        (rec.requests[j].free_time == kOpen && j < freed_next.size() && freed_next[j] != kOpen);
   }
   plan->hole_address.assign(n, 0);
   for (std::size_t i = 0, next = 0; i < owners.size(); ++i) {
@@ -411,9 +411,9 @@ void PlannedSource::learn() {
 // state): caching reuses it for activations, so the plan does too, before it sizes the
 // arena. Of expandable's free space, only what shares a granule with a live block
 // stays mapped when the arena is reserved (its range stays open to fallbacks, so a
-// stray may take such a hole: the planned request then falls back). In rounds, the tensors live at the arena's peak go, largest first, to the
-// first hole with room over their lifetime; the rounds end when the peak cannot drop.
-// Returns each tensor's address in a hole, 0 for the arena.
+// stray may take such a hole: the planned request then falls back). In rounds, the tensors live at
+// the arena's peak go, largest first, to the first hole with room over their lifetime; the rounds
+// end when the peak cannot drop. Returns each tensor's address in a hole, 0 for the arena.
 std::vector<std::uintptr_t> PlannedSource::place_in_holes(
     const std::vector<TensorLifetime>& tensors, std::uint64_t period) {
   struct Placed {
@@ -440,7 +440,9 @@ std::vector<std::uintptr_t> PlannedSource::place_in_holes(
     if (!lasting) continue;
     // Expandable: the granules a block that lasts begins or ends in stay mapped; the
     // rest go back, with those only this iteration's tensors hold.
-    const auto granule_of = [&](std::uintptr_t address) { return (address - s->address) / granule; };
+    const auto granule_of = [&](std::uintptr_t address) {
+      return (address - s->address) / granule;
+    };
     std::unordered_set<std::uintptr_t> kept_granules;
     for (const Block* b = granule == 0 ? nullptr : s->first; b != nullptr; b = b->next) {
       if (b->allocated && (b->sequence >> 32) != current_.iteration) {
@@ -536,8 +538,9 @@ Block* PlannedSource::take_clear_of_holes(std::size_t size) {
     const std::uintptr_t begin = free.address;
     const std::uintptr_t end = begin + size;
     // The first range that ends past `begin` must start at or after `end`.
-    const auto next = std::upper_bound(ranges.begin(), ranges.end(), begin,
-                                       [](std::uintptr_t a, const auto& r) { return a < r.second; });
+    const auto next =
+        std::upper_bound(ranges.begin(), ranges.end(), begin,
+                         [](std::uintptr_t a, const auto& r) { return a < r.second; });
     return next == ranges.end() || next->first >= end;
   };
   Block* free = arena_blocks().find_free(size, clear);
@@ -635,7 +638,7 @@ void PlannedSource::prepare_arena() {
     release_arena();
   }
   if (arena_ == nullptr && needed != 0) {  // 0: the plans fit in the fallback's holes
-    release_fallback_cache();  // the learning iteration's memory, at once
+    release_fallback_cache();              // the learning iteration's memory, at once
     arena_wanted_ = needed;
     awaiting_ = awaited_bytes();
     return;
@@ -680,7 +683,8 @@ std::int64_t PlannedSource::device_calls() const {
 PlannedStats PlannedSource::stats() const {
   PlannedStats out = stats_;
   if (device_calls_at_arena_) {
-    out.device_calls_after_arena = static_cast<std::uint64_t>(device_calls() - *device_calls_at_arena_);
+    out.device_calls_after_arena =
+        static_cast<std::uint64_t>(device_calls() - *device_calls_at_arena_);
   }
   out.arena_bytes = arena_ == nullptr ? 0 : arena_->size;
   for (const auto& plan : plans_) {

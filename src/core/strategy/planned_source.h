@@ -141,7 +141,7 @@ class PlannedSource : public SegmentSource {
   // Fallbacks the plan did not foresee: another size, or its range not free.
   std::uint64_t iteration_misses_ = 0;
   PlannedStats stats_;
-  bool steady_ = false;  // a plan has served an iteration
+  bool steady_ = false;                                // a plan has served an iteration
   std::optional<std::int64_t> device_calls_at_arena_;  // when the arena was first reserved
   std::uint64_t arena_wanted_ = 0;    // bytes of the arena to reserve, once awaiting_ ends
   std::uint64_t awaiting_ = 0;        // awaited_bytes() not yet freed
