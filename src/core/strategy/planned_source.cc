@@ -165,8 +165,8 @@ Block* PlannedSource::take(PoolState& pool, std::size_t size) {
   }
   if (arena_wanted_ != 0 && !unplanned) reserve_arena();
   if (!abandoned_ && too_many_misses()) {
-    // The iteration has left its plan: the rest is the caching strategy's, with the
-    // arena's free space, rather than strays beside a reserved arena.
+    // The iteration has left its plan: the rest is the fallback's, with the arena's
+    // free space, rather than strays beside a reserved arena.
     abandoned_ = true;
     if (arena_ != nullptr) arena_blocks().set_closed(*arena_, false);
     close_fallback_segments(false);
@@ -222,7 +222,10 @@ void PlannedSource::freed(const Block& block) {
       current_.requests[index].free_time = current_.clock++;
     } else if (iteration == previous_.iteration) {
       current_.carried.push_back({index, current_.clock++});
-      if (arena_wanted_ != 0 && awaited(index)) awaiting_ -= previous_.requests[index].size;
+      // min: the plan that serves may change in the first requests.
+      if (arena_wanted_ != 0 && awaited(index)) {
+        awaiting_ -= std::min(awaiting_, std::uint64_t{previous_.requests[index].size});
+      }
     }
   }
 }
@@ -409,11 +412,12 @@ void PlannedSource::learn() {
 
 // Free space inside the fallback's segments that hold live blocks (weights, optimizer
 // state): caching reuses it for activations, so the plan does too, before it sizes the
-// arena. Of expandable's free space, only what shares a granule with a live block
-// stays mapped when the arena is reserved (its range stays open to fallbacks, so a
-// stray may take such a hole: the planned request then falls back). In rounds, the tensors live at
-// the arena's peak go, largest first, to the first hole with room over their lifetime; the rounds
-// end when the peak cannot drop. Returns each tensor's address in a hole, 0 for the arena.
+// arena. Of expandable's free space, only what shares a granule with a lasting block
+// stays mapped when the arena is reserved; its range stays open, but what the plan
+// keeps out of the arena is kept out of the holes too (take_clear_of_holes). In
+// rounds, the tensors live at the arena's peak go, largest first, to the first hole
+// with room over their lifetime; the rounds end when the peak cannot drop. Returns
+// each tensor's address in a hole, 0 for the arena.
 std::vector<std::uintptr_t> PlannedSource::place_in_holes(
     const std::vector<TensorLifetime>& tensors, std::uint64_t period) {
   struct Placed {
@@ -604,12 +608,12 @@ std::size_t PlannedSource::release_arena() {
   return released;
 }
 
-// Decided at an iteration's first request. A plan serves: one arena, sized to the
-// largest plan in use, replaces the fallback's cache (reserved when missing, resized when
-// nothing lives in it) and is the plans' alone. No plan serves (learning, or shapes
-// that do not repeat): the iteration is the fallback's. Caching's borrows the arena's
-// free space, so shapes that come back find it (and the learning iteration does not
-// reserve beside it); reclaim and empty_cache give it back when nothing lives in it.
+// Decided at an iteration's first request. A plan serves: one arena replaces the
+// fallback's cache (reserved when missing, once the previous iteration's tensors it
+// is planned for are gone; resized when nothing lives in it) and is the plans' alone. No plan
+// serves (learning, or shapes that do not repeat): the iteration is the fallback's. Caching's
+// borrows the arena's free space, so shapes that come back find it (and the learning iteration does
+// not reserve beside it); reclaim and empty_cache give it back when nothing lives in it.
 // Expandable's packs its granules tighter than the arena's free space would hold a
 // shape the plans do not know, so an idle arena goes back instead.
 void PlannedSource::prepare_arena() {

@@ -46,8 +46,6 @@ class PlannedSource : public SegmentSource {
   // when there is none); without, by the plan its first requests match.
   void iteration_boundary(std::optional<std::uint64_t> key);
   PlannedStats stats() const;
-  // The allocator's device calls so far (creations and releases).
-  std::int64_t device_calls() const;
 
  private:
   static constexpr std::uint32_t kOpen = ~std::uint32_t{0};
@@ -74,7 +72,7 @@ class PlannedSource : public SegmentSource {
     std::optional<std::uint64_t> key;    // of the learned iteration: keyed plans serve by it
     std::vector<std::size_t> sizes;      // every request of the learned iteration
     std::vector<std::uint64_t> offsets;  // kNoSlot: not in the arena
-    std::vector<bool> freed_next;        // planned to live into the next iteration
+    std::vector<bool> freed_next;        // freed in the next iteration: a new arena waits
     // Nonzero: placed at this address, in a hole of a fallback segment, not the arena.
     std::vector<std::uintptr_t> hole_address;
     // The address ranges its requests in holes take, merged and in order.
@@ -118,6 +116,8 @@ class PlannedSource : public SegmentSource {
   std::uint64_t awaited_bytes() const;
   bool awaited(std::uint32_t index) const;
   void reserve_arena();
+  // The allocator's device calls so far (creations and releases).
+  std::int64_t device_calls() const;
 
   Allocator::Impl& allocator_;
   // Reserves and frees the arena; the fallback too unless expandable_ is set.
