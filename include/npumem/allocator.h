@@ -75,6 +75,15 @@ struct PlannedStats {
   // weights, optimizer state, a cache), served by the fallback as planned.
   std::uint64_t lasting = 0;
   std::uint64_t lasting_bytes = 0;
+  // Requests of a served iteration the fallback took while its new arena waited for the
+  // iteration before to free what the arena's space is planned for (a change of plan).
+  std::uint64_t deferred = 0;
+  std::uint64_t deferred_bytes = 0;
+  // The iteration (1: the one after the first mark) in which a plan first served; 0: none.
+  std::uint64_t first_served_iteration = 0;
+  // Device calls (creations and releases) since the arena was first reserved: only
+  // fallbacks and a re-sized arena need any.
+  std::uint64_t device_calls_after_arena = 0;
   // Reserved and requested peaks since the first iteration a plan served (steady state).
   std::uint64_t steady_peak_reserved_bytes = 0;
   std::uint64_t steady_peak_requested_bytes = 0;

@@ -28,6 +28,16 @@ enum class ExpandableFallback : std::uint8_t {
 
 std::string_view expandable_fallback_name(ExpandableFallback fallback);
 
+// Where the planned strategy puts what no plan serves: the learning iterations, the
+// tensors that outlive an iteration, mismatches.
+enum class PlannedFallback : std::uint8_t {
+  automatic,  // expandable on a device with virtual-memory calls, else caching
+  caching,
+  expandable  // packed granules: learning costs about what the expandable strategy does
+};
+
+std::string_view planned_fallback_name(PlannedFallback fallback);
+
 struct Config {
   Strategy strategy = Strategy::caching;
   // Requests are rounded up to a multiple of this (a power of two, >= 64).
@@ -55,6 +65,7 @@ struct Config {
   std::uint64_t static_size = 0;
   bool static_fallback = false;
   ExpandableFallback expandable_fallback = ExpandableFallback::automatic;
+  PlannedFallback planned_fallback = PlannedFallback::automatic;
   // Limits on the bytes this allocator may reserve per tier (0: the tier's capacity).
   std::uint64_t hbm_limit = 0;
   std::uint64_t ddr_limit = 0;

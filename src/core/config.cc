@@ -40,6 +40,18 @@ std::string_view expandable_fallback_name(ExpandableFallback fallback) {
   return "unknown";
 }
 
+std::string_view planned_fallback_name(PlannedFallback fallback) {
+  switch (fallback) {
+    case PlannedFallback::automatic:
+      return "auto";
+    case PlannedFallback::caching:
+      return "caching";
+    case PlannedFallback::expandable:
+      return "expandable";
+  }
+  return "unknown";
+}
+
 namespace {
 
 using Setter = std::function<void(Config&, std::string_view key, std::string_view value)>;
@@ -170,6 +182,18 @@ SetterTable make_setters() {
            bad_value(key, value, "caching, static, auto");
          }
        }},
+      {"planned_fallback",
+       [](Config& c, std::string_view key, std::string_view value) {
+         if (value == "auto") {
+           c.planned_fallback = PlannedFallback::automatic;
+         } else if (value == "caching") {
+           c.planned_fallback = PlannedFallback::caching;
+         } else if (value == "expandable") {
+           c.planned_fallback = PlannedFallback::expandable;
+         } else {
+           bad_value(key, value, "caching, expandable, auto");
+         }
+       }},
   };
   for (const SizeKey& key : kSizeKeys) table.emplace(std::string(key.name), size_setter(key));
   return table;
@@ -245,7 +269,8 @@ std::string to_string(const Config& c) {
       << ",static_size:" << c.static_size
       << ",static_fallback:" << (c.static_fallback ? "true" : "false")
       << ",expandable_fallback:" << expandable_fallback_name(c.expandable_fallback)
-      << ",hbm:" << c.hbm_limit << ",ddr:" << c.ddr_limit;
+      << ",planned_fallback:" << planned_fallback_name(c.planned_fallback) << ",hbm:" << c.hbm_limit
+      << ",ddr:" << c.ddr_limit;
   return out.str();
 }
 

@@ -89,6 +89,9 @@ class ReplayRun {
         return 0;
       case TraceOp::iteration:
         ++result_.iterations;
+        if (options_.record_latencies) {
+          result_.iteration_latency_starts.push_back(result_.allocation_latencies_ns.size());
+        }
         allocator_.mark_iteration(event.index != 0 ? std::optional(event.bytes) : std::nullopt);
         if (options_.hooks.on_iteration) options_.hooks.on_iteration(allocator_);
         return 0;
@@ -198,6 +201,13 @@ double ReplayResult::steady_overhead_ratio() const {
   if (planned.steady_peak_requested_bytes == 0) return 0.0;
   return static_cast<double>(planned.steady_peak_reserved_bytes) /
          static_cast<double>(planned.steady_peak_requested_bytes);
+}
+
+std::vector<std::uint64_t> ReplayResult::steady_latencies_ns() const {
+  const std::uint64_t first = planned.first_served_iteration;
+  if (first == 0 || first > iteration_latency_starts.size()) return {};
+  const auto start = static_cast<std::ptrdiff_t>(iteration_latency_starts[first - 1]);
+  return {allocation_latencies_ns.begin() + start, allocation_latencies_ns.end()};
 }
 
 LatencySummary summarize_latencies(std::vector<std::uint64_t> latencies_ns) {

@@ -65,7 +65,9 @@ struct ReplayResult {
   std::array<TierFigures, kTierCount> tiers;
   double ns_per_event = 0.0;  // wall time of the replay loop per event replayed
   std::vector<std::uint64_t> allocation_latencies_ns;  // when record_latencies
-  std::optional<std::string> out_of_memory;            // the explanation, when it stopped
+  // Where each iteration's latencies begin in allocation_latencies_ns (the k-th `i`).
+  std::vector<std::size_t> iteration_latency_starts;
+  std::optional<std::string> out_of_memory;  // the explanation, when it stopped
   std::vector<std::string> warnings;  // the allocator's (Allocator::warnings), e.g. a fallback
 
   bool completed() const { return !out_of_memory.has_value(); }
@@ -76,6 +78,9 @@ struct ReplayResult {
   // Planned strategy: peak reserved over peak requested since a plan first served
   // (0 when none did).
   double steady_overhead_ratio() const;
+  // Planned strategy: the allocation latencies since a plan first served (empty when
+  // none did or latencies were not recorded).
+  std::vector<std::uint64_t> steady_latencies_ns() const;
 };
 
 struct LatencySummary {

@@ -30,7 +30,9 @@ StrategyFigures measure(const Trace& trace, const ReplayOptions& options) {
   row.device_allocs = result.stats.num_device_alloc;
   ReplayOptions latencies = options;
   latencies.record_latencies = true;
-  row.latency = summarize_latencies(replay_trace(trace, latencies).allocation_latencies_ns);
+  const ReplayResult timed_each = replay_trace(trace, latencies);
+  row.latency = summarize_latencies(timed_each.allocation_latencies_ns);
+  row.steady_latency = summarize_latencies(timed_each.steady_latencies_ns());
   row.min_hbm_capacity_bytes = min_hbm_capacity(trace, options);
   return row;
 }
@@ -73,6 +75,11 @@ nlohmann::ordered_json comparison_json(const std::string& trace_path,
     item["latency_p50_ns"] = row.latency.p50_ns;
     item["latency_p99_ns"] = row.latency.p99_ns;
     item["latency_max_ns"] = row.latency.max_ns;
+    if (row.strategy == Strategy::planned) {
+      item["steady_latency_p50_ns"] = row.steady_latency.p50_ns;
+      item["steady_latency_p99_ns"] = row.steady_latency.p99_ns;
+      item["steady_latency_max_ns"] = row.steady_latency.max_ns;
+    }
     item["device_allocs"] = row.device_allocs;
     if (row.strategy == Strategy::static_arena) {
       item["static_size"] = row.static_size;
@@ -108,6 +115,10 @@ std::string comparison_text(const std::string& trace_path,
     out << line;
   }
   for (const StrategyFigures& row : rows) {
+    if (row.strategy == Strategy::planned) {
+      out << "planned since a plan served: p50 " << row.steady_latency.p50_ns << " ns, p99 "
+          << row.steady_latency.p99_ns << " ns, max " << row.steady_latency.max_ns << " ns\n";
+    }
     if (row.strategy == Strategy::static_arena) {
       out << "static arena: " << format_bytes(row.static_size);
       for (const auto& [pool, quota] : row.pool_quotas) {

@@ -22,6 +22,7 @@ struct StrategyFigures {
   std::uint64_t min_hbm_capacity_bytes = 0;
   double ns_per_event = 0.0;
   LatencySummary latency;
+  LatencySummary steady_latency;                     // planned: since a plan first served
   std::int64_t device_allocs = 0;                    // segment or granule creations
   std::uint64_t static_size = 0;                     // the arena used (static only)
   std::map<std::string, std::uint64_t> pool_quotas;  // the named pools' arenas (static only)

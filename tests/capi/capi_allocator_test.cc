@@ -334,6 +334,15 @@ TEST(CapiAllocatorConfig, IterationKeysChooseThePlans) {
   EXPECT_EQ(value, 0);
   ASSERT_EQ(npumem_stat(allocator, "planned.plans_kept", &value), NPUMEM_OK);
   EXPECT_EQ(value, 2);
+  // Each kept plan by its index: its key, and its lower bound (two neighbours of the
+  // tail live together).
+  for (int64_t plan = 0; plan < 2; ++plan) {
+    const std::string prefix = "planned.plans." + std::to_string(plan) + ".";
+    ASSERT_EQ(npumem_stat(allocator, (prefix + "key").c_str(), &value), NPUMEM_OK);
+    EXPECT_EQ(value, plan);
+    ASSERT_EQ(npumem_stat(allocator, (prefix + "lower_bound_bytes").c_str(), &value), NPUMEM_OK);
+    EXPECT_EQ(value, (plan == 0 ? 8 : 16) * kMiB);
+  }
   EXPECT_EQ(npumem_iteration_key(nullptr, 1), NPUMEM_INVALID_ARGUMENT);
   EXPECT_EQ(npumem_allocator_destroy(allocator), NPUMEM_OK);
 }
@@ -420,7 +429,8 @@ TEST(CapiTiers, PinnedPoolsAndCopiesBetweenTiers) {
   EXPECT_EQ(npumem_allocator_destroy(allocator), NPUMEM_OK);
 
   ASSERT_EQ(npumem_allocator_create("sim:hbm=64MiB,ddr=0", nullptr, &allocator), NPUMEM_OK);
-  EXPECT_EQ(npumem_create_tier_pool(allocator, "weights", 0, NPUMEM_TIER_DDR), NPUMEM_INVALID_CONFIG);
+  EXPECT_EQ(npumem_create_tier_pool(allocator, "weights", 0, NPUMEM_TIER_DDR),
+            NPUMEM_INVALID_CONFIG);
   EXPECT_NE(std::string(npumem_last_error()).find("has no ddr tier"), std::string::npos);
   EXPECT_EQ(npumem_allocator_destroy(allocator), NPUMEM_OK);
 }

@@ -112,6 +112,26 @@ TEST(ReplayTest, RecordsOneLatencyPerAllocationWhenAsked) {
   EXPECT_TRUE(replay_text("a 1 10\n").allocation_latencies_ns.empty());
 }
 
+// Three iterations of two requests: the first is learned, the second and third are
+// served, so their four allocations are the steady ones.
+TEST(ReplayTest, KeepsTheLatenciesSinceAPlanFirstServed) {
+  ReplayOptions options;
+  options.record_latencies = true;
+  options.config.strategy = Strategy::planned;
+  std::string text = "a 9 100\n";  // before the first mark: never planned
+  for (int i = 0; i < 3; ++i) {
+    const std::string a = std::to_string(2 * i);
+    const std::string b = std::to_string(2 * i + 1);
+    text += "i\na " + a + " 4096\na " + b + " 8192\nf " + a + "\nf " + b + "\n";
+  }
+  const ReplayResult result = replay_trace(parse_trace(text, "t.trace"), options);
+  ASSERT_EQ(result.planned.first_served_iteration, 2u);
+  EXPECT_EQ(result.allocation_latencies_ns.size(), 7u);
+  EXPECT_EQ(result.steady_latencies_ns().size(), 4u);
+  options.config.strategy = Strategy::caching;
+  EXPECT_TRUE(replay_trace(parse_trace(text, "t.trace"), options).steady_latencies_ns().empty());
+}
+
 TEST(ReplayTest, ReportsProgressEndingAtTheTotal) {
   std::vector<std::pair<std::size_t, std::size_t>> calls;
   ReplayOptions options;

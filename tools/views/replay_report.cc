@@ -78,7 +78,7 @@ void add_pool_table(std::ostringstream& out, const std::vector<PoolInfo>& pools)
 
 nlohmann::ordered_json planned_json(const ReplayResult& result) {
   const PlannedStats& p = result.planned;
-  const std::uint64_t requests = p.hits + p.fallbacks + p.learning + p.lasting;
+  const std::uint64_t requests = p.hits + p.fallbacks + p.learning + p.lasting + p.deferred;
   nlohmann::ordered_json plans = nlohmann::ordered_json::array();
   for (const PlanInfo& plan : p.plans) {
     nlohmann::ordered_json item = {{"requests", plan.requests},
@@ -99,11 +99,15 @@ nlohmann::ordered_json planned_json(const ReplayResult& result) {
           {"learning_bytes", p.learning_bytes},
           {"lasting", p.lasting},
           {"lasting_bytes", p.lasting_bytes},
+          {"deferred", p.deferred},
+          {"deferred_bytes", p.deferred_bytes},
           {"hit_share",
            requests == 0 ? 0.0 : static_cast<double>(p.hits) / static_cast<double>(requests)},
           {"steady_peak_reserved_bytes", p.steady_peak_reserved_bytes},
           {"steady_peak_requested_bytes", p.steady_peak_requested_bytes},
           {"steady_overhead_ratio", result.steady_overhead_ratio()},
+          {"first_served_iteration", p.first_served_iteration},
+          {"device_calls_after_arena", p.device_calls_after_arena},
           {"plans", plans}};
 }
 
@@ -116,10 +120,20 @@ void add_planned_lines(std::ostringstream& out, const ReplayResult& result) {
            with_commas(p.hits) + " hits (" + format_bytes(p.hit_bytes) + "), " +
                with_commas(p.fallbacks) + " fallbacks (" + format_bytes(p.fallback_bytes) + "), " +
                with_commas(p.learning) + " while learning, " + with_commas(p.lasting) +
-               " kept out of the arena (they outlive the iteration)");
+               " kept out of the arena (they outlive the iteration), " + with_commas(p.deferred) +
+               " before a new arena (" + format_bytes(p.deferred_bytes) + ")");
   add_line(out, "steady overhead",
            fixed(result.steady_overhead_ratio(), 3) +
-               " (peak reserved / peak requested since a plan served)");
+               " (peak reserved / peak requested since a plan served, from iteration " +
+               with_commas(p.first_served_iteration) + "); " +
+               with_commas(p.device_calls_after_arena) + " device calls after the arena");
+  if (const std::vector<std::uint64_t> steady = result.steady_latencies_ns(); !steady.empty()) {
+    const LatencySummary latency = summarize_latencies(steady);
+    add_line(out, "steady latency",
+             "p50 " + with_commas(latency.p50_ns) + " ns, p99 " + with_commas(latency.p99_ns) +
+                 " ns, max " + with_commas(latency.max_ns) +
+                 " ns (allocations since a plan served)");
+  }
   for (std::size_t i = 0; i < p.plans.size(); ++i) {
     const PlanInfo& plan = p.plans[i];
     std::string name = "plan ";
@@ -158,7 +172,14 @@ nlohmann::ordered_json replay_report_json(const ReplayReport& report) {
       {"ooms", result.stats.num_ooms},
       {"ns_per_event", result.ns_per_event},
   };
-  if (result.strategy == Strategy::planned) json["planned"] = planned_json(result);
+  if (result.strategy == Strategy::planned) {
+    json["planned"] = planned_json(result);
+    if (const std::vector<std::uint64_t> steady = result.steady_latencies_ns(); !steady.empty()) {
+      const LatencySummary latency = summarize_latencies(steady);
+      json["planned"]["steady_allocation_latency_ns"] = {
+          {"p50", latency.p50_ns}, {"p99", latency.p99_ns}, {"max", latency.max_ns}};
+    }
+  }
   if (result.pools.size() > 1) json["pools"] = pools_json(result.pools);
   if (!result.allocation_latencies_ns.empty()) {
     const LatencySummary latency = summarize_latencies(result.allocation_latencies_ns);

@@ -1,5 +1,6 @@
 #include "core/pool/block_pool.h"
 
+#include <iterator>
 #include <stdexcept>
 
 #include "core/pool/pool_state.h"
@@ -32,6 +33,7 @@ void BlockPool::file(Block* block, bool by_address) {
   if (block->mapped) {
     if (!block->segment->closed) index_.insert(block);
     if (by_address && in_address_index(block)) by_address_.insert(block);
+    if (block->segment->closed || index_addresses_) at_address_.emplace(block->address, block);
     free_bytes_ += block->size;
     count_inactive_split(block, true);
   } else {
@@ -43,6 +45,7 @@ void BlockPool::unfile(Block* block, bool by_address) {
   if (block->mapped) {
     if (!block->segment->closed) index_.remove(block);
     if (by_address && in_address_index(block)) by_address_.remove(block);
+    if (block->segment->closed || index_addresses_) at_address_.erase(block->address);
     free_bytes_ -= block->size;
     count_inactive_split(block, false);
   } else {
@@ -134,8 +137,16 @@ std::uintptr_t BlockPool::granule_position(const Block& block, std::size_t size)
 }
 
 Block* BlockPool::take_at(Segment& segment, std::uintptr_t address, std::size_t size) {
-  Block* block = segment.first;
-  while (block != nullptr && block->address + block->size <= address) block = block->next;
+  Block* block = nullptr;
+  if (segment.closed || index_addresses_) {
+    const auto after = at_address_.upper_bound(address);
+    if (after == at_address_.begin()) return nullptr;
+    block = std::prev(after)->second;
+    if (block->segment != &segment) return nullptr;
+  } else {
+    block = segment.first;
+    while (block != nullptr && block->address + block->size <= address) block = block->next;
+  }
   if (block == nullptr || block->allocated || !block->mapped || block->address > address ||
       block->address + block->size < address + size) {
     return nullptr;

@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <map>
 
 #include "core/pool/address_index.h"
 #include "core/pool/block.h"
@@ -37,6 +38,9 @@ class BlockPool {
   // Takes exactly [address, address + size) of `segment` (one of this pool's) when it
   // lies inside one free mapped block; nullptr otherwise. The planned strategy's offsets.
   Block* take_at(Segment& segment, std::uintptr_t address, std::size_t size);
+  // Indexes the free blocks of open segments by address too, for take_at (the planned
+  // strategy's holes); before the first segment is added.
+  void index_addresses() { index_addresses_ = true; }
   // Opens or closes a segment's free space to take() (see Segment::closed).
   void set_closed(Segment& segment, bool closed);
   // Frees an allocated block, merging it with free neighbours; returns the merged block.
@@ -67,6 +71,7 @@ class BlockPool {
   // granules after two steps, 467 after three). Smaller requests best-fit into the
   // slivers there are. Throws std::logic_error once blocks are mapped.
   void set_mapping_granule(std::size_t granule);
+  std::size_t mapping_granule() const { return mapping_granule_; }
   // Expandable ranges: the best-fitting unmapped block of at least `size`.
   Block* find_unmapped(std::size_t size) const { return unmapped_.find(size, ~std::size_t{0}); }
   // The first unmapped block of at least min_size that accept(block) takes.
@@ -127,7 +132,12 @@ class BlockPool {
   PoolKind kind_;
   PoolState* pool_;
   Stats* totals_;
-  FreeIndex index_;     // free mapped blocks
+  FreeIndex index_;  // free mapped blocks of open segments
+  // Free mapped blocks by address, of closed segments and, with index_addresses(), of
+  // open ones too: take_at finds its block at once (a lookup by address, not the
+  // first fit by_address_ serves).
+  std::map<std::uintptr_t, Block*> at_address_;
+  bool index_addresses_ = false;
   FreeIndex unmapped_;  // free unmapped blocks
   // Free mapped blocks of at least first_fit_from_, with a mapping granule only.
   AddressIndex by_address_;

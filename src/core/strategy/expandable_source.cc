@@ -44,7 +44,8 @@ std::uintptr_t ExpandableSource::first_whole_granule(const Range& range, const B
 Block* ExpandableSource::granule_donor(BlockPool& blocks, const Range& range,
                                        const Block* keep_beside) const {
   const auto holds_granule = [&](const Block& b) {
-    return !b.allocated && b.mapped && b.next != keep_beside && b.prev != keep_beside &&
+    return in_range(range, b) && !b.allocated && b.mapped && b.next != keep_beside &&
+           b.prev != keep_beside &&
            first_whole_granule(range, b) + range.granule <= b.address + b.size;
   };
   Block* largest = blocks.largest_free_block();
@@ -204,6 +205,7 @@ std::size_t ExpandableSource::release(PoolState& pool, BlockPool& blocks) {
   std::vector<Run> runs;
   // Free blocks of a granule or more, from the free index: no walk of the whole range.
   blocks.find_free(range.granule, [&](Block& b) {
+    if (!in_range(range, b)) return false;
     const std::uintptr_t start = range.base + round_up(b.address - range.base, range.granule);
     const std::uintptr_t end =
         range.base + (b.address + b.size - range.base) / range.granule * range.granule;

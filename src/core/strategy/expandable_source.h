@@ -54,6 +54,10 @@ class ExpandableSource : public SegmentSource {
   static std::uintptr_t first_whole_granule(const Range& range, const Block& block);
   GrowResult new_granule(PoolState& pool, BlockPool& blocks, Range& range, PhysicalHandle* out);
   void drop_chunk(PoolState& pool, BlockPool& blocks, PhysicalHandle handle);
+  // The planned strategy keeps its arena, a device segment, in the same block pool.
+  static bool in_range(const Range& range, const Block& block) {
+    return block.address >= range.base && block.address < range.base + range.size;
+  }
   std::size_t granule_index(const Range& range, std::uintptr_t address) const {
     return (address - range.base) / range.granule;
   }

@@ -1,6 +1,7 @@
 #include "core/strategy/planned_source.h"
 
 #include <algorithm>
+#include <unordered_set>
 
 #include "core/allocator_impl.h"
 #include "core/pool/align.h"
@@ -19,6 +20,10 @@ constexpr std::uint64_t kStrayFallbacks = 4;
 // Holes smaller than this in the fallback's segments are not planned into.
 constexpr std::size_t kMinHole = 1 << 20;
 constexpr int kHoleRounds = 64;
+// A first iteration that leaves more than a quarter of its plan's lower bound still
+// live at its end (gradients, new optimizer state) is not planned alone: which of them
+// go in the next iteration shows only there, so the next one is learned too.
+constexpr std::uint64_t kOpenShareDivisor = 4;
 // Event times are 32-bit; an iteration longer than this is not recorded past it.
 constexpr std::uint32_t kMaxEvents = 1u << 31;
 
@@ -26,8 +31,22 @@ constexpr std::uint32_t kMaxEvents = 1u << 31;
 
 PlannedSource::PlannedSource(Allocator::Impl& allocator,
                              std::shared_ptr<const ArenaPlanner> planner)
-    : allocator_(allocator), fallback_(allocator), planner_(std::move(planner)) {
+    : allocator_(allocator), caching_(allocator), planner_(std::move(planner)) {
   if (!planner_) throw ConfigError("the planned strategy needs a planner (ArenaPlanner)");
+  const PlannedFallback wanted = allocator.config.planned_fallback;
+  const bool maps = allocator.device->supports_virtual_memory();
+  if (wanted == PlannedFallback::expandable && !maps) {
+    throw ConfigError("planned_fallback:expandable needs a device with virtual-memory calls; " +
+                      allocator.device->name() + " has none (use caching or auto)");
+  }
+  if (wanted == PlannedFallback::expandable || (wanted == PlannedFallback::automatic && maps)) {
+    expandable_ = std::make_unique<ExpandableSource>(allocator);
+  }
+}
+
+SegmentSource& PlannedSource::fallback() {
+  if (expandable_) return *expandable_;
+  return caching_;
 }
 
 PoolState& PlannedSource::default_pool() const {
@@ -38,27 +57,51 @@ BlockPool& PlannedSource::arena_blocks() const {
   return default_pool().block_pool(Tier::hbm, PoolKind::large);
 }
 
-// While a plan serves, fallbacks are strays: a segment of their own size each, not
-// one shared with room for more.
+// While a plan serves, caching's fallbacks are strays: a segment of their own size
+// each, not one shared with room for more. Expandable granules are packed anyway.
 GrowResult PlannedSource::grow(PoolState& pool, BlockPool& blocks, std::size_t size) {
-  if (served_ == nullptr || abandoned_ || blocks.kind() == PoolKind::small) {
-    return fallback_.grow(pool, blocks, size);
+  if (expandable_ || served_ == nullptr || abandoned_ || blocks.kind() == PoolKind::small) {
+    return fallback().grow(pool, blocks, size);
   }
-  return fallback_.add_segment(pool, blocks, round_up(size, allocator_.granularity(blocks.tier())));
+  return caching_.add_segment(pool, blocks, round_up(size, allocator_.granularity(blocks.tier())));
+}
+
+// Expandable: what the serving plan keeps out of the arena (outputs kept, state) and
+// finds no room for clear of the plan's holes takes the small kind's range, so that
+// it never lands in a hole, where it would stay; everything else shares one range, as
+// in the expandable strategy.
+PoolKind PlannedSource::kind_for(std::size_t size) const {
+  if (!expandable_) return caching_.kind_for(size);
+  return kept_out_ ? PoolKind::small : expandable_->kind_for(size);
+}
+
+// Planned requests are carved at their address in the arena and in the holes of the
+// expandable range: both found by address, not by a walk of the segment.
+void PlannedSource::pool_created(PoolState& pool) {
+  if (expandable_ && &pool == &default_pool()) arena_blocks().index_addresses();
 }
 
 // The arena is a cache like any other: reclaim and empty_cache give it back when
 // nothing lives in it, and the next iteration boundary reserves it again.
 std::size_t PlannedSource::release(PoolState& pool, BlockPool& blocks) {
+  std::size_t released = 0;
   if (arena_ != nullptr && arena_->allocated_blocks == 0 && &blocks == &arena_blocks()) {
-    arena_ = nullptr;
+    released = release_arena();
   }
-  return fallback_.release(pool, blocks);
+  return released + fallback().release(pool, blocks);
 }
 
+// The expandable fallback frees its range alone: the arena beside it goes first.
 void PlannedSource::release_all(PoolState& pool, BlockPool& blocks) {
-  if (&blocks == &arena_blocks()) arena_ = nullptr;
-  fallback_.release_all(pool, blocks);
+  if (&blocks == &arena_blocks() && arena_ != nullptr) {
+    if (expandable_) {
+      allocator_.device->free_segment(blocks.tier(), reinterpret_cast<void*>(arena_->address),
+                                      arena_->size);
+    }
+    arena_ = nullptr;
+  }
+  fallback().release_all(pool, blocks);
+  blocks.clear();
 }
 
 // Unkeyed iterations choose among the unkeyed plans.
@@ -87,6 +130,7 @@ bool PlannedSource::too_many_misses() const {
 
 Block* PlannedSource::take(PoolState& pool, std::size_t size) {
   pending_ = false;
+  kept_out_ = false;
   if (&pool != &default_pool() || current_.iteration == 0 || current_.clock >= kMaxEvents) {
     return nullptr;
   }
@@ -106,18 +150,28 @@ Block* PlannedSource::take(PoolState& pool, std::size_t size) {
     stats_.learning_bytes += size;
     return nullptr;
   }
+  if (!steady_) stats_.first_served_iteration = current_.iteration;
   steady_ = true;
   served_->last_used = current_.iteration;
+  // What the plan keeps out of the arena goes to the fallback anyway: no reason to
+  // reserve the arena, nor a deferral.
+  const bool unplanned = index < served_->sizes.size() && served_->sizes[index] == size &&
+                         served_->offsets[index] == kNoSlot && served_->hole_address[index] == 0;
+  if (arena_wanted_ != 0 && !unplanned && deferred_bytes_ + size <= awaiting_) {
+    deferred_bytes_ += size;
+    ++stats_.deferred;
+    stats_.deferred_bytes += size;
+    return nullptr;
+  }
+  if (arena_wanted_ != 0 && !unplanned) reserve_arena();
   if (!abandoned_ && too_many_misses()) {
-    // The iteration has left its plan: the rest is the caching strategy's, with the
-    // arena's free space, rather than strays beside a reserved arena.
+    // The iteration has left its plan: the rest is the fallback's, with the arena's
+    // free space, rather than strays beside a reserved arena.
     abandoned_ = true;
     if (arena_ != nullptr) arena_blocks().set_closed(*arena_, false);
     close_fallback_segments(false);
   }
   Block* block = nullptr;
-  const bool unplanned = index < served_->sizes.size() && served_->sizes[index] == size &&
-                         served_->offsets[index] == kNoSlot && served_->hole_address[index] == 0;
   if (!abandoned_ && !unplanned && index < served_->sizes.size() && served_->sizes[index] == size) {
     if (const std::uintptr_t hole = served_->hole_address[index]; hole != 0) {
       if (Segment* segment = segment_at(hole)) block = arena_blocks().take_at(*segment, hole, size);
@@ -129,6 +183,10 @@ Block* PlannedSource::take(PoolState& pool, std::size_t size) {
     ++stats_.hits;
     stats_.hit_bytes += size;
   } else if (unplanned) {
+    if (expandable_ && !served_->hole_ranges.empty()) {
+      block = take_clear_of_holes(size);
+      kept_out_ = block == nullptr;
+    }
     ++stats_.lasting;
     stats_.lasting_bytes += size;
     ++iteration_lasting_;
@@ -164,21 +222,26 @@ void PlannedSource::freed(const Block& block) {
       current_.requests[index].free_time = current_.clock++;
     } else if (iteration == previous_.iteration) {
       current_.carried.push_back({index, current_.clock++});
+      // min: the plan that serves may change in the first requests.
+      if (arena_wanted_ != 0 && awaited(index)) {
+        awaiting_ -= std::min(awaiting_, std::uint64_t{previous_.requests[index].size});
+      }
     }
   }
 }
 
 bool PlannedSource::release_block(PoolState& pool, Block* block) {
-  // While plans serve, the fallback keeps no cache: a segment it no longer uses
+  // While plans serve, caching's fallback keeps no cache: a segment it no longer uses
   // goes back at once, so the reserved bytes stay at the arena plus what lives.
+  // Expandable granules stay for the next stray: they are packed, not a segment each.
   const Segment& segment = *block->segment;
-  if ((served_ == nullptr && !plans_expected_) || abandoned_ || is_arena(segment) ||
+  if (expandable_ || (served_ == nullptr && !plans_expected_) || abandoned_ || is_arena(segment) ||
       segment.kind != PoolKind::large || segment.allocated_blocks != 1) {
     return false;
   }
   BlockPool& blocks = pool.block_pool(segment.tier, segment.kind);
   blocks.release(block);
-  fallback_.release_except(pool, blocks, [&](const Segment& s) { return is_arena(s); });
+  caching_.release_except(pool, blocks, [&](const Segment& s) { return is_arena(s); });
   return true;
 }
 
@@ -200,13 +263,17 @@ void PlannedSource::iteration_boundary(std::optional<std::uint64_t> key) {
       learn_now = !current_.requests.empty();
     }
     if (learn_now) {
-      release_fallback_cache();  // first: what stays has live blocks, its holes are stable
+      // First, for caching's holes: what stays has live blocks, its holes are stable.
+      if (!expandable_) release_fallback_cache();
       learn();
     }
     plans_expected_ = learn_now || served_ != nullptr;
   }
   served_ = nullptr;
   abandoned_ = false;
+  awaiting_ = 0;
+  deferred_bytes_ = 0;
+  arena_wanted_ = 0;
   iteration_fallbacks_ = 0;
   iteration_lasting_ = 0;
   iteration_misses_ = 0;
@@ -289,12 +356,28 @@ void PlannedSource::learn() {
     if (in_hole[i] == 0) in_arena.push_back(lifetimes[i]);
   }
   const ArenaLayout layout = planner_->lay_out(in_arena, allocator_.config.granule);
+  if (previous_.requests.empty()) {
+    std::uint64_t open_bytes = 0;
+    for (std::size_t j = 0; j < n; ++j) {
+      if (!planned[j]) open_bytes += rec.requests[j].size;
+    }
+    if (open_bytes * kOpenShareDivisor > layout.lower_bound_bytes) return;
+  }
 
   auto plan = std::make_unique<Plan>();
   plan->key = rec.key;
   plan->sizes.reserve(n);
   for (const Request& r : rec.requests) plan->sizes.push_back(r.size);
   plan->offsets.assign(n, kNoSlot);
+  plan->freed_next.assign(n, false);
+  // Also a request still live whose predecessor at its index went during this
+  // iteration, though of another size or only after it was made (an input, an output
+  // kept until the next batch): the fallback holds it, but it goes in the next.
+  for (std::size_t j = 0; j < n; ++j) {
+    plan->freed_next[j] =
+        (planned[j] && last[j] >= period) ||
+        (rec.requests[j].free_time == kOpen && j < freed_next.size() && freed_next[j] != kOpen);
+  }
   plan->hole_address.assign(n, 0);
   for (std::size_t i = 0, next = 0; i < owners.size(); ++i) {
     if (in_hole[i] != 0) {
@@ -303,6 +386,21 @@ void PlannedSource::learn() {
       plan->offsets[owners[i]] = layout.offsets[next++];
     }
   }
+  for (std::size_t j = 0; j < n; ++j) {
+    if (plan->hole_address[j] != 0) {
+      plan->hole_ranges.emplace_back(plan->hole_address[j], plan->hole_address[j] + plan->sizes[j]);
+    }
+  }
+  std::sort(plan->hole_ranges.begin(), plan->hole_ranges.end());
+  std::vector<std::pair<std::uintptr_t, std::uintptr_t>> merged;
+  for (const auto& range : plan->hole_ranges) {
+    if (!merged.empty() && range.first <= merged.back().second) {
+      merged.back().second = std::max(merged.back().second, range.second);
+    } else {
+      merged.push_back(range);
+    }
+  }
+  plan->hole_ranges = std::move(merged);
   plan->arena_bytes = layout.arena_bytes;
   plan->lower_bound_bytes = layout.lower_bound_bytes;
   plan->planned_requests = owners.size();
@@ -314,9 +412,12 @@ void PlannedSource::learn() {
 
 // Free space inside the fallback's segments that hold live blocks (weights, optimizer
 // state): caching reuses it for activations, so the plan does too, before it sizes the
-// arena. In rounds, the tensors live at the arena's peak go, largest first, to the
-// first hole with room over their lifetime; the rounds end when the peak cannot drop.
-// Returns each tensor's address in a hole, 0 for the arena.
+// arena. Of expandable's free space, only what shares a granule with a lasting block
+// stays mapped when the arena is reserved; its range stays open, but what the plan
+// keeps out of the arena is kept out of the holes too (take_clear_of_holes). In
+// rounds, the tensors live at the arena's peak go, largest first, to the first hole
+// with room over their lifetime; the rounds end when the peak cannot drop. Returns
+// each tensor's address in a hole, 0 for the arena.
 std::vector<std::uintptr_t> PlannedSource::place_in_holes(
     const std::vector<TensorLifetime>& tensors, std::uint64_t period) {
   struct Placed {
@@ -329,17 +430,47 @@ std::vector<std::uintptr_t> PlannedSource::place_in_holes(
   };
   std::vector<std::uintptr_t> address(tensors.size(), 0);
   std::vector<Hole> holes;
+  const auto add_hole = [&](std::uintptr_t begin, std::uintptr_t end) {
+    if (end >= begin + kMinHole) holes.push_back({begin, end, {}});
+  };
+  const std::size_t granule = arena_blocks().mapping_granule();
   for (const Segment* s = arena_blocks().segments(); s != nullptr; s = s->next) {
     if (is_arena(*s) || s->allocated_blocks == 0) continue;
-    // A segment held only by this iteration's tensors (freed in the next) may go.
+    // A caching segment held only by this iteration's tensors (freed in the next) may go.
     bool lasting = true;
-    for (const Block* b = s->first; b != nullptr && lasting; b = b->next) {
+    for (const Block* b = s->first; b != nullptr && lasting && granule == 0; b = b->next) {
       lasting = !b->allocated || (b->sequence >> 32) != current_.iteration;
     }
     if (!lasting) continue;
+    // Expandable: the granules a block that lasts begins or ends in stay mapped; the
+    // rest go back, with those only this iteration's tensors hold.
+    const auto granule_of = [&](std::uintptr_t address) {
+      return (address - s->address) / granule;
+    };
+    std::unordered_set<std::uintptr_t> kept_granules;
+    for (const Block* b = granule == 0 ? nullptr : s->first; b != nullptr; b = b->next) {
+      if (b->allocated && (b->sequence >> 32) != current_.iteration) {
+        kept_granules.insert(granule_of(b->address));
+        kept_granules.insert(granule_of(b->address + b->size - 1));
+      }
+    }
+    const auto add_kept = [&](std::uintptr_t begin, std::uintptr_t end) {
+      if (kept_granules.count(granule_of(begin)) != 0) add_hole(begin, end);
+    };
     for (const Block* b = s->first; b != nullptr; b = b->next) {
-      if (!b->allocated && b->mapped && b->size >= kMinHole) {
-        holes.push_back({b->address, b->address + b->size, {}});
+      if (b->allocated || !b->mapped) continue;
+      const std::uintptr_t end = b->address + b->size;
+      if (granule == 0) {
+        add_hole(b->address, end);
+        continue;
+      }
+      const std::uintptr_t head_end = s->address + round_up(b->address - s->address, granule);
+      const std::uintptr_t tail_begin = s->address + granule_of(end) * granule;
+      if (head_end >= tail_begin) {
+        add_kept(b->address, end);
+      } else {
+        add_kept(b->address, head_end);
+        add_kept(tail_begin, end);
       }
     }
   }
@@ -400,6 +531,26 @@ std::vector<std::uintptr_t> PlannedSource::place_in_holes(
   return address;
 }
 
+Block* PlannedSource::take_clear_of_holes(std::size_t size) {
+  const auto& ranges = served_->hole_ranges;
+  // Right after a block that lasts: the granule it begins in stays mapped anyway.
+  const auto clear = [&](Block& free) {
+    if (free.prev == nullptr || !free.prev->allocated ||
+        (free.prev->sequence >> 32) == current_.iteration) {
+      return false;
+    }
+    const std::uintptr_t begin = free.address;
+    const std::uintptr_t end = begin + size;
+    // The first range that ends past `begin` must start at or after `end`.
+    const auto next =
+        std::upper_bound(ranges.begin(), ranges.end(), begin,
+                         [](std::uintptr_t a, const auto& r) { return a < r.second; });
+    return next == ranges.end() || next->first >= end;
+  };
+  Block* free = arena_blocks().find_free(size, clear);
+  return free == nullptr ? nullptr : arena_blocks().take_at(*free->segment, free->address, size);
+}
+
 Segment* PlannedSource::segment_at(std::uintptr_t address) const {
   for (Segment* s = arena_blocks().segments(); s != nullptr; s = s->next) {
     if (address >= s->address && address < s->address + s->size) return s;
@@ -408,6 +559,7 @@ Segment* PlannedSource::segment_at(std::uintptr_t address) const {
 }
 
 void PlannedSource::close_fallback_segments(bool closed) {
+  if (expandable_) return;
   BlockPool& blocks = arena_blocks();
   for (Segment* s = blocks.segments(); s != nullptr; s = s->next) {
     if (!is_arena(*s)) blocks.set_closed(*s, closed);
@@ -438,51 +590,106 @@ void PlannedSource::release_fallback_cache() {
   PoolState& pool = default_pool();
   for (Tier tier : kAllTiers) {
     for (PoolKind kind : {PoolKind::small, PoolKind::large}) {
-      fallback_.release_except(pool, pool.block_pool(tier, kind),
-                               [&](const Segment& s) { return is_arena(s); });
+      BlockPool& blocks = pool.block_pool(tier, kind);
+      if (expandable_) {
+        expandable_->release(pool, blocks);
+      } else {
+        caching_.release_except(pool, blocks, [&](const Segment& s) { return is_arena(s); });
+      }
     }
   }
 }
 
-void PlannedSource::release_arena() {
-  fallback_.release_except(default_pool(), arena_blocks(),
-                           [&](const Segment& s) { return !is_arena(s); });
+// Only while nothing lives in the arena.
+std::size_t PlannedSource::release_arena() {
+  const std::size_t released = caching_.release_except(
+      default_pool(), arena_blocks(), [&](const Segment& s) { return !is_arena(s); });
   arena_ = nullptr;
+  return released;
 }
 
-// Decided at an iteration's first request. A plan serves: one arena, sized to the
-// largest plan in use, replaces the fallback's cache (reserved when missing, resized when
-// nothing lives in it) and is the plans' alone. No plan serves (learning, or shapes
-// that do not repeat): the iteration is the caching strategy's, and the arena stays,
-// lending the fallback its free space, so shapes that come back find it (and the
-// learning iteration does not reserve beside it); reclaim and empty_cache give it
-// back when nothing lives in it.
+// Decided at an iteration's first request. A plan serves: one arena replaces the
+// fallback's cache (reserved when missing, once the previous iteration's tensors it
+// is planned for are gone; resized when nothing lives in it) and is the plans' alone. No plan
+// serves (learning, or shapes that do not repeat): the iteration is the fallback's. Caching's
+// borrows the arena's free space, so shapes that come back find it (and the learning iteration does
+// not reserve beside it); reclaim and empty_cache give it back when nothing lives in it.
+// Expandable's packs its granules tighter than the arena's free space would hold a
+// shape the plans do not know, so an idle arena goes back instead.
 void PlannedSource::prepare_arena() {
   close_fallback_segments(served_ != nullptr);
   if (served_ == nullptr) {
-    if (arena_ != nullptr) arena_blocks().set_closed(*arena_, false);
+    if (arena_ == nullptr) return;
+    if (expandable_ && arena_->allocated_blocks == 0) {
+      release_arena();
+    } else {
+      arena_blocks().set_closed(*arena_, false);
+    }
     return;
   }
-  // The largest plan that has served: shapes seen once do not size it.
-  std::uint64_t needed = served_->arena_bytes;
+  // Reserved for this plan, kept for smaller ones (shapes served in turn settle on the
+  // largest), given back when larger than any plan that has served needs.
+  const std::size_t granularity = allocator_.granularity(Tier::hbm);
+  const std::uint64_t needed = round_up(served_->arena_bytes, granularity);
+  std::uint64_t largest = needed;
   for (const auto& plan : plans_) {
-    if (plan->iterations_served != 0) needed = std::max(needed, plan->arena_bytes);
+    if (plan->iterations_served != 0) {
+      largest = std::max(largest, round_up(plan->arena_bytes, granularity));
+    }
   }
-  needed = round_up(needed, allocator_.granularity(Tier::hbm));
-  if (arena_ != nullptr && arena_->size != needed && arena_->allocated_blocks == 0) {
+  if (arena_ != nullptr && arena_->allocated_blocks == 0 &&
+      (arena_->size < needed || arena_->size > largest)) {
     release_arena();
   }
   if (arena_ == nullptr && needed != 0) {  // 0: the plans fit in the fallback's holes
-    release_fallback_cache();
-    if (fallback_.add_segment(default_pool(), arena_blocks(), needed) == GrowResult::ok) {
-      arena_ = arena_blocks().segments();
-    }
+    release_fallback_cache();              // the learning iteration's memory, at once
+    arena_wanted_ = needed;
+    awaiting_ = awaited_bytes();
+    return;
   }
   if (arena_ != nullptr) arena_blocks().set_closed(*arena_, true);
 }
 
+std::uint64_t PlannedSource::awaited_bytes() const {
+  std::vector<bool> live(previous_.requests.size(), false);
+  for (std::uint32_t j = 0; j < previous_.requests.size(); ++j) {
+    live[j] = previous_.requests[j].free_time == kOpen && awaited(j);
+  }
+  for (const CarriedFree& c : current_.carried) live[c.index] = false;
+  std::uint64_t bytes = 0;
+  for (std::uint32_t j = 0; j < live.size(); ++j) {
+    if (live[j]) bytes += previous_.requests[j].size;
+  }
+  return bytes;
+}
+
+bool PlannedSource::awaited(std::uint32_t index) const {
+  return index < served_->sizes.size() && served_->freed_next[index];
+}
+
+// The fallback's free memory goes back first (what the awaited tensors held, too): the
+// arena takes its place.
+void PlannedSource::reserve_arena() {
+  const std::uint64_t bytes = arena_wanted_;
+  arena_wanted_ = 0;
+  release_fallback_cache();
+  if (caching_.add_segment(default_pool(), arena_blocks(), bytes) == GrowResult::ok) {
+    arena_ = arena_blocks().segments();
+    arena_blocks().set_closed(*arena_, true);
+    if (!device_calls_at_arena_) device_calls_at_arena_ = device_calls();
+  }
+}
+
+std::int64_t PlannedSource::device_calls() const {
+  return allocator_.stats.num_device_alloc + allocator_.stats.num_device_free;
+}
+
 PlannedStats PlannedSource::stats() const {
   PlannedStats out = stats_;
+  if (device_calls_at_arena_) {
+    out.device_calls_after_arena =
+        static_cast<std::uint64_t>(device_calls() - *device_calls_at_arena_);
+  }
   out.arena_bytes = arena_ == nullptr ? 0 : arena_->size;
   for (const auto& plan : plans_) {
     out.plans.push_back({plan->sizes.size(), plan->planned_requests, plan->arena_bytes,

@@ -2,10 +2,13 @@
 // with an ArenaPlanner, and serves the k-th request of a later iteration at its planned
 // offset in one arena when its size matches. An iteration's plan is the one whose first
 // requests match its own so far, or, when the caller keys its iterations, the plan
-// learned under its key. Everything else (requests before the
-// first iteration mark, named pools, mismatches, iterations no plan serves) takes the
-// caching strategy's path, which may use the arena's free space: learning costs no
-// more memory than caching.
+// learned under its key. Everything else (requests before the first iteration mark,
+// named pools, tensors that outlive their iteration, mismatches, iterations no plan
+// serves) goes to a fallback: the expandable strategy's packed granules where the
+// device maps memory (planned_fallback), so learning costs no more than expandable
+// does; else the caching strategy's segments, which may use the arena's free space.
+// Before the arena is reserved the fallback gives back its free memory, so the peak is
+// the larger of the learning iteration and the arena beside what lasts, not their sum.
 #pragma once
 
 #include <cstdint>
@@ -14,6 +17,7 @@
 #include <vector>
 
 #include "core/strategy/caching_source.h"
+#include "core/strategy/expandable_source.h"
 #include "npumem/arena_planner.h"
 
 namespace npumem::core {
@@ -24,7 +28,8 @@ class PlannedSource : public SegmentSource {
   GrowResult grow(PoolState& pool, BlockPool& blocks, std::size_t size) override;
   std::size_t release(PoolState& pool, BlockPool& blocks) override;
   void release_all(PoolState& pool, BlockPool& blocks) override;
-  PoolKind kind_for(std::size_t size) const override { return fallback_.kind_for(size); }
+  PoolKind kind_for(std::size_t size) const override;
+  void pool_created(PoolState& pool) override;
 
   // The allocator's flow calls these with its lock held.
   // A request of `size` rounded bytes: its block at the planned offset, or nullptr
@@ -67,8 +72,11 @@ class PlannedSource : public SegmentSource {
     std::optional<std::uint64_t> key;    // of the learned iteration: keyed plans serve by it
     std::vector<std::size_t> sizes;      // every request of the learned iteration
     std::vector<std::uint64_t> offsets;  // kNoSlot: not in the arena
+    std::vector<bool> freed_next;        // freed in the next iteration: a new arena waits
     // Nonzero: placed at this address, in a hole of a fallback segment, not the arena.
     std::vector<std::uintptr_t> hole_address;
+    // The address ranges its requests in holes take, merged and in order.
+    std::vector<std::pair<std::uintptr_t, std::uintptr_t>> hole_ranges;
     std::uint64_t arena_bytes = 0;
     std::uint64_t lower_bound_bytes = 0;
     std::uint64_t planned_requests = 0;
@@ -80,6 +88,7 @@ class PlannedSource : public SegmentSource {
     bool saw_previous = false;
   };
 
+  SegmentSource& fallback();
   PoolState& default_pool() const;
   BlockPool& arena_blocks() const;
   bool is_arena(const Segment& segment) const { return &segment == arena_; }
@@ -91,16 +100,29 @@ class PlannedSource : public SegmentSource {
   std::vector<std::uintptr_t> place_in_holes(const std::vector<TensorLifetime>& tensors,
                                              std::uint64_t period);
   Segment* segment_at(std::uintptr_t address) const;
+  // Expandable: a block of `size` in the fallback's free space, right after a block
+  // that lasts and clear of the serving plan's holes, or nullptr.
+  Block* take_clear_of_holes(std::size_t size);
   // Closes (while a plan serves) or opens the free space of the fallback's large
   // segments, so that fallbacks do not take the holes the plan uses.
   void close_fallback_segments(bool closed);
   void keep_plan(std::unique_ptr<Plan> plan);
   void release_fallback_cache();
-  void release_arena();
+  std::size_t release_arena();
   void prepare_arena();
+  // Bytes of the iteration before, still live, that the serving plan has freed in this
+  // one: a new arena waits for them, so that it does not add to their bytes, while the
+  // requests it leaves to the fallback meanwhile come to fewer bytes.
+  std::uint64_t awaited_bytes() const;
+  bool awaited(std::uint32_t index) const;
+  void reserve_arena();
+  // The allocator's device calls so far (creations and releases).
+  std::int64_t device_calls() const;
 
   Allocator::Impl& allocator_;
-  CachingSource fallback_;
+  // Reserves and frees the arena; the fallback too unless expandable_ is set.
+  CachingSource caching_;
+  std::unique_ptr<ExpandableSource> expandable_;
   std::shared_ptr<const ArenaPlanner> planner_;
   std::vector<std::unique_ptr<Plan>> plans_;
   Segment* arena_ = nullptr;  // in the default pool's HBM large block pool
@@ -111,12 +133,19 @@ class PlannedSource : public SegmentSource {
   bool plans_expected_ = false;
   bool abandoned_ = false;  // this iteration left its plan (too many fallbacks)
   bool pending_ = false;    // take() recorded a request not yet allocated
+  // The request take() saw last is one the serving plan keeps out of the arena and no
+  // free space clear of its holes could take (expandable).
+  bool kept_out_ = false;
   std::uint64_t iteration_fallbacks_ = 0;
   std::uint64_t iteration_lasting_ = 0;  // requests the plan keeps out of the arena
   // Fallbacks the plan did not foresee: another size, or its range not free.
   std::uint64_t iteration_misses_ = 0;
   PlannedStats stats_;
-  bool steady_ = false;  // a plan has served an iteration
+  bool steady_ = false;                                // a plan has served an iteration
+  std::optional<std::int64_t> device_calls_at_arena_;  // when the arena was first reserved
+  std::uint64_t arena_wanted_ = 0;    // bytes of the arena to reserve, once awaiting_ ends
+  std::uint64_t awaiting_ = 0;        // awaited_bytes() not yet freed
+  std::uint64_t deferred_bytes_ = 0;  // requested in this iteration while awaiting_
 };
 
 }  // namespace npumem::core

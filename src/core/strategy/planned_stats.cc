@@ -5,19 +5,36 @@ namespace npumem {
 
 std::map<std::string, std::int64_t> PlannedStats::as_map() const {
   const auto value = [](std::uint64_t v) { return static_cast<std::int64_t>(v); };
-  return {{"planned.plans_learned", value(plans_learned)},
-          {"planned.plans_kept", value(plans.size())},
-          {"planned.arena_bytes", value(arena_bytes)},
-          {"planned.hits", value(hits)},
-          {"planned.hit_bytes", value(hit_bytes)},
-          {"planned.fallbacks", value(fallbacks)},
-          {"planned.fallback_bytes", value(fallback_bytes)},
-          {"planned.learning", value(learning)},
-          {"planned.learning_bytes", value(learning_bytes)},
-          {"planned.lasting", value(lasting)},
-          {"planned.lasting_bytes", value(lasting_bytes)},
-          {"planned.steady_peak_reserved_bytes", value(steady_peak_reserved_bytes)},
-          {"planned.steady_peak_requested_bytes", value(steady_peak_requested_bytes)}};
+  std::map<std::string, std::int64_t> out = {
+      {"planned.plans_learned", value(plans_learned)},
+      {"planned.plans_kept", value(plans.size())},
+      {"planned.arena_bytes", value(arena_bytes)},
+      {"planned.hits", value(hits)},
+      {"planned.hit_bytes", value(hit_bytes)},
+      {"planned.fallbacks", value(fallbacks)},
+      {"planned.fallback_bytes", value(fallback_bytes)},
+      {"planned.learning", value(learning)},
+      {"planned.learning_bytes", value(learning_bytes)},
+      {"planned.lasting", value(lasting)},
+      {"planned.lasting_bytes", value(lasting_bytes)},
+      {"planned.deferred", value(deferred)},
+      {"planned.deferred_bytes", value(deferred_bytes)},
+      {"planned.first_served_iteration", value(first_served_iteration)},
+      {"planned.device_calls_after_arena", value(device_calls_after_arena)},
+      {"planned.steady_peak_reserved_bytes", value(steady_peak_reserved_bytes)},
+      {"planned.steady_peak_requested_bytes", value(steady_peak_requested_bytes)}};
+  // Each kept plan under "planned.plans.<i>."; a key of 2^63 or more reads negative.
+  for (std::size_t i = 0; i < plans.size(); ++i) {
+    const PlanInfo& plan = plans[i];
+    const std::string prefix = "planned.plans." + std::to_string(i) + ".";
+    out[prefix + "requests"] = value(plan.requests);
+    out[prefix + "planned_requests"] = value(plan.planned_requests);
+    out[prefix + "arena_bytes"] = value(plan.arena_bytes);
+    out[prefix + "lower_bound_bytes"] = value(plan.lower_bound_bytes);
+    out[prefix + "iterations_served"] = value(plan.iterations_served);
+    if (plan.key) out[prefix + "key"] = value(*plan.key);
+  }
+  return out;
 }
 
 }  // namespace npumem

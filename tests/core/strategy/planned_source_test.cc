@@ -68,6 +68,8 @@ TEST(Planned, ServesRepeatedIterationsFromOnePlanAtTheLowerBound) {
   EXPECT_EQ(stats.plans[0].iterations_served, 5u);  // the sixth is still running
   EXPECT_EQ(stats.arena_bytes, 10 * MiB);
   EXPECT_EQ(stats.steady_peak_requested_bytes, 20 * MiB);  // weights, 4 + 6
+  EXPECT_EQ(stats.first_served_iteration, 2u);
+  EXPECT_EQ(stats.device_calls_after_arena, 0u);
   testing::expect_consistent(allocator, {{weights, 10 * MiB}});
   allocator.deallocate(weights);
 }
@@ -76,7 +78,9 @@ TEST(Planned, ServesRepeatedIterationsFromOnePlanAtTheLowerBound) {
 // activations go, as caching would put them, and no arena is needed.
 TEST(Planned, PlansIntoTheFreeSpaceOfSegmentsThatLast) {
   auto sim = device();
-  Allocator allocator(sim, planned());
+  Config config = planned();
+  config.planned_fallback = PlannedFallback::caching;
+  Allocator allocator(sim, config);
   void* weights = allocator.allocate(3 * MiB);
   allocator.mark_iteration();
   run_chain(allocator, kChainA);
@@ -144,6 +148,26 @@ TEST(Planned, KeepsOnePlanPerShapeInOneArena) {
   EXPECT_EQ(sim->call_counts().total(), calls);
 }
 
+// An arena is reserved for the plan that serves: after a shape no plan knows (its
+// iteration gives the idle arena back), the smaller plan gets an arena of its size,
+// not the larger one's.
+TEST(Planned, ReservesTheArenaForThePlanThatServes) {
+  Allocator allocator(device(), planned());
+  for (int i = 0; i < 4; ++i) {
+    allocator.mark_iteration();
+    run_chain(allocator, i % 2 == 0 ? kChainA : kChainB);
+  }
+  EXPECT_EQ(allocator.planned_stats().arena_bytes, 12 * MiB);  // B's 11, rounded
+  allocator.mark_iteration();
+  run_chain(allocator, {7 * MiB, 9 * MiB});
+  EXPECT_EQ(allocator.planned_stats().arena_bytes, 0u) << "given back while learning";
+  allocator.mark_iteration();
+  run_chain(allocator, kChainA);
+  const PlannedStats stats = allocator.planned_stats();
+  EXPECT_EQ(stats.arena_bytes, 10 * MiB);
+  EXPECT_EQ(stats.fallbacks, 0u);
+}
+
 TEST(Planned, LeavesTensorsThatOutliveTheirIterationOutOfTheArena) {
   Allocator allocator(device(), planned());
   allocator.mark_iteration();
@@ -185,7 +209,10 @@ TEST(Planned, ReLearnsOnceForOutputsThatOutliveEveryIteration) {
 // a loss) is planned once an iteration has shown when it goes.
 TEST(Planned, PlansTensorsFreedInTheNextIteration) {
   auto sim = device();
-  Allocator allocator(sim, planned());
+  // Caching's small pool: the output gets no hole beside the input to go in.
+  Config config = planned();
+  config.planned_fallback = PlannedFallback::caching;
+  Allocator allocator(sim, config);
   void* output = nullptr;
   const auto step = [&] {
     allocator.mark_iteration();
@@ -215,6 +242,109 @@ TEST(Planned, PlansTensorsFreedInTheNextIteration) {
   EXPECT_EQ(stats.plans[0].lower_bound_bytes, 11 * MiB);  // input, hidden, last output
   EXPECT_EQ(sim->call_counts().total(), calls);
   allocator.deallocate(output);
+}
+
+// The expandable fallback gives back the learning iteration's free granules before the
+// arena is reserved: the peak is the larger of the two, not their sum.
+TEST(Planned, ReservesTheArenaInPlaceOfTheLearningIterationsMemory) {
+  auto sim = device();
+  Allocator allocator(sim, planned());
+  void* weights = allocator.allocate(10 * MiB);
+  allocator.mark_iteration();
+  run_chain(allocator, kChainA);
+  const std::int64_t learning_peak = allocator.stats().reserved_bytes.all.peak;
+  for (int i = 0; i < 4; ++i) {
+    allocator.mark_iteration();
+    run_chain(allocator, kChainA);
+  }
+  const PlannedStats stats = allocator.planned_stats();
+  EXPECT_EQ(stats.hits, 4u * 4u);
+  EXPECT_EQ(stats.arena_bytes, 10 * MiB);
+  EXPECT_EQ(learning_peak, static_cast<std::int64_t>(20 * MiB));  // weights, 4 + 6
+  EXPECT_EQ(allocator.stats().reserved_bytes.all.peak, learning_peak);
+  testing::expect_consistent(allocator, {{weights, 10 * MiB}});
+  allocator.deallocate(weights);
+}
+
+// A step whose output lives into the next one (gradients): the first arena waits for
+// the output the iteration before left in the fallback, deferring the input meanwhile,
+// rather than being reserved beside it.
+TEST(Planned, ANewArenaWaitsForTheTensorsItsSpaceIsPlannedFor) {
+  auto sim = device();
+  Allocator allocator(sim, planned());
+  void* output = nullptr;
+  const auto step = [&] {
+    allocator.mark_iteration();
+    void* input = allocator.allocate(1 * MiB);
+    if (output != nullptr) allocator.deallocate(output);
+    void* hidden = allocator.allocate(6 * MiB);
+    allocator.deallocate(input);
+    output = allocator.allocate(8 * MiB);
+    allocator.deallocate(hidden);
+  };
+  for (int i = 0; i < 6; ++i) step();
+  const PlannedStats stats = allocator.planned_stats();
+  EXPECT_EQ(stats.deferred, 1u);
+  EXPECT_EQ(stats.deferred_bytes, 1 * MiB);
+  EXPECT_EQ(stats.fallbacks, 0u);
+  EXPECT_EQ(stats.hits, 2u + 3u * 3u);
+  // Beside the arena: the deferred input's 2 MiB granule, not the 8 MiB output.
+  EXPECT_EQ(allocator.stats().reserved_bytes.all.peak,
+            static_cast<std::int64_t>(stats.arena_bytes + 2 * MiB));
+  allocator.deallocate(output);
+}
+
+// Optimizer state made in the first step, large beside its activations: that step
+// alone cannot tell what goes in the next, so the second is learned, with it on record.
+TEST(Planned, LearnsTheNextIterationTooWhenTheFirstLeavesMuchLive) {
+  Allocator allocator(device(), planned());
+  allocator.mark_iteration();
+  run_chain(allocator, kChainA);
+  void* state = allocator.allocate(4 * MiB);  // over a quarter of the 10 MiB lower bound
+  allocator.mark_iteration();
+  EXPECT_EQ(allocator.planned_stats().plans_learned, 0u);
+  run_chain(allocator, kChainA);
+  for (int i = 0; i < 3; ++i) {
+    allocator.mark_iteration();
+    run_chain(allocator, kChainA);
+  }
+  const PlannedStats stats = allocator.planned_stats();
+  EXPECT_EQ(stats.plans_learned, 1u);
+  EXPECT_EQ(stats.learning, 5u + 4u);
+  EXPECT_EQ(stats.hits, 3u * 4u);
+  EXPECT_EQ(stats.fallbacks, 0u);
+  allocator.deallocate(state);
+}
+
+// 2.5 MiB of weights leave 1.5 MiB free in their last granule, where the plan puts the
+// activations. The output each iteration keeps goes elsewhere, not into that hole.
+TEST(Planned, KeepsWhatLastsOutOfTheHolesItPlansInto) {
+  Allocator allocator(device(), planned());
+  void* weights = allocator.allocate(5 * MiB / 2);
+  std::vector<void*> outputs;
+  for (int i = 0; i < 6; ++i) {
+    allocator.mark_iteration();
+    run_chain(allocator, {512 * KiB, 256 * KiB, 512 * KiB});
+    outputs.push_back(allocator.allocate(64 * KiB));
+  }
+  const PlannedStats stats = allocator.planned_stats();
+  ASSERT_EQ(stats.plans.size(), 1u);
+  EXPECT_EQ(stats.plans[0].arena_bytes, 0u) << "the activations fit in the weights' granule";
+  EXPECT_GE(stats.lasting, 4u);  // one output per served iteration
+  EXPECT_EQ(stats.fallbacks, 0u);
+  EXPECT_EQ(stats.hits, stats.lasting * 3u);
+  for (void* output : outputs) allocator.deallocate(output);
+  allocator.deallocate(weights);
+}
+
+TEST(Planned, AnExpandableFallbackNeedsVirtualMemory) {
+  SimSpec spec;
+  spec.virtual_memory = false;
+  Config config = planned();
+  config.planned_fallback = PlannedFallback::expandable;
+  EXPECT_THROW(Allocator(std::make_shared<SimDevice>(spec), config), ConfigError);
+  config.planned_fallback = PlannedFallback::automatic;
+  EXPECT_NO_THROW(Allocator(std::make_shared<SimDevice>(spec), config));
 }
 
 TEST(Planned, ServesNamedPoolsWithoutPlans) {
