@@ -138,12 +138,8 @@ void Allocator::Impl::set_memory_fraction(double fraction) {
   tier_limit[index(Tier::hbm)] = std::min(configured_limit(Tier::hbm), share);
 }
 
-// While one cache exists (solo), its thread works under the allocator's own lock and
-// the cache locks are not needed; its fast path's counters are folded here.
-void Allocator::Impl::ExclusiveLock::fold_solo() {
-  if (!impl_.caches->caches.empty()) impl_.fold_counters(*impl_.caches->caches.front());
-}
-
+// While one cache exists (solo), its thread works under the allocator's own lock
+// and the cache locks are not needed.
 void Allocator::Impl::ExclusiveLock::lock_caches() {
   for (const auto& cache : impl_.caches->caches) {
     cache->lock.lock();
@@ -248,6 +244,7 @@ std::array<std::int64_t, ThreadCache::kCredits> Allocator::Impl::unclaimed_slack
 // first: it is in the slow path already, while taking another's would send that
 // thread there too.
 void Allocator::Impl::limit_credit(const PoolState& pool, const Block& block) {
+  if (solo.load(std::memory_order_relaxed)) return;  // no fast path, no credit
   ThreadCache* self = core::thread_cache(caches->id);
   if (self != nullptr && (!per_pool_stats || self->pool() == &pool) &&
       self->give_up_credit(block)) {
@@ -362,11 +359,9 @@ void* Allocator::Impl::allocate(std::size_t bytes, StreamId stream) {
   ThreadCache* cache = core::thread_cache(caches->id);
   bool locked = false;
   // The planned strategy counts every request in order, so it always takes the lock.
-  if (cache != nullptr && planned == nullptr &&
+  if (cache != nullptr && planned == nullptr && !solo.load(std::memory_order_relaxed) &&
       bytes <= std::numeric_limits<std::size_t>::max() / 2) {
-    const bool alone = solo.load(std::memory_order_relaxed);
-    core::SpinLock& held = fast_path_lock(*cache, alone);
-    held.lock();
+    cache->lock.lock();
     // A kept block is its stream's to take back at once (it never met another stream);
     // a stream not seen yet finds none and goes the locked way, which notes it.
     if (observers.empty()) {
@@ -374,15 +369,15 @@ void* Allocator::Impl::allocate(std::size_t bytes, StreamId stream) {
       if (Block* block = cache->take_counted(size, &current_pool(), stream, bytes)) {
         block->requested = bytes;
         block->tag = core::current_tag_id();
-        held.unlock();
+        cache->lock.unlock();
         return reinterpret_cast<void*>(block->address);
       }
     }
     // A miss: when the allocator's lock is free, take it without letting go of ours.
-    locked = !alone && mutex.try_lock_holding(*cache);
-    if (!locked) held.unlock();
+    locked = mutex.try_lock_holding(*cache);
+    if (!locked) cache->lock.unlock();
   }
-  if (!locked) mutex.lock();
+  if (!locked) mutex.lock();  // solo: the cache is used under this lock alone
   // One call site, so backtraces taken below are the same whichever way came here.
   std::lock_guard lock(mutex, std::adopt_lock);
   return allocate_locked(bytes, stream, cache);
@@ -679,21 +674,19 @@ void Allocator::Impl::deallocate(void* ptr) {
   ThreadCache* cache = core::thread_cache(caches->id);
   Block* block = nullptr;
   bool locked = false;
-  if (cache != nullptr && planned == nullptr) {
-    const bool alone = solo.load(std::memory_order_relaxed);
-    core::SpinLock& held = fast_path_lock(*cache, alone);
-    held.lock();
+  if (cache != nullptr && planned == nullptr && !solo.load(std::memory_order_relaxed)) {
+    cache->lock.lock();
     block = live.find(address);
     if (block != nullptr && block->owner == cache && !block->cached && observers.empty() &&
         !streams.shared(block) && cache->counts_for(block->segment->pool) && cacheable(*block) &&
         cache->keep(block)) {
       cache->count_free(*block);
-      held.unlock();
+      cache->lock.unlock();
       return;
     }
     // The lookup holds while this cache's lock does: `live` changes only under both.
-    locked = !alone && mutex.try_lock_holding(*cache);
-    if (!locked) held.unlock();
+    locked = mutex.try_lock_holding(*cache);
+    if (!locked) cache->lock.unlock();
   }
   if (!locked) {
     mutex.lock();
@@ -715,8 +708,10 @@ void Allocator::Impl::deallocate_locked(std::uintptr_t address, Block* block, Th
   if (planned != nullptr) planned->freed(*block);
   ThreadCache* cache = attach_cache(known);
   if (cache != nullptr) {
-    if (!cache->counts_for(&pool)) cache->drop_credit();  // the thread moved to another pool
-    cache->earn_credit(*block);
+    if (!solo.load(std::memory_order_relaxed)) {
+      if (!cache->counts_for(&pool)) cache->drop_credit();  // the thread moved to another pool
+      cache->earn_credit(*block);
+    }
     // The planned strategy's large blocks go back at once: their offsets are planned.
     const bool keepable = planned == nullptr || block->segment->kind == PoolKind::small;
     if (block->owner == cache && keepable && !streams.shared(block) && cacheable(*block) &&

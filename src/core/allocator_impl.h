@@ -36,11 +36,7 @@ struct Allocator::Impl {
     explicit ExclusiveLock(Impl& impl) : impl_(impl) {}
     void lock() {
       impl_.own_lock.lock();
-      if (impl_.solo.load(std::memory_order_relaxed)) {
-        fold_solo();
-      } else {
-        lock_caches();
-      }
+      if (!impl_.solo.load(std::memory_order_relaxed)) lock_caches();
     }
     // The lock for a thread already holding its cache's lock (no waiting while it
     // does: others take the allocator's lock first); false when it is taken.
@@ -51,7 +47,6 @@ struct Allocator::Impl {
     }
 
    private:
-    void fold_solo();
     void lock_caches();
     void unlock_caches();
     Impl& impl_;
@@ -182,15 +177,10 @@ struct Allocator::Impl {
   mutable core::StreamOrder streams;
   core::SpinLock own_lock;  // the first half of ExclusiveLock
   std::shared_ptr<core::CacheRegistry> caches;
-  // At most one front cache so far: its thread's fast path takes the allocator's own
-  // lock instead of the cache's, so the slow path need not take the cache's. False for
-  // good once a second thread allocates or frees.
+  // At most one front cache so far: its thread's operations take the allocator's lock
+  // (one atomic exchange, as before front caches) and its blocks count directly in
+  // the statistics. False for good once a second thread allocates or frees.
   std::atomic<bool> solo{true};
-  // The lock a fast path holds: the cache's, or while solo the allocator's own, which
-  // everyone else touching the cache (the slow path) holds too.
-  core::SpinLock& fast_path_lock(core::ThreadCache& cache, bool alone) {
-    return alone ? own_lock : cache.lock;
-  }
   Tier cached_tier = Tier::hbm;  // front caches keep the first tier's blocks only
   // The limit the config and the device give a tier (before any memory fraction).
   std::uint64_t configured_limit(Tier tier) const;

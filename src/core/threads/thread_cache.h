@@ -1,10 +1,9 @@
 // A thread's front cache in one allocator: blocks this thread freed, kept whole by
 // exact size, and the statistics of the allocations and frees it served without the
-// allocator's statistics. Its own lock is taken by its thread on each such operation
-// (while its thread is the only one, the allocator's own lock instead: one lock
-// fewer on the slow path) and by the allocator's slow path, which holds every
-// cache's lock and folds their counters into the allocator's statistics, so
-// anything read under the allocator's lock is exact.
+// allocator's lock. Its own lock is taken by its thread on each such operation and
+// by the allocator's slow path, which holds every cache's lock and folds their
+// counters into the allocator's statistics, so anything read under the allocator's
+// lock is exact.
 //
 // Peaks stay exact through credit: a cache serves an allocation only from credit,
 // which its frees earn, the slow path grants from the slack no cache claims when a

@@ -146,11 +146,34 @@ TEST_P(ThreadCache, PeakRaisedByAnotherThreadStaysExact) {
   EXPECT_EQ(allocator.stats().allocated_bytes.all.current, 0);
 }
 
-// One thread alone serves repeated sizes from its cache without the allocator's
-// statistics on every call; peaks (all, per kind) must still be exact whenever read,
-// across peak resets, with large blocks taking the locked path in between.
-TEST_P(ThreadCache, PeaksStayExactOnOneThreadsFastPath) {
+// A kept block goes out without the lock only on credit: after an allocation under
+// the lock reached the peak, taking the kept block again would pass it, so it must go
+// the locked way, which raises the peak (read after the block is gone again).
+TEST_P(ThreadCache, KeptBlockPastThePeakGoesTheLockedWay) {
   Allocator allocator(npu());
+  void* a = allocator.allocate(4096);
+  void* room = allocator.allocate(70000);
+  // Freed by another thread: to the pool, so the 70000 B below need no growth (which
+  // would return kept blocks to the pools first).
+  std::thread([&] { allocator.deallocate(room); }).join();
+  allocator.reset_peak_stats();                    // peak: a's 4 KiB
+  allocator.deallocate(allocator.allocate(4096));  // kept, with 4 KiB of credit
+  void* c = allocator.allocate(70000);             // locked: a new peak, the credit goes
+  allocator.deallocate(allocator.allocate(4096));  // the kept block: past that peak
+  const Stats stats = allocator.stats();
+  EXPECT_EQ(stats.requested_bytes.all.peak, 4096 + 70000 + 4096);
+  EXPECT_EQ(stats.allocation.all.peak, 3);
+  allocator.deallocate(a);
+  allocator.deallocate(c);
+}
+
+// Churn of repeated sizes, served by a thread's cache and by the locked path in turn:
+// the statistics (current, and peaks of all and per kind) equal a model's whenever
+// read, across peak resets.
+TEST_P(ThreadCache, StatisticsStayExactUnderChurn) {
+  Allocator allocator(npu());
+  use_from_another_thread(allocator);
+  allocator.reset_peak_stats();  // the warm-up's byte is gone: every peak is 0
   constexpr std::array<std::size_t, 4> kSizes = {1000, 4096, 70000, 3 * MiB};
   constexpr int kSmall = static_cast<int>(PoolKind::small);
   struct Model {
