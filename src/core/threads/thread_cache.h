@@ -72,26 +72,19 @@ class alignas(64) ThreadCache {  // a line of its own: each thread writes its ca
     if (!holds(slot, size, pool, stream)) return nullptr;
     return pop(slot);
   }
-  // take() for an allocation served without the allocator's lock: only when the
-  // kind's credit covers it (see above); counted.
+  // take() for an allocation served without the allocator's lock: only when both
+  // parts of the credit cover it (see above); counted.
   Block* take_counted(std::size_t size, const PoolState* pool, StreamId stream,
                       std::size_t requested) {
     Slot& slot = slot_for(size);
     if (!holds(slot, size, pool, stream) || pool_ != pool) return nullptr;
     const int kind = static_cast<int>(slot.kind);
-    const int own = kind_credit(kind);
     const auto amounts = amounts_of(size, requested);
-    for (int c = 0; c < kCounters; ++c) {
-      if (credit_[c][common] < amounts[c] || credit_[c][own] < amounts[c]) {
-        starved_ = true;
-        return nullptr;
-      }
+    if (!spend(kind, amounts)) {
+      starved_ = true;
+      return nullptr;
     }
-    for (int c = 0; c < kCounters; ++c) {
-      credit_[c][common] -= amounts[c];
-      credit_[c][own] -= amounts[c];
-      added_[c][kind] += amounts[c];
-    }
+    for (int c = 0; c < kCounters; ++c) added_[c][kind] += amounts[c];
     counted_ = true;
     return pop(slot);
   }
@@ -99,16 +92,7 @@ class alignas(64) ThreadCache {  // a line of its own: each thread writes its ca
   // uses up, when this cache holds that much: the slack the block took is then the
   // credit it gave up, and no other cache need be looked at. False: nothing changed.
   bool give_up_credit(const Block& block) {
-    const int own = kind_credit(static_cast<int>(block.segment->kind));
-    const auto amounts = amounts_of(block.size, block.requested);
-    for (int c = 0; c < kCounters; ++c) {
-      if (credit_[c][common] < amounts[c] || credit_[c][own] < amounts[c]) return false;
-    }
-    for (int c = 0; c < kCounters; ++c) {
-      credit_[c][common] -= amounts[c];
-      credit_[c][own] -= amounts[c];
-    }
-    return true;
+    return spend(static_cast<int>(block.segment->kind), amounts_of(block.size, block.requested));
   }
   // Whether a free from `pool` can be counted here (counters and credit are one pool's).
   bool counts_for(const PoolState* pool) const { return pool_ == nullptr || pool_ == pool; }
@@ -120,22 +104,16 @@ class alignas(64) ThreadCache {  // a line of its own: each thread writes its ca
     has_credit_ = true;
     const int kind = static_cast<int>(block.segment->kind);
     const auto amounts = amounts_of(block.size, block.requested);
-    for (int c = 0; c < kCounters; ++c) {
-      credit_[c][common] += amounts[c];
-      credit_[c][kind_credit(kind)] += amounts[c];
-      removed_[c][kind] += amounts[c];
-    }
+    earn(kind, amounts);
+    for (int c = 0; c < kCounters; ++c) removed_[c][kind] += amounts[c];
   }
   // Credit for a free of the kept tier counted under the allocator's lock (after
   // counts_for()): the slack it leaves below the peaks may as well be this thread's.
   void earn_credit(const Block& block) {
     if (block.segment->tier != kept_tier_) return;  // it leaves no slack in the kept tier
-    const int kind = static_cast<int>(block.segment->kind);
-    const auto amounts = amounts_of(block.size, block.requested);
-    for (int c = 0; c < kCounters; ++c) {
-      grant(block.segment->pool, c, common, amounts[c]);
-      grant(block.segment->pool, c, static_cast<Credit>(kind_credit(kind)), amounts[c]);
-    }
+    pool_ = block.segment->pool;
+    has_credit_ = true;
+    earn(static_cast<int>(block.segment->kind), amounts_of(block.size, block.requested));
   }
   // Credit the allocator's slow path grants (after counts_for()): slack below the
   // peaks that no cache holds yet.
@@ -149,7 +127,6 @@ class alignas(64) ThreadCache {  // a line of its own: each thread writes its ca
   bool take_starved() { return std::exchange(starved_, false); }
   // The pool counters and credit belong to (nullptr: none).
   PoolState* pool() const { return pool_; }
-  Tier kept_tier() const { return kept_tier_; }
   // Hands the counters to `apply(counter, kind, added, removed)` and zeroes them.
   template <typename Apply>
   void fold(Apply&& apply) {
@@ -232,8 +209,29 @@ class alignas(64) ThreadCache {  // a line of its own: each thread writes its ca
     --kept_;
     return block;
   }
-  static std::array<std::int64_t, kCounters> amounts_of(std::size_t size, std::size_t requested) {
+  using Amounts = std::array<std::int64_t, kCounters>;
+  static Amounts amounts_of(std::size_t size, std::size_t requested) {
     return {static_cast<std::int64_t>(size), static_cast<std::int64_t>(requested), 1};
+  }
+  // Takes `amounts` from both parts of the credit a block of `kind` spends, when both
+  // cover them; false (nothing taken) otherwise.
+  bool spend(int kind, const Amounts& amounts) {
+    const int own = kind_credit(kind);
+    for (int c = 0; c < kCounters; ++c) {
+      if (credit_[c][common] < amounts[c] || credit_[c][own] < amounts[c]) return false;
+    }
+    for (int c = 0; c < kCounters; ++c) {
+      credit_[c][common] -= amounts[c];
+      credit_[c][own] -= amounts[c];
+    }
+    return true;
+  }
+  // Adds `amounts` to both parts of the credit a block of `kind` earns.
+  void earn(int kind, const Amounts& amounts) {
+    for (int c = 0; c < kCounters; ++c) {
+      credit_[c][common] += amounts[c];
+      credit_[c][kind_credit(kind)] += amounts[c];
+    }
   }
 
   Tier kept_tier_;
