@@ -131,24 +131,31 @@ Setter bool_setter(bool Config::*field) {
   };
 }
 
+// A key whose value is one of `choices`, spelled as `name_of` prints it (so parsing and
+// printing agree); the error lists them in this order.
+template <typename Enum, std::size_t N>
+Setter enum_setter(Enum Config::*field, std::string_view (*name_of)(Enum),
+                   std::array<Enum, N> choices) {
+  return [=](Config& c, std::string_view key, std::string_view value) {
+    std::string accepted;
+    for (const Enum choice : choices) {
+      if (value == name_of(choice)) {
+        c.*field = choice;
+        return;
+      }
+      accepted += (accepted.empty() ? "" : ", ") + std::string(name_of(choice));
+    }
+    bad_value(key, value, accepted);
+  };
+}
+
 using SetterTable = std::map<std::string, Setter, std::less<>>;
 
 SetterTable make_setters() {
   SetterTable table = {
-      {"strategy",
-       [](Config& c, std::string_view key, std::string_view value) {
-         if (value == "caching") {
-           c.strategy = Strategy::caching;
-         } else if (value == "expandable") {
-           c.strategy = Strategy::expandable;
-         } else if (value == "static") {
-           c.strategy = Strategy::static_arena;
-         } else if (value == "planned") {
-           c.strategy = Strategy::planned;
-         } else {
-           bad_value(key, value, "caching, expandable, static, planned");
-         }
-       }},
+      {"strategy", enum_setter(&Config::strategy, strategy_name,
+                               std::array{Strategy::caching, Strategy::expandable,
+                                          Strategy::static_arena, Strategy::planned})},
       {"expandable_segments",
        [](Config& c, std::string_view key, std::string_view value) {
          if (bool_value(key, value)) {
@@ -171,29 +178,13 @@ SetterTable make_setters() {
        }},
       {"static_fallback", bool_setter(&Config::static_fallback)},
       {"expandable_fallback",
-       [](Config& c, std::string_view key, std::string_view value) {
-         if (value == "auto") {
-           c.expandable_fallback = ExpandableFallback::automatic;
-         } else if (value == "caching") {
-           c.expandable_fallback = ExpandableFallback::caching;
-         } else if (value == "static") {
-           c.expandable_fallback = ExpandableFallback::static_arena;
-         } else {
-           bad_value(key, value, "caching, static, auto");
-         }
-       }},
+       enum_setter(&Config::expandable_fallback, expandable_fallback_name,
+                   std::array{ExpandableFallback::caching, ExpandableFallback::static_arena,
+                              ExpandableFallback::automatic})},
       {"planned_fallback",
-       [](Config& c, std::string_view key, std::string_view value) {
-         if (value == "auto") {
-           c.planned_fallback = PlannedFallback::automatic;
-         } else if (value == "caching") {
-           c.planned_fallback = PlannedFallback::caching;
-         } else if (value == "expandable") {
-           c.planned_fallback = PlannedFallback::expandable;
-         } else {
-           bad_value(key, value, "caching, expandable, auto");
-         }
-       }},
+       enum_setter(&Config::planned_fallback, planned_fallback_name,
+                   std::array{PlannedFallback::caching, PlannedFallback::expandable,
+                              PlannedFallback::automatic})},
   };
   for (const SizeKey& key : kSizeKeys) table.emplace(std::string(key.name), size_setter(key));
   return table;
