@@ -38,6 +38,27 @@ void run_chain(Allocator& allocator, const std::vector<std::size_t>& sizes) {
   allocator.deallocate(previous);
 }
 
+// One training-like step whose output lives into the next step (gradients, a loss):
+// an input, a hidden tensor, then the output; the previous step's output is freed
+// once the input exists.
+struct CarriedOutputStep {
+  Allocator& allocator;
+  std::size_t input_bytes;
+  std::size_t hidden_bytes;
+  std::size_t output_bytes;
+  void* output = nullptr;
+
+  void operator()() {
+    allocator.mark_iteration();
+    void* input = allocator.allocate(input_bytes);
+    if (output != nullptr) allocator.deallocate(output);
+    void* hidden = allocator.allocate(hidden_bytes);
+    allocator.deallocate(input);
+    output = allocator.allocate(output_bytes);
+    allocator.deallocate(hidden);
+  }
+};
+
 const std::vector<std::size_t> kChainA = {4 * MiB, 6 * MiB, 2 * MiB, 5 * MiB};
 const std::vector<std::size_t> kChainB = {1 * MiB, 3 * MiB, 8 * MiB, 1 * MiB};
 
@@ -213,16 +234,7 @@ TEST(Planned, PlansTensorsFreedInTheNextIteration) {
   Config config = planned();
   config.planned_fallback = PlannedFallback::caching;
   Allocator allocator(sim, config);
-  void* output = nullptr;
-  const auto step = [&] {
-    allocator.mark_iteration();
-    void* input = allocator.allocate(4 * MiB);
-    if (output != nullptr) allocator.deallocate(output);
-    void* hidden = allocator.allocate(6 * MiB);
-    allocator.deallocate(input);
-    output = allocator.allocate(1 * MiB);
-    allocator.deallocate(hidden);
-  };
+  CarriedOutputStep step{allocator, 4 * MiB, 6 * MiB, 1 * MiB};
   step();
   step();
   PlannedStats stats = allocator.planned_stats();
@@ -241,7 +253,7 @@ TEST(Planned, PlansTensorsFreedInTheNextIteration) {
   EXPECT_EQ(stats.hits, 2u + 4u * 3u);
   EXPECT_EQ(stats.plans[0].lower_bound_bytes, 11 * MiB);  // input, hidden, last output
   EXPECT_EQ(sim->call_counts().total(), calls);
-  allocator.deallocate(output);
+  allocator.deallocate(step.output);
 }
 
 // The expandable fallback gives back the learning iteration's free granules before the
@@ -272,16 +284,7 @@ TEST(Planned, ReservesTheArenaInPlaceOfTheLearningIterationsMemory) {
 TEST(Planned, ANewArenaWaitsForTheTensorsItsSpaceIsPlannedFor) {
   auto sim = device();
   Allocator allocator(sim, planned());
-  void* output = nullptr;
-  const auto step = [&] {
-    allocator.mark_iteration();
-    void* input = allocator.allocate(1 * MiB);
-    if (output != nullptr) allocator.deallocate(output);
-    void* hidden = allocator.allocate(6 * MiB);
-    allocator.deallocate(input);
-    output = allocator.allocate(8 * MiB);
-    allocator.deallocate(hidden);
-  };
+  CarriedOutputStep step{allocator, 1 * MiB, 6 * MiB, 8 * MiB};
   for (int i = 0; i < 6; ++i) step();
   const PlannedStats stats = allocator.planned_stats();
   EXPECT_EQ(stats.deferred, 1u);
@@ -291,7 +294,7 @@ TEST(Planned, ANewArenaWaitsForTheTensorsItsSpaceIsPlannedFor) {
   // Beside the arena: the deferred input's 2 MiB granule, not the 8 MiB output.
   EXPECT_EQ(allocator.stats().reserved_bytes.all.peak,
             static_cast<std::int64_t>(stats.arena_bytes + 2 * MiB));
-  allocator.deallocate(output);
+  allocator.deallocate(step.output);
 }
 
 // Optimizer state made in the first step, large beside its activations: that step
