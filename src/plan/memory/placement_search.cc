@@ -47,6 +47,9 @@ constexpr PriorityWeights kLongestFirst{1.0, 0.01, 0.0};
 constexpr PriorityWeights kLargestFirst{0.01, 1.0, 0.0};
 constexpr PriorityWeights kLargestArea{1.0, 1.0, 0.0};
 constexpr PriorityWeights kTightestFirst{1.0, 1.0, 4.0};
+// Longest first, with the tensors in the ops of most bytes live moved well ahead.
+constexpr PriorityWeights kLongestTightFirst{1.0, 0.1, 4.0};
+constexpr PriorityWeights kLongestTightestFirst{1.0, 0.1, 8.0};
 
 // The first run is the one a short deadline may allow alone: the best single run on the
 // large dense sets, and one that reaches the bound on most real models.
@@ -61,6 +64,16 @@ constexpr NamedRun kSkylineRuns[] = {
     {"skyline/tightest-first+lookahead", kTightestFirst, Lookahead::stranding},
 };
 
+// On instances this large only a few runs fit in a second, so these go right after the
+// first: the best single runs on the 100,000-tensor dense sets. Smaller instances go
+// without them: there the search decides, and starting it from them helped one dense
+// 2,000-tensor set and hurt another.
+constexpr std::size_t kLargeInstanceTensors = 20'000;
+constexpr NamedRun kLargeInstanceRuns[] = {
+    {"skyline/longest-tight-first+lookahead", kLongestTightFirst, Lookahead::stranding},
+    {"skyline/longest-tightest-first+lookahead", kLongestTightestFirst, Lookahead::stranding},
+};
+
 class PlacementSearch {
  public:
   PlacementSearch(const PlanInstance& instance, std::span<const std::uint64_t> live,
@@ -73,7 +86,10 @@ class PlacementSearch {
         features_(priority_features(instance, live)) {}
 
   Placement run() {
-    try_skyline_runs();
+    const std::span<const NamedRun> runs(kSkylineRuns);
+    try_skyline_runs(runs.first(1));
+    if (instance_.tensors.size() >= kLargeInstanceTensors) try_skyline_runs(kLargeInstanceRuns);
+    try_skyline_runs(runs.subspan(1));
     if (instance_.tensors.size() <= kGreedyMaxTensors) try_greedy_orders();
     if (may_start() && instance_.tensors.size() <= kExactMaxTensors) try_exact();
     while (may_start() && best_.search_iterations < limits_.max_iterations) {
@@ -119,8 +135,8 @@ class PlacementSearch {
   }
 
   // The first skyline always runs, so a plan exists even past the deadline.
-  void try_skyline_runs() {
-    for (const NamedRun& named : kSkylineRuns) {
+  void try_skyline_runs(std::span<const NamedRun> runs) {
+    for (const NamedRun& named : runs) {
       if (incumbent_arena_ != kNoFit && !may_start()) return;
       timed([&] {
         std::vector<double> priorities = weighted_priorities(features_, named.weights);

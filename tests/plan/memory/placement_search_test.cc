@@ -74,6 +74,15 @@ TEST(PlacementSearchTest, SearchingLongerNeverMakesThePlanWorse) {
   EXPECT_GE(shorter.placement.arena, shorter.lower_bound);
 }
 
+TEST(PlacementSearchTest, LargeInstancesStayValidThroughTheirExtraRuns) {
+  // 20,000 tensors: the size from which the pressure-weighted runs follow the first.
+  const Searched result = search(dense(20'000, 4), iterations(0));
+  EXPECT_GE(result.placement.arena, result.lower_bound);
+  EXPECT_EQ(testing::instance_plan_problem(result.tensors, result.instance,
+                                           result.placement.offsets, result.placement.arena, 64),
+            "");
+}
+
 TEST(PlacementSearchTest, SmallInstancesAreSolvedExactly) {
   const auto tensors = testing::random_tensors(9, 6, 5000, 21);
   const Searched result = search(tensors, iterations(0));
