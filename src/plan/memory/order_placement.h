@@ -23,6 +23,9 @@ std::vector<std::uint32_t> order_by_size(const PlanInstance& instance);
 // Most overlapping tensors first (ties: larger size, then index).
 std::vector<std::uint32_t> order_by_conflicts(const PlanInstance& instance);
 
+// Highest priority first (ties: lower index).
+std::vector<std::uint32_t> order_by_priority(std::span<const double> priorities);
+
 // Places the tensors in `order` (a permutation of the instance's tensors); writes one
 // offset per tensor and returns the arena, or kNoFit when an offset would reach 2^64-1.
 std::uint64_t place_in_order(const PlanInstance& instance, std::span<const std::uint32_t> order,
