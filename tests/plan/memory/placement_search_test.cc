@@ -95,6 +95,20 @@ TEST(PlacementSearchTest, FirstFitInOrderOfPressureAndSizeIsACandidate) {
             "");
 }
 
+TEST(PlacementSearchTest, ASearchWithoutFillersKeepsTheBudgetAndAValidPlan) {
+  // 6,000 tensors: half the iterations go to the set without its smallest tensors, whose
+  // plan with them placed in its gaps is the best on this set.
+  RandomLifetimeSpec spec;
+  spec.tensors = 6'000;
+  const Searched result = search(random_lifetimes(spec), iterations(40));
+  EXPECT_EQ(result.placement.algorithm, "search without fillers, then first fit");
+  EXPECT_LE(result.placement.search_iterations, 40u);
+  EXPECT_GE(result.placement.arena, result.lower_bound);
+  EXPECT_EQ(testing::instance_plan_problem(result.tensors, result.instance,
+                                           result.placement.offsets, result.placement.arena, 64),
+            "");
+}
+
 TEST(PlacementSearchTest, SmallInstancesAreSolvedExactly) {
   const auto tensors = testing::random_tensors(9, 6, 5000, 21);
   const Searched result = search(tensors, iterations(0));
