@@ -82,8 +82,9 @@ class PlacedByBlock {
  public:
   explicit PlacedByBlock(const PlanInstance& instance) {
     std::uint64_t total_length = 0;
-    for (const PlanTensor& tensor : instance.tensors)
+    for (const PlanTensor& tensor : instance.tensors) {
       total_length += tensor.last - tensor.first + 1;
+    }
     // About two mean lifetimes per block, so that most tensors meet one or two, and at most
     // about kMaxBlocks blocks.
     const std::uint64_t mean_length =

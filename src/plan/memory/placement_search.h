@@ -1,9 +1,11 @@
 // The memory planner's search: constructive heuristics first (skyline packing with several
 // priorities, each without and with its stranding lookahead, then the published greedy
-// orders with first-fit and best-fit gaps), an exact branch and bound when the instance is
-// small, then a randomised search over skyline priorities (random restarts, and hill
-// climbing from the best run: random moves, or boosts of the tensors it left high) until
-// the lower bound, the deadline or the iteration budget.
+// orders with first-fit and best-fit gaps and first fit in orders of pressure and size), an
+// exact branch and bound when the instance is small, on dense mid-size instances a search
+// of the instance without its smallest tensors which then fill its gaps, then a randomised
+// search over skyline priorities (random restarts, and hill climbing from the best run:
+// random moves, or boosts of the tensors it left high) until the lower bound, the deadline
+// or the iteration budget.
 #pragma once
 
 #include <chrono>
