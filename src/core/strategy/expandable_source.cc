@@ -144,6 +144,8 @@ ExpandableSource::Placement ExpandableSource::placement(const BlockPool& blocks,
 GrowResult ExpandableSource::grow(PoolState& pool, BlockPool& blocks, std::size_t size) {
   Range* range = range_for(pool, blocks);
   if (range == nullptr) return GrowResult::device_refused;
+  // Granule by granule, a request past the tier would map all of it before failing.
+  if (!allocator_.tier_could_hold(blocks.tier(), size)) return GrowResult::limit_refused;
   const Placement place = placement(blocks, *range, size);
   const std::size_t count = place.granules;
   std::vector<PhysicalHandle> chunks;
