@@ -34,8 +34,7 @@ StrategyFigures measure(const Trace& trace, const ReplayOptions& options) {
   const ReplayResult timed_each = replay_trace(trace, latencies);
   row.latency = summarize_latencies(timed_each.allocation_latencies_ns);
   row.steady_latency = summarize_latencies(timed_each.steady_latencies_ns());
-  row.plan_served = timed_each.planned.first_served_iteration != 0;
-  row.iterations = timed_each.iterations;
+  row.why_no_plan_served = timed_each.why_no_plan_served();
   row.min_hbm_capacity_bytes = min_hbm_capacity(trace, options);
   return row;
 }
@@ -99,7 +98,7 @@ nlohmann::ordered_json comparison_json(const std::string& trace_path,
     item["latency_p99_ns"] = row.latency.p99_ns;
     item["latency_max_ns"] = row.latency.max_ns;
     if (row.strategy == Strategy::planned) {
-      item["plan_served"] = row.plan_served;
+      item["plan_served"] = row.why_no_plan_served.empty();
       item["steady_latency_p50_ns"] = row.steady_latency.p50_ns;
       item["steady_latency_p99_ns"] = row.steady_latency.p99_ns;
       item["steady_latency_max_ns"] = row.steady_latency.max_ns;
@@ -146,11 +145,8 @@ std::string comparison_text(const std::string& trace_path,
   }
   for (const StrategyFigures& row : rows) {
     if (!row.failure.empty()) continue;
-    if (row.strategy == Strategy::planned && !row.plan_served) {
-      out << "planned: no plan served, it ran as its fallback ("
-          << (row.iterations == 0 ? "the trace marks no iterations with `i` lines"
-                                  : "no iteration repeated the requests of a learned one")
-          << ")\n";
+    if (row.strategy == Strategy::planned && !row.why_no_plan_served.empty()) {
+      out << "planned: no plan served, it ran as its fallback (" << row.why_no_plan_served << ")\n";
     } else if (row.strategy == Strategy::planned) {
       out << "planned since a plan served: p50 " << row.steady_latency.p50_ns << " ns, p99 "
           << row.steady_latency.p99_ns << " ns, max " << row.steady_latency.max_ns << " ns\n";

@@ -23,8 +23,7 @@ struct StrategyFigures {
   double ns_per_event = 0.0;
   LatencySummary latency;
   LatencySummary steady_latency;                     // planned: since a plan first served
-  bool plan_served = false;                          // planned: a plan served some iteration
-  std::size_t iterations = 0;                        // the trace's `i` markers
+  std::string why_no_plan_served;                    // planned: empty when a plan served
   std::int64_t device_allocs = 0;                    // segment or granule creations
   std::uint64_t static_size = 0;                     // the arena used (static only)
   std::map<std::string, std::uint64_t> pool_quotas;  // the named pools' arenas (static only)
