@@ -30,7 +30,6 @@ ExpandableSource::Range* ExpandableSource::range_for(PoolState& pool, BlockPool&
   void* base = nullptr;
   if (allocator_.device->reserve_address(range.size, &base) != DeviceStatus::ok) return nullptr;
   range.base = reinterpret_cast<std::uintptr_t>(base);
-  range.chunks.resize(range.size / range.granule);
   blocks.add_segment(range.base, range.size, false);
   blocks.set_mapping_granule(range.granule);
   allocator_.add_segments(pool, tier, blocks.kind(), 1, range.size);
@@ -185,7 +184,11 @@ GrowResult ExpandableSource::grow(PoolState& pool, BlockPool& blocks, std::size_
       result = GrowResult::device_refused;
       break;
     }
-    range->chunks[granule_index(*range, address)] = chunks[placed];
+    const std::size_t index = granule_index(*range, address);
+    if (index >= range->chunks.size()) {
+      range->chunks.resize(std::max(index + 1, 2 * range->chunks.size()));
+    }
+    range->chunks[index] = chunks[placed];
     allocator_.notify(EventKind::map, address, range->granule, 0, blocks.tier(), pool);
     // The rest of the stretch stays one unmapped block, right after the mapped one.
     target = blocks.map_range(target, address, range->granule)->next;
