@@ -297,6 +297,41 @@ TEST(Planned, ANewArenaWaitsForTheTensorsItsSpaceIsPlannedFor) {
   allocator.deallocate(step.output);
 }
 
+// An input kept until the next step's input exists (a batch cloned in before the
+// previous one goes): it overlaps its successor, so it is never planned, yet the next
+// iteration frees it. The first arena waits for it too, deferring the tensor made
+// meanwhile, rather than being reserved beside both inputs.
+TEST(Planned, ANewArenaWaitsForAKeptInputTheNextIterationFrees) {
+  Allocator allocator(device(), planned());
+  void* input = nullptr;
+  const auto step = [&] {
+    allocator.mark_iteration();
+    void* next_input = allocator.allocate(8 * MiB);
+    void* first = allocator.allocate(1 * MiB);
+    if (input != nullptr) allocator.deallocate(input);
+    input = next_input;
+    run_chain(allocator, {6 * MiB, 4 * MiB});
+    allocator.deallocate(first);
+  };
+  // Learned from the second step, with the first on record; the third is served.
+  for (int i = 0; i < 3; ++i) step();
+  PlannedStats stats = allocator.planned_stats();
+  EXPECT_EQ(stats.first_served_iteration, 3u);
+  EXPECT_EQ(stats.deferred, 1u);
+  EXPECT_EQ(stats.deferred_bytes, 1 * MiB);
+  // Beside the arena: the input and the deferred tensor's granule, not the input
+  // before it as well.
+  EXPECT_EQ(allocator.stats().reserved_bytes.all.peak,
+            static_cast<std::int64_t>(stats.arena_bytes + 8 * MiB + 2 * MiB));
+  for (int i = 0; i < 2; ++i) step();
+  stats = allocator.planned_stats();
+  ASSERT_EQ(stats.plans.size(), 1u);
+  EXPECT_EQ(stats.plans[0].planned_requests, 3u) << "all but the input";
+  EXPECT_EQ(stats.fallbacks, 0u);
+  EXPECT_EQ(stats.hits, 2u + 2u * 3u);
+  allocator.deallocate(input);
+}
+
 // Optimizer state made in the first step, large beside its activations: that step
 // alone cannot tell what goes in the next, so the second is learned, with it on record.
 TEST(Planned, LearnsTheNextIterationTooWhenTheFirstLeavesMuchLive) {
