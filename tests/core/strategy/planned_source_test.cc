@@ -375,6 +375,46 @@ TEST(Planned, KeepsWhatLastsOutOfTheHolesItPlansInto) {
   allocator.deallocate(weights);
 }
 
+// Two weights, the first's last granule a hole the activations are planned into, the
+// second's free end clear of it. An input kept until the next one exists is neither
+// planned nor put in that hole: it grows from the second weight's free end into new
+// granules, one fewer than a place of its own would map.
+TEST(Planned, GrowsAKeptInputFromTheFreeEndOfABlockThatLasts) {
+  Allocator allocator(device(), planned());
+  void* first_weight = allocator.allocate(5 * MiB / 2);
+  void* gap = allocator.allocate(3 * MiB / 2);
+  void* second_weight = allocator.allocate(5 * MiB / 2);
+  allocator.deallocate(gap);
+  const auto second_weight_end = reinterpret_cast<std::uintptr_t>(second_weight) + 5 * MiB / 2;
+  void* input = nullptr;
+  std::vector<std::uintptr_t> input_addresses;
+  for (int i = 0; i < 6; ++i) {
+    allocator.mark_iteration();
+    void* next_input = allocator.allocate(7 * MiB / 2);
+    input_addresses.push_back(reinterpret_cast<std::uintptr_t>(next_input));
+    if (input != nullptr) allocator.deallocate(input);
+    input = next_input;
+    // The 1 MiB tensors go to the first weight's hole, the 4 MiB one to the arena.
+    run_chain(allocator, {1 * MiB, 4 * MiB, 1 * MiB});
+  }
+  const PlannedStats stats = allocator.planned_stats();
+  ASSERT_EQ(stats.plans.size(), 1u);
+  EXPECT_EQ(stats.plans[0].arena_bytes, 4 * MiB);
+  EXPECT_EQ(stats.fallbacks, 0u);
+  ASSERT_EQ(stats.first_served_iteration, 3u);
+  // Served iterations 3 and 5 (indexes 2 and 4) find the free end unmapped: the
+  // learning iterations' granules went back when the arena was reserved.
+  EXPECT_EQ(input_addresses[2], second_weight_end);
+  EXPECT_EQ(input_addresses[4], second_weight_end);
+  // The weights' 4 granules, the arena, 1 granule grown after the second weight and 2
+  // for the other input (its predecessor holds the free end): a place of its own for
+  // both inputs would map 2 more granules, not 1.
+  EXPECT_EQ(stats.steady_peak_reserved_bytes, 8 * MiB + 4 * MiB + 2 * MiB + 4 * MiB);
+  allocator.deallocate(input);
+  allocator.deallocate(second_weight);
+  allocator.deallocate(first_weight);
+}
+
 TEST(Planned, AnExpandableFallbackNeedsVirtualMemory) {
   SimSpec spec;
   spec.virtual_memory = false;
