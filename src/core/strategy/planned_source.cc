@@ -563,9 +563,8 @@ Block* PlannedSource::take_clear_of_holes(std::size_t size) {
   if (best == nullptr) return nullptr;
   Segment& segment = *best->segment;
   const std::uintptr_t address = best->address;
-  if (expandable_->grow_after(default_pool(), blocks, *best, size) != GrowResult::ok)
-    return nullptr;
-  return blocks.take_at(segment, address, size);
+  const GrowResult grown = expandable_->grow_after(default_pool(), blocks, *best, size);
+  return grown == GrowResult::ok ? blocks.take_at(segment, address, size) : nullptr;
 }
 
 bool PlannedSource::lasts(const Block& block) const {
