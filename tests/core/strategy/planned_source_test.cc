@@ -407,9 +407,11 @@ TEST(Planned, GrowsAKeptInputFromTheFreeEndOfABlockThatLasts) {
   EXPECT_EQ(input_addresses[2], second_weight_end);
   EXPECT_EQ(input_addresses[4], second_weight_end);
   // The weights' 4 granules, the arena, 1 granule grown after the second weight and 2
-  // for the other input (its predecessor holds the free end): a place of its own for
-  // both inputs would map 2 more granules, not 1.
+  // for the other input (its predecessor holds the free end); in a place of its own the
+  // first input too would take 2 granules, not 1.
   EXPECT_EQ(stats.steady_peak_reserved_bytes, 8 * MiB + 4 * MiB + 2 * MiB + 4 * MiB);
+  testing::expect_consistent(
+      allocator, {{first_weight, 5 * MiB / 2}, {second_weight, 5 * MiB / 2}, {input, 7 * MiB / 2}});
   allocator.deallocate(input);
   allocator.deallocate(second_weight);
   allocator.deallocate(first_weight);
