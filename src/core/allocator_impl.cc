@@ -539,6 +539,12 @@ GrowResult Allocator::Impl::admit(const PoolState& pool, Tier tier, std::size_t 
   return GrowResult::ok;
 }
 
+bool Allocator::Impl::tier_could_hold(Tier tier, std::size_t bytes) const {
+  const auto allocated =
+      static_cast<std::uint64_t>(stats.allocated_bytes.by_tier[index(tier)].current);
+  return allocated + bytes <= tier_limit[index(tier)];
+}
+
 bool Allocator::Impl::would_raise_high_water(Tier tier, std::size_t bytes) const {
   const auto reserved =
       static_cast<std::uint64_t>(stats.reserved_bytes.by_tier[index(tier)].current);

@@ -82,6 +82,9 @@ struct Allocator::Impl {
   std::uint64_t limit(Tier tier) const { return tier_limit[static_cast<int>(tier)]; }
   std::size_t granularity(Tier tier) const { return tier_granularity[static_cast<int>(tier)]; }
   core::GrowResult admit(const core::PoolState& pool, Tier tier, std::size_t bytes) const;
+  // Whether `tier` could hold `bytes` more allocated bytes were all its free memory
+  // theirs: a growth that fails this is refused before it creates anything.
+  bool tier_could_hold(Tier tier, std::size_t bytes) const;
   bool would_raise_high_water(Tier tier, std::size_t bytes) const;
   void add_reserved(core::PoolState& pool, Tier tier, PoolKind kind, std::int64_t bytes);
   // `count` segments of `segment_bytes` each made (> 0) or released (< 0).

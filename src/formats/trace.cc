@@ -3,6 +3,7 @@
 #include <array>
 #include <cerrno>
 #include <charconv>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <limits>
@@ -40,8 +41,26 @@ Fields split_fields(std::string_view line) {
   return fields;
 }
 
+// Bytes that are not printable ASCII show as \xNN, and a long field is cut: a binary
+// file given as a trace must not put its bytes on the terminal.
 std::string quoted(std::string_view text) {
-  return "'" + std::string(text) + "'";
+  constexpr std::size_t kShown = 40;
+  std::string out = "'";
+  for (const char c : text.substr(0, kShown)) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (byte >= 0x20 && byte < 0x7f) {
+      out += c;
+    } else {
+      char escaped[5];
+      std::snprintf(escaped, sizeof escaped, "\\x%02x", byte);
+      out += escaped;
+    }
+  }
+  return out + (text.size() > kShown ? "...'" : "'");
+}
+
+bool all_digits(std::string_view text) {
+  return !text.empty() && text.find_first_not_of("0123456789") == std::string_view::npos;
 }
 
 // One line's worth of parsing state: the trace so far and what is live.
@@ -78,7 +97,10 @@ class TraceParser {
       expect_arguments(fields, 1, "<stream>");
       trace_.events.push_back({TraceOp::stream, 0, parse_number(fields.items[1], "stream")});
     } else {
-      fail("unknown op " + quoted(op) + " (expected a, f, p, i, t, s or a # comment)");
+      fail("unknown op " + quoted(op) + " (expected a, f, p, i, t, s or a # comment)" +
+           (all_digits(op) ? "; lifetime records '<bytes> <first_op> <last_op>' are planned "
+                             "(`npumem plan memory RECORDS`), not replayed"
+                           : ""));
     }
   }
 

@@ -203,6 +203,12 @@ double ReplayResult::steady_overhead_ratio() const {
          static_cast<double>(planned.steady_peak_requested_bytes);
 }
 
+std::string ReplayResult::why_no_plan_served() const {
+  if (planned.first_served_iteration != 0) return {};
+  return iterations == 0 ? "the trace marks no iterations with `i` lines"
+                         : "no iteration repeated the requests of a learned one";
+}
+
 std::vector<std::uint64_t> ReplayResult::steady_latencies_ns() const {
   const std::uint64_t first = planned.first_served_iteration;
   if (first == 0 || first > iteration_latency_starts.size()) return {};

@@ -78,6 +78,9 @@ struct ReplayResult {
   // Planned strategy: peak reserved over peak requested since a plan first served
   // (0 when none did).
   double steady_overhead_ratio() const;
+  // Planned strategy: why no plan served (the trace marks no iterations, or none
+  // repeated a learned one); empty when one did.
+  std::string why_no_plan_served() const;
   // Planned strategy: the allocation latencies since a plan first served (empty when
   // none did or latencies were not recorded).
   std::vector<std::uint64_t> steady_latencies_ns() const;

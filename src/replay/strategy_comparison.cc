@@ -1,6 +1,7 @@
 #include "strategy_comparison.h"
 
 #include <cstdio>
+#include <iomanip>
 #include <sstream>
 
 #include "min_capacity.h"
@@ -33,8 +34,22 @@ StrategyFigures measure(const Trace& trace, const ReplayOptions& options) {
   const ReplayResult timed_each = replay_trace(trace, latencies);
   row.latency = summarize_latencies(timed_each.allocation_latencies_ns);
   row.steady_latency = summarize_latencies(timed_each.steady_latencies_ns());
+  row.why_no_plan_served = timed_each.why_no_plan_served();
   row.min_hbm_capacity_bytes = min_hbm_capacity(trace, options);
   return row;
+}
+
+StrategyFigures measure_strategy(const Trace& trace, const ReplayOptions& options,
+                                 Strategy strategy) {
+  ReplayOptions run = options;
+  run.config.strategy = strategy;
+  if (strategy == Strategy::static_arena) {
+    run.config.static_fallback = false;
+    const StaticAdvice advice = advise_static_size(trace, options, 0.0);
+    run.config.static_size = advice.min_arena_bytes;
+    run.pool_quotas = pool_quotas(advice.pools, false);
+  }
+  return measure(trace, run);
 }
 
 }  // namespace
@@ -43,15 +58,16 @@ std::vector<StrategyFigures> compare_strategies(const Trace& trace, const Replay
   std::vector<StrategyFigures> rows;
   for (Strategy strategy :
        {Strategy::caching, Strategy::expandable, Strategy::static_arena, Strategy::planned}) {
-    ReplayOptions run = options;
-    run.config.strategy = strategy;
-    if (strategy == Strategy::static_arena) {
-      run.config.static_fallback = false;
-      const StaticAdvice advice = advise_static_size(trace, options, 0.0);
-      run.config.static_size = advice.min_arena_bytes;
-      run.pool_quotas = pool_quotas(advice.pools, false);
+    try {
+      rows.push_back(measure_strategy(trace, options, strategy));
+    } catch (const ConfigError&) {
+      throw;  // the settings are wrong for every strategy
+    } catch (const Error& error) {
+      StrategyFigures failed;
+      failed.strategy = strategy;
+      failed.failure = error.what();
+      rows.push_back(std::move(failed));
     }
-    rows.push_back(measure(trace, run));
   }
   return rows;
 }
@@ -64,6 +80,12 @@ nlohmann::ordered_json comparison_json(const std::string& trace_path,
   for (const StrategyFigures& row : rows) {
     nlohmann::ordered_json item;
     item["strategy"] = std::string(strategy_name(row.strategy));
+    item["completed"] = row.failure.empty();
+    if (!row.failure.empty()) {
+      item["failure"] = row.failure;
+      out["strategies"].push_back(item);
+      continue;
+    }
     item["peak_requested_bytes"] = row.peak_requested_bytes;
     item["peak_reserved_bytes"] = row.peak_reserved_bytes;
     item["overhead_ratio"] = row.overhead_ratio;
@@ -76,6 +98,7 @@ nlohmann::ordered_json comparison_json(const std::string& trace_path,
     item["latency_p99_ns"] = row.latency.p99_ns;
     item["latency_max_ns"] = row.latency.max_ns;
     if (row.strategy == Strategy::planned) {
+      item["plan_served"] = row.why_no_plan_served.empty();
       item["steady_latency_p50_ns"] = row.steady_latency.p50_ns;
       item["steady_latency_p99_ns"] = row.steady_latency.p99_ns;
       item["steady_latency_max_ns"] = row.steady_latency.max_ns;
@@ -100,6 +123,12 @@ std::string comparison_text(const std::string& trace_path,
                 "p99 ns", "max ns", "dev alloc");
   out << line;
   for (const StrategyFigures& row : rows) {
+    if (!row.failure.empty()) {
+      // The failure's first line: an out-of-memory report goes on for a page.
+      out << std::left << std::setw(11) << strategy_name(row.strategy)
+          << " did not complete: " << row.failure.substr(0, row.failure.find('\n')) << "\n";
+      continue;
+    }
     std::snprintf(line, sizeof line,
                   "%-11s %12s %12s %8.3f %12s %9.3f %9.1f %8llu %8llu %9llu %8lld\n",
                   std::string(strategy_name(row.strategy)).c_str(),
@@ -115,7 +144,10 @@ std::string comparison_text(const std::string& trace_path,
     out << line;
   }
   for (const StrategyFigures& row : rows) {
-    if (row.strategy == Strategy::planned) {
+    if (!row.failure.empty()) continue;
+    if (row.strategy == Strategy::planned && !row.why_no_plan_served.empty()) {
+      out << "planned: no plan served, it ran as its fallback (" << row.why_no_plan_served << ")\n";
+    } else if (row.strategy == Strategy::planned) {
       out << "planned since a plan served: p50 " << row.steady_latency.p50_ns << " ns, p99 "
           << row.steady_latency.p99_ns << " ns, max " << row.steady_latency.max_ns << " ns\n";
     }

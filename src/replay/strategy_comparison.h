@@ -23,12 +23,19 @@ struct StrategyFigures {
   double ns_per_event = 0.0;
   LatencySummary latency;
   LatencySummary steady_latency;                     // planned: since a plan first served
+  std::string why_no_plan_served;                    // planned: empty when a plan served
   std::int64_t device_allocs = 0;                    // segment or granule creations
   std::uint64_t static_size = 0;                     // the arena used (static only)
   std::map<std::string, std::uint64_t> pool_quotas;  // the named pools' arenas (static only)
+  // Why the trace did not complete under this strategy (an out-of-memory report, or no
+  // static arena that fits the device); empty when it did, and only then are the
+  // figures above measured.
+  std::string failure;
 };
 
-// Replays `trace` under every strategy over options.config (its strategy ignored).
+// Replays `trace` under every strategy over options.config (its strategy ignored). A
+// strategy under which the trace does not complete gets a row with its failure; the
+// others are still measured.
 std::vector<StrategyFigures> compare_strategies(const Trace& trace, const ReplayOptions& options);
 
 nlohmann::ordered_json comparison_json(const std::string& trace_path,

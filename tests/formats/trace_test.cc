@@ -109,6 +109,17 @@ TEST(TraceTest, ErrorsNameFileLineAndProblem) {
             "t.trace:2: unknown op 'x' (expected a, f, p, i, t, s or a # comment)");
   EXPECT_EQ(parse_error("alloc 1 2\n"),
             "t.trace:1: unknown op 'alloc' (expected a, f, p, i, t, s or a # comment)");
+  EXPECT_EQ(parse_error("# records\n4096 0 3\n"),
+            "t.trace:2: unknown op '4096' (expected a, f, p, i, t, s or a # comment); lifetime "
+            "records '<bytes> <first_op> <last_op>' are planned (`npumem plan memory RECORDS`), "
+            "not replayed");
+  EXPECT_EQ(
+      parse_error(std::string("\x7f"
+                              "ELF\x02\x01 x\n")),
+      "t.trace:1: unknown op '\\x7fELF\\x02\\x01' (expected a, f, p, i, t, s or a # comment)");
+  EXPECT_EQ(parse_error(std::string(50, 'z') + "\n"),
+            "t.trace:1: unknown op '" + std::string(40, 'z') +
+                "...' (expected a, f, p, i, t, s or a # comment)");
 }
 
 TEST(TraceTest, RejectsMissingFields) {

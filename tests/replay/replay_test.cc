@@ -132,6 +132,19 @@ TEST(ReplayTest, KeepsTheLatenciesSinceAPlanFirstServed) {
   EXPECT_TRUE(replay_trace(parse_trace(text, "t.trace"), options).steady_latencies_ns().empty());
 }
 
+TEST(ReplayTest, SaysWhyNoPlanServed) {
+  ReplayOptions options;
+  options.config.strategy = Strategy::planned;
+  const auto why = [&](const std::string& text) {
+    return replay_trace(parse_trace(text, "t.trace"), options).why_no_plan_served();
+  };
+  EXPECT_EQ(why("a 1 4096\nf 1\na 2 4096\nf 2\n"),
+            "the trace marks no iterations with `i` lines");
+  EXPECT_EQ(why("i\na 1 4096\nf 1\ni\na 2 8192\nf 2\ni\na 3 12288\nf 3\n"),
+            "no iteration repeated the requests of a learned one");
+  EXPECT_EQ(why("i\na 1 4096\nf 1\ni\na 2 4096\nf 2\ni\na 3 4096\nf 3\n"), "");
+}
+
 TEST(ReplayTest, ReportsProgressEndingAtTheTotal) {
   std::vector<std::pair<std::size_t, std::size_t>> calls;
   ReplayOptions options;

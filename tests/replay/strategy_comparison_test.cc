@@ -136,6 +136,28 @@ TEST(StrategyComparison, MeasuresEveryStrategy) {
   EXPECT_EQ(json["strategies"][3]["strategy"], "planned");
 }
 
+// 12 MiB live at the peak on 8 MiB of HBM: the dynamic strategies go on in DDR, the
+// static arena (HBM only, no fallback) cannot hold it.
+TEST(StrategyComparison, AStrategyThatCannotCompleteGetsARowSayingWhy) {
+  ReplayOptions options;
+  options.device_spec = "sim:hbm=8MiB,ddr=64MiB";
+  const auto rows = compare_strategies(small_trace(), options);
+  ASSERT_EQ(rows.size(), 4u);
+  for (const StrategyFigures& row : rows) {
+    if (row.strategy == Strategy::static_arena) {
+      EXPECT_NE(row.failure.find("no static arena"), std::string::npos) << row.failure;
+    } else {
+      EXPECT_EQ(row.failure, "") << strategy_name(row.strategy);
+      EXPECT_EQ(row.peak_requested_bytes, 12 * MiB);
+    }
+  }
+  const auto json = comparison_json("small.trace", rows);
+  EXPECT_EQ(json["strategies"][2]["completed"], false);
+  EXPECT_EQ(json["strategies"][0]["completed"], true);
+  const std::string text = comparison_text("small.trace", rows);
+  EXPECT_NE(text.find("static      did not complete: no static arena"), std::string::npos) << text;
+}
+
 TEST(CompareCli, PrintsATableAndJson) {
   const std::string trace = std::string(NPUMEM_SHARED_DIR) + "/traces/vit_b_16_infer.trace";
   if (!std::filesystem::exists(trace)) GTEST_SKIP() << "no shared traces at " << trace;

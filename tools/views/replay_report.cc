@@ -89,26 +89,31 @@ nlohmann::ordered_json planned_json(const ReplayResult& result) {
     if (plan.key) item["key"] = *plan.key;
     plans.push_back(item);
   }
-  return {{"plans_learned", p.plans_learned},
-          {"arena_bytes", p.arena_bytes},
-          {"hits", p.hits},
-          {"hit_bytes", p.hit_bytes},
-          {"fallbacks", p.fallbacks},
-          {"fallback_bytes", p.fallback_bytes},
-          {"learning", p.learning},
-          {"learning_bytes", p.learning_bytes},
-          {"lasting", p.lasting},
-          {"lasting_bytes", p.lasting_bytes},
-          {"deferred", p.deferred},
-          {"deferred_bytes", p.deferred_bytes},
-          {"hit_share",
-           requests == 0 ? 0.0 : static_cast<double>(p.hits) / static_cast<double>(requests)},
-          {"steady_peak_reserved_bytes", p.steady_peak_reserved_bytes},
-          {"steady_peak_requested_bytes", p.steady_peak_requested_bytes},
-          {"steady_overhead_ratio", result.steady_overhead_ratio()},
-          {"first_served_iteration", p.first_served_iteration},
-          {"device_calls_after_arena", p.device_calls_after_arena},
-          {"plans", plans}};
+  nlohmann::ordered_json out = {
+      {"plans_learned", p.plans_learned},
+      {"arena_bytes", p.arena_bytes},
+      {"hits", p.hits},
+      {"hit_bytes", p.hit_bytes},
+      {"fallbacks", p.fallbacks},
+      {"fallback_bytes", p.fallback_bytes},
+      {"learning", p.learning},
+      {"learning_bytes", p.learning_bytes},
+      {"lasting", p.lasting},
+      {"lasting_bytes", p.lasting_bytes},
+      {"deferred", p.deferred},
+      {"deferred_bytes", p.deferred_bytes},
+      {"hit_share",
+       requests == 0 ? 0.0 : static_cast<double>(p.hits) / static_cast<double>(requests)},
+      {"steady_peak_reserved_bytes", p.steady_peak_reserved_bytes},
+      {"steady_peak_requested_bytes", p.steady_peak_requested_bytes},
+      {"steady_overhead_ratio", result.steady_overhead_ratio()},
+      {"first_served_iteration", p.first_served_iteration},
+      {"device_calls_after_arena", p.device_calls_after_arena},
+      {"plans", plans}};
+  if (const std::string why = result.why_no_plan_served(); !why.empty()) {
+    out["no_plan_served"] = why;
+  }
+  return out;
 }
 
 void add_planned_lines(std::ostringstream& out, const ReplayResult& result) {
@@ -122,11 +127,15 @@ void add_planned_lines(std::ostringstream& out, const ReplayResult& result) {
                with_commas(p.learning) + " while learning, " + with_commas(p.lasting) +
                " kept out of the arena (they outlive the iteration), " + with_commas(p.deferred) +
                " before a new arena (" + format_bytes(p.deferred_bytes) + ")");
-  add_line(out, "steady overhead",
-           fixed(result.steady_overhead_ratio(), 3) +
-               " (peak reserved / peak requested since a plan served, from iteration " +
-               with_commas(p.first_served_iteration) + "); " +
-               with_commas(p.device_calls_after_arena) + " device calls after the arena");
+  if (const std::string why = result.why_no_plan_served(); !why.empty()) {
+    add_line(out, "steady overhead", "none: no plan served, it ran as its fallback (" + why + ")");
+  } else {
+    add_line(out, "steady overhead",
+             fixed(result.steady_overhead_ratio(), 3) +
+                 " (peak reserved / peak requested since a plan served, from iteration " +
+                 with_commas(p.first_served_iteration) + "); " +
+                 with_commas(p.device_calls_after_arena) + " device calls after the arena");
+  }
   if (const std::vector<std::uint64_t> steady = result.steady_latencies_ns(); !steady.empty()) {
     const LatencySummary latency = summarize_latencies(steady);
     add_line(out, "steady latency",

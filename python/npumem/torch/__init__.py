@@ -49,6 +49,9 @@ def install(
     tensors to device i, and `device` is the default for the others. Each device needs
     host-accessible memory ("host", or "sim" with backing=host). Tensors made before
     keep their memory; devices served before stay served (their tensors free to them).
+    Under strategy:planned every optimizer.step() becomes an iteration boundary
+    (mark_optimizer_steps), since that strategy learns and serves per iteration; loops
+    without an optimizer call npumem.torch.iteration() themselves.
     Returns the default device."""
     index = device_index(device)
     indices = [index]
@@ -69,7 +72,14 @@ def install(
     _served[index] = chosen[index]
     global _default
     _default = chosen[index]
+    if any(_strategy(made) == "planned" for made in chosen.values()):
+        mark_optimizer_steps()
     return chosen[index]
+
+
+def _strategy(made: _core.Device) -> str:
+    settings = dict(item.split(":", 1) for item in made.config.split(","))
+    return settings["strategy"]
 
 
 def _host_device(index: int, spec: Optional[str], conf: Optional[str]) -> _core.Device:

@@ -30,7 +30,6 @@ ExpandableSource::Range* ExpandableSource::range_for(PoolState& pool, BlockPool&
   void* base = nullptr;
   if (allocator_.device->reserve_address(range.size, &base) != DeviceStatus::ok) return nullptr;
   range.base = reinterpret_cast<std::uintptr_t>(base);
-  range.chunks.resize(range.size / range.granule);
   blocks.add_segment(range.base, range.size, false);
   blocks.set_mapping_granule(range.granule);
   allocator_.add_segments(pool, tier, blocks.kind(), 1, range.size);
@@ -144,15 +143,37 @@ ExpandableSource::Placement ExpandableSource::placement(const BlockPool& blocks,
 GrowResult ExpandableSource::grow(PoolState& pool, BlockPool& blocks, std::size_t size) {
   Range* range = range_for(pool, blocks);
   if (range == nullptr) return GrowResult::device_refused;
-  const Placement place = placement(blocks, *range, size);
+  return grow_at(pool, blocks, *range, placement(blocks, *range, size));
+}
+
+GrowResult ExpandableSource::grow_after(PoolState& pool, BlockPool& blocks, const Block& free,
+                                        std::size_t size) {
+  const auto found = ranges_.find(&blocks);
+  Block* unmapped = free.next;
+  if (found == ranges_.end() || free.allocated || !free.mapped || free.size >= size ||
+      unmapped == nullptr || unmapped->mapped) {
+    return GrowResult::device_refused;
+  }
+  Range& range = found->second;
+  const std::size_t granules = round_up(size - free.size, range.granule) / range.granule;
+  if (granules * range.granule > unmapped->size) return GrowResult::device_refused;
+  return grow_at(pool, blocks, range, {unmapped, unmapped->address, granules});
+}
+
+GrowResult ExpandableSource::grow_at(PoolState& pool, BlockPool& blocks, Range& range,
+                                     const Placement& place) {
   const std::size_t count = place.granules;
+  // Granule by granule, a request past the tier would map all of it before failing.
+  if (!allocator_.tier_could_hold(blocks.tier(), count * range.granule)) {
+    return GrowResult::limit_refused;
+  }
   std::vector<PhysicalHandle> chunks;
   GrowResult result = GrowResult::ok;
   BlockPool& sibling = pool.block_pool(
       blocks.tier(), blocks.kind() == PoolKind::small ? PoolKind::large : PoolKind::small);
   const auto sibling_range = ranges_.find(&sibling);
   const bool share_with_sibling =
-      sibling_range != ranges_.end() && sibling_range->second.granule == range->granule;
+      sibling_range != ranges_.end() && sibling_range->second.granule == range.granule;
   bool released_sibling = share_with_sibling;
   while (chunks.size() < count) {
     PhysicalHandle handle;
@@ -160,18 +181,18 @@ GrowResult ExpandableSource::grow(PoolState& pool, BlockPool& blocks, std::size_
         !(share_with_sibling && take_free_granule(pool, sibling, blocks, nullptr, &handle))) {
       // New memory past the high-water mark raises the footprint for good: first give
       // back the sibling kind's whole free granules (of another size, so not taken).
-      if (!released_sibling && allocator_.would_raise_high_water(blocks.tier(), range->granule)) {
+      if (!released_sibling && allocator_.would_raise_high_water(blocks.tier(), range.granule)) {
         release(pool, sibling);
         released_sibling = true;
       }
-      result = new_granule(pool, blocks, *range, &handle);
+      result = new_granule(pool, blocks, range, &handle);
       if (result != GrowResult::ok) break;
     }
     chunks.push_back(handle);
   }
   Block* target = result != GrowResult::ok    ? nullptr
                   : place.unmapped != nullptr ? place.unmapped
-                                              : blocks.find_unmapped(count * range->granule);
+                                              : blocks.find_unmapped(count * range.granule);
   if (target == nullptr && result == GrowResult::ok) result = GrowResult::device_refused;
   std::uintptr_t address = place.unmapped != nullptr ? place.start
                            : target != nullptr       ? target->address
@@ -183,11 +204,15 @@ GrowResult ExpandableSource::grow(PoolState& pool, BlockPool& blocks, std::size_
       result = GrowResult::device_refused;
       break;
     }
-    range->chunks[granule_index(*range, address)] = chunks[placed];
-    allocator_.notify(EventKind::map, address, range->granule, 0, blocks.tier(), pool);
+    const std::size_t index = granule_index(range, address);
+    if (index >= range.chunks.size()) {
+      range.chunks.resize(std::max(index + 1, 2 * range.chunks.size()));
+    }
+    range.chunks[index] = chunks[placed];
+    allocator_.notify(EventKind::map, address, range.granule, 0, blocks.tier(), pool);
     // The rest of the stretch stays one unmapped block, right after the mapped one.
-    target = blocks.map_range(target, address, range->granule)->next;
-    address += range->granule;
+    target = blocks.map_range(target, address, range.granule)->next;
+    address += range.granule;
   }
   for (std::size_t i = placed; i < chunks.size(); ++i) drop_chunk(pool, blocks, chunks[i]);
   return result;

@@ -22,13 +22,20 @@ class ExpandableSource : public SegmentSource {
   std::size_t release(PoolState& pool, BlockPool& blocks) override;
   void release_all(PoolState& pool, BlockPool& blocks) override;
   PoolKind kind_for(std::size_t size) const override;
+  // Maps the granules right after `free` (a free mapped block of `blocks` followed by
+  // an unmapped one) that it lacks to hold `size` bytes from its start. The planned
+  // strategy's placement, where it chooses the place.
+  GrowResult grow_after(PoolState& pool, BlockPool& blocks, const Block& free, std::size_t size);
 
  private:
   struct Range {
     std::uintptr_t base = 0;
     std::size_t size = 0;
     std::size_t granule = 0;
-    std::vector<PhysicalHandle> chunks;  // by granule index; empty handle: unmapped
+    // By granule index, as far as the highest granule mapped so far; empty handle:
+    // unmapped. Grown on demand: sized for the whole range (twice the tier) up front,
+    // its zeroing page-faulted 250-350 us into an allocator's first allocation.
+    std::vector<PhysicalHandle> chunks;
   };
 
   // Where new granules go: an unmapped block and the first address to map there, so
@@ -41,6 +48,7 @@ class ExpandableSource : public SegmentSource {
 
   Range* range_for(PoolState& pool, BlockPool& blocks);
   Placement placement(const BlockPool& blocks, const Range& range, std::size_t size) const;
+  GrowResult grow_at(PoolState& pool, BlockPool& blocks, Range& range, const Placement& place);
   // Unmaps one whole free granule of `donor` and hands over its chunk, re-accounting
   // its bytes to `taker` when that is the sibling pool kind.
   // Never takes from a block next to `keep_beside` (the placement's unmapped block),

@@ -534,11 +534,8 @@ std::vector<std::uintptr_t> PlannedSource::place_in_holes(
 Block* PlannedSource::take_clear_of_holes(std::size_t size) {
   const auto& ranges = served_->hole_ranges;
   // Right after a block that lasts: the granule it begins in stays mapped anyway.
-  const auto clear = [&](Block& free) {
-    if (free.prev == nullptr || !free.prev->allocated ||
-        (free.prev->sequence >> 32) == current_.iteration) {
-      return false;
-    }
+  const auto clear = [&](const Block& free) {
+    if (free.prev == nullptr || !lasts(*free.prev)) return false;
     const std::uintptr_t begin = free.address;
     const std::uintptr_t end = begin + size;
     // The first range that ends past `begin` must start at or after `end`.
@@ -547,8 +544,34 @@ Block* PlannedSource::take_clear_of_holes(std::size_t size) {
                          [](std::uintptr_t a, const auto& r) { return a < r.second; });
     return next == ranges.end() || next->first >= end;
   };
-  Block* free = arena_blocks().find_free(size, clear);
-  return free == nullptr ? nullptr : arena_blocks().take_at(*free->segment, free->address, size);
+  BlockPool& blocks = arena_blocks();
+  if (Block* free = blocks.find_free(size, clear)) {
+    return blocks.take_at(*free->segment, free->address, size);
+  }
+  // Else such a block grown into the unmapped space after it, the largest: it needs
+  // fewer new granules than a place of its own when it holds more than those would
+  // leave free.
+  const std::size_t granule = blocks.mapping_granule();
+  const std::size_t spare = round_up(size, granule) - size;
+  Block* best = nullptr;
+  blocks.find_free(granule - spare, [&](Block& free) {
+    const bool fits = free.size < size && free.next != nullptr && !free.next->mapped &&
+                      free.next->size >= round_up(size - free.size, granule);
+    if (fits && clear(free) && (best == nullptr || free.size > best->size)) best = &free;
+    return false;  // visit them all: only blocks past most of a granule qualify
+  });
+  if (best == nullptr) return nullptr;
+  Segment& segment = *best->segment;
+  const std::uintptr_t address = best->address;
+  const GrowResult grown = expandable_->grow_after(default_pool(), blocks, *best, size);
+  return grown == GrowResult::ok ? blocks.take_at(segment, address, size) : nullptr;
+}
+
+bool PlannedSource::lasts(const Block& block) const {
+  const std::uint64_t iteration = block.sequence >> 32;
+  const auto index = static_cast<std::uint32_t>(block.sequence & 0xffffffffu);
+  return block.allocated && iteration != current_.iteration &&
+         !(iteration == previous_.iteration && awaited(index));
 }
 
 Segment* PlannedSource::segment_at(std::uintptr_t address) const {

@@ -99,9 +99,13 @@ class PlannedSource : public SegmentSource {
   void learn();
   std::vector<std::uintptr_t> place_in_holes(const std::vector<TensorLifetime>& tensors,
                                              std::uint64_t period);
+  // `block` is live and stays so through this iteration, as far as the serving plan
+  // knows: made before the previous iteration, or in it and not freed in this one.
+  bool lasts(const Block& block) const;
   Segment* segment_at(std::uintptr_t address) const;
   // Expandable: a block of `size` in the fallback's free space, right after a block
-  // that lasts and clear of the serving plan's holes, or nullptr.
+  // that lasts and clear of the serving plan's holes, or nullptr. Free space too short
+  // there is grown into the unmapped space after it when that maps fewer granules.
   Block* take_clear_of_holes(std::size_t size);
   // Closes (while a plan serves) or opens the free space of the fallback's large
   // segments, so that fallbacks do not take the holes the plan uses.

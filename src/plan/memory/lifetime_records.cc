@@ -17,6 +17,12 @@ bool is_blank(char c) {
   return c == ' ' || c == '\t' || c == '\r';
 }
 
+// The first field of a trace's lines (docs/TRACE_FORMAT.md): a file given in the
+// wrong place is named as what it is.
+bool is_trace_op(std::string_view field) {
+  return field == "a" || field == "f" || field == "i" || field == "p";
+}
+
 // Splits a line into up to kFields + 1 fields (one more than allowed, to see extras).
 std::vector<std::string_view> split_fields(std::string_view line) {
   std::vector<std::string_view> fields;
@@ -37,6 +43,11 @@ class RecordParser {
 
   TensorLifetime parse(std::string_view text) const {
     const std::vector<std::string_view> fields = split_fields(text);
+    if (is_trace_op(fields.front())) {
+      fail("'" + std::string(fields.front()) +
+           "' starts an allocation trace's line, not a lifetime record "
+           "'<bytes> <first_op> <last_op>' (plan a trace with `plan memory --trace`)");
+    }
     if (fields.size() != kFields) {
       fail("expected 3 fields '<bytes> <first_op> <last_op>', found " +
            std::string(fields.size() > kFields ? "more" : std::to_string(fields.size())));

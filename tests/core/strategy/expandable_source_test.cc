@@ -208,6 +208,21 @@ TEST_P(Expandable, FailedCreatePartWayReleasesWhatItGathered) {
   allocator.deallocate(p);
 }
 
+// Growing granule by granule, such a request would fill HBM before failing: HBM's
+// reserved peak and the device calls would both count memory never used.
+TEST_P(Expandable, ARequestPastTheTierGoesToDdrWithoutMappingHbm) {
+  if (!testing::controls_available(GetParam())) GTEST_SKIP() << "needs the test double's controls";
+  const TestDevice sim = device(Backing::none, 64 * MiB, 1 * GiB);
+  Allocator allocator(sim.device(), expandable(2 * MiB));
+  void* big = allocator.allocate(100 * MiB);
+  EXPECT_EQ(allocator.stats().reserved_bytes.by_tier[static_cast<int>(Tier::hbm)].peak, 0);
+  EXPECT_EQ(allocator.stats().reserved_bytes.by_tier[static_cast<int>(Tier::ddr)].current,
+            static_cast<std::int64_t>(100 * MiB));
+  EXPECT_EQ(counts_of(sim).creates, 50u);  // DDR's granules alone
+  testing::expect_consistent(allocator, {{big, 100 * MiB}});
+  allocator.deallocate(big);
+}
+
 TEST_P(Expandable, DeviceWithoutVirtualMemoryFallsBackToCachingWithAWarning) {
   SimSpec spec;
   spec.virtual_memory = false;

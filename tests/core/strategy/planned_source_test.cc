@@ -297,6 +297,41 @@ TEST(Planned, ANewArenaWaitsForTheTensorsItsSpaceIsPlannedFor) {
   allocator.deallocate(step.output);
 }
 
+// An input kept until the next step's input exists (a batch cloned in before the
+// previous one goes): it overlaps its successor, so it is never planned, yet the next
+// iteration frees it. The first arena waits for it too, deferring the tensor made
+// meanwhile, rather than being reserved beside both inputs.
+TEST(Planned, ANewArenaWaitsForAKeptInputTheNextIterationFrees) {
+  Allocator allocator(device(), planned());
+  void* input = nullptr;
+  const auto step = [&] {
+    allocator.mark_iteration();
+    void* next_input = allocator.allocate(8 * MiB);
+    void* first = allocator.allocate(1 * MiB);
+    if (input != nullptr) allocator.deallocate(input);
+    input = next_input;
+    run_chain(allocator, {6 * MiB, 4 * MiB});
+    allocator.deallocate(first);
+  };
+  // Learned from the second step, with the first on record; the third is served.
+  for (int i = 0; i < 3; ++i) step();
+  PlannedStats stats = allocator.planned_stats();
+  EXPECT_EQ(stats.first_served_iteration, 3u);
+  EXPECT_EQ(stats.deferred, 1u);
+  EXPECT_EQ(stats.deferred_bytes, 1 * MiB);
+  // Beside the arena: the input and the deferred tensor's granule, not the input
+  // before it as well.
+  EXPECT_EQ(allocator.stats().reserved_bytes.all.peak,
+            static_cast<std::int64_t>(stats.arena_bytes + 8 * MiB + 2 * MiB));
+  for (int i = 0; i < 2; ++i) step();
+  stats = allocator.planned_stats();
+  ASSERT_EQ(stats.plans.size(), 1u);
+  EXPECT_EQ(stats.plans[0].planned_requests, 3u) << "all but the input";
+  EXPECT_EQ(stats.fallbacks, 0u);
+  EXPECT_EQ(stats.hits, 2u + 2u * 3u);
+  allocator.deallocate(input);
+}
+
 // Optimizer state made in the first step, large beside its activations: that step
 // alone cannot tell what goes in the next, so the second is learned, with it on record.
 TEST(Planned, LearnsTheNextIterationTooWhenTheFirstLeavesMuchLive) {
@@ -338,6 +373,48 @@ TEST(Planned, KeepsWhatLastsOutOfTheHolesItPlansInto) {
   EXPECT_EQ(stats.hits, stats.lasting * 3u);
   for (void* output : outputs) allocator.deallocate(output);
   allocator.deallocate(weights);
+}
+
+// Two weights, the first's last granule a hole the activations are planned into, the
+// second's free end clear of it. An input kept until the next one exists is neither
+// planned nor put in that hole: it grows from the second weight's free end into new
+// granules, one fewer than a place of its own would map.
+TEST(Planned, GrowsAKeptInputFromTheFreeEndOfABlockThatLasts) {
+  Allocator allocator(device(), planned());
+  void* first_weight = allocator.allocate(5 * MiB / 2);
+  void* gap = allocator.allocate(3 * MiB / 2);
+  void* second_weight = allocator.allocate(5 * MiB / 2);
+  allocator.deallocate(gap);
+  const auto second_weight_end = reinterpret_cast<std::uintptr_t>(second_weight) + 5 * MiB / 2;
+  void* input = nullptr;
+  std::vector<std::uintptr_t> input_addresses;
+  for (int i = 0; i < 6; ++i) {
+    allocator.mark_iteration();
+    void* next_input = allocator.allocate(7 * MiB / 2);
+    input_addresses.push_back(reinterpret_cast<std::uintptr_t>(next_input));
+    if (input != nullptr) allocator.deallocate(input);
+    input = next_input;
+    // The 1 MiB tensors go to the first weight's hole, the 4 MiB one to the arena.
+    run_chain(allocator, {1 * MiB, 4 * MiB, 1 * MiB});
+  }
+  const PlannedStats stats = allocator.planned_stats();
+  ASSERT_EQ(stats.plans.size(), 1u);
+  EXPECT_EQ(stats.plans[0].arena_bytes, 4 * MiB);
+  EXPECT_EQ(stats.fallbacks, 0u);
+  ASSERT_EQ(stats.first_served_iteration, 3u);
+  // Served iterations 3 and 5 (indexes 2 and 4) find the free end unmapped: the
+  // learning iterations' granules went back when the arena was reserved.
+  EXPECT_EQ(input_addresses[2], second_weight_end);
+  EXPECT_EQ(input_addresses[4], second_weight_end);
+  // The weights' 4 granules, the arena, 1 granule grown after the second weight and 2
+  // for the other input (its predecessor holds the free end); in a place of its own the
+  // first input too would take 2 granules, not 1.
+  EXPECT_EQ(stats.steady_peak_reserved_bytes, 8 * MiB + 4 * MiB + 2 * MiB + 4 * MiB);
+  testing::expect_consistent(
+      allocator, {{first_weight, 5 * MiB / 2}, {second_weight, 5 * MiB / 2}, {input, 7 * MiB / 2}});
+  allocator.deallocate(input);
+  allocator.deallocate(second_weight);
+  allocator.deallocate(first_weight);
 }
 
 TEST(Planned, AnExpandableFallbackNeedsVirtualMemory) {

@@ -57,6 +57,9 @@ TEST(LifetimeRecordsTest, ErrorsNameTheFileLineAndProblem) {
   EXPECT_EQ(parse_error("5 -1 2\n"), "m.records:1: first_op is negative: '-1'");
   EXPECT_EQ(parse_error("5 1.5 2\n"), "m.records:1: first_op is not a non-negative integer: '1.5'");
   EXPECT_EQ(parse_error("+5 1 2\n"), "m.records:1: bytes is not a non-negative integer: '+5'");
+  EXPECT_EQ(parse_error("# a trace\na 0 4096\nf 0\n"),
+            "m.records:2: 'a' starts an allocation trace's line, not a lifetime record "
+            "'<bytes> <first_op> <last_op>' (plan a trace with `plan memory --trace`)");
 }
 
 TEST(LifetimeRecordsTest, ParseErrorCarriesTheLine) {

@@ -63,6 +63,9 @@ class BitIdentityTest(unittest.TestCase):
     def test_transformer_inference_loop_under_the_planned_strategy(self):
         self.assert_planned("transformer_inference_loop")
 
+    def test_optimizer_steps_are_boundaries_under_the_planned_strategy_unasked(self):
+        self.assert_planned("mlp_adamw_loop")
+
 
 if __name__ == "__main__":
     unittest.main()

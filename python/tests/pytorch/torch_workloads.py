@@ -86,6 +86,29 @@ def resnet18_training_loop(
     return results
 
 
+def mlp_adamw_loop(steps: int = 4) -> dict[str, torch.Tensor]:
+    """AdamW steps of a small MLP that marks no iteration itself: under
+    strategy:planned, npumem.torch.install() makes each optimizer.step() a boundary.
+    Every loss, then every updated parameter."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(
+        torch.nn.Linear(256, 512), torch.nn.ReLU(), torch.nn.Linear(512, 10)
+    )
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    results: dict[str, torch.Tensor] = {}
+    for step in range(steps):
+        loss = torch.nn.functional.cross_entropy(
+            model(torch.randn(32, 256)), torch.randint(0, 10, (32,))
+        )
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        results[f"loss.{step}"] = loss.detach()
+    for name, parameter in model.named_parameters():
+        results[f"param.{name}"] = parameter.detach().clone()
+    return results
+
+
 def transformer_inference_loop(batches: int = 6) -> dict[str, torch.Tensor]:
     """Inference batches of one shape through a 2-layer TransformerEncoder, each batch
     an iteration (npumem.torch.iteration()): every batch's output."""
@@ -108,4 +131,5 @@ WORKLOADS = {
     "transformer_dynamic_lengths": transformer_dynamic_lengths,
     "resnet18_training_loop": resnet18_training_loop,
     "transformer_inference_loop": transformer_inference_loop,
+    "mlp_adamw_loop": mlp_adamw_loop,
 }

@@ -14,7 +14,7 @@ import unittest
 from npumem.torch.trace import peak_live_bytes
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-SOURCE_DIR = os.environ.get("NPUMEM_SOURCE_DIR", os.path.join(HERE, "..", ".."))
+SOURCE_DIR = os.environ.get("NPUMEM_SOURCE_DIR", os.path.join(HERE, "..", "..", ".."))
 EXAMPLE = os.path.join(SOURCE_DIR, "examples", "python", "train_resnet18.py")
 GRANULE = 512  # the default config's
 
