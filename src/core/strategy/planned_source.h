@@ -96,6 +96,10 @@ class PlannedSource : public SegmentSource {
   Plan* keyed_plan(std::uint64_t key) const;
   // More misses in this iteration than a few strays.
   bool too_many_misses() const;
+  void leave_plan();
+  void open_to_fallback();
+  // Whether the iteration now ending made a kept unkeyed plan's requests, size for size.
+  bool repeats_a_plan() const;
   void learn();
   std::vector<std::uintptr_t> place_in_holes(const std::vector<TensorLifetime>& tensors,
                                              std::uint64_t period);
@@ -136,7 +140,9 @@ class PlannedSource : public SegmentSource {
   // The previous iteration learned or was served: plans should serve this one.
   bool plans_expected_ = false;
   bool abandoned_ = false;  // this iteration left its plan (too many fallbacks)
-  bool pending_ = false;    // take() recorded a request not yet allocated
+  bool left_ = false;       // this iteration left the plan it chose (abandoned or leave_plan)
+  std::uint32_t left_streak_ = 0;  // iterations in a row that left their plan
+  bool pending_ = false;           // take() recorded a request not yet allocated
   // The request take() saw last is one the serving plan keeps out of the arena and no
   // free space clear of its holes could take (expandable).
   bool kept_out_ = false;

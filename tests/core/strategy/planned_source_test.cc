@@ -150,6 +150,51 @@ TEST(Planned, CountsMismatchesAsFallbacksAndRelearns) {
   EXPECT_EQ(stats.hits, 7u + 3u + 2u * 4u);
 }
 
+// Iteration 3 begins like A (4 MiB) and then leaves it: at its second request no plan
+// expects, the arena's free space becomes the fallback's, so the third 9 MiB tensor
+// lands there instead of growing the fallback beside an idle arena (28 MiB then).
+TEST(Planned, AnIterationThatLeavesItsPlanEarlyUsesTheArenasFreeSpace) {
+  Allocator allocator(device(), planned());
+  for (int i = 0; i < 2; ++i) {
+    allocator.mark_iteration();
+    run_chain(allocator, kChainA);
+  }
+  ASSERT_EQ(allocator.planned_stats().arena_bytes, 10 * MiB);
+  allocator.reset_peak_stats();
+  allocator.mark_iteration();
+  run_chain(allocator, {4 * MiB, 9 * MiB, 9 * MiB, 9 * MiB});
+  EXPECT_EQ(allocator.stats().reserved_bytes.all.peak, static_cast<std::int64_t>(20 * MiB));
+  allocator.mark_iteration();
+  const PlannedStats stats = allocator.planned_stats();
+  EXPECT_EQ(stats.hits, 4u + 1u);
+  EXPECT_EQ(stats.fallbacks, 1u) << "the second request; the rest is learned";
+  ASSERT_EQ(stats.plans.size(), 2u) << "a shape of its own: A's plan stays";
+  EXPECT_EQ(stats.plans[0].lower_bound_bytes, 10 * MiB);
+}
+
+// Two iterations in a row that leave the plan their first request chose: the next
+// ones are not served by a first-request match (no arena beside the fallback) until
+// an iteration repeats a kept plan whole.
+TEST(Planned, StopsChoosingPlansByTheirFirstRequestsWhenIterationsKeepLeavingThem) {
+  Allocator allocator(device(), planned());
+  for (int i = 0; i < 2; ++i) {
+    allocator.mark_iteration();
+    run_chain(allocator, kChainA);
+  }
+  for (std::size_t tail : {7, 8, 9}) {
+    allocator.mark_iteration();
+    run_chain(allocator, {4 * MiB, tail * MiB, tail * MiB, tail * MiB});
+  }
+  const std::uint64_t hits = allocator.planned_stats().hits;
+  EXPECT_EQ(hits, 4u + 1u + 1u) << "the third diverging iteration chose no plan";
+  allocator.mark_iteration();
+  run_chain(allocator, kChainA);  // learned: A repeats a kept plan whole
+  EXPECT_EQ(allocator.planned_stats().hits, hits);
+  allocator.mark_iteration();
+  run_chain(allocator, kChainA);
+  EXPECT_EQ(allocator.planned_stats().hits, hits + 4u);
+}
+
 TEST(Planned, KeepsOnePlanPerShapeInOneArena) {
   auto sim = device();
   Allocator allocator(sim, planned());
