@@ -6,13 +6,13 @@ taken while both ranks are alive. Used by test_torch_distributed.py."""
 
 import json
 import os
-import subprocess
 import sys
-import time
 
 import torch
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
+
+from smi_listing import smi_listing
 
 out = sys.argv[1]
 on_npumem = "NPUMEM_TORCH_CHILD_DEVICE" in os.environ
@@ -41,15 +41,7 @@ if on_npumem:
     ranks = [None, None]
     dist.all_gather_object(ranks, mine)
     if rank == 0:
-        pids = {r["pid"] for r in ranks}
-        deadline = time.monotonic() + 30
-        while True:  # pages are refreshed every 250 ms
-            smi = json.loads(subprocess.run([os.environ["NPUMEM_CLI"], "smi", "--json"],
-                                            capture_output=True, text=True, check=True).stdout)
-            listed = {p["pid"] for d in smi["devices"] for p in d["processes"]}
-            if pids <= listed or time.monotonic() > deadline:
-                break
-            time.sleep(0.1)
+        smi = smi_listing({r["pid"] for r in ranks})
         with open(os.path.join(out, "npumem.json"), "w", encoding="utf-8") as result:
             json.dump({"ranks": ranks, "smi": smi}, result)
     dist.barrier()  # rank 1 stays alive until rank 0 has read smi

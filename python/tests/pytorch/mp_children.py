@@ -5,12 +5,12 @@ test_torch_distributed.py under `python3 -m npumem.torch run`."""
 
 import json
 import os
-import subprocess
 import sys
-import time
 
 import torch
 import torch.multiprocessing as mp
+
+from smi_listing import smi_listing
 
 
 def child(reports, done) -> None:
@@ -33,15 +33,7 @@ def main() -> None:
     for process in children:
         process.start()
     found = [reports.get(timeout=120) for _ in children]
-    pids = {report["pid"] for report in found} | {os.getpid()}
-    deadline = time.monotonic() + 30
-    while True:  # pages are refreshed every 250 ms
-        smi = json.loads(subprocess.run([os.environ["NPUMEM_CLI"], "smi", "--json"],
-                                        capture_output=True, text=True, check=True).stdout)
-        listed = {p["pid"] for d in smi["devices"] for p in d["processes"]}
-        if pids <= listed or time.monotonic() > deadline:
-            break
-        time.sleep(0.1)
+    smi = smi_listing({report["pid"] for report in found} | {os.getpid()})
     done.set()
     for process in children:
         process.join()
