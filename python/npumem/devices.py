@@ -72,6 +72,12 @@ def initialized_devices() -> list[_core.Device]:
     return [_core.find_device(index) for index in _core.device_indices()]
 
 
+def settings(made: _core.Device) -> dict[str, str]:
+    """The device's allocator settings, key to value, as its `config` string spells them
+    ("strategy:planned,granule:512,...")."""
+    return dict(item.split(":", 1) for item in made.config.split(","))
+
+
 def device_index(device: DeviceLike) -> int:
     """The index `device` names: None is 0."""
     if device is None:

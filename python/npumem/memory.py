@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any, Union
 
 from npumem import _core
-from npumem.devices import DeviceLike, get_device, initialized_devices
+from npumem.devices import DeviceLike, get_device, initialized_devices, settings
 
 # A stream: None (the default stream), its handle as an int, or a Stream object
 # (torch_npu.npu.Stream, torch.cuda.Stream) carrying the handle.
@@ -91,8 +91,7 @@ def mem_get_info(device: DeviceLike = None) -> tuple[int, int]:
     chosen = get_device(device)
     capacity = chosen.tier_info("hbm")["capacity_bytes"]
     total = int(chosen.memory_fraction * capacity)
-    settings = dict(item.split(":", 1) for item in chosen.config.split(","))
-    limit = int(settings.get("hbm", "0"))
+    limit = int(settings(chosen).get("hbm", "0"))
     if limit:
         total = min(total, limit)
     reserved = chosen.stats()["reserved_bytes.hbm.current"]

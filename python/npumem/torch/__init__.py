@@ -23,7 +23,7 @@ from typing import Optional
 import torch  # noqa: F401 - loads libc10, which npumem._torch links, before it
 
 from npumem import _core, _torch
-from npumem.devices import device_index, get_device, init, is_initialized
+from npumem.devices import device_index, get_device, init, is_initialized, settings
 from npumem.torch.steps import iteration, mark_optimizer_steps, tag_modules
 from npumem.torch.trace import Recording, record
 
@@ -72,14 +72,9 @@ def install(
     _served[index] = chosen[index]
     global _default
     _default = chosen[index]
-    if any(_strategy(made) == "planned" for made in chosen.values()):
+    if any(settings(made)["strategy"] == "planned" for made in chosen.values()):
         mark_optimizer_steps()
     return chosen[index]
-
-
-def _strategy(made: _core.Device) -> str:
-    settings = dict(item.split(":", 1) for item in made.config.split(","))
-    return settings["strategy"]
 
 
 def _host_device(index: int, spec: Optional[str], conf: Optional[str]) -> _core.Device:
