@@ -20,7 +20,8 @@ bool is_blank(char c) {
 // The first field of a trace's lines (docs/TRACE_FORMAT.md): a file given in the
 // wrong place is named as what it is.
 bool is_trace_op(std::string_view field) {
-  return field == "a" || field == "f" || field == "i" || field == "p";
+  return field == "a" || field == "f" || field == "p" || field == "i" || field == "t" ||
+         field == "s";
 }
 
 // Splits a line into up to kFields + 1 fields (one more than allowed, to see extras).
