@@ -31,6 +31,14 @@ constexpr std::uint64_t kOpenShareDivisor = 4;
 // Event times are 32-bit; an iteration longer than this is not recorded past it.
 constexpr std::uint32_t kMaxEvents = 1u << 31;
 
+// What Block::sequence holds: the iteration that made the block and its request index.
+std::uint64_t made_in(const Block& block) {
+  return block.sequence >> 32;
+}
+std::uint32_t request_index(const Block& block) {
+  return static_cast<std::uint32_t>(block.sequence & 0xffffffffu);
+}
+
 }  // namespace
 
 PlannedSource::PlannedSource(Allocator::Impl& allocator,
@@ -251,8 +259,8 @@ void PlannedSource::allocated(Block& block) {
 
 void PlannedSource::freed(const Block& block) {
   if (block.sequence != 0 && current_.clock < kMaxEvents) {
-    const std::uint64_t iteration = block.sequence >> 32;
-    const auto index = static_cast<std::uint32_t>(block.sequence & 0xffffffffu);
+    const std::uint64_t iteration = made_in(block);
+    const std::uint32_t index = request_index(block);
     if (iteration == current_.iteration) {
       current_.requests[index].free_time = current_.clock++;
     } else if (iteration == previous_.iteration) {
@@ -480,7 +488,7 @@ std::vector<std::uintptr_t> PlannedSource::place_in_holes(
     // A caching segment held only by this iteration's tensors (freed in the next) may go.
     bool lasting = true;
     for (const Block* b = s->first; b != nullptr && lasting && granule == 0; b = b->next) {
-      lasting = !b->allocated || (b->sequence >> 32) != current_.iteration;
+      lasting = !b->allocated || made_in(*b) != current_.iteration;
     }
     if (!lasting) continue;
     // Expandable: the granules a block that lasts begins or ends in stay mapped; the
@@ -490,7 +498,7 @@ std::vector<std::uintptr_t> PlannedSource::place_in_holes(
     };
     std::unordered_set<std::uintptr_t> kept_granules;
     for (const Block* b = granule == 0 ? nullptr : s->first; b != nullptr; b = b->next) {
-      if (b->allocated && (b->sequence >> 32) != current_.iteration) {
+      if (b->allocated && made_in(*b) != current_.iteration) {
         kept_granules.insert(granule_of(b->address));
         kept_granules.insert(granule_of(b->address + b->size - 1));
       }
@@ -609,10 +617,9 @@ Block* PlannedSource::take_clear_of_holes(std::size_t size) {
 }
 
 bool PlannedSource::lasts(const Block& block) const {
-  const std::uint64_t iteration = block.sequence >> 32;
-  const auto index = static_cast<std::uint32_t>(block.sequence & 0xffffffffu);
+  const std::uint64_t iteration = made_in(block);
   return block.allocated && iteration != current_.iteration &&
-         !(iteration == previous_.iteration && awaited(index));
+         !(iteration == previous_.iteration && awaited(request_index(block)));
 }
 
 Segment* PlannedSource::segment_at(std::uintptr_t address) const {
