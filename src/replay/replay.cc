@@ -204,7 +204,7 @@ double ReplayResult::steady_overhead_ratio() const {
 }
 
 std::string ReplayResult::why_no_plan_served() const {
-  if (planned.first_served_iteration != 0) return {};
+  if (strategy != Strategy::planned || planned.first_served_iteration != 0) return {};
   return iterations == 0 ? "the trace marks no iterations with `i` lines"
                          : "no iteration repeated the requests of a learned one";
 }

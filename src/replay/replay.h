@@ -79,7 +79,7 @@ struct ReplayResult {
   // (0 when none did).
   double steady_overhead_ratio() const;
   // Planned strategy: why no plan served (the trace marks no iterations, or none
-  // repeated a learned one); empty when one did.
+  // repeated a learned one); empty when one did, and under other strategies.
   std::string why_no_plan_served() const;
   // Planned strategy: the allocation latencies since a plan first served (empty when
   // none did or latencies were not recorded).

@@ -143,6 +143,8 @@ TEST(ReplayTest, SaysWhyNoPlanServed) {
   EXPECT_EQ(why("i\na 1 4096\nf 1\ni\na 2 8192\nf 2\ni\na 3 12288\nf 3\n"),
             "no iteration repeated the requests of a learned one");
   EXPECT_EQ(why("i\na 1 4096\nf 1\ni\na 2 4096\nf 2\ni\na 3 4096\nf 3\n"), "");
+  options.config.strategy = Strategy::caching;
+  EXPECT_EQ(why("a 1 4096\nf 1\n"), "") << "only the planned strategy serves plans";
 }
 
 TEST(ReplayTest, ReportsProgressEndingAtTheTotal) {
