@@ -176,6 +176,7 @@ ThreadCache* Allocator::Impl::attach_new_cache() {
     if (caches->caches.size() == 2) {
       // No longer solo: from now on the lock holds every cache's lock. The first
       // cache's thread works under the allocator's lock while solo, so it is free.
+      fold_solo_counts();
       caches->caches.front()->lock.lock();
       caches->caches.front()->keep_large = true;
       solo.store(false, std::memory_order_relaxed);
@@ -217,6 +218,12 @@ void Allocator::Impl::fold_counters(ThreadCache& cache) {
       }
     }
   });
+}
+
+void Allocator::Impl::fold_solo_counts_now() {
+  solo_counts.fold_into(stats);
+  if (per_pool_stats) solo_counts.fold_into(solo_counts.pool()->stats);
+  solo_counts.clear();
 }
 
 // Per part of front-cache credit (thread_cache.h), the slack below the peaks of one
@@ -377,7 +384,8 @@ void* Allocator::Impl::allocate(std::size_t bytes, StreamId stream) {
     locked = mutex.try_lock_holding(*cache);
     if (!locked) cache->lock.unlock();
   }
-  if (!locked) mutex.lock();  // solo: the cache is used under this lock alone
+  // solo: the cache is used under this lock alone, and kept blocks count apart.
+  if (!locked) mutex.lock_leaving_counts();
   // One call site, so backtraces taken below are the same whichever way came here.
   std::lock_guard lock(mutex, std::adopt_lock);
   return allocate_locked(bytes, stream, cache);
@@ -396,6 +404,12 @@ void* Allocator::Impl::allocate_locked(std::size_t bytes, StreamId stream, Threa
     block->owner = cache;
   } else if (cache != nullptr) {
     block = cache->take(size, &pool, stream);  // still in `live`
+    if (block != nullptr && counting_apart()) {  // all the rest below is for other blocks
+      block->requested = bytes;
+      block->tag = core::current_tag_id();
+      count_apart(*block, true);
+      return reinterpret_cast<void*>(block->address);
+    }
   }
   if (block == nullptr) {
     block = reuse_held(pool, size, stream);
@@ -539,7 +553,8 @@ GrowResult Allocator::Impl::admit(const PoolState& pool, Tier tier, std::size_t 
   return GrowResult::ok;
 }
 
-bool Allocator::Impl::tier_could_hold(Tier tier, std::size_t bytes) const {
+bool Allocator::Impl::tier_could_hold(Tier tier, std::size_t bytes) {
+  fold_solo_counts();
   const auto allocated =
       static_cast<std::uint64_t>(stats.allocated_bytes.by_tier[index(tier)].current);
   return allocated + bytes <= tier_limit[index(tier)];
@@ -630,8 +645,14 @@ std::size_t Allocator::Impl::counted_reclaim(PoolState& pool, Tier tier, std::si
 
 // Only allocated, requested and allocation counts are kept on the hot path; active
 // ones equal them (held blocks count as freed) and are filled in by public_stats().
-// A pool's own stats are kept once named pools exist.
+// A pool's own stats are kept once named pools exist. A lone thread's count apart
+// until read (solo_counts), but for oversize blocks, which count once more.
 void Allocator::Impl::account_block(PoolState& pool, const Block& block, bool allocated) {
+  if (counting_apart() && block.size < config.max_split_size) {
+    count_apart(block, allocated);
+    return;
+  }
+  fold_solo_counts();
   if (allocated) {
     count_block(pool, block, true);
     limit_credit(pool, block);
@@ -695,16 +716,27 @@ void Allocator::Impl::deallocate(void* ptr) {
     if (!locked) cache->lock.unlock();
   }
   if (!locked) {
-    mutex.lock();
+    mutex.lock_leaving_counts();
     block = live.find(address);
   }
   std::lock_guard lock(mutex, std::adopt_lock);
   deallocate_locked(address, block, cache);
 }
 
+// While solo, deallocate_locked's keeping of a block, counted apart (count_kept).
+bool Allocator::Impl::keep_solo(Block* block, ThreadCache* cache) {
+  if (cache == nullptr || block->owner != cache || !counting_apart() ||
+      streams.shared(block) || !cacheable(*block) || !cache->keep(block)) {
+    return false;
+  }
+  count_apart(*block, false);
+  return true;
+}
+
 // With the lock held; `block` is what `live` holds for the address.
 void Allocator::Impl::deallocate_locked(std::uintptr_t address, Block* block, ThreadCache* known) {
   if (block == nullptr || block->cached) invalid_free(address);
+  if (keep_solo(block, known)) return;
   PoolState& pool = *block->segment->pool;
   account_block(pool, *block, false);
   if (!observers.empty()) {
@@ -914,6 +946,7 @@ core::OomContext Allocator::Impl::oom_context(PoolState& pool, std::size_t bytes
 
 void Allocator::Impl::fail(PoolState& pool, std::size_t bytes, std::size_t size,
                            const Refusal& refusal) {
+  fold_solo_counts();
   ++stats.num_ooms;
   ++pool.stats.num_ooms;
   if (!observers.empty()) notify(EventKind::oom, 0, size, bytes, Tier::hbm, pool);

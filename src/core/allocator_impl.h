@@ -18,6 +18,7 @@
 #include "core/strategy/planned_source.h"
 #include "core/strategy/segment_source.h"
 #include "core/stream_order.h"
+#include "core/threads/solo_counts.h"
 #include "core/threads/spin_lock.h"
 #include "core/threads/thread_cache_registry.h"
 #include "npumem/allocator.h"
@@ -29,12 +30,18 @@ struct Allocator::Impl {
   ~Impl();
 
   // The allocator's lock: its own spin lock, then every front cache's, so the holder
-  // sees and may change everything; taking it folds the caches' counters into the
-  // statistics, which are then exact.
+  // sees and may change everything; taking it folds the caches' counters (a lone
+  // thread's: solo_counts) into the statistics, which are then exact.
   class ExclusiveLock {
    public:
     explicit ExclusiveLock(Impl& impl) : impl_(impl) {}
     void lock() {
+      lock_leaving_counts();
+      if (impl_.solo.load(std::memory_order_relaxed)) impl_.fold_solo_counts();
+    }
+    // The lock without folding solo_counts, for allocate and deallocate: they fold
+    // when they go on to the locked path, and not for a kept block.
+    void lock_leaving_counts() {
       impl_.own_lock.lock();
       if (!impl_.solo.load(std::memory_order_relaxed)) lock_caches();
     }
@@ -84,7 +91,7 @@ struct Allocator::Impl {
   core::GrowResult admit(const core::PoolState& pool, Tier tier, std::size_t bytes) const;
   // Whether `tier` could hold `bytes` more allocated bytes were all its free memory
   // theirs: a growth that fails this is refused before it creates anything.
-  bool tier_could_hold(Tier tier, std::size_t bytes) const;
+  bool tier_could_hold(Tier tier, std::size_t bytes);
   bool would_raise_high_water(Tier tier, std::size_t bytes) const;
   void add_reserved(core::PoolState& pool, Tier tier, PoolKind kind, std::int64_t bytes);
   // `count` segments of `segment_bytes` each made (> 0) or released (< 0).
@@ -132,6 +139,14 @@ struct Allocator::Impl {
   // With the lock held; `known`: the calling thread's cache when the caller has it.
   void* allocate_locked(std::size_t bytes, StreamId stream, core::ThreadCache* known);
   void deallocate_locked(std::uintptr_t address, core::Block* block, core::ThreadCache* known);
+  // While solo, with the lock held: keeps `block` (a live block being freed) in
+  // `cache`, the calling thread's; false when deallocate_locked must go on.
+  bool keep_solo(core::Block* block, core::ThreadCache* cache);
+  // Whether allocations and frees count in solo_counts now: solo, no observer to tell
+  // of each event, and not the planned strategy (its hooks read the statistics).
+  bool counting_apart() const {
+    return solo.load(std::memory_order_relaxed) && observers.empty() && planned == nullptr;
+  }
   // The calling thread's front cache (`known` when given), made (or a retired one
   // taken over) if it has none.
   core::ThreadCache* attach_cache(core::ThreadCache* known = nullptr) {
@@ -156,6 +171,22 @@ struct Allocator::Impl {
                               std::size_t released);
   void account_block(core::PoolState& pool, const core::Block& block, bool allocated);
   void count_block(core::PoolState& pool, const core::Block& block, bool allocated);
+  // While counting_apart(): an allocation or free of a block that is not oversize.
+  void count_apart(const core::Block& block, bool allocated) {
+    if (!solo_counts.counts_like(block)) {
+      fold_solo_counts();
+      solo_counts.start(block);
+    }
+    if (allocated) {
+      solo_counts.allocated(block);
+    } else {
+      solo_counts.freed(block);
+    }
+  }
+  void fold_solo_counts() {
+    if (!solo_counts.empty()) fold_solo_counts_now();
+  }
+  void fold_solo_counts_now();
   void limit_credit(const core::PoolState& pool, const core::Block& block);
   // Gives the calling thread's cache the slack below the peaks no cache holds, when
   // its fast path ran short of credit.
@@ -184,6 +215,8 @@ struct Allocator::Impl {
   // (one atomic exchange, as before front caches) and its blocks count directly in
   // the statistics. False for good once a second thread allocates or frees.
   std::atomic<bool> solo{true};
+  // What the lone thread's kept blocks counted since the lock last folded it.
+  core::SoloCounts solo_counts;
   Tier cached_tier = Tier::hbm;  // front caches keep the first tier's blocks only
   // The limit the config and the device give a tier (before any memory fraction).
   std::uint64_t configured_limit(Tier tier) const;
