@@ -4,8 +4,10 @@
 // tier splits), and folded into them before anything reads them or changes them
 // otherwise. Peaks stay exact: between folds nothing else changes those statistics,
 // so the highest value each reached is its value at the last fold plus the highest
-// running sum of the changes since. One pool and one tier at a time (the all and tier
-// splits then change alike); both kinds.
+// running sum of the changes since. One pool and tier at a time; both kinds, the all
+// and tier splits changing by their sum (summed apart only once both kinds counted:
+// until then they change as the one kind does, and a lone thread's one-size churn
+// pays for one running sum per counter).
 #pragma once
 
 #include <algorithm>
@@ -28,19 +30,30 @@ class SoloCounts {
   void start(const Block& block) {
     pool_ = block.segment->pool;
     tier_ = block.segment->tier;
+    first_kind_ = block.segment->kind;
   }
   // Written out per counter, here and in fold_into: these run on every call.
   void allocated(const Block& block) {
-    Sums& kind = by_kind_[static_cast<std::size_t>(block.segment->kind)];
-    add(kind, common_, kAllocatedBytes, static_cast<std::int64_t>(block.size));
-    add(kind, common_, kRequestedBytes, static_cast<std::int64_t>(block.requested));
-    add(kind, common_, kAllocations, 1);
+    Sums& kind = sums_of(block);
+    add(kind, kAllocatedBytes, static_cast<std::int64_t>(block.size));
+    add(kind, kRequestedBytes, static_cast<std::int64_t>(block.requested));
+    add(kind, kAllocations, 1);
+    if (mixed_) {
+      add(both_, kAllocatedBytes, static_cast<std::int64_t>(block.size));
+      add(both_, kRequestedBytes, static_cast<std::int64_t>(block.requested));
+      add(both_, kAllocations, 1);
+    }
   }
   void freed(const Block& block) {
-    Sums& kind = by_kind_[static_cast<std::size_t>(block.segment->kind)];
-    subtract(kind, common_, kAllocatedBytes, static_cast<std::int64_t>(block.size));
-    subtract(kind, common_, kRequestedBytes, static_cast<std::int64_t>(block.requested));
-    subtract(kind, common_, kAllocations, 1);
+    Sums& kind = sums_of(block);
+    subtract(kind, kAllocatedBytes, static_cast<std::int64_t>(block.size));
+    subtract(kind, kRequestedBytes, static_cast<std::int64_t>(block.requested));
+    subtract(kind, kAllocations, 1);
+    if (mixed_) {
+      subtract(both_, kAllocatedBytes, static_cast<std::int64_t>(block.size));
+      subtract(both_, kRequestedBytes, static_cast<std::int64_t>(block.requested));
+      subtract(both_, kAllocations, 1);
+    }
   }
   // The pool whose statistics (beside the allocator's) the counts are for.
   PoolState* pool() const { return pool_; }
@@ -61,45 +74,42 @@ class SoloCounts {
     Amounts net{};      // added less removed
     Amounts highest{};  // of net since the last fold (0 at it)
   };
-  // The all and tier splits change by the sum of the kinds' changes: their added
-  // and net are the kinds' summed, their highest running sum is kept.
-  struct CommonSums {
-    Amounts net{};
-    Amounts highest{};
-  };
 
-  static void add(Sums& kind, CommonSums& common, Counter c, std::int64_t amount) {
-    kind.added[c] += amount;
-    kind.net[c] += amount;
-    kind.highest[c] = std::max(kind.highest[c], kind.net[c]);
-    common.net[c] += amount;
-    common.highest[c] = std::max(common.highest[c], common.net[c]);
+  Sums& sums_of(const Block& block) {
+    const PoolKind kind = block.segment->kind;
+    if (kind != first_kind_ && !mixed_) {
+      both_ = by_kind_[static_cast<std::size_t>(first_kind_)];
+      mixed_ = true;
+    }
+    return by_kind_[static_cast<std::size_t>(kind)];
   }
-  static void subtract(Sums& kind, CommonSums& common, Counter c, std::int64_t amount) {
-    kind.net[c] -= amount;
-    common.net[c] -= amount;
+  static void add(Sums& sums, Counter c, std::int64_t amount) {
+    sums.added[c] += amount;
+    sums.net[c] += amount;
+    sums.highest[c] = std::max(sums.highest[c], sums.net[c]);
   }
+  static void subtract(Sums& sums, Counter c, std::int64_t amount) { sums.net[c] -= amount; }
   void fold_into(StatSplit& split, Counter c) const {
-    const std::int64_t added = by_kind_[0].added[c] + by_kind_[1].added[c];
-    fold_into(split.all, added, common_.net[c], common_.highest[c]);
-    fold_into(split.by_tier[static_cast<std::size_t>(tier_)], added, common_.net[c],
-              common_.highest[c]);
+    const Sums& both = mixed_ ? both_ : by_kind_[static_cast<std::size_t>(first_kind_)];
+    fold_into(split.all, both, c);
+    fold_into(split.by_tier[static_cast<std::size_t>(tier_)], both, c);
     for (std::size_t kind = 0; kind < by_kind_.size(); ++kind) {
-      const Sums& sums = by_kind_[kind];
-      fold_into(split.by_kind[kind], sums.added[c], sums.net[c], sums.highest[c]);
+      fold_into(split.by_kind[kind], by_kind_[kind], c);
     }
   }
-  static void fold_into(Stat& stat, std::int64_t added, std::int64_t net, std::int64_t highest) {
-    stat.peak = std::max(stat.peak, stat.current + highest);
-    stat.current += net;
-    stat.allocated += added;
-    stat.freed += added - net;
+  static void fold_into(Stat& stat, const Sums& sums, Counter c) {
+    stat.peak = std::max(stat.peak, stat.current + sums.highest[c]);
+    stat.current += sums.net[c];
+    stat.allocated += sums.added[c];
+    stat.freed += sums.added[c] - sums.net[c];
   }
 
   PoolState* pool_ = nullptr;  // nullptr: nothing counted since the last fold
   Tier tier_ = Tier::hbm;
+  PoolKind first_kind_ = PoolKind::small;
+  bool mixed_ = false;             // both kinds counted: both_ sums them
   std::array<Sums, 2> by_kind_{};  // indexed by PoolKind
-  CommonSums common_{};
+  Sums both_{};
 };
 
 }  // namespace npumem::core

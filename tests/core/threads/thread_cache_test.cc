@@ -10,6 +10,7 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -167,57 +168,131 @@ TEST_P(ThreadCache, KeptBlockPastThePeakGoesTheLockedWay) {
   allocator.deallocate(c);
 }
 
-// Churn of repeated sizes, served by a thread's cache and by the locked path in turn:
-// the statistics (current, and peaks of all and per kind) equal a model's whenever
-// read, across peak resets.
-TEST_P(ThreadCache, StatisticsStayExactUnderChurn) {
-  Allocator allocator(npu());
-  use_from_another_thread(allocator);
-  allocator.reset_peak_stats();  // the warm-up's byte is gone: every peak is 0
+// Churn of repeated sizes of both kinds, served by a thread's cache and by the locked
+// path in turn: the statistics (current, peaks of every split, totals) equal a model's
+// whenever read, across peak resets; `pool` (when set) is the pool allocated from,
+// whose statistics must equal the model's too.
+void expect_exact_under_churn(Allocator& allocator, const std::string& pool = "") {
+  allocator.reset_peak_stats();  // a warm-up's byte is gone: every peak is 0
+  const Stats before = allocator.stats();
   constexpr std::array<std::size_t, 4> kSizes = {1000, 4096, 70000, 3 * MiB};
   constexpr int kSmall = static_cast<int>(PoolKind::small);
+  constexpr int kLarge = static_cast<int>(PoolKind::large);
+  constexpr int kHbm = static_cast<int>(Tier::hbm);
   struct Model {
-    std::int64_t current = 0, peak = 0;
-    void add(std::int64_t amount) { peak = std::max(peak, current += amount); }
+    std::int64_t current = 0, peak = 0, added = 0, removed = 0;
+    void add(std::int64_t amount) {
+      peak = std::max(peak, current += amount);
+      (amount > 0 ? added : removed) += amount > 0 ? amount : -amount;
+    }
   };
-  Model requested, small_requested, count;
+  Model requested, small_requested, large_requested, count, large_count;
+  const auto expect_equal = [&](const Stats& stats, int step, std::int64_t added_before) {
+    ASSERT_EQ(stats.requested_bytes.all.peak, requested.peak) << "step " << step;
+    ASSERT_EQ(stats.requested_bytes.all.current, requested.current) << "step " << step;
+    ASSERT_EQ(stats.requested_bytes.by_tier[kHbm].peak, requested.peak) << "step " << step;
+    ASSERT_EQ(stats.requested_bytes.by_kind[kSmall].peak, small_requested.peak) << step;
+    ASSERT_EQ(stats.requested_bytes.by_kind[kLarge].peak, large_requested.peak) << step;
+    ASSERT_EQ(stats.requested_bytes.by_kind[kLarge].current, large_requested.current) << step;
+    ASSERT_EQ(stats.allocation.all.peak, count.peak) << "step " << step;
+    ASSERT_EQ(stats.allocation.by_kind[kLarge].peak, large_count.peak) << "step " << step;
+    ASSERT_EQ(stats.allocation.all.allocated - added_before, count.added) << "step " << step;
+    ASSERT_EQ(stats.allocation.all.allocated - stats.allocation.all.freed, count.current) << step;
+  };
+  const auto pool_stats = [&] {
+    for (const PoolInfo& info : allocator.pools()) {
+      if (info.name == pool) return info.stats;
+    }
+    ADD_FAILURE() << "no pool " << pool;
+    return Stats{};
+  };
+  const std::int64_t pool_added_before = pool.empty() ? 0 : pool_stats().allocation.all.allocated;
   std::vector<std::pair<void*, std::size_t>> live;
   std::uint64_t state = 11;
   for (int step = 0; step < 20000; ++step) {
     state = state * 6364136223846793005ull + 1442695040888963407ull;
     const bool free_one = !live.empty() && (live.size() > 40 || (state >> 33) % 2 == 0);
+    std::int64_t sign = 1;
+    std::size_t bytes = 0;
     if (free_one) {
       const std::size_t victim = (state >> 40) % live.size();
-      const auto [ptr, bytes] = live[victim];
-      allocator.deallocate(ptr);
+      bytes = live[victim].second;
+      allocator.deallocate(live[victim].first);
       live[victim] = live.back();
       live.pop_back();
-      requested.add(-static_cast<std::int64_t>(bytes));
-      if (bytes < MiB) small_requested.add(-static_cast<std::int64_t>(bytes));
-      count.add(-1);
+      sign = -1;
     } else {
-      const std::size_t bytes = kSizes[(state >> 45) % kSizes.size()];
+      bytes = kSizes[(state >> 45) % kSizes.size()];
       live.emplace_back(allocator.allocate(bytes), bytes);
-      requested.add(static_cast<std::int64_t>(bytes));
-      if (bytes < MiB) small_requested.add(static_cast<std::int64_t>(bytes));
-      count.add(1);
     }
+    const auto amount = sign * static_cast<std::int64_t>(bytes);
+    requested.add(amount);
+    (bytes < MiB ? small_requested : large_requested).add(amount);
+    count.add(sign);
+    if (bytes >= MiB) large_count.add(sign);
     if (step % 97 == 0) {
-      const Stats stats = allocator.stats();
-      ASSERT_EQ(stats.requested_bytes.all.peak, requested.peak) << "step " << step;
-      ASSERT_EQ(stats.requested_bytes.all.current, requested.current) << "step " << step;
-      ASSERT_EQ(stats.requested_bytes.by_kind[kSmall].peak, small_requested.peak) << step;
-      ASSERT_EQ(stats.allocation.all.peak, count.peak) << "step " << step;
+      ASSERT_NO_FATAL_FAILURE(
+          expect_equal(allocator.stats(), step, before.allocation.all.allocated));
+      if (!pool.empty()) {
+        ASSERT_NO_FATAL_FAILURE(expect_equal(pool_stats(), step, pool_added_before));
+      }
     }
     if (step % 1999 == 0) {
       allocator.reset_peak_stats();
-      requested.peak = requested.current;
-      small_requested.peak = small_requested.current;
-      count.peak = count.current;
+      for (Model* model : {&requested, &small_requested, &large_requested, &count, &large_count}) {
+        model->peak = model->current;
+      }
     }
   }
   for (const auto& [ptr, bytes] : live) allocator.deallocate(ptr);
   EXPECT_EQ(allocator.stats().requested_bytes.all.current, 0);
+}
+
+TEST_P(ThreadCache, StatisticsStayExactUnderChurn) {
+  Allocator allocator(npu());
+  use_from_another_thread(allocator);
+  expect_exact_under_churn(allocator);
+}
+
+// A lone thread counts its allocations and frees apart from the statistics until
+// they are read: what it counted must read the same.
+TEST_P(ThreadCache, LoneThreadStatisticsStayExactUnderChurn) {
+  Allocator allocator(npu());
+  expect_exact_under_churn(allocator);
+}
+
+TEST_P(ThreadCache, LoneThreadPoolStatisticsStayExactUnderChurn) {
+  Allocator allocator(npu());
+  allocator.create_pool("scratch");
+  PoolScope scope(allocator, "scratch");
+  expect_exact_under_churn(allocator, "scratch");
+}
+
+// Kept blocks taken back after a peak reset pass the reset peak between two reads:
+// the peak read next must be the highest value reached, not the value then.
+TEST_P(ThreadCache, LoneThreadPassingAResetPeakRaisesIt) {
+  Allocator allocator(npu());
+  void* a = allocator.allocate(4096);
+  void* b = allocator.allocate(4096);
+  void* large = allocator.allocate(3 * MiB);
+  allocator.deallocate(a);  // kept
+  allocator.deallocate(b);  // kept
+  allocator.reset_peak_stats();  // peaks: the large block's
+  a = allocator.allocate(4096);
+  b = allocator.allocate(4096);
+  allocator.deallocate(b);
+  allocator.deallocate(large);  // the all split drops below its peak before the read
+  const Stats stats = allocator.stats();
+  constexpr int kSmall = static_cast<int>(PoolKind::small);
+  EXPECT_EQ(stats.allocated_bytes.all.peak, 3 * static_cast<std::int64_t>(MiB) + 8192);
+  EXPECT_EQ(stats.allocated_bytes.by_tier[static_cast<int>(Tier::hbm)].peak,
+            3 * static_cast<std::int64_t>(MiB) + 8192);
+  EXPECT_EQ(stats.allocated_bytes.by_kind[kSmall].peak, 8192);
+  EXPECT_EQ(stats.allocation.all.peak, 3);
+  EXPECT_EQ(stats.allocated_bytes.all.current, 4096);
+  EXPECT_EQ(stats.allocation.all.allocated, 5);
+  EXPECT_EQ(stats.allocation.all.freed, 4);
+  allocator.deallocate(a);
 }
 
 TEST_P(ThreadCache, BlocksFreedByAnotherThread) {
