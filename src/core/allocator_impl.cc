@@ -720,12 +720,14 @@ void Allocator::Impl::deallocate(void* ptr) {
     block = live.find(address);
   }
   std::lock_guard lock(mutex, std::adopt_lock);
+  if (keep_solo(block, cache)) return;
   deallocate_locked(address, block, cache);
 }
 
-// While solo, deallocate_locked's keeping of a block, counted apart (count_kept).
+// While solo, deallocate_locked's keeping of a block, counted apart (count_apart).
 bool Allocator::Impl::keep_solo(Block* block, ThreadCache* cache) {
-  if (cache == nullptr || block->owner != cache || !counting_apart() ||
+  if (cache == nullptr || block == nullptr || block->owner != cache || block->cached ||
+      !counting_apart() ||
       streams.shared(block) || !cacheable(*block) || !cache->keep(block)) {
     return false;
   }
@@ -736,7 +738,6 @@ bool Allocator::Impl::keep_solo(Block* block, ThreadCache* cache) {
 // With the lock held; `block` is what `live` holds for the address.
 void Allocator::Impl::deallocate_locked(std::uintptr_t address, Block* block, ThreadCache* known) {
   if (block == nullptr || block->cached) invalid_free(address);
-  if (keep_solo(block, known)) return;
   PoolState& pool = *block->segment->pool;
   account_block(pool, *block, false);
   if (!observers.empty()) {

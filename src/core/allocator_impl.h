@@ -139,8 +139,9 @@ struct Allocator::Impl {
   // With the lock held; `known`: the calling thread's cache when the caller has it.
   void* allocate_locked(std::size_t bytes, StreamId stream, core::ThreadCache* known);
   void deallocate_locked(std::uintptr_t address, core::Block* block, core::ThreadCache* known);
-  // While solo, with the lock held: keeps `block` (a live block being freed) in
-  // `cache`, the calling thread's; false when deallocate_locked must go on.
+  // While solo, with the lock held: keeps `block` (what `live` holds for the freed
+  // address) in `cache`, the calling thread's; false when deallocate_locked must free
+  // it (or report the free invalid).
   bool keep_solo(core::Block* block, core::ThreadCache* cache);
   // Whether allocations and frees count in solo_counts now: solo, no observer to tell
   // of each event, and not the planned strategy (its hooks read the statistics).
