@@ -335,9 +335,11 @@ PoolState& Allocator::Impl::create_pool(const std::string& name, std::uint64_t q
   if (!pools.empty() && !per_pool_stats) {
     // Until now every allocation was the default pool's: its stats are the totals.
     pools.front()->stats = stats;
+    pools.front()->own_stats = true;
     per_pool_stats = true;
   }
   pools.push_back(std::make_unique<PoolState>(name, quota_bytes, &stats, tier));
+  pools.back()->own_stats = per_pool_stats;
   try {
     source->pool_created(*pools.back());
   } catch (...) {
@@ -403,7 +405,7 @@ void* Allocator::Impl::allocate_locked(std::size_t bytes, StreamId stream, Threa
     live.insert(block->address, block);
     block->owner = cache;
   } else if (cache != nullptr) {
-    block = cache->take(size, &pool, stream);  // still in `live`
+    block = cache->take(size, &pool, stream);    // still in `live`
     if (block != nullptr && counting_apart()) {  // all the rest below is for other blocks
       block->requested = bytes;
       block->tag = core::current_tag_id();
@@ -727,8 +729,7 @@ void Allocator::Impl::deallocate(void* ptr) {
 // While solo, deallocate_locked's keeping of a block, counted apart (count_apart).
 bool Allocator::Impl::keep_solo(Block* block, ThreadCache* cache) {
   if (cache == nullptr || block == nullptr || block->owner != cache || block->cached ||
-      !counting_apart() ||
-      streams.shared(block) || !cacheable(*block) || !cache->keep(block)) {
+      !counting_apart() || streams.shared(block) || !cacheable(*block) || !cache->keep(block)) {
     return false;
   }
   count_apart(*block, false);

@@ -3,6 +3,7 @@
 // (max_split_size), and reset_accumulated_stats.
 #include <gtest/gtest.h>
 
+#include <string>
 #include <thread>
 
 #include "device/sim/sim_device.h"
@@ -61,6 +62,44 @@ TEST(SplitStats, InactiveSplitCountsFreeBlocksSharingTheirSegment) {
   EXPECT_EQ(map.at("inactive_split.large_pool.peak"), 2);
   EXPECT_EQ(map.at("inactive_split_bytes.all.peak"), mib(18));
   EXPECT_EQ(map.count("inactive_split.small_pool.freed"), 1u);
+}
+
+// While it is the only pool, the first pool's statistics are the totals; once a second
+// pool exists both count their own inactive splits.
+TEST(SplitStats, EachPoolCountsItsInactiveSplitsOnceThereAreTwo) {
+  Allocator allocator(sim(1 * GiB));
+  std::vector<void*> blocks;
+  for (int i = 0; i < 4; ++i) blocks.push_back(allocator.allocate(2 * MiB));
+  allocator.create_pool("other");
+  allocator.deallocate(blocks[1]);  // the default pool: two free blocks, 14 MiB
+  void* theirs = nullptr;
+  {
+    PoolScope scope(allocator, "other");
+    theirs = allocator.allocate(2 * MiB);  // its own segment: one free 18 MiB tail
+  }
+  const auto pool_stats = [&](const std::string& name) {
+    for (const PoolInfo& pool : allocator.pools()) {
+      if (pool.name == name) return pool.stats;
+    }
+    ADD_FAILURE() << "no pool " << name;
+    return Stats{};
+  };
+  Stats first = pool_stats("default");
+  EXPECT_EQ(first.inactive_split.all.current, 2);
+  EXPECT_EQ(first.inactive_split_bytes.all.current, mib(14));
+  EXPECT_EQ(first.inactive_split.all.peak, 2);
+  const Stats other = pool_stats("other");
+  EXPECT_EQ(other.inactive_split.all.current, 1);
+  EXPECT_EQ(other.inactive_split_bytes.all.current, mib(18));
+  EXPECT_EQ(allocator.stats().inactive_split.all.current, 3);
+  for (void* ptr : blocks) {
+    if (ptr != blocks[1]) allocator.deallocate(ptr);
+  }
+  allocator.deallocate(theirs);
+  first = pool_stats("default");
+  EXPECT_EQ(first.inactive_split.all.current, 0);
+  EXPECT_EQ(first.inactive_split_bytes.all.peak, mib(18));
+  EXPECT_EQ(allocator.stats().inactive_split.all.current, 0);
 }
 
 TEST(SplitStats, InactiveSplitMatchesTheSnapshotUnderRandomTraffic) {

@@ -56,7 +56,7 @@ void BlockPool::unfile(Block* block, bool by_address) {
 void BlockPool::count_inactive_split(const Block* block, bool filed) {
   if (!is_split(block)) return;
   const auto bytes = static_cast<std::int64_t>(block->size);
-  for (Stats* stats : {pool_ != nullptr ? &pool_->stats : nullptr, totals_}) {
+  for (Stats* stats : {pool_ != nullptr && pool_->own_stats ? &pool_->stats : nullptr, totals_}) {
     if (stats == nullptr) continue;
     if (filed) {
       stats->inactive_split.increase(kind_, tier_, 1);

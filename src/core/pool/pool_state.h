@@ -38,6 +38,10 @@ struct PoolState {
   std::uint64_t quota_bytes;        // 0: no quota
   std::optional<Tier> pinned_tier;  // set: allocations come only from this tier
   Stats stats;                      // before blocks: they count into it until destroyed
+  // Whether `stats` are the pool's own: false for the allocator's first pool until a
+  // second exists (its statistics are the totals then, copied when it comes), so its
+  // block pools count their inactive splits once, in the totals.
+  bool own_stats = true;
   std::array<std::array<std::unique_ptr<BlockPool>, 2>, kTierCount> blocks;
 };
 

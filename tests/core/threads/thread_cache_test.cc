@@ -275,8 +275,8 @@ TEST_P(ThreadCache, LoneThreadPassingAResetPeakRaisesIt) {
   void* a = allocator.allocate(4096);
   void* b = allocator.allocate(4096);
   void* large = allocator.allocate(3 * MiB);
-  allocator.deallocate(a);  // kept
-  allocator.deallocate(b);  // kept
+  allocator.deallocate(a);       // kept
+  allocator.deallocate(b);       // kept
   allocator.reset_peak_stats();  // peaks: the large block's
   a = allocator.allocate(4096);
   b = allocator.allocate(4096);
