@@ -152,7 +152,8 @@ void add_planned_lines(std::ostringstream& out, const ReplayResult& result) {
              with_commas(plan.planned_requests) + " of " + with_commas(plan.requests) +
                  " requests, arena " + format_bytes(plan.arena_bytes) + ", lower bound " +
                  format_bytes(plan.lower_bound_bytes) + ", served " +
-                 with_commas(plan.iterations_served) + " iterations");
+                 with_commas(plan.iterations_served) +
+                 (plan.iterations_served == 1 ? " iteration" : " iterations"));
   }
 }
 
