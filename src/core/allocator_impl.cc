@@ -647,8 +647,9 @@ std::size_t Allocator::Impl::counted_reclaim(PoolState& pool, Tier tier, std::si
 
 // Only allocated, requested and allocation counts are kept on the hot path; active
 // ones equal them (held blocks count as freed) and are filled in by public_stats().
-// A pool's own stats are kept once named pools exist. A lone thread's count apart
-// until read (solo_counts), but for oversize blocks, which count once more.
+// A pool's own stats are kept once named pools exist. A lone thread's allocations
+// and frees count apart until read (solo_counts), but for oversize ones, which
+// count in oversize_allocations too.
 void Allocator::Impl::account_block(PoolState& pool, const Block& block, bool allocated) {
   if (counting_apart() && block.size < config.max_split_size) {
     count_apart(block, allocated);

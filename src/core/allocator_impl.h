@@ -39,8 +39,8 @@ struct Allocator::Impl {
       lock_leaving_counts();
       if (impl_.solo.load(std::memory_order_relaxed)) impl_.fold_solo_counts();
     }
-    // The lock without folding solo_counts, for allocate and deallocate: they fold
-    // when they go on to the locked path, and not for a kept block.
+    // The lock without folding solo_counts, for allocate and deallocate: what they
+    // count goes there too (account_block).
     void lock_leaving_counts() {
       impl_.own_lock.lock();
       if (!impl_.solo.load(std::memory_order_relaxed)) lock_caches();
@@ -213,10 +213,10 @@ struct Allocator::Impl {
   core::SpinLock own_lock;  // the first half of ExclusiveLock
   std::shared_ptr<core::CacheRegistry> caches;
   // At most one front cache so far: its thread's operations take the allocator's lock
-  // (one atomic exchange, as before front caches) and its blocks count directly in
-  // the statistics. False for good once a second thread allocates or frees.
+  // (one atomic exchange, as before front caches) and its allocations and frees
+  // count in solo_counts. False for good once a second thread allocates or frees.
   std::atomic<bool> solo{true};
-  // What the lone thread's kept blocks counted since the lock last folded it.
+  // What the lone thread's allocations and frees counted since the last fold.
   core::SoloCounts solo_counts;
   Tier cached_tier = Tier::hbm;  // front caches keep the first tier's blocks only
   // The limit the config and the device give a tier (before any memory fraction).
