@@ -1,6 +1,6 @@
 // Per-thread front caches: statistics stay exact when read from another thread
-// (peaks included), blocks cross threads, a thread's exit and empty_cache return
-// what its cache keeps.
+// (peaks included) and when a lone thread counted apart (solo_counts.h), blocks
+// cross threads, a thread's exit and empty_cache return what its cache keeps.
 #include <gtest/gtest.h>
 
 #include <algorithm>
