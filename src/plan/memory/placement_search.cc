@@ -87,8 +87,10 @@ constexpr NamedRun kSkylineRuns[] = {
 // 2,000-tensor set and hurt another.
 constexpr std::size_t kLargeInstanceTensors = 20'000;
 constexpr NamedRun kLargeInstanceRuns[] = {
-    {"skyline/longest-tight-first+lookahead", kLongestTightFirst, Lookahead::stranding},
-    {"skyline/longest-tightest-first+lookahead", kLongestTightestFirst, Lookahead::stranding},
+    {"skyline/longest-tight-first+lookahead-near-top", kLongestTightFirst,
+     Lookahead::stranding_near_top},
+    {"skyline/longest-tightest-first+lookahead-near-top", kLongestTightestFirst,
+     Lookahead::stranding_near_top},
 };
 
 // On instances of kFillerMinTensors to kFirstFitMaxTensors, half the search time goes to

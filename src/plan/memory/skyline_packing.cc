@@ -49,6 +49,7 @@ std::uint64_t SkylinePacker::pack(std::span<const double> priorities, std::uint6
   skyline_.assign(1, Stretch{0, instance_.op_count - 1, 0});
   final_heights_.assign(live_);
   highest_final_ = live_.empty() ? 0 : *std::max_element(live_.begin(), live_.end());
+  lookahead_ = lookahead;
   floor_ = 0;
   scan_from_ = 0;
   std::uint64_t arena = 0;
@@ -57,7 +58,7 @@ std::uint64_t SkylinePacker::pack(std::span<const double> priorities, std::uint6
     const std::size_t lowest = lowest_stretch();
     std::size_t candidate = best_candidate(skyline_[lowest], priorities);
     const Stretch& stretch = skyline_[lowest];
-    if (lookahead == Lookahead::stranding && candidate != kNone &&
+    if (lookahead != Lookahead::none && candidate != kNone &&
         stretch.last - stretch.first < kLookaheadWidth &&
         strands(lowest, candidate, priorities) > 0) {
       candidate = least_stranding_candidate(lowest, priorities);
@@ -86,15 +87,16 @@ std::uint64_t SkylinePacker::strands(std::size_t index, std::size_t position,
   const Stretch& stretch = skyline_[index];
   const PlanTensor& tensor = instance_.tensors[by_first_[position]];
   const std::uint64_t top = add_or_no_fit(stretch.height, tensor.size);
+  const std::uint64_t reference = strand_reference();
   std::uint64_t growth = 0;
   // A piece of the stretch beside the tensor that no unplaced tensor fits will be raised
   // to the lower of its sides; what that adds to the highest final height.
   auto strand = [&](std::uint32_t first, std::uint32_t last, std::uint64_t side) {
     const std::uint64_t raised = std::min(side, top) - stretch.height;
     const std::uint64_t highest = add_or_no_fit(final_heights_.max(first, last), raised);
-    if (highest <= add_or_no_fit(highest_final_, growth)) return;
+    if (highest <= add_or_no_fit(reference, growth)) return;
     if (best_candidate(Stretch{first, last, 0}, priorities) != kNone) return;
-    growth = highest - highest_final_;
+    growth = highest - reference;
   };
   if (tensor.first > stretch.first) {
     strand(stretch.first, tensor.first - 1, index > 0 ? skyline_[index - 1].height : kNoFit);
@@ -109,23 +111,44 @@ std::uint64_t SkylinePacker::strands(std::size_t index, std::size_t position,
 std::size_t SkylinePacker::least_stranding_candidate(std::size_t index,
                                                      std::span<const double> priorities) {
   const Stretch& stretch = skyline_[index];
-  candidates_.clear();
+  // The kStrandingCandidates best unplaced tensors of the stretch, best first. Groups are
+  // read best first, and once a group's best fitting tensor is no better than the last
+  // candidate, neither it nor any later group holds one.
+  group_bests_.clear();
   for (std::uint32_t op = stretch.first; op <= stretch.last; ++op) {
-    for (std::size_t i = group_begin_[op];
-         i < group_begin_[op + 1] && last_by_position_[i] <= stretch.last; ++i) {
-      if (!placed_[i]) candidates_.push_back(i);
+    const std::size_t group_best = best_in_group(op, stretch.last);
+    if (group_best != kNone) group_bests_.push_back({group_best, op});
+  }
+  std::sort(group_bests_.begin(), group_bests_.end(), [&](const GroupBest& a, const GroupBest& b) {
+    return better(a.best, b.best, priorities);
+  });
+  auto position_among_candidates = [&](std::size_t position) {
+    return std::upper_bound(
+        candidates_.begin(), candidates_.end(), position,
+        [&](std::size_t a, std::size_t b) { return better(a, b, priorities); });
+  };
+  candidates_.clear();
+  for (const GroupBest& group : group_bests_) {
+    if (candidates_.size() == kStrandingCandidates &&
+        !better(group.best, candidates_.back(), priorities)) {
+      break;
+    }
+    for (std::size_t i = group_begin_[group.op];
+         i < group_begin_[group.op + 1] && last_by_position_[i] <= stretch.last; ++i) {
+      if (placed_[i]) continue;
+      if (candidates_.size() == kStrandingCandidates) {
+        if (!better(i, candidates_.back(), priorities)) continue;
+        candidates_.pop_back();
+      }
+      candidates_.insert(position_among_candidates(i), i);
     }
   }
-  const auto tried = candidates_.begin() + static_cast<std::ptrdiff_t>(
-                                               std::min(candidates_.size(), kStrandingCandidates));
-  std::partial_sort(candidates_.begin(), tried, candidates_.end(),
-                    [&](std::size_t a, std::size_t b) { return better(a, b, priorities); });
   std::size_t best = kNone;
   std::uint64_t best_growth = kNoFit;
-  for (auto candidate = candidates_.begin(); candidate != tried; ++candidate) {
-    const std::uint64_t growth = strands(index, *candidate, priorities);
+  for (const std::size_t candidate : candidates_) {
+    const std::uint64_t growth = strands(index, candidate, priorities);
     if (growth < best_growth) {
-      best = *candidate;
+      best = candidate;
       best_growth = growth;
     }
     if (growth == 0) break;

@@ -21,6 +21,8 @@ enum class Lookahead : std::uint8_t {
               // no unplaced tensor fits, and raising that piece would raise the highest
               // final height: then the best of the first few candidates that does not
               // (or that raises it least). Stretches of over 1,024 ops go without.
+  stranding_near_top,  // the same, with "the highest final height" read as 1 % below it:
+                       // the lookahead acts before the ops near the top have reached it.
 };
 
 class SkylinePacker {
@@ -48,8 +50,8 @@ class SkylinePacker {
 
   // The leftmost stretch of least height.
   std::size_t lowest_stretch();
-  // How much placing by_first_[position] in stretch `index` would raise the highest final
-  // height by leaving a piece of the stretch beside it that nothing fits.
+  // How much placing by_first_[position] in stretch `index` would raise a final height
+  // above strand_reference() by leaving a piece of the stretch beside it that nothing fits.
   std::uint64_t strands(std::size_t index, std::size_t position,
                         std::span<const double> priorities);
   // The candidate of the stretch that strands least (ties: the better one).
@@ -92,7 +94,21 @@ class SkylinePacker {
   // Per run, by op: live bytes plus the space given up below so far, the op's final height.
   RangeAddMax final_heights_;
   std::uint64_t highest_final_ = 0;      // the maximum of final_heights_
-  std::vector<std::size_t> candidates_;  // least_stranding_candidate's scratch
+  Lookahead lookahead_ = Lookahead::none;  // the run's
+  // What strands() counts a raise above: the highest final height, or with
+  // Lookahead::stranding_near_top 1 % below it.
+  std::uint64_t strand_reference() const {
+    return lookahead_ == Lookahead::stranding_near_top ? highest_final_ - highest_final_ / 100
+                                                       : highest_final_;
+  }
+  // least_stranding_candidate's scratch: the best fitting tensor of each group that has one,
+  // and the candidates.
+  struct GroupBest {
+    std::size_t best;
+    std::uint32_t op;
+  };
+  std::vector<GroupBest> group_bests_;
+  std::vector<std::size_t> candidates_;
   // Per run, by position in by_first_:
   std::vector<bool> placed_;
   // The unplaced entry of highest priority from the group's start up to here, or kNone.
