@@ -156,7 +156,8 @@ TEST(SkylinePackingTest, StopsEarlyOnlyWhenTheArenaMustReachTheCutoff) {
     const auto tensors = testing::random_tensors(150, 30 + seed, 5000, seed);
     const PlanInstance instance = make_plan_instance(tensors, 64);
     SkylinePacker packer(instance, live_bytes_per_op(instance));
-    for (const Lookahead lookahead : {Lookahead::none, Lookahead::stranding}) {
+    for (const Lookahead lookahead :
+         {Lookahead::none, Lookahead::stranding, Lookahead::stranding_near_top}) {
       const std::vector<double> priorities = random_priorities(tensors.size(), seed);
       std::vector<std::uint64_t> offsets;
       const std::uint64_t full = packer.pack(priorities, kNoFit, offsets, lookahead);
@@ -178,11 +179,13 @@ TEST(SkylinePackingTest, TheLookaheadGivesValidPlans) {
                                        : testing::random_tensors(80, 25 + seed, 5000, seed);
     const PlanInstance instance = make_plan_instance(tensors, 64);
     SkylinePacker packer(instance, live_bytes_per_op(instance));
-    std::vector<std::uint64_t> offsets;
-    const std::uint64_t arena =
-        packer.pack(random_priorities(tensors.size(), seed), kNoFit, offsets, Lookahead::stranding);
-    ASSERT_EQ(testing::instance_plan_problem(tensors, instance, offsets, arena, 64), "")
-        << "seed " << seed;
+    for (const Lookahead lookahead : {Lookahead::stranding, Lookahead::stranding_near_top}) {
+      std::vector<std::uint64_t> offsets;
+      const std::uint64_t arena =
+          packer.pack(random_priorities(tensors.size(), seed), kNoFit, offsets, lookahead);
+      ASSERT_EQ(testing::instance_plan_problem(tensors, instance, offsets, arena, 64), "")
+          << "seed " << seed;
+    }
   }
 }
 
@@ -216,6 +219,42 @@ TEST(SkylinePackingTest, TheLookaheadLowersDenseSets) {
     lookahead_total += lookahead;
   }
   EXPECT_LT(lookahead_total, plain_total);
+}
+
+// On dense sets of many tensors over few ops, where the plain lookahead acts only once the
+// top is reached, the near-top one, acting from 1 % below it, ends lower: its best of
+// longest first with three pressure weights, summed over three 10,000-tensor sets over 400
+// ops, is below the plain lookahead's (not on every set: on the third it ends 0.8 % higher).
+// Its plans are valid.
+TEST(SkylinePackingTest, TheNearTopLookaheadLowersDenseSetsOverFewOps) {
+  std::uint64_t plain_total = 0;
+  std::uint64_t near_top_total = 0;
+  const std::vector<PriorityWeights> weights{{1.0, 0.01, 0.0}, {1.0, 0.1, 4.0}, {1.0, 0.1, 8.0}};
+  for (std::uint64_t seed = 1; seed <= 3; ++seed) {
+    RandomLifetimeSpec spec;
+    spec.tensors = 10'000;
+    spec.seed = seed;
+    const auto tensors = random_lifetimes(spec);
+    const PlanInstance instance = make_plan_instance(tensors, 64);
+    const std::vector<std::uint64_t> live = live_bytes_per_op(instance);
+    SkylinePacker packer(instance, live);
+    const PriorityFeatures features = priority_features(instance, live);
+    std::uint64_t plain = kNoFit;
+    std::uint64_t near_top = kNoFit;
+    std::vector<std::uint64_t> offsets;
+    for (const PriorityWeights& w : weights) {
+      const std::vector<double> priorities = weighted_priorities(features, w);
+      plain = std::min(plain, packer.pack(priorities, kNoFit, offsets, Lookahead::stranding));
+      const std::uint64_t arena =
+          packer.pack(priorities, kNoFit, offsets, Lookahead::stranding_near_top);
+      ASSERT_EQ(testing::instance_plan_problem(tensors, instance, offsets, arena, 64), "")
+          << "seed " << seed;
+      near_top = std::min(near_top, arena);
+    }
+    plain_total += plain;
+    near_top_total += near_top;
+  }
+  EXPECT_LT(near_top_total, plain_total);
 }
 
 TEST(SkylinePackingTest, AnArenaPastTwoToThe64IsNoFit) {
