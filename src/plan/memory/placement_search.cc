@@ -95,6 +95,18 @@ constexpr NamedRun kLargeInstanceRuns[] = {
      Lookahead::stranding_near_top},
 };
 
+// On mid-size instances (those of the dense 10,000-tensor sets and their search without
+// fillers), these go right after the first run: there the near-top lookahead's runs,
+// their fillers placed after, often end below the whole search of the plain ones.
+constexpr std::size_t kMidInstanceTensors = 4'000;
+constexpr NamedRun kMidInstanceRuns[] = {
+    {"skyline/longest-first+lookahead-near-top", kLongestFirst, Lookahead::stranding_near_top},
+    {"skyline/longest-tight-first+lookahead-near-top", kLongestTightFirst,
+     Lookahead::stranding_near_top},
+    {"skyline/longest-tightest-first+lookahead-near-top", kLongestTightestFirst,
+     Lookahead::stranding_near_top},
+};
+
 // On instances of kFillerMinTensors to kFirstFitMaxTensors, half the search time goes to
 // the instance without its fillers (the smallest tensors, holding kFillerShare of the
 // bytes), whose plan then takes them by first fit. Without them a skyline run takes about
@@ -116,8 +128,15 @@ class PlacementSearch {
         features_(priority_features(instance, live)) {}
 
   Placement run() {
-    if (instance_.tensors.size() >= kLargeInstanceTensors) try_skyline_runs(kLargeInstanceRuns);
-    try_skyline_runs(kSkylineRuns);
+    const std::span<const NamedRun> runs(kSkylineRuns);
+    if (instance_.tensors.size() >= kLargeInstanceTensors) {
+      try_skyline_runs(kLargeInstanceRuns);
+      try_skyline_runs(runs);
+    } else {
+      try_skyline_runs(runs.first(1));
+      if (instance_.tensors.size() >= kMidInstanceTensors) try_skyline_runs(kMidInstanceRuns);
+      try_skyline_runs(runs.subspan(1));
+    }
     if (instance_.tensors.size() <= kGreedyMaxTensors) try_greedy_orders();
     if (instance_.tensors.size() <= kFirstFitMaxTensors) try_pressure_greedy_orders();
     if (may_start() && instance_.tensors.size() <= kExactMaxTensors) try_exact();
