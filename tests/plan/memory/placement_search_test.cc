@@ -75,8 +75,27 @@ TEST(PlacementSearchTest, SearchingLongerNeverMakesThePlanWorse) {
 }
 
 TEST(PlacementSearchTest, LargeInstancesStayValidThroughTheirExtraRuns) {
-  // 20,000 tensors: the size from which the pressure-weighted runs follow the first.
+  // 20,000 tensors: the size from which the pressure-weighted runs go first.
   const Searched result = search(dense(20'000, 4), iterations(0));
+  EXPECT_GE(result.placement.arena, result.lower_bound);
+  EXPECT_EQ(testing::instance_plan_problem(result.tensors, result.instance,
+                                           result.placement.offsets, result.placement.arena, 64),
+            "");
+}
+
+TEST(PlacementSearchTest, OnLargeInstancesAPassedDeadlineLeavesTheNearTopRun) {
+  // From 20,000 tensors the near-top lookahead's run goes first.
+  const Searched result =
+      search(dense(20'000, 5), SearchLimits{Clock::now() - std::chrono::seconds(1), 1000, 1});
+  EXPECT_EQ(result.placement.algorithm, "skyline/longest-tight-first+lookahead-near-top");
+  EXPECT_EQ(testing::instance_plan_problem(result.tensors, result.instance,
+                                           result.placement.offsets, result.placement.arena, 64),
+            "");
+}
+
+TEST(PlacementSearchTest, MidSizeInstancesStayValidThroughTheirNearTopRuns) {
+  // 4,000 tensors: the size from which three near-top runs follow the first.
+  const Searched result = search(dense(4'000, 6), iterations(0));
   EXPECT_GE(result.placement.arena, result.lower_bound);
   EXPECT_EQ(testing::instance_plan_problem(result.tensors, result.instance,
                                            result.placement.offsets, result.placement.arena, 64),
@@ -100,6 +119,7 @@ TEST(PlacementSearchTest, ASearchWithoutFillersKeepsTheBudgetAndAValidPlan) {
   // plan with them placed in its gaps is the best on this set.
   RandomLifetimeSpec spec;
   spec.tensors = 6'000;
+  spec.seed = 2;
   const Searched result = search(random_lifetimes(spec), iterations(40));
   EXPECT_EQ(result.placement.algorithm, "search without fillers, then first fit");
   EXPECT_LE(result.placement.search_iterations, 40u);
