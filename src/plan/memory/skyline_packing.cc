@@ -123,9 +123,8 @@ std::size_t SkylinePacker::least_stranding_candidate(std::size_t index,
     return better(a.best, b.best, priorities);
   });
   auto position_among_candidates = [&](std::size_t position) {
-    return std::upper_bound(
-        candidates_.begin(), candidates_.end(), position,
-        [&](std::size_t a, std::size_t b) { return better(a, b, priorities); });
+    return std::upper_bound(candidates_.begin(), candidates_.end(), position,
+                            [&](std::size_t a, std::size_t b) { return better(a, b, priorities); });
   };
   candidates_.clear();
   for (const GroupBest& group : group_bests_) {

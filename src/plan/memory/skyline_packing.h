@@ -16,13 +16,16 @@ namespace npumem::plan {
 
 // How a run picks the tensor for the lowest stretch.
 enum class Lookahead : std::uint8_t {
-  none,       // the highest priority among those that fit
-  stranding,  // the same, unless placing it leaves a piece of the stretch beside it that
-              // no unplaced tensor fits, and raising that piece would raise the highest
-              // final height: then the best of the first few candidates that does not
-              // (or that raises it least). Stretches of over 1,024 ops go without.
-  stranding_near_top,  // the same, with "the highest final height" read as 1 % below it:
-                       // the lookahead acts before the ops near the top have reached it.
+  // The highest priority among those that fit.
+  none,
+  // The same, unless placing it leaves a piece of the stretch beside it that no unplaced
+  // tensor fits, and raising that piece would raise the highest final height: then the
+  // best of the first few candidates that does not (or that raises it least). Stretches of
+  // over 1,024 ops go without.
+  stranding,
+  // The same, with "the highest final height" read as 1 % below it: the lookahead acts
+  // before the ops near the top have reached it.
+  stranding_near_top,
 };
 
 class SkylinePacker {
@@ -93,7 +96,7 @@ class SkylinePacker {
   std::vector<std::uint64_t> live_;       // bytes live at each op
   // Per run, by op: live bytes plus the space given up below so far, the op's final height.
   RangeAddMax final_heights_;
-  std::uint64_t highest_final_ = 0;      // the maximum of final_heights_
+  std::uint64_t highest_final_ = 0;        // the maximum of final_heights_
   Lookahead lookahead_ = Lookahead::none;  // the run's
   // What strands() counts a raise above: the highest final height, or with
   // Lookahead::stranding_near_top 1 % below it.
