@@ -90,7 +90,7 @@ std::uint64_t SkylinePacker::strands(std::size_t index, std::size_t position,
   const std::uint64_t reference = strand_reference();
   std::uint64_t growth = 0;
   // A piece of the stretch beside the tensor that no unplaced tensor fits will be raised
-  // to the lower of its sides; what that adds to the highest final height.
+  // to the lower of its sides; how far that takes a final height above the reference.
   auto strand = [&](std::uint32_t first, std::uint32_t last, std::uint64_t side) {
     const std::uint64_t raised = std::min(side, top) - stretch.height;
     const std::uint64_t highest = add_or_no_fit(final_heights_.max(first, last), raised);
