@@ -33,7 +33,7 @@ void BlockPool::file(Block* block, bool by_address) {
   if (block->mapped) {
     if (!block->segment->closed) index_.insert(block);
     if (by_address && in_address_index(block)) by_address_.insert(block);
-    if (block->segment->closed || index_addresses_) at_address_.emplace(block->address, block);
+    if (block->segment->closed || index_addresses_) index_address(block);
     free_bytes_ += block->size;
     count_inactive_split(block, true);
   } else {
@@ -45,11 +45,30 @@ void BlockPool::unfile(Block* block, bool by_address) {
   if (block->mapped) {
     if (!block->segment->closed) index_.remove(block);
     if (by_address && in_address_index(block)) by_address_.remove(block);
-    if (block->segment->closed || index_addresses_) at_address_.erase(block->address);
+    if (block->segment->closed || index_addresses_) unindex_address(block);
     free_bytes_ -= block->size;
     count_inactive_split(block, false);
   } else {
     unmapped_.remove(block);
+  }
+}
+
+void BlockPool::index_address(Block* block) {
+  if (spare_address_nodes_.empty()) {
+    at_address_.emplace(block->address, block);
+    return;
+  }
+  auto node = std::move(spare_address_nodes_.back());
+  spare_address_nodes_.pop_back();
+  node.key() = block->address;
+  node.mapped() = block;
+  at_address_.insert(std::move(node));
+}
+
+void BlockPool::unindex_address(const Block* block) {
+  auto node = at_address_.extract(block->address);
+  if (spare_address_nodes_.size() < kSpareAddressNodes) {
+    spare_address_nodes_.push_back(std::move(node));
   }
 }
 

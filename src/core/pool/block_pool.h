@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <vector>
 
 #include "core/pool/address_index.h"
 #include "core/pool/block.h"
@@ -118,6 +119,10 @@ class BlockPool {
   void file(Block* block, bool by_address = true);
   void unfile(Block* block, bool by_address = true);
   bool in_address_index(const Block* block) const;
+  // at_address_ entries; their nodes are reused, so that a take_at and the release
+  // after it (a split and a merge each) cost no heap allocation.
+  void index_address(Block* block);
+  void unindex_address(const Block* block);
   // A filed block keeps its neighbours' presence until unfiled (splits and merges
   // unfile first), so file and unfile see the same answer.
   static bool is_split(const Block* block) {
@@ -137,6 +142,8 @@ class BlockPool {
   // open ones too: take_at finds its block at once (a lookup by address, not the
   // first fit by_address_ serves).
   std::map<std::uintptr_t, Block*> at_address_;
+  static constexpr std::size_t kSpareAddressNodes = 64;
+  std::vector<std::map<std::uintptr_t, Block*>::node_type> spare_address_nodes_;
   bool index_addresses_ = false;
   FreeIndex unmapped_;  // free unmapped blocks
   // Free mapped blocks of at least first_fit_from_, with a mapping granule only.
