@@ -29,11 +29,15 @@ void BlockPool::set_mapping_granule(std::size_t granule) {
   first_fit_from_ = granule / kFirstFitGranuleShare;
 }
 
-void BlockPool::file(Block* block, bool by_address) {
+bool BlockPool::in_at_address(const Block* block) const {
+  return block->segment->closed || index_addresses_;
+}
+
+void BlockPool::file(Block* block, bool by_address, bool at_address) {
   if (block->mapped) {
     if (!block->segment->closed) index_.insert(block);
     if (by_address && in_address_index(block)) by_address_.insert(block);
-    if (block->segment->closed || index_addresses_) index_address(block);
+    if (at_address && in_at_address(block)) index_address(block);
     free_bytes_ += block->size;
     count_inactive_split(block, true);
   } else {
@@ -41,11 +45,11 @@ void BlockPool::file(Block* block, bool by_address) {
   }
 }
 
-void BlockPool::unfile(Block* block, bool by_address) {
+void BlockPool::unfile(Block* block, bool by_address, bool at_address) {
   if (block->mapped) {
     if (!block->segment->closed) index_.remove(block);
     if (by_address && in_address_index(block)) by_address_.remove(block);
-    if (block->segment->closed || index_addresses_) unindex_address(block);
+    if (at_address && in_at_address(block)) unindex_address(block);
     free_bytes_ -= block->size;
     count_inactive_split(block, false);
   } else {
@@ -53,23 +57,27 @@ void BlockPool::unfile(Block* block, bool by_address) {
   }
 }
 
-void BlockPool::index_address(Block* block) {
+void BlockPool::index_address(Block* block, AddressMap::const_iterator before) {
   if (spare_address_nodes_.empty()) {
-    at_address_.emplace(block->address, block);
+    at_address_.emplace_hint(before, block->address, block);
     return;
   }
   auto node = std::move(spare_address_nodes_.back());
   spare_address_nodes_.pop_back();
   node.key() = block->address;
   node.mapped() = block;
-  at_address_.insert(std::move(node));
+  at_address_.insert(before, std::move(node));
 }
 
-void BlockPool::unindex_address(const Block* block) {
-  auto node = at_address_.extract(block->address);
+void BlockPool::unindex_address(AddressMap::const_iterator at) {
+  auto node = at_address_.extract(at);
   if (spare_address_nodes_.size() < kSpareAddressNodes) {
     spare_address_nodes_.push_back(std::move(node));
   }
+}
+
+void BlockPool::unindex_address(const Block* block) {
+  unindex_address(at_address_.find(block->address));
 }
 
 void BlockPool::count_inactive_split(const Block* block, bool filed) {
@@ -155,10 +163,14 @@ std::uintptr_t BlockPool::granule_position(const Block& block, std::size_t size)
   return end_wins ? block.address + block.size - size : block.address;
 }
 
+// By address, the block's entry is found once: what stays free of it goes in right
+// before the entry that follows it (a hint std::map takes in constant time).
 Block* BlockPool::take_at(Segment& segment, std::uintptr_t address, std::size_t size) {
   Block* block = nullptr;
-  if (segment.closed || index_addresses_) {
-    const auto after = at_address_.upper_bound(address);
+  const bool by_address = segment.closed || index_addresses_;
+  AddressMap::const_iterator after = at_address_.end();
+  if (by_address) {
+    after = at_address_.upper_bound(address);
     if (after == at_address_.begin()) return nullptr;
     block = std::prev(after)->second;
     if (block->segment != &segment) return nullptr;
@@ -170,13 +182,18 @@ Block* BlockPool::take_at(Segment& segment, std::uintptr_t address, std::size_t 
       block->address + block->size < address + size) {
     return nullptr;
   }
-  unfile(block);
+  if (by_address) unindex_address(std::prev(after));
+  unfile(block, true, false);
+  const auto refile = [&](Block* free) {
+    file(free, true, false);
+    if (by_address) index_address(free, after);
+  };
   if (block->address < address) {
     Block* tail = split(block, address - block->address);
-    file(block);
+    refile(block);
     block = tail;
   }
-  if (block->size > size) file(split(block, size));
+  if (block->size > size) refile(split(block, size));
   block->allocated = true;
   if (segment.allocated_blocks++ == 0) unlink_idle(&segment);
   return block;
