@@ -233,7 +233,9 @@ void BlockPool::merge_into(Block* into, Block* absorbed) {
 
 // In the address index a free block before `block` keeps its node and grows; else
 // `block` takes the node of a free block after it, so only a block between two free
-// ones costs a treap restructuring (one node fewer).
+// ones costs a treap restructuring (one node fewer). at_address_ likewise: a free block
+// before keeps its entry (its address stays), `block` takes over the entry of a free
+// block after it, found once and put back in the same place.
 Block* BlockPool::settle_free(Block* block) {
   Block* next = block->next;
   Block* prev = block->prev;
@@ -241,10 +243,19 @@ Block* BlockPool::settle_free(Block* block) {
   const bool join_prev = prev != nullptr && !prev->allocated && prev->mapped == block->mapped;
   if (join_next && !join_prev) {
     const bool hand_over = in_address_index(next);
-    unfile(next, false);
+    const bool keyed = next->mapped && in_at_address(next);
+    unfile(next, false, false);
     if (hand_over) by_address_.replace(next, block);
+    if (keyed) {
+      const auto at = at_address_.find(next->address);
+      const auto after = std::next(at);
+      auto node = at_address_.extract(at);
+      node.key() = block->address;
+      node.mapped() = block;
+      at_address_.insert(after, std::move(node));
+    }
     merge_into(block, next);
-    file(block, !hand_over);
+    file(block, !hand_over, false);
     if (hand_over) by_address_.grew(block);
     return block;
   }
@@ -254,9 +265,9 @@ Block* BlockPool::settle_free(Block* block) {
   }
   if (join_prev) {
     const bool indexed = in_address_index(prev);
-    unfile(prev, false);
+    unfile(prev, false, false);
     merge_into(prev, block);
-    file(prev, !indexed);
+    file(prev, !indexed, false);
     if (indexed) by_address_.grew(prev);
     return prev;
   }
