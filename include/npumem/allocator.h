@@ -53,8 +53,8 @@ struct PlanInfo {
   std::uint64_t planned_requests = 0;  // of those, the ones with an offset in the arena
   std::uint64_t arena_bytes = 0;
   std::uint64_t lower_bound_bytes = 0;  // no layout of its planned requests is smaller
-  std::uint64_t iterations_served = 0;
-  std::optional<std::uint64_t> key;  // the iteration key it serves (mark_iteration(key))
+  std::uint64_t iterations_served = 0;  // iterations it served, the one in progress included
+  std::optional<std::uint64_t> key;     // the iteration key it serves (mark_iteration(key))
 };
 
 // What the planned strategy did (all zero under other strategies). Requests of the

@@ -70,10 +70,12 @@ std::uint64_t size_value(std::string_view key, std::string_view value) {
   }
 }
 
+// PyTorch's PYTORCH_CUDA_ALLOC_CONF spells booleans True and False; a copied setting
+// should mean the same here.
 bool bool_value(std::string_view key, std::string_view value) {
-  if (value == "true" || value == "1") return true;
-  if (value == "false" || value == "0") return false;
-  bad_value(key, value, "true, false, 1, 0");
+  if (value == "true" || value == "True" || value == "1") return true;
+  if (value == "false" || value == "False" || value == "0") return false;
+  bad_value(key, value, "true, false, True, False, 1, 0");
 }
 
 // Every size key's accepted range. The upper bounds keep size arithmetic far from
@@ -176,6 +178,17 @@ SetterTable make_setters() {
          }
          c.garbage_collection_threshold = fraction;
        }},
+      // PyTorch's spelling of max_split_size: a whole number of MiB.
+      {"max_split_size_mb",
+       [](Config& c, std::string_view key, std::string_view value) {
+         std::uint64_t mib = 0;
+         const auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), mib);
+         if (error != std::errc{} || end != value.data() + value.size() || mib == 0 ||
+             mib > kPiB / MiB) {
+           bad_value(key, value, "a whole number of MiB from 1, e.g. 128");
+         }
+         c.max_split_size = mib * MiB;
+       }},
       {"static_fallback", bool_setter(&Config::static_fallback)},
       {"expandable_fallback",
        enum_setter(&Config::expandable_fallback, expandable_fallback_name,
@@ -201,6 +214,18 @@ std::string known_keys() {
   return keys;
 }
 
+// Keys of PyTorch's PYTORCH_CUDA_ALLOC_CONF that npumem has no counterpart for: a
+// setting copied from there is refused by name rather than as a typo.
+std::string pytorch_only_note(std::string_view key) {
+  constexpr std::array<std::string_view, 5> kPyTorchOnly = {
+      "roundup_power2_divisions", "backend", "release_lock_on_cudamalloc",
+      "pinned_use_cuda_host_register", "pinned_num_register_threads"};
+  for (const std::string_view name : kPyTorchOnly) {
+    if (key == name) return ": a PyTorch allocator setting npumem does not have";
+  }
+  return "";
+}
+
 std::string_view trim(std::string_view text) {
   while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
   while (!text.empty() && (text.back() == ' ' || text.back() == '\t')) text.remove_suffix(1);
@@ -224,7 +249,8 @@ Config parse_config(std::string_view text, Config base) {
     const std::string_view value = trim(item.substr(colon + 1));
     const auto setter = setters().find(key);
     if (setter == setters().end()) {
-      throw ConfigError("unknown key '" + std::string(key) + "' (keys: " + known_keys() + ")");
+      throw ConfigError("unknown key '" + std::string(key) + "'" + pytorch_only_note(key) +
+                        " (keys: " + known_keys() + ")");
     }
     setter->second(base, key, value);
   }

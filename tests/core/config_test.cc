@@ -39,6 +39,15 @@ TEST(Config, ExpandableSegmentsSwitchesStrategy) {
             Strategy::caching);
 }
 
+// Settings copied from PYTORCH_CUDA_ALLOC_CONF mean what they mean there.
+TEST(Config, AcceptsPyTorchSpellings) {
+  EXPECT_EQ(parse_config("expandable_segments:True").strategy, Strategy::expandable);
+  EXPECT_EQ(parse_config("strategy:expandable,expandable_segments:False").strategy,
+            Strategy::caching);
+  EXPECT_EQ(parse_config("max_split_size_mb:128").max_split_size, 128 * MiB);
+  EXPECT_TRUE(parse_config("spill_to_ddr:True").spill_to_ddr);
+}
+
 TEST(Config, RoundTripsThroughText) {
   Config c;
   c.strategy = Strategy::expandable;
@@ -81,6 +90,11 @@ TEST(Config, BadInputNamesTheKeyAndTheAcceptedValues) {
   expect_error("hbm:-1", "'hbm'");
   expect_error("ddr:12XB", "'ddr'");
   expect_error("small_size:", "'small_size'");
+  expect_error("expandable_segments:TRUE", "True, False");
+  expect_error("max_split_size_mb:1.5", "whole number of MiB");
+  expect_error("max_split_size_mb:0", "'max_split_size_mb'");
+  expect_error("max_split_size_mb:99999999999999999999", "'max_split_size_mb'");
+  expect_error("roundup_power2_divisions:4", "a PyTorch allocator setting npumem does not have");
 }
 
 TEST(Config, ReadsTheEnvironment) {

@@ -37,6 +37,11 @@ std::string with_commas(std::uint64_t value) {
   return out;
 }
 
+// "1 iteration", "2 iterations".
+std::string counted(std::uint64_t count, const std::string& noun) {
+  return with_commas(count) + " " + noun + (count == 1 ? "" : "s");
+}
+
 std::string fixed(double value, int decimals) {
   char text[64];
   std::snprintf(text, sizeof text, "%.*f", decimals, value);
@@ -152,7 +157,7 @@ void add_planned_lines(std::ostringstream& out, const ReplayResult& result) {
              with_commas(plan.planned_requests) + " of " + with_commas(plan.requests) +
                  " requests, arena " + format_bytes(plan.arena_bytes) + ", lower bound " +
                  format_bytes(plan.lower_bound_bytes) + ", served " +
-                 with_commas(plan.iterations_served) + " iterations");
+                 counted(plan.iterations_served, "iteration"));
   }
 }
 
@@ -222,8 +227,8 @@ std::string replay_report_text(const ReplayReport& report) {
       << (result.completed() ? "" : ": stopped by out of memory") << "\n";
   add_line(out, "events",
            with_commas(result.events_replayed) + " of " + with_commas(result.events) + " (" +
-               with_commas(result.allocations) + " allocations, " + with_commas(result.iterations) +
-               " iterations)");
+               counted(result.allocations, "allocation") + ", " +
+               counted(result.iterations, "iteration") + ")");
   add_line(out, "peak requested", format_bytes(result.peak_requested_bytes));
   add_line(out, "peak allocated", format_bytes(result.peak_allocated_bytes()));
   add_line(out, "peak reserved", format_bytes(result.peak_reserved_bytes()));

@@ -763,8 +763,11 @@ PlannedStats PlannedSource::stats() const {
   }
   out.arena_bytes = arena_ == nullptr ? 0 : arena_->size;
   for (const auto& plan : plans_) {
+    // The iteration it serves now counts too: a report read mid-iteration, or at the end
+    // of a trace, would otherwise say a plan that served every request served nothing.
+    const std::uint64_t served = plan->iterations_served + (plan.get() == served_ ? 1 : 0);
     out.plans.push_back({plan->sizes.size(), plan->planned_requests, plan->arena_bytes,
-                         plan->lower_bound_bytes, plan->iterations_served, plan->key});
+                         plan->lower_bound_bytes, served, plan->key});
   }
   return out;
 }
