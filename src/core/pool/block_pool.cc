@@ -77,7 +77,9 @@ void BlockPool::unindex_address(AddressMap::const_iterator at) {
 }
 
 void BlockPool::unindex_address(const Block* block) {
-  unindex_address(at_address_.find(block->address));
+  if (const auto at = at_address_.find(block->address); at != at_address_.end()) {
+    unindex_address(at);
+  }
 }
 
 void BlockPool::count_inactive_split(const Block* block, bool filed) {
