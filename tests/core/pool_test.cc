@@ -97,6 +97,9 @@ TEST_P(Pool, QuotaHoldsUnderTwoThreads) {
       }
     }
   };
+  // This thread's cache first: however the two below interleave, theirs is a second
+  // one, which works without the allocator's lock.
+  allocator.deallocate(allocator.allocate(1));
   std::thread t1(work), t2(work);
   t1.join();
   t2.join();

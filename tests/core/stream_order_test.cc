@@ -114,6 +114,9 @@ TEST_P(StreamOrder, BlocksFreedBeforeASecondStreamWaitForTheFirst) {
 TEST_P(StreamOrder, FrontCachesHandNoBlockToAnotherStream) {
   const TestDevice device = npu();
   Allocator allocator(device.device());
+  // This thread's cache first, then another's: a lone thread's cache (or one this
+  // thread took over from an exited one) works under the allocator's lock instead.
+  allocator.deallocate(allocator.allocate(4096, kCompute));
   std::thread([&] { allocator.deallocate(allocator.allocate(4096, kCompute)); }).join();
   for (const bool ordered : {false, true}) {
     void* a = allocator.allocate(4096, kCompute);

@@ -29,11 +29,15 @@ void BlockPool::set_mapping_granule(std::size_t granule) {
   first_fit_from_ = granule / kFirstFitGranuleShare;
 }
 
-void BlockPool::file(Block* block, bool by_address) {
+bool BlockPool::in_at_address(const Block* block) const {
+  return block->segment->closed || index_addresses_;
+}
+
+void BlockPool::file(Block* block, bool by_address, bool at_address) {
   if (block->mapped) {
     if (!block->segment->closed) index_.insert(block);
     if (by_address && in_address_index(block)) by_address_.insert(block);
-    if (block->segment->closed || index_addresses_) at_address_.emplace(block->address, block);
+    if (at_address && in_at_address(block)) index_address(block);
     free_bytes_ += block->size;
     count_inactive_split(block, true);
   } else {
@@ -41,15 +45,40 @@ void BlockPool::file(Block* block, bool by_address) {
   }
 }
 
-void BlockPool::unfile(Block* block, bool by_address) {
+void BlockPool::unfile(Block* block, bool by_address, bool at_address) {
   if (block->mapped) {
     if (!block->segment->closed) index_.remove(block);
     if (by_address && in_address_index(block)) by_address_.remove(block);
-    if (block->segment->closed || index_addresses_) at_address_.erase(block->address);
+    if (at_address && in_at_address(block)) unindex_address(block);
     free_bytes_ -= block->size;
     count_inactive_split(block, false);
   } else {
     unmapped_.remove(block);
+  }
+}
+
+void BlockPool::index_address(Block* block, AddressMap::const_iterator before) {
+  if (spare_address_nodes_.empty()) {
+    at_address_.emplace_hint(before, block->address, block);
+    return;
+  }
+  auto node = std::move(spare_address_nodes_.back());
+  spare_address_nodes_.pop_back();
+  node.key() = block->address;
+  node.mapped() = block;
+  at_address_.insert(before, std::move(node));
+}
+
+void BlockPool::unindex_address(AddressMap::const_iterator at) {
+  auto node = at_address_.extract(at);
+  if (spare_address_nodes_.size() < kSpareAddressNodes) {
+    spare_address_nodes_.push_back(std::move(node));
+  }
+}
+
+void BlockPool::unindex_address(const Block* block) {
+  if (const auto at = at_address_.find(block->address); at != at_address_.end()) {
+    unindex_address(at);
   }
 }
 
@@ -136,10 +165,14 @@ std::uintptr_t BlockPool::granule_position(const Block& block, std::size_t size)
   return end_wins ? block.address + block.size - size : block.address;
 }
 
+// By address, the block's entry is found once: what stays free of it goes in right
+// before the entry that follows it (a hint std::map takes in constant time).
 Block* BlockPool::take_at(Segment& segment, std::uintptr_t address, std::size_t size) {
   Block* block = nullptr;
-  if (segment.closed || index_addresses_) {
-    const auto after = at_address_.upper_bound(address);
+  const bool by_address = segment.closed || index_addresses_;
+  AddressMap::const_iterator after = at_address_.end();
+  if (by_address) {
+    after = at_address_.upper_bound(address);
     if (after == at_address_.begin()) return nullptr;
     block = std::prev(after)->second;
     if (block->segment != &segment) return nullptr;
@@ -151,13 +184,18 @@ Block* BlockPool::take_at(Segment& segment, std::uintptr_t address, std::size_t 
       block->address + block->size < address + size) {
     return nullptr;
   }
-  unfile(block);
+  if (by_address) unindex_address(std::prev(after));
+  unfile(block, true, false);
+  const auto refile = [&](Block* free) {
+    file(free, true, false);
+    if (by_address) index_address(free, after);
+  };
   if (block->address < address) {
     Block* tail = split(block, address - block->address);
-    file(block);
+    refile(block);
     block = tail;
   }
-  if (block->size > size) file(split(block, size));
+  if (block->size > size) refile(split(block, size));
   block->allocated = true;
   if (segment.allocated_blocks++ == 0) unlink_idle(&segment);
   return block;
@@ -197,7 +235,9 @@ void BlockPool::merge_into(Block* into, Block* absorbed) {
 
 // In the address index a free block before `block` keeps its node and grows; else
 // `block` takes the node of a free block after it, so only a block between two free
-// ones costs a treap restructuring (one node fewer).
+// ones costs a treap restructuring (one node fewer). at_address_ likewise: a free block
+// before keeps its entry (its address stays), `block` takes over the entry of a free
+// block after it, found once and put back in the same place.
 Block* BlockPool::settle_free(Block* block) {
   Block* next = block->next;
   Block* prev = block->prev;
@@ -205,10 +245,19 @@ Block* BlockPool::settle_free(Block* block) {
   const bool join_prev = prev != nullptr && !prev->allocated && prev->mapped == block->mapped;
   if (join_next && !join_prev) {
     const bool hand_over = in_address_index(next);
-    unfile(next, false);
+    const bool keyed = next->mapped && in_at_address(next);
+    unfile(next, false, false);
     if (hand_over) by_address_.replace(next, block);
+    if (keyed) {
+      const auto at = at_address_.find(next->address);
+      const auto after = std::next(at);
+      auto node = at_address_.extract(at);
+      node.key() = block->address;
+      node.mapped() = block;
+      at_address_.insert(after, std::move(node));
+    }
     merge_into(block, next);
-    file(block, !hand_over);
+    file(block, !hand_over, false);
     if (hand_over) by_address_.grew(block);
     return block;
   }
@@ -218,9 +267,9 @@ Block* BlockPool::settle_free(Block* block) {
   }
   if (join_prev) {
     const bool indexed = in_address_index(prev);
-    unfile(prev, false);
+    unfile(prev, false, false);
     merge_into(prev, block);
-    file(prev, !indexed);
+    file(prev, !indexed, false);
     if (indexed) by_address_.grew(prev);
     return prev;
   }

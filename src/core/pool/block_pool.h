@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <vector>
 
 #include "core/pool/address_index.h"
 #include "core/pool/block.h"
@@ -114,10 +115,21 @@ class BlockPool {
   // Marks [start, start + bytes) of a free block mapped or unmapped; returns the free
   // block it ends up in after merging.
   Block* set_mapped(Block* free_block, std::uintptr_t start, std::size_t bytes, bool mapped);
-  // by_address false: the caller keeps the address index right itself.
-  void file(Block* block, bool by_address = true);
-  void unfile(Block* block, bool by_address = true);
+  using AddressMap = std::map<std::uintptr_t, Block*>;
+  // by_address false: the caller keeps the address index right itself; at_address
+  // false: at_address_ too.
+  void file(Block* block, bool by_address = true, bool at_address = true);
+  void unfile(Block* block, bool by_address = true, bool at_address = true);
   bool in_address_index(const Block* block) const;
+  // Whether a free mapped block of its segment is in at_address_.
+  bool in_at_address(const Block* block) const;
+  // at_address_ entries; their nodes are reused, so that a take_at and the release
+  // after it (a split and a merge each) cost no heap allocation. `before`: the entry
+  // the new one goes right before, when known (constant time then).
+  void index_address(Block* block, AddressMap::const_iterator before);
+  void index_address(Block* block) { index_address(block, at_address_.end()); }
+  void unindex_address(AddressMap::const_iterator at);
+  void unindex_address(const Block* block);
   // A filed block keeps its neighbours' presence until unfiled (splits and merges
   // unfile first), so file and unfile see the same answer.
   static bool is_split(const Block* block) {
@@ -136,7 +148,9 @@ class BlockPool {
   // Free mapped blocks by address, of closed segments and, with index_addresses(), of
   // open ones too: take_at finds its block at once (a lookup by address, not the
   // first fit by_address_ serves).
-  std::map<std::uintptr_t, Block*> at_address_;
+  AddressMap at_address_;
+  static constexpr std::size_t kSpareAddressNodes = 64;
+  std::vector<AddressMap::node_type> spare_address_nodes_;
   bool index_addresses_ = false;
   FreeIndex unmapped_;  // free unmapped blocks
   // Free mapped blocks of at least first_fit_from_, with a mapping granule only.

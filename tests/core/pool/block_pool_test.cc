@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <limits>
 #include <map>
 #include <random>
@@ -254,6 +255,65 @@ TEST(BlockPool, FirstFitFollowsTheBlocksUnderChurn) {
   for (Block* b : live) pool.release(b);
   EXPECT_EQ(pool.free_bytes(), kRange);
   EXPECT_EQ(pool.largest_free(), kRange);
+}
+
+// The planned strategy's offsets: take_at carves exactly the range asked for whenever
+// it lies inside one free block, in a closed segment (found by address) and in an
+// open one of a pool that indexes addresses, under churn that splits blocks at their
+// head, middle and tail and merges them back. A range any live block overlaps is refused.
+TEST(BlockPool, TakesExactRangesByAddressUnderChurn) {
+  constexpr std::size_t kStep = 512;
+  constexpr std::size_t kSteps = 4096;  // 2 MiB segments
+  for (const bool closed : {true, false}) {
+    BlockPool pool(Tier::hbm, PoolKind::large, nullptr);
+    if (!closed) pool.index_addresses();
+    Segment* before = pool.add_segment(0x10000000, kSteps * kStep);
+    Segment* segment = pool.add_segment(0x20000000, kSteps * kStep);
+    Segment* after = pool.add_segment(0x30000000, kSteps * kStep);
+    if (closed) {
+      pool.set_closed(*segment, true);
+      pool.set_closed(*after, true);
+    }
+    Block* lasting = pool.take_at(*before, before->address + 100 * kStep, kStep);
+    ASSERT_NE(lasting, nullptr);
+    std::vector<bool> used(kSteps, false);  // the reference: which steps are live
+    std::vector<Block*> live;
+    std::mt19937_64 rng(7);
+    for (int round = 0; round < 20000; ++round) {
+      if (!live.empty() && rng() % 2 == 0) {
+        const std::size_t i = rng() % live.size();
+        const std::size_t first = (live[i]->address - segment->address) / kStep;
+        for (std::size_t s = first; s < first + live[i]->size / kStep; ++s) used[s] = false;
+        pool.release(live[i]);
+        live[i] = live.back();
+        live.pop_back();
+        continue;
+      }
+      const std::size_t first = rng() % kSteps;
+      const std::size_t steps = std::min<std::size_t>(1 + rng() % 64, kSteps - first);
+      bool free = true;
+      for (std::size_t s = first; s < first + steps; ++s) free = free && !used[s];
+      const std::uintptr_t address = segment->address + first * kStep;
+      Block* taken = pool.take_at(*segment, address, steps * kStep);
+      ASSERT_EQ(taken != nullptr, free) << "closed " << closed << " round " << round;
+      if (taken == nullptr) continue;
+      ASSERT_EQ(taken->address, address);
+      ASSERT_EQ(taken->size, steps * kStep);
+      for (std::size_t s = first; s < first + steps; ++s) used[s] = true;
+      live.push_back(taken);
+    }
+    std::size_t live_bytes = kStep;
+    for (const Block* b : live) live_bytes += b->size;
+    EXPECT_EQ(pool.free_bytes(), 3 * kSteps * kStep - live_bytes) << "closed " << closed;
+    for (Block* b : live) pool.release(b);
+    pool.release(lasting);
+    EXPECT_EQ(pool.free_bytes(), 3 * kSteps * kStep);
+    for (Segment* s : {before, segment, after}) {
+      Block* whole = pool.take_at(*s, s->address, s->size);
+      ASSERT_NE(whole, nullptr) << "closed " << closed;
+      EXPECT_EQ(whole->size, s->size);
+    }
+  }
 }
 
 TEST(BlockPool, RefusesAMappingGranuleOnceBlocksAreMapped) {
