@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+
 #include "plan/memory/random_lifetimes.h"
 #include "plan_checker.h"
 
@@ -16,6 +18,12 @@ struct Searched {
   std::uint64_t lower_bound = 0;
   Placement placement;
 };
+
+// What is wrong with the searched plan; empty when it is valid.
+std::string plan_problem(const Searched& searched) {
+  return testing::instance_plan_problem(searched.tensors, searched.instance,
+                                        searched.placement.offsets, searched.placement.arena, 64);
+}
 
 Searched search(std::vector<TensorLifetime> tensors, SearchLimits limits) {
   Searched result{std::move(tensors), {}, 0, {}};
@@ -41,9 +49,7 @@ std::vector<TensorLifetime> dense(std::uint64_t tensors, std::uint64_t seed) {
 TEST(PlacementSearchTest, RunsAtMostTheIterationBudget) {
   const Searched result = search(dense(300, 1), iterations(25));
   EXPECT_LE(result.placement.search_iterations, 25u);
-  EXPECT_EQ(testing::instance_plan_problem(result.tensors, result.instance,
-                                           result.placement.offsets, result.placement.arena, 64),
-            "");
+  EXPECT_EQ(plan_problem(result), "");
 }
 
 TEST(PlacementSearchTest, StopsAtTheLowerBound) {
@@ -61,9 +67,7 @@ TEST(PlacementSearchTest, APassedDeadlineStillGivesAPlan) {
       search(dense(400, 2), SearchLimits{Clock::now() - std::chrono::seconds(1), 1000, 1});
   EXPECT_EQ(result.placement.search_iterations, 0u);
   EXPECT_EQ(result.placement.algorithm, "skyline/longest-first+lookahead");  // the first run
-  EXPECT_EQ(testing::instance_plan_problem(result.tensors, result.instance,
-                                           result.placement.offsets, result.placement.arena, 64),
-            "");
+  EXPECT_EQ(plan_problem(result), "");
 }
 
 TEST(PlacementSearchTest, SearchingLongerNeverMakesThePlanWorse) {
@@ -78,9 +82,7 @@ TEST(PlacementSearchTest, LargeInstancesStayValidThroughTheirExtraRuns) {
   // 20,000 tensors: the size from which the pressure-weighted runs go first.
   const Searched result = search(dense(20'000, 4), iterations(0));
   EXPECT_GE(result.placement.arena, result.lower_bound);
-  EXPECT_EQ(testing::instance_plan_problem(result.tensors, result.instance,
-                                           result.placement.offsets, result.placement.arena, 64),
-            "");
+  EXPECT_EQ(plan_problem(result), "");
 }
 
 TEST(PlacementSearchTest, OnLargeInstancesAPassedDeadlineLeavesTheNearTopRun) {
@@ -88,18 +90,14 @@ TEST(PlacementSearchTest, OnLargeInstancesAPassedDeadlineLeavesTheNearTopRun) {
   const Searched result =
       search(dense(20'000, 5), SearchLimits{Clock::now() - std::chrono::seconds(1), 1000, 1});
   EXPECT_EQ(result.placement.algorithm, "skyline/longest-tight-first+lookahead-near-top");
-  EXPECT_EQ(testing::instance_plan_problem(result.tensors, result.instance,
-                                           result.placement.offsets, result.placement.arena, 64),
-            "");
+  EXPECT_EQ(plan_problem(result), "");
 }
 
 TEST(PlacementSearchTest, MidSizeInstancesStayValidThroughTheirNearTopRuns) {
   // 4,000 tensors: the size from which three near-top runs follow the first.
   const Searched result = search(dense(4'000, 6), iterations(0));
   EXPECT_GE(result.placement.arena, result.lower_bound);
-  EXPECT_EQ(testing::instance_plan_problem(result.tensors, result.instance,
-                                           result.placement.offsets, result.placement.arena, 64),
-            "");
+  EXPECT_EQ(plan_problem(result), "");
 }
 
 TEST(PlacementSearchTest, FirstFitInOrderOfPressureAndSizeIsACandidate) {
@@ -109,9 +107,7 @@ TEST(PlacementSearchTest, FirstFitInOrderOfPressureAndSizeIsACandidate) {
   // No skyline run reaches the bound on this set; the first of these orders does.
   EXPECT_EQ(result.placement.arena, result.lower_bound);
   EXPECT_EQ(result.placement.algorithm, "greedy-by-pressure-and-size/first-fit");
-  EXPECT_EQ(testing::instance_plan_problem(result.tensors, result.instance,
-                                           result.placement.offsets, result.placement.arena, 64),
-            "");
+  EXPECT_EQ(plan_problem(result), "");
 }
 
 TEST(PlacementSearchTest, ASearchWithoutFillersKeepsTheBudgetAndAValidPlan) {
@@ -124,9 +120,7 @@ TEST(PlacementSearchTest, ASearchWithoutFillersKeepsTheBudgetAndAValidPlan) {
   EXPECT_EQ(result.placement.algorithm, "search without fillers, then first fit");
   EXPECT_LE(result.placement.search_iterations, 40u);
   EXPECT_GE(result.placement.arena, result.lower_bound);
-  EXPECT_EQ(testing::instance_plan_problem(result.tensors, result.instance,
-                                           result.placement.offsets, result.placement.arena, 64),
-            "");
+  EXPECT_EQ(plan_problem(result), "");
 }
 
 TEST(PlacementSearchTest, SmallInstancesAreSolvedExactly) {
