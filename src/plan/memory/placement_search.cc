@@ -115,17 +115,17 @@ constexpr NamedRun kMidInstanceRuns[] = {
 constexpr std::size_t kFillerMinTensors = 5'000;
 constexpr double kFillerShare = 0.01;
 
-// Skyline runs save their state when this share of the tensors is left: a plan's top forms
-// among the last tensors placed, so an end-game step resumes the best plan's run from
-// there with the plain stranding lookahead and its priorities a little changed, in a few
-// per cent of a whole run's time (100000x400: about 10 ms against 400 ms). There the
-// near-top run ends at 1.0202, and the same priorities with the plain lookahead for the
-// last 2 % at 1.0197 (with noise: 17 of 20 steps below 1.02 from 2 % left, 9 from 3 %, 0
-// from 1 %). On large instances, where the time allows only a few whole runs, end-game
-// steps get a quarter of the time left after the first run (so that a loaded machine,
-// which leaves no time after the fixed runs, still does some) and all of the time after
-// the fixed runs.
-constexpr double kEndgameShare = 0.02;
+// Skyline runs save their state when these shares of the tensors are left: a plan's top
+// forms among the last tensors placed, so an end-game step resumes the best plan's run
+// from one of them with the plain stranding lookahead and its priorities a little changed,
+// in a fraction of a whole run's time. The shares get equal work (tensors placed again):
+// on 100000x400 the near-top run ends at 1.0202, and the same priorities with the plain
+// lookahead for the last 2 % at 1.0197 (10 ms against 400); on 20,000-tensor sets the
+// deeper ones gain more over many steps. On large instances, where the time allows only a
+// few whole runs, end-game steps get a quarter of the time left after the first run (so
+// that a loaded machine, which leaves no time after the fixed runs, still does some) and
+// all of the time after the fixed runs.
+constexpr double kEndgameShares[] = {0.02, 0.1, 0.3};  // shallow to deep
 constexpr double kEndgameNoise = 0.1;
 constexpr Lookahead kEndgameLookahead = Lookahead::stranding;
 constexpr int kFirstEndgameShareOfRest = 4;  // 1/4
@@ -140,7 +140,16 @@ class PlacementSearch {
         limits_(limits),
         random_(limits.seed),
         packer_(instance, live),
-        features_(priority_features(instance, live)) {}
+        features_(priority_features(instance, live)) {
+    for (const double share : kEndgameShares) {
+      const auto unplaced =
+          static_cast<std::size_t>(share * static_cast<double>(instance.tensors.size()));
+      if (unplaced == 0) continue;
+      run_checkpoints_.emplace_back().unplaced = unplaced;
+      endgame_work_.push_back(0);
+    }
+    endgame_ = run_checkpoints_;
+  }
 
   Placement run() {
     const std::span<const NamedRun> runs(kSkylineRuns);
@@ -192,16 +201,16 @@ class PlacementSearch {
     timed(longest_step_, step);
   }
 
-  // A skyline run of these priorities, saving its state for the end game; keeps the plan
-  // (and its state) when it beats the best so far.
+  // A skyline run of these priorities, saving its states for the end game; keeps the plan
+  // (and its states) when it beats the best so far.
   std::uint64_t pack_and_consider(std::span<const double> priorities, std::uint64_t cutoff,
                                   Lookahead lookahead, const char* algorithm) {
-    const std::uint64_t arena = packer_.pack(priorities, cutoff, offsets_, lookahead,
-                                             endgame_unplaced_, run_checkpoint_);
-    if (arena < best_.arena && run_checkpoint_.saved) {
-      std::swap(endgame_, run_checkpoint_);
+    const std::uint64_t arena =
+        packer_.pack(priorities, cutoff, offsets_, lookahead, run_checkpoints_);
+    if (arena < best_.arena && !run_checkpoints_.empty()) {
+      std::swap(endgame_, run_checkpoints_);
       endgame_priorities_.assign(priorities.begin(), priorities.end());
-      endgame_keeps_priorities_ = lookahead != kEndgameLookahead;
+      endgame_keeps_priorities_.assign(endgame_.size(), lookahead != kEndgameLookahead);
     }
     consider(arena, algorithm);
     return arena;
@@ -220,24 +229,36 @@ class PlacementSearch {
   }
 
   void try_endgame(const SearchLimits& until) {
-    while (endgame_.saved && best_.search_iterations < until.max_iterations &&
-           may_start(longest_endgame_step_) &&
+    while (!endgame_.empty() && endgame_.front().saved &&
+           best_.search_iterations < until.max_iterations && may_start(longest_endgame_step_) &&
            until.deadline - Clock::now() > longest_endgame_step_) {
       timed(longest_endgame_step_, [this] { endgame_step(); });
     }
   }
 
-  // Resumes the best plan's run from its saved state with the end game's lookahead: first
-  // with the run's own priorities when the run had another lookahead, then with them a
-  // little changed; those priorities are the next step's when they win.
+  // Resumes the best plan's run from the saved state that has had the least work, with the
+  // end game's lookahead: first with the run's own priorities when the run had another
+  // lookahead, then with them a little changed. When it wins, its priorities are the next
+  // step's and its states (those with fewer tensors left) the end game's.
   void endgame_step() {
     ++best_.search_iterations;
+    const std::size_t depth = static_cast<std::size_t>(
+        std::min_element(endgame_work_.begin(), endgame_work_.end()) - endgame_work_.begin());
+    const SkylinePacker::Checkpoint& from = endgame_[depth];
+    endgame_work_[depth] += from.unplaced;
     std::vector<double> priorities = endgame_priorities_;
-    if (!endgame_keeps_priorities_) add_priority_noise(priorities, kEndgameNoise, random_);
-    endgame_keeps_priorities_ = false;
+    if (!endgame_keeps_priorities_[depth]) {
+      add_priority_noise(priorities, kEndgameNoise, random_);
+    }
+    endgame_keeps_priorities_[depth] = false;
+    const std::span<SkylinePacker::Checkpoint> shallower(run_checkpoints_.data(), depth);
     const std::uint64_t arena =
-        packer_.resume(endgame_, priorities, best_.arena, offsets_, kEndgameLookahead);
+        packer_.resume(from, priorities, best_.arena, offsets_, kEndgameLookahead, shallower);
     if (arena < best_.arena) {
+      for (std::size_t i = 0; i < depth; ++i) {
+        std::swap(endgame_[i], run_checkpoints_[i]);
+        endgame_keeps_priorities_[i] = false;
+      }
       endgame_priorities_ = std::move(priorities);
       consider(arena, "skyline+end-game search");
     }
@@ -376,14 +397,14 @@ class PlacementSearch {
   std::uint64_t incumbent_arena_ = kNoFit;
   std::vector<std::uint32_t> incumbent_top_;
   Clock::duration longest_step_{0};
-  // The end game: the best plan's run as saved with endgame_unplaced_ tensors left, and
-  // the priorities that finish it best so far.
-  const std::size_t endgame_unplaced_ =
-      static_cast<std::size_t>(kEndgameShare * static_cast<double>(instance_.tensors.size()));
-  SkylinePacker::Checkpoint run_checkpoint_;  // scratch: the run under evaluation's
-  SkylinePacker::Checkpoint endgame_;
+  // The end game: the best plan's run as saved with each share of kEndgameShares left
+  // (none when the instance is too small to leave any), the work done from each, and the
+  // priorities that finish it best so far.
+  std::vector<SkylinePacker::Checkpoint> run_checkpoints_;  // scratch: the run's under way
+  std::vector<SkylinePacker::Checkpoint> endgame_;
+  std::vector<std::uint64_t> endgame_work_;
+  std::vector<bool> endgame_keeps_priorities_;  // the next step from it is its first
   std::vector<double> endgame_priorities_;
-  bool endgame_keeps_priorities_ = false;  // the next step is the first after a new best run's
   Clock::duration longest_endgame_step_{0};
 };
 

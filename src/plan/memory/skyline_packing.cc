@@ -37,15 +37,14 @@ SkylinePacker::SkylinePacker(const PlanInstance& instance, std::span<const std::
 
 std::uint64_t SkylinePacker::pack(std::span<const double> priorities, std::uint64_t cutoff,
                                   std::vector<std::uint64_t>& offsets, Lookahead lookahead) {
-  Checkpoint unused;
-  return pack(priorities, cutoff, offsets, lookahead, 0, unused);
+  return pack(priorities, cutoff, offsets, lookahead, {});
 }
 
 std::uint64_t SkylinePacker::pack(std::span<const double> priorities, std::uint64_t cutoff,
                                   std::vector<std::uint64_t>& offsets, Lookahead lookahead,
-                                  std::size_t unplaced, Checkpoint& checkpoint) {
+                                  std::span<Checkpoint> checkpoints) {
   offsets.assign(instance_.tensors.size(), 0);
-  checkpoint.saved = false;
+  for (Checkpoint& checkpoint : checkpoints) checkpoint.saved = false;
   if (instance_.tensors.empty()) return 0;
   state_.placed.assign(by_first_.size(), false);
   state_.skyline.assign(1, Stretch{0, instance_.op_count - 1, 0});
@@ -57,18 +56,19 @@ std::uint64_t SkylinePacker::pack(std::span<const double> priorities, std::uint6
   state_.unplaced = instance_.tensors.size();
   lookahead_ = lookahead;
   index_priorities(priorities);
-  return finish(priorities, cutoff, offsets, unplaced, unplaced > 0 ? &checkpoint : nullptr);
+  return finish(priorities, cutoff, offsets, checkpoints);
 }
 
-std::uint64_t SkylinePacker::resume(const Checkpoint& checkpoint,
-                                    std::span<const double> priorities, std::uint64_t cutoff,
-                                    std::vector<std::uint64_t>& offsets, Lookahead lookahead) {
-  state_ = checkpoint.state;
-  offsets = checkpoint.offsets;
+std::uint64_t SkylinePacker::resume(const Checkpoint& from, std::span<const double> priorities,
+                                    std::uint64_t cutoff, std::vector<std::uint64_t>& offsets,
+                                    Lookahead lookahead, std::span<Checkpoint> checkpoints) {
+  for (Checkpoint& checkpoint : checkpoints) checkpoint.saved = false;
+  state_ = from.state;
+  offsets = from.offsets;
   lookahead_ = lookahead;
   if (state_.arena >= cutoff) return state_.arena;
   index_priorities(priorities);
-  return finish(priorities, cutoff, offsets, 0, nullptr);
+  return finish(priorities, cutoff, offsets, checkpoints);
 }
 
 void SkylinePacker::index_priorities(std::span<const double> priorities) {
@@ -82,14 +82,14 @@ void SkylinePacker::index_priorities(std::span<const double> priorities) {
 
 std::uint64_t SkylinePacker::finish(std::span<const double> priorities, std::uint64_t cutoff,
                                     std::vector<std::uint64_t>& offsets,
-                                    std::size_t checkpoint_unplaced, Checkpoint* checkpoint) {
+                                    std::span<Checkpoint> checkpoints) {
   RunState& state = state_;
   while (state.unplaced > 0) {
-    if (checkpoint != nullptr && state.unplaced == checkpoint_unplaced) {
-      checkpoint->state = state;
-      checkpoint->offsets = offsets;
-      checkpoint->saved = true;
-      checkpoint = nullptr;
+    for (Checkpoint& checkpoint : checkpoints) {
+      if (checkpoint.saved || checkpoint.unplaced != state.unplaced) continue;
+      checkpoint.state = state;
+      checkpoint.offsets = offsets;
+      checkpoint.saved = true;
     }
     const std::size_t lowest = lowest_stretch();
     std::size_t candidate = best_candidate(state.skyline[lowest], priorities);
@@ -289,7 +289,8 @@ std::uint64_t SkylinePacker::raise_to_neighbour(std::size_t index) {
   // pack() never asks for: some neighbour exists.
   std::uint64_t height = kNoFit;
   if (index > 0) height = state_.skyline[index - 1].height;
-  if (index + 1 < state_.skyline.size()) height = std::min(height, state_.skyline[index + 1].height);
+  if (index + 1 < state_.skyline.size())
+    height = std::min(height, state_.skyline[index + 1].height);
   Stretch& stretch = state_.skyline[index];
   state_.final_heights.add(stretch.first, stretch.last, height - stretch.height);
   const std::uint64_t highest = state_.final_heights.max(stretch.first, stretch.last);
@@ -311,13 +312,14 @@ void SkylinePacker::place(std::size_t index, std::uint32_t tensor) {
     pieces[count++] = {planned.last + 1, stretch.last, stretch.height};
   state_.skyline[index] = pieces[0];
   state_.skyline.insert(state_.skyline.begin() + static_cast<std::ptrdiff_t>(index) + 1, pieces + 1,
-                  pieces + count);
+                        pieces + count);
   const std::size_t raised = planned.first > stretch.first ? index + 1 : index;
   merge_equal_neighbours(raised);
 }
 
 void SkylinePacker::merge_equal_neighbours(std::size_t index) {
-  if (index + 1 < state_.skyline.size() && state_.skyline[index + 1].height == state_.skyline[index].height) {
+  if (index + 1 < state_.skyline.size() &&
+      state_.skyline[index + 1].height == state_.skyline[index].height) {
     state_.skyline[index].last = state_.skyline[index + 1].last;
     state_.skyline.erase(state_.skyline.begin() + static_cast<std::ptrdiff_t>(index) + 1);
   }

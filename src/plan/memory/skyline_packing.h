@@ -47,16 +47,17 @@ class SkylinePacker {
   // top are placed late, so runs resumed from here with other priorities change the top
   // and keep the rest, at a fraction of a whole run's time.
   struct Checkpoint;
-  // pack(), which also saves the state into `checkpoint` when `unplaced` tensors are left
-  // (when the run gets there; then checkpoint.saved is set).
+  // pack(), which also saves the state into each checkpoint as its `unplaced` tensors are
+  // left (when the run gets there: then its `saved` is set; the others' is cleared).
   std::uint64_t pack(std::span<const double> priorities, std::uint64_t cutoff,
                      std::vector<std::uint64_t>& offsets, Lookahead lookahead,
-                     std::size_t unplaced, Checkpoint& checkpoint);
-  // Finishes the checkpoint's run with these priorities and lookahead for the tensors it
-  // left; the same contract as pack().
-  std::uint64_t resume(const Checkpoint& checkpoint, std::span<const double> priorities,
+                     std::span<Checkpoint> checkpoints);
+  // Finishes the run saved in `from` with these priorities and lookahead for the tensors
+  // it left, saving into `checkpoints` (those of fewer tensors left) as pack() does; the
+  // same contract as pack(). `from` must not be one of `checkpoints`.
+  std::uint64_t resume(const Checkpoint& from, std::span<const double> priorities,
                        std::uint64_t cutoff, std::vector<std::uint64_t>& offsets,
-                       Lookahead lookahead);
+                       Lookahead lookahead, std::span<Checkpoint> checkpoints = {});
 
  private:
   // A maximal stretch of ops [first, last] over which the skyline has one height.
@@ -68,7 +69,7 @@ class SkylinePacker {
   // What a run changes as it places tensors (the rest of its state follows from it and
   // the priorities).
   struct RunState {
-    std::vector<bool> placed;  // by position in by_first_
+    std::vector<bool> placed;      // by position in by_first_
     std::vector<Stretch> skyline;  // left to right, covering every op
     // By op: live bytes plus the space given up below so far, the op's final height.
     RangeAddMax final_heights;
@@ -83,6 +84,7 @@ class SkylinePacker {
 
  public:
   struct Checkpoint {
+    std::size_t unplaced = 0;  // set by the caller
     bool saved = false;
     RunState state;
     std::vector<std::uint64_t> offsets;
@@ -91,11 +93,9 @@ class SkylinePacker {
  private:
   // Sets up the run's priority index (best_upto_, tree_) for state_.placed.
   void index_priorities(std::span<const double> priorities);
-  // Places the unplaced tensors (pack's loop); saves the state into checkpoint, when given,
-  // as `checkpoint_unplaced` tensors are left.
+  // Places the unplaced tensors (pack's loop), saving into the checkpoints on the way.
   std::uint64_t finish(std::span<const double> priorities, std::uint64_t cutoff,
-                       std::vector<std::uint64_t>& offsets, std::size_t checkpoint_unplaced,
-                       Checkpoint* checkpoint);
+                       std::vector<std::uint64_t>& offsets, std::span<Checkpoint> checkpoints);
 
   // The leftmost stretch of least height.
   std::size_t lowest_stretch();
@@ -156,7 +156,8 @@ class SkylinePacker {
   };
   std::vector<GroupBest> group_bests_;
   std::vector<std::size_t> candidates_;
-  // Per run, by position in by_first_: the unplaced entry of highest priority from the group's start up to here, or kNone.
+  // Per run, by position in by_first_: the unplaced entry of highest priority from the group's
+  // start up to here, or kNone.
   std::vector<std::size_t> best_upto_;
   // Per run, a tournament tree over the ops (leaves from tree_leaves_): each node holds
   // the best unplaced tensor of its groups, whatever its last op, or kNone. A stretch's
