@@ -121,14 +121,13 @@ constexpr double kFillerShare = 0.01;
 // in a fraction of a whole run's time. The shares get equal work (tensors placed again):
 // on 100000x400 the near-top run ends at 1.0202, and the same priorities with the plain
 // lookahead for the last 2 % at 1.0197 (10 ms against 400); on 20,000-tensor sets the
-// deeper ones gain more over many steps. On large instances, where the time allows only a
-// few whole runs, end-game steps get a quarter of the time left after the first run (so
-// that a loaded machine, which leaves no time after the fixed runs, still does some) and
-// all of the time after the fixed runs.
+// deeper ones gain more over many steps. On large instances (the only ones that run it),
+// where the time allows only a few whole runs, one end-game step follows the first run (the
+// cheapest: a loaded machine may leave no time after the fixed runs) and the rest of the
+// time after the fixed runs goes to end-game steps.
 constexpr double kEndgameShares[] = {0.02, 0.1, 0.3};  // shallow to deep
 constexpr double kEndgameNoise = 0.1;
 constexpr Lookahead kEndgameLookahead = Lookahead::stranding;
-constexpr int kFirstEndgameShareOfRest = 4;  // 1/4
 
 class PlacementSearch {
  public:
@@ -141,11 +140,11 @@ class PlacementSearch {
         random_(limits.seed),
         packer_(instance, live),
         features_(priority_features(instance, live)) {
+    // Only large instances run an end game; the others' runs save nothing.
+    if (instance.tensors.size() < kLargeInstanceTensors) return;
     for (const double share : kEndgameShares) {
-      const auto unplaced =
+      run_checkpoints_.emplace_back().unplaced =
           static_cast<std::size_t>(share * static_cast<double>(instance.tensors.size()));
-      if (unplaced == 0) continue;
-      run_checkpoints_.emplace_back().unplaced = unplaced;
       endgame_work_.push_back(0);
     }
     endgame_ = run_checkpoints_;
@@ -156,10 +155,10 @@ class PlacementSearch {
     if (instance_.tensors.size() >= kLargeInstanceTensors) {
       const std::span<const NamedRun> large_runs(kLargeInstanceRuns);
       try_skyline_runs(large_runs.first(1));
-      try_endgame(share_of_rest(kFirstEndgameShareOfRest));
+      try_endgame(best_.search_iterations + 1);  // the first, cheapest step
       try_skyline_runs(large_runs.subspan(1));
       try_skyline_runs(runs);
-      try_endgame(limits_);
+      try_endgame(limits_.max_iterations);
     } else {
       try_skyline_runs(runs.first(1));
       if (instance_.tensors.size() >= kMidInstanceTensors) try_skyline_runs(kMidInstanceRuns);
@@ -216,22 +215,11 @@ class PlacementSearch {
     return arena;
   }
 
-  // The limits a share of the time and iterations left ends at.
-  SearchLimits share_of_rest(int share) const {
-    SearchLimits limits = limits_;
-    const Clock::time_point now = Clock::now();
-    if (limits_.deadline != Clock::time_point::max()) {
-      limits.deadline = now + (limits_.deadline - now) / share;
-    }
-    limits.max_iterations =
-        best_.search_iterations + (limits_.max_iterations - best_.search_iterations) / share;
-    return limits;
-  }
-
-  void try_endgame(const SearchLimits& until) {
-    while (!endgame_.empty() && endgame_.front().saved &&
-           best_.search_iterations < until.max_iterations && may_start(longest_endgame_step_) &&
-           until.deadline - Clock::now() > longest_endgame_step_) {
+  // End-game steps until `iterations` of the search (at most its budget) have run.
+  void try_endgame(std::uint64_t iterations) {
+    iterations = std::min(iterations, limits_.max_iterations);
+    while (!endgame_.empty() && endgame_.front().saved && best_.search_iterations < iterations &&
+           may_start(longest_endgame_step_)) {
       timed(longest_endgame_step_, [this] { endgame_step(); });
     }
   }
@@ -398,8 +386,8 @@ class PlacementSearch {
   std::vector<std::uint32_t> incumbent_top_;
   Clock::duration longest_step_{0};
   // The end game: the best plan's run as saved with each share of kEndgameShares left
-  // (none when the instance is too small to leave any), the work done from each, and the
-  // priorities that finish it best so far.
+  // (none below kLargeInstanceTensors), the work done from each, and the priorities that
+  // finish it best so far.
   std::vector<SkylinePacker::Checkpoint> run_checkpoints_;  // scratch: the run's under way
   std::vector<SkylinePacker::Checkpoint> endgame_;
   std::vector<std::uint64_t> endgame_work_;
