@@ -158,7 +158,8 @@ class PlacementSearch {
       try_endgame(best_.search_iterations + 1);  // the first, cheapest step
       try_skyline_runs(large_runs.subspan(1));
       try_skyline_runs(runs);
-      try_endgame(limits_.max_iterations);
+      const SearchLimits half = half_of_rest();
+      try_endgame(best_.search_iterations + half.max_iterations, half.deadline);
     } else {
       try_skyline_runs(runs.first(1));
       if (instance_.tensors.size() >= kMidInstanceTensors) try_skyline_runs(kMidInstanceRuns);
@@ -174,6 +175,7 @@ class PlacementSearch {
     while (may_start() && best_.search_iterations < limits_.max_iterations) {
       timed(longest_step_, [this] { search_step(); });
     }
+    try_endgame(limits_.max_iterations, limits_.deadline);  // when whole runs no longer fit
     best_.proven_optimal = best_.proven_optimal || best_.arena <= lower_bound_;
     return std::move(best_);
   }
@@ -215,11 +217,24 @@ class PlacementSearch {
     return arena;
   }
 
-  // End-game steps until `iterations` of the search (at most its budget) have run.
-  void try_endgame(std::uint64_t iterations) {
+  // Half the time left and half the iterations left (as a count).
+  SearchLimits half_of_rest() const {
+    SearchLimits half = limits_;
+    const Clock::time_point now = Clock::now();
+    if (limits_.deadline != Clock::time_point::max()) {
+      half.deadline = now + (limits_.deadline - now) / 2;
+    }
+    half.max_iterations = (limits_.max_iterations - best_.search_iterations) / 2;
+    return half;
+  }
+
+  // End-game steps until `iterations` of the search (at most its budget) have run, or a
+  // step as long as the longest so far would end past `until` (at most the deadline).
+  void try_endgame(std::uint64_t iterations, Clock::time_point until = Clock::time_point::max()) {
     iterations = std::min(iterations, limits_.max_iterations);
+    until = std::min(until, limits_.deadline);
     while (!endgame_.empty() && endgame_.front().saved && best_.search_iterations < iterations &&
-           may_start(longest_endgame_step_)) {
+           may_start(longest_endgame_step_) && until - Clock::now() > longest_endgame_step_) {
       timed(longest_endgame_step_, [this] { endgame_step(); });
     }
   }
@@ -312,12 +327,7 @@ class PlacementSearch {
   void try_search_without_fillers() {
     const FillerSplit split = split_fillers(instance_, kFillerShare);
     if (split.fillers.empty() || split.without_fillers.tensors.empty()) return;
-    SearchLimits half = limits_;
-    const Clock::time_point now = Clock::now();
-    if (limits_.deadline != Clock::time_point::max()) {
-      half.deadline = now + (limits_.deadline - now) / 2;
-    }
-    half.max_iterations = (limits_.max_iterations - best_.search_iterations) / 2;
+    const SearchLimits half = half_of_rest();
     const std::vector<std::uint64_t> live = live_bytes_per_op(split.without_fillers);
     const Placement placed = PlacementSearch(split.without_fillers, live, half, false).run();
     best_.search_iterations += placed.search_iterations;
