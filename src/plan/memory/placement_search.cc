@@ -121,10 +121,11 @@ constexpr double kFillerShare = 0.01;
 // in a fraction of a whole run's time. The shares get equal work (tensors placed again):
 // on 100000x400 the near-top run ends at 1.0202, and the same priorities with the plain
 // lookahead for the last 2 % at 1.0197 (10 ms against 400); on 20,000-tensor sets the
-// deeper ones gain more over many steps. On large instances (the only ones that run it),
-// where the time allows only a few whole runs, one end-game step follows the first run (the
-// cheapest: a loaded machine may leave no time after the fixed runs) and the rest of the
-// time after the fixed runs goes to end-game steps.
+// deeper ones gain more over many steps. Only large instances run it (on smaller ones it
+// changed only the search's luck): one step follows the first run (the cheapest: a loaded
+// machine may leave no time after the fixed runs); after the fixed runs it gets half the
+// time left, the whole-run search the rest, and it again what is left once whole runs no
+// longer fit.
 constexpr double kEndgameShares[] = {0.02, 0.1, 0.3};  // shallow to deep
 constexpr double kEndgameNoise = 0.1;
 constexpr Lookahead kEndgameLookahead = Lookahead::stranding;

@@ -43,22 +43,6 @@ class SkylinePacker {
   std::uint64_t pack(std::span<const double> priorities, std::uint64_t cutoff,
                      std::vector<std::uint64_t>& offsets, Lookahead lookahead = Lookahead::none);
 
-  // A run's state once all but `unplaced` tensors are placed: the tensors at the plan's
-  // top are placed late, so runs resumed from here with other priorities change the top
-  // and keep the rest, at a fraction of a whole run's time.
-  struct Checkpoint;
-  // pack(), which also saves the state into each checkpoint as its `unplaced` tensors are
-  // left (when the run gets there: then its `saved` is set; the others' is cleared).
-  std::uint64_t pack(std::span<const double> priorities, std::uint64_t cutoff,
-                     std::vector<std::uint64_t>& offsets, Lookahead lookahead,
-                     std::span<Checkpoint> checkpoints);
-  // Finishes the run saved in `from` with these priorities and lookahead for the tensors
-  // it left, saving into `checkpoints` (those of fewer tensors left) as pack() does; the
-  // same contract as pack(). `from` must not be one of `checkpoints`.
-  std::uint64_t resume(const Checkpoint& from, std::span<const double> priorities,
-                       std::uint64_t cutoff, std::vector<std::uint64_t>& offsets,
-                       Lookahead lookahead, std::span<Checkpoint> checkpoints = {});
-
  private:
   // A maximal stretch of ops [first, last] over which the skyline has one height.
   struct Stretch {
@@ -83,12 +67,26 @@ class SkylinePacker {
   };
 
  public:
+  // A run's state once all but `unplaced` tensors are placed: the tensors at the plan's
+  // top are placed late, so runs resumed from here with other priorities change the top
+  // and keep the rest, at a fraction of a whole run's time.
   struct Checkpoint {
     std::size_t unplaced = 0;  // set by the caller
     bool saved = false;
     RunState state;
     std::vector<std::uint64_t> offsets;
   };
+  // pack(), which also saves the state into each checkpoint as its `unplaced` tensors are
+  // left (when the run gets there: then its `saved` is set; the others' is cleared).
+  std::uint64_t pack(std::span<const double> priorities, std::uint64_t cutoff,
+                     std::vector<std::uint64_t>& offsets, Lookahead lookahead,
+                     std::span<Checkpoint> checkpoints);
+  // Finishes the run saved in `from` with these priorities and lookahead for the tensors
+  // it left, saving into `checkpoints` (those of fewer tensors left) as pack() does; the
+  // same contract as pack(). `from` must not be one of `checkpoints`.
+  std::uint64_t resume(const Checkpoint& from, std::span<const double> priorities,
+                       std::uint64_t cutoff, std::vector<std::uint64_t>& offsets,
+                       Lookahead lookahead, std::span<Checkpoint> checkpoints = {});
 
  private:
   // Sets up the run's priority index (best_upto_, tree_) for state_.placed.
