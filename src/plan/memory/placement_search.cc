@@ -174,7 +174,7 @@ class PlacementSearch {
       try_search_without_fillers();
     }
     while (may_start() && best_.search_iterations < limits_.max_iterations) {
-      timed(longest_step_, [this] { search_step(); });
+      timed([this] { search_step(); });
     }
     try_endgame(limits_.max_iterations, limits_.deadline);  // when whole runs no longer fit
     best_.proven_optimal = best_.proven_optimal || best_.arena <= lower_bound_;
@@ -185,22 +185,18 @@ class PlacementSearch {
   using Clock = std::chrono::steady_clock;
 
   // Whether another step may start: not once the plan is proven optimal, nor when a step
-  // as long as the longest of its kind so far would end past the deadline.
-  bool may_start(Clock::duration longest_step) const {
+  // of `length` (by default the longest so far) would end past the deadline.
+  bool may_start(Clock::duration length) const {
     if (best_.proven_optimal || best_.arena <= lower_bound_) return false;
-    return limits_.deadline - Clock::now() > longest_step;
+    return limits_.deadline - Clock::now() > length;
   }
   bool may_start() const { return may_start(longest_step_); }
 
   template <class Step>
-  void timed(Clock::duration& longest_step, Step step) {
+  void timed(Step step) {
     const Clock::time_point start = Clock::now();
     step();
-    longest_step = std::max(longest_step, Clock::now() - start);
-  }
-  template <class Step>
-  void timed(Step step) {
-    timed(longest_step_, step);
+    longest_step_ = std::max(longest_step_, Clock::now() - start);
   }
 
   // A skyline run of these priorities, saving its states for the end game; keeps the plan
@@ -229,25 +225,32 @@ class PlacementSearch {
     return half;
   }
 
-  // End-game steps until `iterations` of the search (at most its budget) have run, or a
-  // step as long as the longest so far would end past `until` (at most the deadline).
+  // End-game steps until `iterations` of the search (at most its budget) have run, or the
+  // next step would end past `until` (at most the deadline). Steps from the three depths
+  // differ tenfold in time, so a step's time is foreseen from the most time per tensor
+  // left that a step has taken so far.
   void try_endgame(std::uint64_t iterations, Clock::time_point until = Clock::time_point::max()) {
     iterations = std::min(iterations, limits_.max_iterations);
     until = std::min(until, limits_.deadline);
-    while (!endgame_.empty() && endgame_.front().saved && best_.search_iterations < iterations &&
-           may_start(longest_endgame_step_) && until - Clock::now() > longest_endgame_step_) {
-      timed(longest_endgame_step_, [this] { endgame_step(); });
+    while (!endgame_.empty() && endgame_.front().saved && best_.search_iterations < iterations) {
+      const std::size_t depth = static_cast<std::size_t>(
+          std::min_element(endgame_work_.begin(), endgame_work_.end()) - endgame_work_.begin());
+      const auto unplaced = static_cast<Clock::rep>(endgame_[depth].unplaced);
+      const Clock::duration foreseen = endgame_time_per_tensor_ * unplaced;
+      if (!may_start(foreseen) || until - Clock::now() <= foreseen) return;
+      const Clock::time_point start = Clock::now();
+      endgame_step(depth);
+      endgame_time_per_tensor_ =
+          std::max(endgame_time_per_tensor_, (Clock::now() - start) / unplaced);
     }
   }
 
-  // Resumes the best plan's run from the saved state that has had the least work, with the
-  // end game's lookahead: first with the run's own priorities when the run had another
-  // lookahead, then with them a little changed. When it wins, its priorities are the next
-  // step's and its states (those with fewer tensors left) the end game's.
-  void endgame_step() {
+  // Resumes the best plan's run from its saved state at `depth`, with the end game's
+  // lookahead: first with the run's own priorities when the run had another lookahead, then
+  // with them a little changed. When it wins, its priorities are the next step's and its
+  // states (those with fewer tensors left) the end game's.
+  void endgame_step(std::size_t depth) {
     ++best_.search_iterations;
-    const std::size_t depth = static_cast<std::size_t>(
-        std::min_element(endgame_work_.begin(), endgame_work_.end()) - endgame_work_.begin());
     const SkylinePacker::Checkpoint& from = endgame_[depth];
     endgame_work_[depth] += from.unplaced;
     std::vector<double> priorities = endgame_priorities_;
@@ -404,7 +407,7 @@ class PlacementSearch {
   std::vector<std::uint64_t> endgame_work_;
   std::vector<bool> endgame_keeps_priorities_;  // the next step from it is its first
   std::vector<double> endgame_priorities_;
-  Clock::duration longest_endgame_step_{0};
+  Clock::duration endgame_time_per_tensor_{0};
 };
 
 }  // namespace
