@@ -37,28 +37,64 @@ SkylinePacker::SkylinePacker(const PlanInstance& instance, std::span<const std::
 
 std::uint64_t SkylinePacker::pack(std::span<const double> priorities, std::uint64_t cutoff,
                                   std::vector<std::uint64_t>& offsets, Lookahead lookahead) {
+  return pack(priorities, cutoff, offsets, lookahead, {});
+}
+
+std::uint64_t SkylinePacker::pack(std::span<const double> priorities, std::uint64_t cutoff,
+                                  std::vector<std::uint64_t>& offsets, Lookahead lookahead,
+                                  std::span<Checkpoint> checkpoints) {
   offsets.assign(instance_.tensors.size(), 0);
+  for (Checkpoint& checkpoint : checkpoints) checkpoint.saved = false;
   if (instance_.tensors.empty()) return 0;
-  placed_.assign(by_first_.size(), false);
+  state_.placed.assign(by_first_.size(), false);
+  state_.skyline.assign(1, Stretch{0, instance_.op_count - 1, 0});
+  state_.final_heights.assign(live_);
+  state_.highest_final = live_.empty() ? 0 : *std::max_element(live_.begin(), live_.end());
+  state_.floor = 0;
+  state_.scan_from = 0;
+  state_.arena = 0;
+  state_.unplaced = instance_.tensors.size();
+  lookahead_ = lookahead;
+  index_priorities(priorities);
+  return finish(priorities, cutoff, offsets, checkpoints);
+}
+
+std::uint64_t SkylinePacker::resume(const Checkpoint& from, std::span<const double> priorities,
+                                    std::uint64_t cutoff, std::vector<std::uint64_t>& offsets,
+                                    Lookahead lookahead, std::span<Checkpoint> checkpoints) {
+  for (Checkpoint& checkpoint : checkpoints) checkpoint.saved = false;
+  state_ = from.state;
+  offsets = from.offsets;
+  lookahead_ = lookahead;
+  if (state_.arena >= cutoff) return state_.arena;
+  index_priorities(priorities);
+  return finish(priorities, cutoff, offsets, checkpoints);
+}
+
+void SkylinePacker::index_priorities(std::span<const double> priorities) {
   best_upto_.assign(by_first_.size(), kNone);
   tree_leaves_ = std::bit_ceil(std::size_t{instance_.op_count});
   tree_.assign(2 * tree_leaves_, kNone);
   for (std::uint32_t op = 0; op < instance_.op_count; ++op) {
     update_best_upto(group_begin_[op], op, priorities);
   }
-  skyline_.assign(1, Stretch{0, instance_.op_count - 1, 0});
-  final_heights_.assign(live_);
-  highest_final_ = live_.empty() ? 0 : *std::max_element(live_.begin(), live_.end());
-  lookahead_ = lookahead;
-  floor_ = 0;
-  scan_from_ = 0;
-  std::uint64_t arena = 0;
-  std::size_t unplaced = instance_.tensors.size();
-  while (unplaced > 0) {
+}
+
+std::uint64_t SkylinePacker::finish(std::span<const double> priorities, std::uint64_t cutoff,
+                                    std::vector<std::uint64_t>& offsets,
+                                    std::span<Checkpoint> checkpoints) {
+  RunState& state = state_;
+  while (state.unplaced > 0) {
+    for (Checkpoint& checkpoint : checkpoints) {
+      if (checkpoint.saved || checkpoint.unplaced != state.unplaced) continue;
+      checkpoint.state = state;
+      checkpoint.offsets = offsets;
+      checkpoint.saved = true;
+    }
     const std::size_t lowest = lowest_stretch();
-    std::size_t candidate = best_candidate(skyline_[lowest], priorities);
-    const Stretch& stretch = skyline_[lowest];
-    if (lookahead != Lookahead::none && candidate != kNone &&
+    std::size_t candidate = best_candidate(state.skyline[lowest], priorities);
+    const Stretch& stretch = state.skyline[lowest];
+    if (lookahead_ != Lookahead::none && candidate != kNone &&
         stretch.last - stretch.first < kLookaheadWidth &&
         strands(lowest, candidate, priorities) > 0) {
       candidate = least_stranding_candidate(lowest, priorities);
@@ -69,22 +105,22 @@ std::uint64_t SkylinePacker::pack(std::span<const double> priorities, std::uint6
       continue;
     }
     const std::uint32_t tensor = by_first_[candidate];
-    placed_[candidate] = true;
+    state.placed[candidate] = true;
     update_best_upto(candidate, instance_.tensors[tensor].first, priorities);
-    --unplaced;
-    offsets[tensor] = skyline_[lowest].height;
+    --state.unplaced;
+    offsets[tensor] = state.skyline[lowest].height;
     const std::uint64_t end = add_or_no_fit(offsets[tensor], instance_.tensors[tensor].size);
     if (end == kNoFit) return kNoFit;
-    arena = std::max(arena, end);
-    if (arena >= cutoff) return arena;
+    state.arena = std::max(state.arena, end);
+    if (state.arena >= cutoff) return state.arena;
     place(lowest, tensor);
   }
-  return arena;
+  return state.arena;
 }
 
 std::uint64_t SkylinePacker::strands(std::size_t index, std::size_t position,
                                      std::span<const double> priorities) {
-  const Stretch& stretch = skyline_[index];
+  const Stretch& stretch = state_.skyline[index];
   const PlanTensor& tensor = instance_.tensors[by_first_[position]];
   const std::uint64_t top = add_or_no_fit(stretch.height, tensor.size);
   const std::uint64_t reference = strand_reference();
@@ -93,24 +129,24 @@ std::uint64_t SkylinePacker::strands(std::size_t index, std::size_t position,
   // to the lower of its sides; how far that takes a final height above the reference.
   auto strand = [&](std::uint32_t first, std::uint32_t last, std::uint64_t side) {
     const std::uint64_t raised = std::min(side, top) - stretch.height;
-    const std::uint64_t highest = add_or_no_fit(final_heights_.max(first, last), raised);
+    const std::uint64_t highest = add_or_no_fit(state_.final_heights.max(first, last), raised);
     if (highest <= add_or_no_fit(reference, growth)) return;
     if (best_candidate(Stretch{first, last, 0}, priorities) != kNone) return;
     growth = highest - reference;
   };
   if (tensor.first > stretch.first) {
-    strand(stretch.first, tensor.first - 1, index > 0 ? skyline_[index - 1].height : kNoFit);
+    strand(stretch.first, tensor.first - 1, index > 0 ? state_.skyline[index - 1].height : kNoFit);
   }
   if (tensor.last < stretch.last) {
     strand(tensor.last + 1, stretch.last,
-           index + 1 < skyline_.size() ? skyline_[index + 1].height : kNoFit);
+           index + 1 < state_.skyline.size() ? state_.skyline[index + 1].height : kNoFit);
   }
   return growth;
 }
 
 std::size_t SkylinePacker::least_stranding_candidate(std::size_t index,
                                                      std::span<const double> priorities) {
-  const Stretch& stretch = skyline_[index];
+  const Stretch& stretch = state_.skyline[index];
   // The kStrandingCandidates best unplaced tensors of the stretch, best first. Groups are
   // read best first, and once a group's best fitting tensor is no better than the last
   // candidate, neither it nor any later group holds one.
@@ -134,7 +170,7 @@ std::size_t SkylinePacker::least_stranding_candidate(std::size_t index,
     }
     for (std::size_t i = group_begin_[group.op];
          i < group_begin_[group.op + 1] && last_by_position_[i] <= stretch.last; ++i) {
-      if (placed_[i]) continue;
+      if (state_.placed[i]) continue;
       if (candidates_.size() == kStrandingCandidates) {
         if (!better(i, candidates_.back(), priorities)) continue;
         candidates_.pop_back();
@@ -156,22 +192,22 @@ std::size_t SkylinePacker::least_stranding_candidate(std::size_t index,
 }
 
 std::size_t SkylinePacker::lowest_stretch() {
-  std::size_t lowest = skyline_.size();
-  for (std::size_t i = scan_from_; i < skyline_.size(); ++i) {
-    if (skyline_[i].height == floor_) {
+  std::size_t lowest = state_.skyline.size();
+  for (std::size_t i = state_.scan_from; i < state_.skyline.size(); ++i) {
+    if (state_.skyline[i].height == state_.floor) {
       lowest = i;
       break;
     }
   }
-  if (lowest == skyline_.size()) {  // none is left at the floor: it rises to the least height
+  if (lowest == state_.skyline.size()) {  // none is left at the floor: it rises to the least height
     lowest = 0;
-    for (std::size_t i = 1; i < skyline_.size(); ++i) {
-      if (skyline_[i].height < skyline_[lowest].height) lowest = i;
+    for (std::size_t i = 1; i < state_.skyline.size(); ++i) {
+      if (state_.skyline[i].height < state_.skyline[lowest].height) lowest = i;
     }
-    floor_ = skyline_[lowest].height;
+    state_.floor = state_.skyline[lowest].height;
   }
   // The caller changes this stretch, which may merge it into its left neighbour.
-  scan_from_ = lowest > 0 ? lowest - 1 : 0;
+  state_.scan_from = lowest > 0 ? lowest - 1 : 0;
   return lowest;
 }
 
@@ -232,7 +268,7 @@ void SkylinePacker::update_best_upto(std::size_t position, std::uint32_t group,
   const std::size_t end = group_begin_[group + 1];
   std::size_t best = position > begin ? best_upto_[position - 1] : kNone;
   for (std::size_t i = position; i < end; ++i) {
-    if (!placed_[i] && better(i, best, priorities)) best = i;
+    if (!state_.placed[i] && better(i, best, priorities)) best = i;
     best_upto_[i] = best;
   }
   std::size_t node = tree_leaves_ + group;
@@ -252,12 +288,13 @@ std::uint64_t SkylinePacker::raise_to_neighbour(std::size_t index) {
   // The lowest stretch spans every op only when nothing is left that fits anywhere, which
   // pack() never asks for: some neighbour exists.
   std::uint64_t height = kNoFit;
-  if (index > 0) height = skyline_[index - 1].height;
-  if (index + 1 < skyline_.size()) height = std::min(height, skyline_[index + 1].height);
-  Stretch& stretch = skyline_[index];
-  final_heights_.add(stretch.first, stretch.last, height - stretch.height);
-  const std::uint64_t highest = final_heights_.max(stretch.first, stretch.last);
-  highest_final_ = std::max(highest_final_, highest);
+  if (index > 0) height = state_.skyline[index - 1].height;
+  if (index + 1 < state_.skyline.size())
+    height = std::min(height, state_.skyline[index + 1].height);
+  Stretch& stretch = state_.skyline[index];
+  state_.final_heights.add(stretch.first, stretch.last, height - stretch.height);
+  const std::uint64_t highest = state_.final_heights.max(stretch.first, stretch.last);
+  state_.highest_final = std::max(state_.highest_final, highest);
   stretch.height = height;
   merge_equal_neighbours(index);
   return highest;
@@ -265,7 +302,7 @@ std::uint64_t SkylinePacker::raise_to_neighbour(std::size_t index) {
 
 void SkylinePacker::place(std::size_t index, std::uint32_t tensor) {
   const PlanTensor& planned = instance_.tensors[tensor];
-  const Stretch stretch = skyline_[index];
+  const Stretch stretch = state_.skyline[index];
   Stretch pieces[3];
   std::size_t count = 0;
   if (planned.first > stretch.first)
@@ -273,21 +310,22 @@ void SkylinePacker::place(std::size_t index, std::uint32_t tensor) {
   pieces[count++] = {planned.first, planned.last, stretch.height + planned.size};
   if (planned.last < stretch.last)
     pieces[count++] = {planned.last + 1, stretch.last, stretch.height};
-  skyline_[index] = pieces[0];
-  skyline_.insert(skyline_.begin() + static_cast<std::ptrdiff_t>(index) + 1, pieces + 1,
-                  pieces + count);
+  state_.skyline[index] = pieces[0];
+  state_.skyline.insert(state_.skyline.begin() + static_cast<std::ptrdiff_t>(index) + 1, pieces + 1,
+                        pieces + count);
   const std::size_t raised = planned.first > stretch.first ? index + 1 : index;
   merge_equal_neighbours(raised);
 }
 
 void SkylinePacker::merge_equal_neighbours(std::size_t index) {
-  if (index + 1 < skyline_.size() && skyline_[index + 1].height == skyline_[index].height) {
-    skyline_[index].last = skyline_[index + 1].last;
-    skyline_.erase(skyline_.begin() + static_cast<std::ptrdiff_t>(index) + 1);
+  if (index + 1 < state_.skyline.size() &&
+      state_.skyline[index + 1].height == state_.skyline[index].height) {
+    state_.skyline[index].last = state_.skyline[index + 1].last;
+    state_.skyline.erase(state_.skyline.begin() + static_cast<std::ptrdiff_t>(index) + 1);
   }
-  if (index > 0 && skyline_[index - 1].height == skyline_[index].height) {
-    skyline_[index - 1].last = skyline_[index].last;
-    skyline_.erase(skyline_.begin() + static_cast<std::ptrdiff_t>(index));
+  if (index > 0 && state_.skyline[index - 1].height == state_.skyline[index].height) {
+    state_.skyline[index - 1].last = state_.skyline[index].last;
+    state_.skyline.erase(state_.skyline.begin() + static_cast<std::ptrdiff_t>(index));
   }
 }
 

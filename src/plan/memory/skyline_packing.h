@@ -50,6 +50,50 @@ class SkylinePacker {
     std::uint32_t last;
     std::uint64_t height;
   };
+  // What a run changes as it places tensors (the rest of its state follows from it and
+  // the priorities).
+  struct RunState {
+    std::vector<bool> placed;      // by position in by_first_
+    std::vector<Stretch> skyline;  // left to right, covering every op
+    // By op: live bytes plus the space given up below so far, the op's final height.
+    RangeAddMax final_heights;
+    std::uint64_t highest_final = 0;  // the maximum of final_heights
+    // Heights never drop, so the least height only rises: every stretch left of
+    // scan_from stands above floor, the least height, and a search starts there.
+    std::uint64_t floor = 0;
+    std::size_t scan_from = 0;
+    std::uint64_t arena = 0;
+    std::size_t unplaced = 0;
+  };
+
+ public:
+  // A run's state once all but `unplaced` tensors are placed: the tensors at the plan's
+  // top are placed late, so runs resumed from here with other priorities change the top
+  // and keep the rest, at a fraction of a whole run's time.
+  struct Checkpoint {
+    std::size_t unplaced = 0;  // set by the caller
+    bool saved = false;
+    RunState state;
+    std::vector<std::uint64_t> offsets;
+  };
+  // pack(), which also saves the state into each checkpoint as its `unplaced` tensors are
+  // left (when the run gets there: then its `saved` is set; the others' is cleared).
+  std::uint64_t pack(std::span<const double> priorities, std::uint64_t cutoff,
+                     std::vector<std::uint64_t>& offsets, Lookahead lookahead,
+                     std::span<Checkpoint> checkpoints);
+  // Finishes the run saved in `from` with these priorities and lookahead for the tensors
+  // it left, saving into `checkpoints` (those of fewer tensors left) as pack() does; the
+  // same contract as pack(). `from` must not be one of `checkpoints`.
+  std::uint64_t resume(const Checkpoint& from, std::span<const double> priorities,
+                       std::uint64_t cutoff, std::vector<std::uint64_t>& offsets,
+                       Lookahead lookahead, std::span<Checkpoint> checkpoints = {});
+
+ private:
+  // Sets up the run's priority index (best_upto_, tree_) for state_.placed.
+  void index_priorities(std::span<const double> priorities);
+  // Places the unplaced tensors (pack's loop), saving into the checkpoints on the way.
+  std::uint64_t finish(std::span<const double> priorities, std::uint64_t cutoff,
+                       std::vector<std::uint64_t>& offsets, std::span<Checkpoint> checkpoints);
 
   // The leftmost stretch of least height.
   std::size_t lowest_stretch();
@@ -94,15 +138,13 @@ class SkylinePacker {
   std::vector<std::uint32_t> last_by_position_;  // last op of by_first_[i]
   std::vector<std::size_t> group_begin_;  // group of op x: [group_begin_[x], group_begin_[x+1])
   std::vector<std::uint64_t> live_;       // bytes live at each op
-  // Per run, by op: live bytes plus the space given up below so far, the op's final height.
-  RangeAddMax final_heights_;
-  std::uint64_t highest_final_ = 0;        // the maximum of final_heights_
+  RunState state_;
   Lookahead lookahead_ = Lookahead::none;  // the run's
   // What strands() counts a raise above: the highest final height, or with
   // Lookahead::stranding_near_top 1 % below it.
   std::uint64_t strand_reference() const {
-    return lookahead_ == Lookahead::stranding_near_top ? highest_final_ - highest_final_ / 100
-                                                       : highest_final_;
+    const std::uint64_t highest = state_.highest_final;
+    return lookahead_ == Lookahead::stranding_near_top ? highest - highest / 100 : highest;
   }
   // least_stranding_candidate's scratch: the best fitting tensor of each group that has one,
   // and the candidates.
@@ -112,20 +154,14 @@ class SkylinePacker {
   };
   std::vector<GroupBest> group_bests_;
   std::vector<std::size_t> candidates_;
-  // Per run, by position in by_first_:
-  std::vector<bool> placed_;
-  // The unplaced entry of highest priority from the group's start up to here, or kNone.
+  // Per run, by position in by_first_: the unplaced entry of highest priority from the group's
+  // start up to here, or kNone.
   std::vector<std::size_t> best_upto_;
   // Per run, a tournament tree over the ops (leaves from tree_leaves_): each node holds
   // the best unplaced tensor of its groups, whatever its last op, or kNone. A stretch's
   // best candidate is then found without visiting every op of a wide stretch.
   std::vector<std::size_t> tree_;
   std::size_t tree_leaves_ = 1;
-  std::vector<Stretch> skyline_;  // left to right, covering every op
-  // Heights never drop, so the least height only rises: every stretch left of
-  // scan_from_ stands above floor_, the least height, and a search starts there.
-  std::uint64_t floor_ = 0;
-  std::size_t scan_from_ = 0;
 };
 
 }  // namespace npumem::plan

@@ -53,8 +53,13 @@ std::vector<double> random_priorities(const PriorityFeatures& features, std::mt1
   weights.pressure = kMaxPressureWeight * uniform01(random);
   const double noise = kMaxNoise * uniform01(random);
   std::vector<double> priorities = weighted_priorities(features, weights);
-  for (double& priority : priorities) priority += std::log1p(noise * uniform01(random));
+  add_priority_noise(priorities, noise, random);
   return priorities;
+}
+
+void add_priority_noise(std::vector<double>& priorities, double max_noise,
+                        std::mt19937_64& random) {
+  for (double& priority : priorities) priority += std::log1p(max_noise * uniform01(random));
 }
 
 void perturb_priorities(std::vector<double>& priorities, std::mt19937_64& random) {

@@ -34,6 +34,10 @@ std::vector<double> weighted_priorities(const PriorityFeatures& features,
 // Random weights plus a little random noise per tensor: a restart of the search.
 std::vector<double> random_priorities(const PriorityFeatures& features, std::mt19937_64& random);
 
+// Raises every priority by a random log1p(u * max_noise), u uniform in [0, 1): ties and
+// near-ties break another way.
+void add_priority_noise(std::vector<double>& priorities, double max_noise, std::mt19937_64& random);
+
 // Moves a few random tensors' priorities up or down: a hill-climbing step.
 void perturb_priorities(std::vector<double>& priorities, std::mt19937_64& random);
 

@@ -93,6 +93,20 @@ TEST(PlacementSearchTest, OnLargeInstancesAPassedDeadlineLeavesTheNearTopRun) {
   EXPECT_EQ(plan_problem(result), "");
 }
 
+TEST(PlacementSearchTest, OnLargeInstancesEndGameStepsLowerTheBestRun) {
+  // 20,000 tensors over 400 ops: the best whole run's last tensors placed again with the
+  // plain lookahead and perturbed priorities end lower than any whole run.
+  RandomLifetimeSpec spec;
+  spec.tensors = 20'000;
+  const auto tensors = random_lifetimes(spec);
+  const Searched runs_only = search(tensors, iterations(0));
+  const Searched with_end_game = search(tensors, iterations(20));
+  EXPECT_LT(with_end_game.placement.arena, runs_only.placement.arena);
+  EXPECT_EQ(with_end_game.placement.algorithm, "skyline+end-game search");
+  EXPECT_LE(with_end_game.placement.search_iterations, 20u);
+  EXPECT_EQ(plan_problem(with_end_game), "");
+}
+
 TEST(PlacementSearchTest, MidSizeInstancesStayValidThroughTheirNearTopRuns) {
   // 4,000 tensors: the size from which three near-top runs follow the first.
   const Searched result = search(dense(4'000, 6), iterations(0));

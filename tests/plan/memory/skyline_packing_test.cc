@@ -239,6 +239,72 @@ TEST(SkylinePackingTest, TheNearTopLookaheadLowersDenseSetsOverFewOps) {
             best_arenas(10'000, 3, weights, Lookahead::stranding));
 }
 
+// A run saved with some tensors left and resumed with its own priorities and lookahead
+// ends exactly as the whole run; resumed with others, it keeps every tensor placed before
+// the save where it was and gives a valid plan.
+TEST(SkylinePackingTest, AResumedRunKeepsWhatWasPlacedBeforeItsCheckpoint) {
+  for (std::uint64_t seed = 1; seed <= 12; ++seed) {
+    RandomLifetimeSpec dense;
+    dense.tensors = 300;
+    dense.ops = 40 + seed;
+    dense.seed = seed;
+    const auto tensors = random_lifetimes(dense);
+    const PlanInstance instance = make_plan_instance(tensors, 64);
+    SkylinePacker packer(instance, live_bytes_per_op(instance));
+    const Lookahead lookahead = seed % 2 == 0 ? Lookahead::stranding_near_top : Lookahead::none;
+    const std::vector<double> priorities = distinct_priorities(tensors.size(), seed);
+    std::vector<std::uint64_t> whole;
+    const std::uint64_t whole_arena = packer.pack(priorities, kNoFit, whole, lookahead);
+    // Saved with 40 and 100 tensors left; the resume from 100 saves again at 40.
+    std::vector<SkylinePacker::Checkpoint> saved(2);
+    saved[0].unplaced = 40;
+    saved[1].unplaced = 100;
+    std::vector<std::uint64_t> offsets;
+    EXPECT_EQ(packer.pack(priorities, kNoFit, offsets, lookahead, saved), whole_arena);
+    ASSERT_TRUE(saved[0].saved && saved[1].saved);
+    for (const SkylinePacker::Checkpoint& from : saved) {
+      EXPECT_EQ(packer.resume(from, priorities, kNoFit, offsets, lookahead), whole_arena);
+      EXPECT_EQ(offsets, whole) << "seed " << seed;
+    }
+    std::vector<SkylinePacker::Checkpoint> again(1);
+    again[0].unplaced = 40;
+    EXPECT_EQ(packer.resume(saved[1], priorities, kNoFit, offsets, lookahead, again), whole_arena);
+    ASSERT_TRUE(again[0].saved);
+    EXPECT_EQ(again[0].offsets, saved[0].offsets);
+
+    const SkylinePacker::Checkpoint& from = saved[1];
+    const std::uint64_t arena = packer.resume(from, distinct_priorities(tensors.size(), seed + 100),
+                                              kNoFit, offsets, Lookahead::stranding);
+    ASSERT_EQ(testing::instance_plan_problem(tensors, instance, offsets, arena, 64), "")
+        << "seed " << seed;
+    std::size_t kept = 0;
+    for (std::size_t i = 0; i < offsets.size(); ++i) {
+      if (from.offsets[i] == 0) continue;  // unplaced at the save (or placed at 0)
+      EXPECT_EQ(offsets[i], from.offsets[i]) << "seed " << seed << " tensor " << i;
+      ++kept;
+    }
+    EXPECT_GT(kept, 0u);
+  }
+}
+
+TEST(SkylinePackingTest, ARunStoppedBeforeItsCheckpointSavesNone) {
+  const auto tensors = random_lifetimes(RandomLifetimeSpec{});
+  const PlanInstance instance = make_plan_instance(tensors, 64);
+  const std::vector<std::uint64_t> live = live_bytes_per_op(instance);
+  SkylinePacker packer(instance, live);
+  std::vector<SkylinePacker::Checkpoint> checkpoint(1);
+  checkpoint[0].unplaced = 10;
+  checkpoint[0].saved = true;  // from an earlier run: cleared
+  std::vector<std::uint64_t> offsets;
+  // A cutoff at the lower bound stops the run at its first given-up space, long before
+  // the last 10 tensors.
+  const std::uint64_t bound = *std::max_element(live.begin(), live.end());
+  EXPECT_GE(packer.pack(distinct_priorities(tensors.size(), 1), bound, offsets, Lookahead::none,
+                        checkpoint),
+            bound);
+  EXPECT_FALSE(checkpoint[0].saved);
+}
+
 TEST(SkylinePackingTest, AnArenaPastTwoToThe64IsNoFit) {
   const std::vector<TensorLifetime> tensors{
       {1ull << 63, 0, 1}, {1ull << 62, 0, 1}, {1ull << 62, 0, 1}};

@@ -49,6 +49,21 @@ TEST(SkylinePrioritiesTest, RandomPrioritiesDependOnTheSeedOnly) {
   EXPECT_NE(first, random_priorities(f.features, a));  // the generator moved on
 }
 
+TEST(SkylinePrioritiesTest, NoiseRaisesEveryPriorityByAtMostItsBound) {
+  std::mt19937_64 random(5);
+  const std::vector<double> before{-3.0, 0.0, 1.5, 7.0, 7.0, 20.0};
+  std::vector<double> after = before;
+  add_priority_noise(after, 0.1, random);
+  for (std::size_t i = 0; i < after.size(); ++i) {
+    EXPECT_GE(after[i], before[i]);
+    EXPECT_LT(after[i] - before[i], std::log1p(0.1));
+  }
+  EXPECT_NE(after[3] - before[3], after[4] - before[4]);  // ties break
+  std::vector<double> unchanged = before;
+  add_priority_noise(unchanged, 0.0, random);
+  EXPECT_EQ(unchanged, before);
+}
+
 TEST(SkylinePrioritiesTest, PerturbingMovesOneToTwentyPriorities) {
   std::mt19937_64 random(9);
   for (int trial = 0; trial < 50; ++trial) {
