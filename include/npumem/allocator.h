@@ -77,6 +77,10 @@ struct PlannedStats {
   std::uint64_t fallback_bytes = 0;
   std::uint64_t learning = 0;
   std::uint64_t learning_bytes = 0;
+  // Iterations no plan served and not learned either: their shape was new after the
+  // last few learned ones never served (shapes that do not repeat), so planning them
+  // waits for a repeat or a doubling interval.
+  std::uint64_t iterations_not_learned = 0;
   // Requests the plan keeps out of the arena (they outlived the learned iteration:
   // weights, optimizer state, a cache), served by the fallback as planned.
   std::uint64_t lasting = 0;

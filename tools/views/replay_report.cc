@@ -106,6 +106,7 @@ nlohmann::ordered_json planned_json(const ReplayResult& result) {
       {"fallback_bytes", p.fallback_bytes},
       {"learning", p.learning},
       {"learning_bytes", p.learning_bytes},
+      {"iterations_not_learned", p.iterations_not_learned},
       {"lasting", p.lasting},
       {"lasting_bytes", p.lasting_bytes},
       {"deferred", p.deferred},
@@ -126,9 +127,13 @@ nlohmann::ordered_json planned_json(const ReplayResult& result) {
 
 void add_planned_lines(std::ostringstream& out, const ReplayResult& result) {
   const PlannedStats& p = result.planned;
-  add_line(out, "plans learned",
-           with_commas(p.plans_learned) + " (" + with_commas(p.plans.size()) + " kept), arena " +
-               format_bytes(p.arena_bytes));
+  std::string learned = with_commas(p.plans_learned) + " (" + with_commas(p.plans.size()) +
+                        " kept), arena " + format_bytes(p.arena_bytes);
+  if (p.iterations_not_learned != 0) {
+    learned += "; " + counted(p.iterations_not_learned, "iteration") +
+               " not learned (new shapes after learned ones went unserved)";
+  }
+  add_line(out, "plans learned", learned);
   add_line(out, "planned requests",
            with_commas(p.hits) + " hits (" + format_bytes(p.hit_bytes) + "), " +
                with_commas(p.fallbacks) + " fallbacks (" + format_bytes(p.fallback_bytes) + "), " +

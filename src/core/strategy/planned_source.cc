@@ -21,6 +21,14 @@ constexpr std::uint64_t kStrayFallbacks = 4;
 // are chosen again only once an iteration repeats a kept plan's requests whole: shapes
 // that do not repeat (random lengths, a leak) then cost no arena beside the fallback.
 constexpr std::uint32_t kLeftIterations = 2;
+// After this many iterations in a row were learned and then served by no plan (shapes
+// that never repeat: every batch of another length), an iteration no plan served is
+// learned only when its requests repeat an iteration's of the last kRecentShapes, or
+// once the iterations passed over since the last learning reach an interval that
+// doubles up to kMaxLearnInterval: learning is one planner run per iteration.
+constexpr std::uint32_t kEagerLearns = 2;
+constexpr std::size_t kRecentShapes = 64;
+constexpr std::uint32_t kMaxLearnInterval = 64;
 // Holes smaller than this in the fallback's segments are not planned into.
 constexpr std::size_t kMinHole = 1 << 20;
 constexpr int kHoleRounds = 64;
@@ -172,6 +180,29 @@ bool PlannedSource::repeats_a_declined_plan() const {
   });
 }
 
+bool PlannedSource::worth_learning() {
+  if (idle_learns_ < kEagerLearns) {
+    ++idle_learns_;
+    return true;
+  }
+  // FNV-1a over the sizes: a collision only learns an iteration early.
+  std::uint64_t shape = 14695981039346656037ull;
+  for (const Request& r : current_.requests) shape = (shape ^ r.size) * 1099511628211ull;
+  const bool repeated =
+      std::find(recent_shapes_.begin(), recent_shapes_.end(), shape) != recent_shapes_.end();
+  if (!repeated) {
+    if (recent_shapes_.size() == kRecentShapes) recent_shapes_.erase(recent_shapes_.begin());
+    recent_shapes_.push_back(shape);
+  }
+  if (!repeated && ++passed_over_ < learn_interval_) {
+    ++stats_.iterations_not_learned;
+    return false;
+  }
+  passed_over_ = 0;
+  learn_interval_ = std::min(learn_interval_ * 2, kMaxLearnInterval);
+  return true;
+}
+
 bool PlannedSource::too_many_misses() const {
   return iteration_misses_ > kStrayFallbacks && iteration_misses_ * 64 > served_->sizes.size();
 }
@@ -315,6 +346,11 @@ bool PlannedSource::release_block(PoolState& pool, Block* block) {
 
 void PlannedSource::iteration_boundary(std::optional<std::uint64_t> key) {
   if (current_.iteration != 0) {
+    if (served_ != nullptr && !left_) {
+      idle_learns_ = 0;
+      learn_interval_ = 1;
+      passed_over_ = 0;
+    }
     if (left_) {
       ++left_streak_;
     } else if (served_ != nullptr || (left_streak_ >= kLeftIterations && repeats_a_plan())) {
@@ -333,7 +369,7 @@ void PlannedSource::iteration_boundary(std::optional<std::uint64_t> key) {
           too_many_misses() || served_->fallback_streak >= 2 ||
           ((iteration_fallbacks_ != 0 || unproven_lasting) && served_->iterations_served == 1);
     } else {
-      learn_now = !current_.requests.empty() && !repeats_a_declined_plan();
+      learn_now = !current_.requests.empty() && !repeats_a_declined_plan() && worth_learning();
     }
     if (learn_now) {
       const bool fallback_served = !arena_held_;

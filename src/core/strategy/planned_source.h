@@ -134,6 +134,8 @@ class PlannedSource : public SegmentSource {
   // Whether the iteration now ending made a declined plan's requests (or has its key):
   // nothing new to learn from it.
   bool repeats_a_declined_plan() const;
+  // Whether an iteration no plan served is worth a planner run (kEagerLearns).
+  bool worth_learning();
   // The allocator's device calls so far (creations and releases).
   std::int64_t device_calls() const;
 
@@ -161,9 +163,16 @@ class PlannedSource : public SegmentSource {
   // Fallbacks the plan did not foresee: another size, or its range not free.
   std::uint64_t iteration_misses_ = 0;
   PlannedStats stats_;
-  std::uint64_t iteration_peak_reserved_ = 0;          // reserved bytes, this iteration so far
-  std::uint32_t iteration_peak_time_ = 0;              // the recorded event that reached it
-  std::uint64_t iteration_peak_requested_ = 0;         // requested bytes, this iteration so far
+  std::uint64_t iteration_peak_reserved_ = 0;   // reserved bytes, this iteration so far
+  std::uint32_t iteration_peak_time_ = 0;       // the recorded event that reached it
+  std::uint64_t iteration_peak_requested_ = 0;  // requested bytes, this iteration so far
+  // Learning while no plan serves: iterations learned in a row that no plan served
+  // after, the recent iterations' shapes (hashes of their sizes), iterations passed
+  // over since the last learning, and how many to pass over before the next.
+  std::uint32_t idle_learns_ = 0;
+  std::vector<std::uint64_t> recent_shapes_;
+  std::uint32_t passed_over_ = 0;
+  std::uint32_t learn_interval_ = 1;
   bool arena_held_ = false;                            // the arena was reserved in this iteration
   bool steady_ = false;                                // a plan has served an iteration
   std::optional<std::int64_t> device_calls_at_arena_;  // when the arena was first reserved

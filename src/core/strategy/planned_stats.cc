@@ -15,6 +15,7 @@ std::map<std::string, std::int64_t> PlannedStats::as_map() const {
       {"planned.fallback_bytes", value(fallback_bytes)},
       {"planned.learning", value(learning)},
       {"planned.learning_bytes", value(learning_bytes)},
+      {"planned.iterations_not_learned", value(iterations_not_learned)},
       {"planned.lasting", value(lasting)},
       {"planned.lasting_bytes", value(lasting_bytes)},
       {"planned.deferred", value(deferred)},

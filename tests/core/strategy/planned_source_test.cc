@@ -531,6 +531,32 @@ TEST(Planned, LaysOutWithTheGivenPlannerAndDeclinesAPlanWorseThanTheFallback) {
   EXPECT_EQ(allocator.stats().reserved_bytes.all.peak, static_cast<std::int64_t>(10 * MiB));
 }
 
+// Every iteration another shape (batches of random lengths): after two learned
+// iterations that no plan then served, an iteration is learned only at an interval
+// that doubles; a shape that comes back is learned at once and served the time after.
+TEST(Planned, ShapesThatNeverRepeatAreLearnedLessAndLess) {
+  Allocator allocator(device(), planned());
+  for (std::size_t i = 1; i <= 20; ++i) {
+    allocator.mark_iteration();
+    run_chain(allocator, {i * MiB, (i + 1) * MiB, 1 * MiB});
+  }
+  allocator.mark_iteration();
+  PlannedStats stats = allocator.planned_stats();
+  // Learned: iterations 1 and 2, then 3, 5, 9 and 17 (intervals 1, 2, 4, 8).
+  EXPECT_EQ(stats.plans_learned, 6u);
+  EXPECT_EQ(stats.iterations_not_learned, 14u);
+  EXPECT_EQ(stats.hits, 0u);
+  const std::vector<std::size_t> comes_back = {30 * MiB, 50 * MiB, 70 * MiB};  // unlike any
+  for (int i = 0; i < 3; ++i) {
+    run_chain(allocator, comes_back);  // new, then repeated (learned), then served
+    allocator.mark_iteration();
+  }
+  stats = allocator.planned_stats();
+  EXPECT_EQ(stats.plans_learned, 7u);
+  EXPECT_EQ(stats.iterations_not_learned, 15u);
+  EXPECT_EQ(stats.hits, comes_back.size());
+}
+
 // Two shapes alike in their first 16 requests (all the first requests tell apart),
 // unlike after them: the sequence length of a tail, say.
 std::vector<std::size_t> long_prefix_chain(std::size_t tail_bytes) {
