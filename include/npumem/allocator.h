@@ -55,6 +55,12 @@ struct PlanInfo {
   std::uint64_t lower_bound_bytes = 0;  // no layout of its planned requests is smaller
   std::uint64_t iterations_served = 0;  // iterations it served, the one in progress included
   std::optional<std::uint64_t> key;     // the iteration key it serves (mark_iteration(key))
+  // The reserved peak of the iteration it was learned from, which the fallback served
+  // (0: a plan served that iteration too, so there is no such figure).
+  std::uint64_t fallback_peak_reserved_bytes = 0;
+  // Its arena beside what the fallback still held would have reserved more than that
+  // peak: the fallback serves its iterations instead.
+  bool declined = false;
 };
 
 // What the planned strategy did (all zero under other strategies). Requests of the
@@ -71,6 +77,10 @@ struct PlannedStats {
   std::uint64_t fallback_bytes = 0;
   std::uint64_t learning = 0;
   std::uint64_t learning_bytes = 0;
+  // Iterations no plan served and not learned either: their shape was new after the
+  // last few learned ones never served (shapes that do not repeat), so planning them
+  // waits for a repeat or a doubling interval.
+  std::uint64_t iterations_not_learned = 0;
   // Requests the plan keeps out of the arena (they outlived the learned iteration:
   // weights, optimizer state, a cache), served by the fallback as planned.
   std::uint64_t lasting = 0;

@@ -86,11 +86,14 @@ nlohmann::ordered_json planned_json(const ReplayResult& result) {
   const std::uint64_t requests = p.hits + p.fallbacks + p.learning + p.lasting + p.deferred;
   nlohmann::ordered_json plans = nlohmann::ordered_json::array();
   for (const PlanInfo& plan : p.plans) {
-    nlohmann::ordered_json item = {{"requests", plan.requests},
-                                   {"planned_requests", plan.planned_requests},
-                                   {"arena_bytes", plan.arena_bytes},
-                                   {"lower_bound_bytes", plan.lower_bound_bytes},
-                                   {"iterations_served", plan.iterations_served}};
+    nlohmann::ordered_json item = {
+        {"requests", plan.requests},
+        {"planned_requests", plan.planned_requests},
+        {"arena_bytes", plan.arena_bytes},
+        {"lower_bound_bytes", plan.lower_bound_bytes},
+        {"iterations_served", plan.iterations_served},
+        {"fallback_peak_reserved_bytes", plan.fallback_peak_reserved_bytes},
+        {"declined", plan.declined}};
     if (plan.key) item["key"] = *plan.key;
     plans.push_back(item);
   }
@@ -103,6 +106,7 @@ nlohmann::ordered_json planned_json(const ReplayResult& result) {
       {"fallback_bytes", p.fallback_bytes},
       {"learning", p.learning},
       {"learning_bytes", p.learning_bytes},
+      {"iterations_not_learned", p.iterations_not_learned},
       {"lasting", p.lasting},
       {"lasting_bytes", p.lasting_bytes},
       {"deferred", p.deferred},
@@ -123,9 +127,13 @@ nlohmann::ordered_json planned_json(const ReplayResult& result) {
 
 void add_planned_lines(std::ostringstream& out, const ReplayResult& result) {
   const PlannedStats& p = result.planned;
-  add_line(out, "plans learned",
-           with_commas(p.plans_learned) + " (" + with_commas(p.plans.size()) + " kept), arena " +
-               format_bytes(p.arena_bytes));
+  std::string learned = with_commas(p.plans_learned) + " (" + with_commas(p.plans.size()) +
+                        " kept), arena " + format_bytes(p.arena_bytes);
+  if (p.iterations_not_learned != 0) {
+    learned += "; " + counted(p.iterations_not_learned, "iteration") +
+               " not learned (new shapes after learned ones went unserved)";
+  }
+  add_line(out, "plans learned", learned);
   add_line(out, "planned requests",
            with_commas(p.hits) + " hits (" + format_bytes(p.hit_bytes) + "), " +
                with_commas(p.fallbacks) + " fallbacks (" + format_bytes(p.fallback_bytes) + "), " +
@@ -157,7 +165,11 @@ void add_planned_lines(std::ostringstream& out, const ReplayResult& result) {
              with_commas(plan.planned_requests) + " of " + with_commas(plan.requests) +
                  " requests, arena " + format_bytes(plan.arena_bytes) + ", lower bound " +
                  format_bytes(plan.lower_bound_bytes) + ", served " +
-                 counted(plan.iterations_served, "iteration"));
+                 counted(plan.iterations_served, "iteration") +
+                 (plan.declined ? ", declined: its arena beside what the fallback held would pass "
+                                  "the fallback's reserved peak of " +
+                                      format_bytes(plan.fallback_peak_reserved_bytes)
+                                : ""));
   }
 }
 

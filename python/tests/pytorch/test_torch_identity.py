@@ -53,18 +53,25 @@ class BitIdentityTest(unittest.TestCase):
     def assert_planned(self, workload: str) -> dict[str, int]:
         stats = self.assert_identical(workload, "strategy:planned")
         self.assertGreaterEqual(stats["planned.plans_learned"], 1)
-        self.assertGreater(stats["planned.hits"], 0)
         self.assertEqual(stats["planned.fallbacks"], 0, "every served iteration matched its plan")
         return stats
 
     def test_resnet18_training_loop_under_the_planned_strategy(self):
-        self.assert_planned("resnet18_training_loop")
+        stats = self.assert_planned("resnet18_training_loop")
+        # The caching fallback packs these steps within 0.3% of their live bytes, where an
+        # arena beside the weights, gradients and momenta would take a granule more: the
+        # plan is declined, and the run stays within 1% either way.
+        self.assertEqual(stats["planned.plans.0.declined"], 1)
+        self.assertEqual(stats["planned.hits"], 0)
+        self.assertLessEqual(
+            stats["reserved_bytes.all.peak"], 1.01 * stats["requested_bytes.all.peak"]
+        )
 
     def test_transformer_inference_loop_under_the_planned_strategy(self):
-        self.assert_planned("transformer_inference_loop")
+        self.assertGreater(self.assert_planned("transformer_inference_loop")["planned.hits"], 0)
 
     def test_optimizer_steps_are_boundaries_under_the_planned_strategy_unasked(self):
-        self.assert_planned("mlp_adamw_loop")
+        self.assertGreater(self.assert_planned("mlp_adamw_loop")["planned.hits"], 0)
 
 
 if __name__ == "__main__":

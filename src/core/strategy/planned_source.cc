@@ -21,6 +21,14 @@ constexpr std::uint64_t kStrayFallbacks = 4;
 // are chosen again only once an iteration repeats a kept plan's requests whole: shapes
 // that do not repeat (random lengths, a leak) then cost no arena beside the fallback.
 constexpr std::uint32_t kLeftIterations = 2;
+// After this many iterations in a row were learned and then served by no plan (shapes
+// that never repeat: every batch of another length), an iteration no plan served is
+// learned only when its requests repeat an iteration's of the last kRecentShapes, or
+// once the iterations passed over since the last learning reach an interval that
+// doubles up to kMaxLearnInterval: learning is one planner run per iteration.
+constexpr std::uint32_t kEagerLearns = 2;
+constexpr std::size_t kRecentShapes = 64;
+constexpr std::uint32_t kMaxLearnInterval = 64;
 // Holes smaller than this in the fallback's segments are not planned into.
 constexpr std::size_t kMinHole = 1 << 20;
 constexpr int kHoleRounds = 64;
@@ -119,7 +127,7 @@ void PlannedSource::release_all(PoolState& pool, BlockPool& blocks) {
 // Unkeyed iterations choose among the unkeyed plans.
 PlannedSource::Plan* PlannedSource::matching_plan(std::uint32_t index) const {
   for (const auto& plan : plans_) {
-    if (plan->key || plan->sizes.size() <= index) continue;
+    if (plan->key || plan->declined || plan->sizes.size() <= index) continue;
     bool same = true;
     for (std::uint32_t i = 0; i <= index && same; ++i) {
       same = plan->sizes[i] == current_.requests[i].size;
@@ -162,6 +170,39 @@ bool PlannedSource::repeats_a_plan() const {
   });
 }
 
+bool PlannedSource::repeats_a_declined_plan() const {
+  return std::any_of(plans_.begin(), plans_.end(), [&](const auto& plan) {
+    if (!plan->declined) return false;
+    if (current_.key) return plan->key == current_.key;
+    return !plan->key && plan->sizes.size() == current_.requests.size() &&
+           std::equal(plan->sizes.begin(), plan->sizes.end(), current_.requests.begin(),
+                      [](std::size_t size, const Request& r) { return size == r.size; });
+  });
+}
+
+bool PlannedSource::worth_learning() {
+  if (idle_learns_ < kEagerLearns) {
+    ++idle_learns_;
+    return true;
+  }
+  // FNV-1a over the sizes: a collision only learns an iteration early.
+  std::uint64_t shape = 14695981039346656037ull;
+  for (const Request& r : current_.requests) shape = (shape ^ r.size) * 1099511628211ull;
+  const bool repeated =
+      std::find(recent_shapes_.begin(), recent_shapes_.end(), shape) != recent_shapes_.end();
+  if (!repeated) {
+    if (recent_shapes_.size() == kRecentShapes) recent_shapes_.erase(recent_shapes_.begin());
+    recent_shapes_.push_back(shape);
+  }
+  if (!repeated && ++passed_over_ < learn_interval_) {
+    ++stats_.iterations_not_learned;
+    return false;
+  }
+  passed_over_ = 0;
+  learn_interval_ = std::min(learn_interval_ * 2, kMaxLearnInterval);
+  return true;
+}
+
 bool PlannedSource::too_many_misses() const {
   return iteration_misses_ > kStrayFallbacks && iteration_misses_ * 64 > served_->sizes.size();
 }
@@ -178,7 +219,10 @@ Block* PlannedSource::take(PoolState& pool, std::size_t size) {
   const bool on_plan =
       served_ != nullptr && index < served_->sizes.size() && served_->sizes[index] == size;
   if (current_.key) {
-    if (index == 0) served_ = keyed_plan(*current_.key);
+    if (index == 0) {
+      served_ = keyed_plan(*current_.key);
+      if (served_ != nullptr && served_->declined) served_ = nullptr;
+    }
   } else if (!on_plan && index < kSignatureRequests) {
     Plan* plan = left_streak_ < kLeftIterations ? matching_plan(index) : nullptr;
     if (plan != nullptr) {
@@ -193,20 +237,25 @@ Block* PlannedSource::take(PoolState& pool, std::size_t size) {
     stats_.learning_bytes += size;
     return nullptr;
   }
-  if (!steady_) stats_.first_served_iteration = current_.iteration;
-  steady_ = true;
-  served_->last_used = current_.iteration;
   // What the plan keeps out of the arena goes to the fallback anyway: no reason to
   // reserve the arena, nor a deferral.
   const bool unplanned = index < served_->sizes.size() && served_->sizes[index] == size &&
                          served_->offsets[index] == kNoSlot && served_->hole_address[index] == 0;
-  if (arena_wanted_ != 0 && !unplanned && deferred_bytes_ + size <= awaiting_) {
+  const bool deferrable = deferred_bytes_ + size <= awaiting_;
+  if (arena_wanted_ != 0 && !unplanned && !deferrable && !reserve_arena()) {
+    ++stats_.learning;
+    stats_.learning_bytes += size;
+    return nullptr;
+  }
+  if (!steady_) stats_.first_served_iteration = current_.iteration;
+  steady_ = true;
+  served_->last_used = current_.iteration;
+  if (arena_wanted_ != 0 && !unplanned) {
     deferred_bytes_ += size;
     ++stats_.deferred;
     stats_.deferred_bytes += size;
     return nullptr;
   }
-  if (arena_wanted_ != 0 && !unplanned) reserve_arena();
   if (!abandoned_ && too_many_misses()) {
     // The iteration has left its plan: the rest is the fallback's, with the arena's
     // free space, rather than strays beside a reserved arena.
@@ -246,8 +295,15 @@ void PlannedSource::allocated(Block& block) {
   block.sequence =
       pending_ ? (current_.iteration << 32) | (current_.requests.size() - 1) : std::uint64_t{0};
   pending_ = false;
+  const Stats& s = allocator_.stats;
+  if (const auto reserved = static_cast<std::uint64_t>(s.reserved_bytes.all.current);
+      reserved > iteration_peak_reserved_) {
+    iteration_peak_reserved_ = reserved;
+    iteration_peak_time_ = current_.clock;
+  }
+  iteration_peak_requested_ = std::max(iteration_peak_requested_,
+                                       static_cast<std::uint64_t>(s.requested_bytes.all.current));
   if (steady_) {
-    const Stats& s = allocator_.stats;
     stats_.steady_peak_reserved_bytes =
         std::max(stats_.steady_peak_reserved_bytes,
                  static_cast<std::uint64_t>(s.reserved_bytes.all.current));
@@ -290,6 +346,11 @@ bool PlannedSource::release_block(PoolState& pool, Block* block) {
 
 void PlannedSource::iteration_boundary(std::optional<std::uint64_t> key) {
   if (current_.iteration != 0) {
+    if (served_ != nullptr && !left_) {
+      idle_learns_ = 0;
+      learn_interval_ = 1;
+      passed_over_ = 0;
+    }
     if (left_) {
       ++left_streak_;
     } else if (served_ != nullptr || (left_streak_ >= kLeftIterations && repeats_a_plan())) {
@@ -308,12 +369,13 @@ void PlannedSource::iteration_boundary(std::optional<std::uint64_t> key) {
           too_many_misses() || served_->fallback_streak >= 2 ||
           ((iteration_fallbacks_ != 0 || unproven_lasting) && served_->iterations_served == 1);
     } else {
-      learn_now = !current_.requests.empty();
+      learn_now = !current_.requests.empty() && !repeats_a_declined_plan() && worth_learning();
     }
     if (learn_now) {
+      const bool fallback_served = !arena_held_;
       // First, for caching's holes: what stays has live blocks, its holes are stable.
       if (!expandable_) release_fallback_cache();
-      learn();
+      learn(fallback_served);
     }
     plans_expected_ = learn_now || served_ != nullptr;
   }
@@ -326,6 +388,11 @@ void PlannedSource::iteration_boundary(std::optional<std::uint64_t> key) {
   iteration_fallbacks_ = 0;
   iteration_lasting_ = 0;
   iteration_misses_ = 0;
+  iteration_peak_reserved_ =
+      static_cast<std::uint64_t>(allocator_.stats.reserved_bytes.all.current);
+  iteration_peak_time_ = 0;
+  iteration_peak_requested_ = 0;
+  arena_held_ = arena_ != nullptr;
   previous_ = std::move(current_);
   current_ = Recording{};
   current_.iteration = previous_.iteration + 1;
@@ -340,7 +407,7 @@ void PlannedSource::iteration_boundary(std::optional<std::uint64_t> key) {
 // optimizer state, a cache) and gets no place in the arena. The cycle is cut where
 // the fewest planned bytes live, and what lives across the cut is planned for the
 // whole iteration.
-void PlannedSource::learn() {
+void PlannedSource::learn(bool fallback_served) {
   const Recording& rec = current_;
   const std::uint64_t period = rec.clock;
   if (period == 0) return;
@@ -455,6 +522,23 @@ void PlannedSource::learn() {
   plan->planned_requests = owners.size();
   plan->last_used = rec.iteration;
   plan->saw_previous = !previous_.requests.empty();
+  if (fallback_served) {
+    // What the iteration made after its peak and kept (optimizer state made at its end)
+    // sits beside the next iteration's tensors: the fallback needs room for both.
+    std::uint64_t kept_after_peak = 0;
+    for (std::size_t j = 0; j < n; ++j) {
+      const Request& r = rec.requests[j];
+      if (!planned[j] && r.free_time == kOpen && r.alloc_time >= iteration_peak_time_) {
+        kept_after_peak += r.size;
+      }
+    }
+    // Room the fallback had spare at its peak takes them first; past it, whole granules.
+    const std::uint64_t spare =
+        iteration_peak_reserved_ - std::min(iteration_peak_reserved_, iteration_peak_requested_);
+    const std::uint64_t beyond = kept_after_peak - std::min(kept_after_peak, spare);
+    plan->fallback_peak_reserved =
+        iteration_peak_reserved_ + round_up(beyond, allocator_.granularity(Tier::hbm));
+  }
   ++stats_.plans_learned;
   keep_plan(std::move(plan));
 }
@@ -740,15 +824,25 @@ bool PlannedSource::awaited(std::uint32_t index) const {
 
 // The fallback's free memory goes back first (what the awaited tensors held, too): the
 // arena takes its place.
-void PlannedSource::reserve_arena() {
+bool PlannedSource::reserve_arena() {
   const std::uint64_t bytes = arena_wanted_;
   arena_wanted_ = 0;
   release_fallback_cache();
+  const auto reserved = static_cast<std::uint64_t>(allocator_.stats.reserved_bytes.all.current);
+  const std::uint64_t fallback_peak = served_->fallback_peak_reserved;
+  if (fallback_peak != 0 && reserved + bytes > fallback_peak) {
+    served_->declined = true;
+    served_ = nullptr;
+    open_to_fallback();
+    return false;
+  }
   if (caching_.add_segment(default_pool(), arena_blocks(), bytes) == GrowResult::ok) {
     arena_ = arena_blocks().segments();
     arena_blocks().set_closed(*arena_, true);
+    arena_held_ = true;
     if (!device_calls_at_arena_) device_calls_at_arena_ = device_calls();
   }
+  return true;
 }
 
 std::int64_t PlannedSource::device_calls() const {
@@ -767,7 +861,8 @@ PlannedStats PlannedSource::stats() const {
     // of a trace, would otherwise say a plan that served every request served nothing.
     const std::uint64_t served = plan->iterations_served + (plan.get() == served_ ? 1 : 0);
     out.plans.push_back({plan->sizes.size(), plan->planned_requests, plan->arena_bytes,
-                         plan->lower_bound_bytes, served, plan->key});
+                         plan->lower_bound_bytes, served, plan->key, plan->fallback_peak_reserved,
+                         plan->declined});
   }
   return out;
 }

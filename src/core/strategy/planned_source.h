@@ -86,6 +86,8 @@ class PlannedSource : public SegmentSource {
     // Learned with the iteration before on record: what it kept out of the arena had
     // the chance to show that it goes in the next iteration.
     bool saw_previous = false;
+    std::uint64_t fallback_peak_reserved = 0;  // of the learned iteration; 0: unknown
+    bool declined = false;                     // its arena does not pay (reserve_arena)
   };
 
   SegmentSource& fallback();
@@ -100,7 +102,9 @@ class PlannedSource : public SegmentSource {
   void open_to_fallback();
   // Whether the iteration now ending made a kept unkeyed plan's requests, size for size.
   bool repeats_a_plan() const;
-  void learn();
+  // `fallback_served`: no plan served the iteration, so its reserved peak is the
+  // fallback's, the figure the plan's arena must not pass.
+  void learn(bool fallback_served);
   std::vector<std::uintptr_t> place_in_holes(const std::vector<TensorLifetime>& tensors,
                                              std::uint64_t period);
   // `block` is live and stays so through this iteration, as far as the serving plan
@@ -123,7 +127,15 @@ class PlannedSource : public SegmentSource {
   // requests it leaves to the fallback meanwhile come to fewer bytes.
   std::uint64_t awaited_bytes() const;
   bool awaited(std::uint32_t index) const;
-  void reserve_arena();
+  // Reserves the arena, or declines the serving plan when the arena beside what the
+  // fallback holds would pass the reserved peak of the iteration it was learned from.
+  // False: declined, the iteration is the fallback's.
+  bool reserve_arena();
+  // Whether the iteration now ending made a declined plan's requests (or has its key):
+  // nothing new to learn from it.
+  bool repeats_a_declined_plan() const;
+  // Whether an iteration no plan served is worth a planner run (kEagerLearns).
+  bool worth_learning();
   // The allocator's device calls so far (creations and releases).
   std::int64_t device_calls() const;
 
@@ -151,6 +163,17 @@ class PlannedSource : public SegmentSource {
   // Fallbacks the plan did not foresee: another size, or its range not free.
   std::uint64_t iteration_misses_ = 0;
   PlannedStats stats_;
+  std::uint64_t iteration_peak_reserved_ = 0;   // reserved bytes, this iteration so far
+  std::uint32_t iteration_peak_time_ = 0;       // the recorded event that reached it
+  std::uint64_t iteration_peak_requested_ = 0;  // requested bytes, this iteration so far
+  // Learning while no plan serves: iterations learned in a row that no plan served
+  // after, the recent iterations' shapes (hashes of their sizes), iterations passed
+  // over since the last learning, and how many to pass over before the next.
+  std::uint32_t idle_learns_ = 0;
+  std::vector<std::uint64_t> recent_shapes_;
+  std::uint32_t passed_over_ = 0;
+  std::uint32_t learn_interval_ = 1;
+  bool arena_held_ = false;                            // the arena was reserved in this iteration
   bool steady_ = false;                                // a plan has served an iteration
   std::optional<std::int64_t> device_calls_at_arena_;  // when the arena was first reserved
   std::uint64_t arena_wanted_ = 0;    // bytes of the arena to reserve, once awaiting_ ends

@@ -15,6 +15,7 @@ std::map<std::string, std::int64_t> PlannedStats::as_map() const {
       {"planned.fallback_bytes", value(fallback_bytes)},
       {"planned.learning", value(learning)},
       {"planned.learning_bytes", value(learning_bytes)},
+      {"planned.iterations_not_learned", value(iterations_not_learned)},
       {"planned.lasting", value(lasting)},
       {"planned.lasting_bytes", value(lasting_bytes)},
       {"planned.deferred", value(deferred)},
@@ -32,6 +33,8 @@ std::map<std::string, std::int64_t> PlannedStats::as_map() const {
     out[prefix + "arena_bytes"] = value(plan.arena_bytes);
     out[prefix + "lower_bound_bytes"] = value(plan.lower_bound_bytes);
     out[prefix + "iterations_served"] = value(plan.iterations_served);
+    out[prefix + "fallback_peak_reserved_bytes"] = value(plan.fallback_peak_reserved_bytes);
+    out[prefix + "declined"] = plan.declined ? 1 : 0;
     if (plan.key) out[prefix + "key"] = value(*plan.key);
   }
   return out;

@@ -325,20 +325,28 @@ TEST(Planned, ReservesTheArenaInPlaceOfTheLearningIterationsMemory) {
 
 // A step whose output lives into the next one (gradients): the first arena waits for
 // the output the iteration before left in the fallback, deferring the input meanwhile,
-// rather than being reserved beside it.
+// rather than being reserved beside it. (Caching's fallback: expandable packs these
+// three tensors in 16 MiB, where the arena and the deferred input would take 18, so
+// the plan would be declined.)
 TEST(Planned, ANewArenaWaitsForTheTensorsItsSpaceIsPlannedFor) {
   auto sim = device();
-  Allocator allocator(sim, planned());
+  Config config = planned();
+  config.planned_fallback = PlannedFallback::caching;
+  Allocator allocator(sim, config);
   CarriedOutputStep step{allocator, 1 * MiB, 6 * MiB, 8 * MiB};
-  for (int i = 0; i < 6; ++i) step();
+  step();
+  step();
+  const std::int64_t learning_peak = allocator.stats().reserved_bytes.all.peak;
+  for (int i = 0; i < 4; ++i) step();
   const PlannedStats stats = allocator.planned_stats();
   EXPECT_EQ(stats.deferred, 1u);
   EXPECT_EQ(stats.deferred_bytes, 1 * MiB);
   EXPECT_EQ(stats.fallbacks, 0u);
   EXPECT_EQ(stats.hits, 2u + 3u * 3u);
-  // Beside the arena: the deferred input's 2 MiB granule, not the 8 MiB output.
-  EXPECT_EQ(allocator.stats().reserved_bytes.all.peak,
-            static_cast<std::int64_t>(stats.arena_bytes + 2 * MiB));
+  // Reserved beside the 8 MiB output's 20 MiB segment, the arena would have raised the
+  // peak by its own 16 MiB.
+  EXPECT_EQ(stats.arena_bytes, 16 * MiB);
+  EXPECT_EQ(allocator.stats().reserved_bytes.all.peak, learning_peak);
   allocator.deallocate(step.output);
 }
 
@@ -502,17 +510,51 @@ class StackingPlanner : public ArenaPlanner {
   mutable int calls = 0;
 };
 
-TEST(Planned, LaysOutWithTheGivenPlanner) {
+// Its plan stacks the chain in 17 MiB, where the fallback needed 10: it is declined,
+// and the iterations after it are the fallback's, learned no more.
+TEST(Planned, LaysOutWithTheGivenPlannerAndDeclinesAPlanWorseThanTheFallback) {
   auto planner = std::make_shared<StackingPlanner>();
   Allocator allocator(device(), planned(), planner);
-  for (int i = 0; i < 3; ++i) {
+  for (int i = 0; i < 4; ++i) {
     allocator.mark_iteration();
     run_chain(allocator, kChainA);
   }
   EXPECT_EQ(planner->calls, 1);
   const PlannedStats stats = allocator.planned_stats();
-  EXPECT_EQ(stats.arena_bytes, 17 * MiB + 1 * MiB);  // 17 MiB, rounded to the 2 MiB granule
-  EXPECT_EQ(stats.hits, 2u * 4u);
+  ASSERT_EQ(stats.plans.size(), 1u);
+  EXPECT_EQ(stats.plans[0].arena_bytes, 17 * MiB);
+  EXPECT_EQ(stats.plans[0].fallback_peak_reserved_bytes, 10 * MiB);  // 4 + 6
+  EXPECT_TRUE(stats.plans[0].declined);
+  EXPECT_EQ(stats.arena_bytes, 0u);
+  EXPECT_EQ(stats.hits, 0u);
+  EXPECT_EQ(stats.learning, 4u * 4u);
+  EXPECT_EQ(allocator.stats().reserved_bytes.all.peak, static_cast<std::int64_t>(10 * MiB));
+}
+
+// Every iteration another shape (batches of random lengths): after two learned
+// iterations that no plan then served, an iteration is learned only at an interval
+// that doubles; a shape that comes back is learned at once and served the time after.
+TEST(Planned, ShapesThatNeverRepeatAreLearnedLessAndLess) {
+  Allocator allocator(device(), planned());
+  for (std::size_t i = 1; i <= 20; ++i) {
+    allocator.mark_iteration();
+    run_chain(allocator, {i * MiB, (i + 1) * MiB, 1 * MiB});
+  }
+  allocator.mark_iteration();
+  PlannedStats stats = allocator.planned_stats();
+  // Learned: iterations 1 and 2, then 3, 5, 9 and 17 (intervals 1, 2, 4, 8).
+  EXPECT_EQ(stats.plans_learned, 6u);
+  EXPECT_EQ(stats.iterations_not_learned, 14u);
+  EXPECT_EQ(stats.hits, 0u);
+  const std::vector<std::size_t> comes_back = {30 * MiB, 50 * MiB, 70 * MiB};  // unlike any
+  for (int i = 0; i < 3; ++i) {
+    run_chain(allocator, comes_back);  // new, then repeated (learned), then served
+    allocator.mark_iteration();
+  }
+  stats = allocator.planned_stats();
+  EXPECT_EQ(stats.plans_learned, 7u);
+  EXPECT_EQ(stats.iterations_not_learned, 15u);
+  EXPECT_EQ(stats.hits, comes_back.size());
 }
 
 // Two shapes alike in their first 16 requests (all the first requests tell apart),
