@@ -531,7 +531,7 @@ TEST(Planned, LaysOutWithTheGivenPlannerAndDeclinesAPlanWorseThanTheFallback) {
   EXPECT_EQ(allocator.stats().reserved_bytes.all.peak, static_cast<std::int64_t>(10 * MiB));
 }
 
-// Every iteration another shape (batches of random lengths): after two learned
+// Every iteration another shape (batches of random lengths): after four learned
 // iterations that no plan then served, an iteration is learned only at an interval
 // that doubles; a shape that comes back is learned at once and served the time after.
 TEST(Planned, ShapesThatNeverRepeatAreLearnedLessAndLess) {
@@ -542,9 +542,9 @@ TEST(Planned, ShapesThatNeverRepeatAreLearnedLessAndLess) {
   }
   allocator.mark_iteration();
   PlannedStats stats = allocator.planned_stats();
-  // Learned: iterations 1 and 2, then 3, 5, 9 and 17 (intervals 1, 2, 4, 8).
-  EXPECT_EQ(stats.plans_learned, 6u);
-  EXPECT_EQ(stats.iterations_not_learned, 14u);
+  // Learned: iterations 1 to 4, then 5, 7, 11 and 19 (intervals 1, 2, 4, 8).
+  EXPECT_EQ(stats.plans_learned, 8u);
+  EXPECT_EQ(stats.iterations_not_learned, 12u);
   EXPECT_EQ(stats.hits, 0u);
   const std::vector<std::size_t> comes_back = {30 * MiB, 50 * MiB, 70 * MiB};  // unlike any
   for (int i = 0; i < 3; ++i) {
@@ -552,8 +552,8 @@ TEST(Planned, ShapesThatNeverRepeatAreLearnedLessAndLess) {
     allocator.mark_iteration();
   }
   stats = allocator.planned_stats();
-  EXPECT_EQ(stats.plans_learned, 7u);
-  EXPECT_EQ(stats.iterations_not_learned, 15u);
+  EXPECT_EQ(stats.plans_learned, 9u);
+  EXPECT_EQ(stats.iterations_not_learned, 13u);
   EXPECT_EQ(stats.hits, comes_back.size());
 }
 
