@@ -835,6 +835,12 @@ bool PlannedSource::reserve_arena() {
   if (fallback_peak != 0 && reserved + bytes > fallback_peak) {
     served_->declined = true;
     served_ = nullptr;
+    if (stats_.first_served_iteration == current_.iteration) {  // only deferrals so far
+      steady_ = false;
+      stats_.first_served_iteration = 0;
+      stats_.steady_peak_reserved_bytes = 0;
+      stats_.steady_peak_requested_bytes = 0;
+    }
     open_to_fallback();
     return false;
   }
