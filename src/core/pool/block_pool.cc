@@ -16,11 +16,6 @@ void BlockPool::clear() {
   publish_inactive_split();
 }
 
-bool BlockPool::in_address_index(const Block* block) const {
-  return mapping_granule_ != 0 && block->mapped && !block->segment->closed &&
-         block->size >= first_fit_from_;
-}
-
 void BlockPool::set_mapping_granule(std::size_t granule) {
   // Free blocks filed before would be missing from the address index.
   if (reserved_bytes_ != 0) {
@@ -28,10 +23,6 @@ void BlockPool::set_mapping_granule(std::size_t granule) {
   }
   mapping_granule_ = granule;
   first_fit_from_ = granule / kFirstFitGranuleShare;
-}
-
-bool BlockPool::in_at_address(const Block* block) const {
-  return block->segment->closed || index_addresses_;
 }
 
 void BlockPool::file(Block* block, bool by_address, bool at_address) {

@@ -120,9 +120,14 @@ class BlockPool {
   // false: at_address_ too.
   void file(Block* block, bool by_address = true, bool at_address = true);
   void unfile(Block* block, bool by_address = true, bool at_address = true);
-  bool in_address_index(const Block* block) const;
+  bool in_address_index(const Block* block) const {
+    return mapping_granule_ != 0 && block->mapped && !block->segment->closed &&
+           block->size >= first_fit_from_;
+  }
   // Whether a free mapped block of its segment is in at_address_.
-  bool in_at_address(const Block* block) const;
+  bool in_at_address(const Block* block) const {
+    return index_addresses_ || block->segment->closed;
+  }
   // at_address_ entries; their nodes are reused, so that a take_at and the release
   // after it (a split and a merge each) cost no heap allocation. `before`: the entry
   // the new one goes right before, when known (constant time then).

@@ -4,14 +4,6 @@
 
 namespace npumem::core {
 
-unsigned FreeIndex::bucket_of(std::size_t size) {
-  const unsigned first = static_cast<unsigned>(std::bit_width(size)) - 1;
-  if (first < kSecondLevelLog2) return first * kSecondLevelCount;
-  const unsigned second =
-      static_cast<unsigned>(size >> (first - kSecondLevelLog2)) & (kSecondLevelCount - 1);
-  return first * kSecondLevelCount + second;
-}
-
 void FreeIndex::insert(Block* block) {
   const unsigned bucket = bucket_of(block->size);
   Block*& head = heads_[bucket];
