@@ -75,22 +75,22 @@ void BlockPool::unindex_address(const Block* block) {
 }
 
 namespace {
-void change(StatSplit& split, PoolKind kind, Tier tier, std::int64_t amount) {
+inline void change(StatSplit& split, PoolKind kind, Tier tier, std::int64_t amount) {
   if (amount > 0) split.increase(kind, tier, amount);
   if (amount < 0) split.decrease(kind, tier, -amount);
 }
 }  // namespace
+
+inline void BlockPool::publish_split_change(Stats& stats) const {
+  change(stats.inactive_split, kind_, tier_, inactive_split_change_);
+  change(stats.inactive_split_bytes, kind_, tier_, inactive_split_bytes_change_);
+}
 
 void BlockPool::publish_split_change() {
   if (totals_ != nullptr) publish_split_change(*totals_);
   if (pool_ != nullptr && pool_->own_stats) publish_split_change(pool_->stats);
   inactive_split_change_ = 0;
   inactive_split_bytes_change_ = 0;
-}
-
-void BlockPool::publish_split_change(Stats& stats) const {
-  change(stats.inactive_split, kind_, tier_, inactive_split_change_);
-  change(stats.inactive_split_bytes, kind_, tier_, inactive_split_bytes_change_);
 }
 
 // In the address index the taken block hands its node to what stays free of it, so a
