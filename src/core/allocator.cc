@@ -59,7 +59,6 @@ Stats Allocator::stats() const {
 
 void Allocator::reset_peak_stats() {
   std::lock_guard lock(impl_->mutex);
-  impl_->deferred_splits.publish();
   impl_->stats.reset_peak();
   for (auto& pool : impl_->pools) pool->stats.reset_peak();
   impl_->drop_credit();
@@ -67,7 +66,6 @@ void Allocator::reset_peak_stats() {
 
 void Allocator::reset_accumulated_stats() {
   std::lock_guard lock(impl_->mutex);
-  impl_->deferred_splits.publish();
   impl_->stats.reset_accumulated();
   for (auto& pool : impl_->pools) pool->stats.reset_accumulated();
 }

@@ -337,13 +337,11 @@ PoolState& Allocator::Impl::create_pool(const std::string& name, std::uint64_t q
   }
   if (!pools.empty() && !per_pool_stats) {
     // Until now every allocation was the default pool's: its stats are the totals.
-    deferred_splits.publish();
     pools.front()->stats = stats;
     pools.front()->own_stats = true;
     per_pool_stats = true;
   }
-  pools.push_back(
-      std::make_unique<PoolState>(name, quota_bytes, &stats, tier, &deferred_splits));
+  pools.push_back(std::make_unique<PoolState>(name, quota_bytes, &stats, tier));
   pools.back()->own_stats = per_pool_stats;
   try {
     source->pool_created(*pools.back());
@@ -691,8 +689,7 @@ void Allocator::Impl::count_block(PoolState& pool, const Block& block, bool allo
   }
 }
 
-Stats Allocator::Impl::public_stats(const PoolState* pool) {
-  deferred_splits.publish();
+Stats Allocator::Impl::public_stats(const PoolState* pool) const {
   Stats out = pool == nullptr || !per_pool_stats ? stats : pool->stats;
   out.active_bytes = out.allocated_bytes;
   out.active = out.allocation;

@@ -13,7 +13,6 @@
 #include <vector>
 
 #include "core/oom_report.h"
-#include "core/pool/deferred_splits.h"
 #include "core/pool/pointer_map.h"
 #include "core/pool/pool_state.h"
 #include "core/strategy/planned_source.h"
@@ -77,8 +76,7 @@ struct Allocator::Impl {
                                std::optional<Tier> tier = std::nullopt);
   core::PoolState* find_pool(const std::string& name) const;
   // Statistics as users see them: the allocator's (nullptr) or one pool's.
-  // Publishes deferred_splits first.
-  Stats public_stats(const core::PoolState* pool);
+  Stats public_stats(const core::PoolState* pool) const;
   // Caps the HBM limit at `fraction` of the tier's capacity (ConfigError outside [0, 1]).
   void set_memory_fraction(double fraction);
   double memory_fraction = 1.0;  // of HBM's capacity this allocator may reserve
@@ -118,8 +116,6 @@ struct Allocator::Impl {
   std::shared_ptr<Device> device;
   Config config;
   mutable ExclusiveLock mutex{*this};
-  // Before stats and pools: block pools publish through it until destroyed.
-  core::DeferredSplits deferred_splits;
   Stats stats;  // before pools: their block pools count into it until destroyed
   std::vector<std::unique_ptr<core::PoolState>> pools;  // pools[0] is "default"
   // Live blocks and the blocks front caches keep (a cached block stays here, so its

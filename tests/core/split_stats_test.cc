@@ -89,26 +89,6 @@ TEST(SplitStats, InactiveSplitAddsEachOperationsNetChange) {
   EXPECT_EQ(stats.inactive_split_bytes.by_kind[kLarge].current, 0);
 }
 
-// The block pools' changes wait apart from the statistics (deferred_splits.h): resets
-// start from the values with them.
-TEST(SplitStats, ResetsSeeTheInactiveSplitChangesKeptApart) {
-  Allocator allocator(sim(1 * GiB));
-  void* first = allocator.allocate(2 * MiB);  // an 18 MiB free tail
-  void* second = allocator.allocate(2 * MiB);  // 16 MiB
-  allocator.reset_peak_stats();
-  allocator.reset_accumulated_stats();
-  Stats stats = allocator.stats();
-  EXPECT_EQ(stats.inactive_split_bytes.all.current, mib(16));
-  EXPECT_EQ(stats.inactive_split_bytes.all.peak, mib(16));
-  EXPECT_EQ(stats.inactive_split_bytes.all.allocated, 0);
-  EXPECT_EQ(stats.inactive_split.all.allocated, 0);
-  allocator.deallocate(second);
-  stats = allocator.stats();
-  EXPECT_EQ(stats.inactive_split_bytes.all.peak, mib(18));
-  EXPECT_EQ(stats.inactive_split_bytes.all.allocated, mib(2));
-  allocator.deallocate(first);
-}
-
 // While it is the only pool, the first pool's statistics are the totals; once a second
 // pool exists both count their own inactive splits.
 TEST(SplitStats, EachPoolCountsItsInactiveSplitsOnceThereAreTwo) {

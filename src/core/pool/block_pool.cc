@@ -9,12 +9,11 @@ namespace npumem::core {
 
 BlockPool::~BlockPool() {
   clear();
-  if (deferred_ != nullptr && deferred_->holder_ == this) deferred_->publish();
 }
 
 void BlockPool::clear() {
   while (segments_ != nullptr) drop_segment(segments_);
-  count_inactive_split();
+  publish_inactive_split();
 }
 
 void BlockPool::set_mapping_granule(std::size_t granule) {
@@ -75,31 +74,23 @@ void BlockPool::unindex_address(const Block* block) {
   }
 }
 
-void DeferredSplits::publish() {
-  if (holder_ != nullptr) holder_->publish_inactive_split();
-  holder_ = nullptr;
+namespace {
+inline void change(StatSplit& split, PoolKind kind, Tier tier, std::int64_t amount) {
+  if (amount > 0) split.increase(kind, tier, amount);
+  if (amount < 0) split.decrease(kind, tier, -amount);
+}
+}  // namespace
+
+inline void BlockPool::publish_split_change(Stats& stats) const {
+  change(stats.inactive_split, kind_, tier_, inactive_split_change_);
+  change(stats.inactive_split_bytes, kind_, tier_, inactive_split_bytes_change_);
 }
 
-void BlockPool::count_operation_change() {
-  if (deferred_ != nullptr && deferred_->holder_ != this) {
-    deferred_->publish();
-    deferred_->holder_ = this;
-  }
-  unpublished_blocks_.add(operation_blocks_);
-  unpublished_bytes_.add(operation_bytes_);
-  operation_blocks_ = 0;
-  operation_bytes_ = 0;
-  if (deferred_ == nullptr) publish_inactive_split();
-}
-
-void BlockPool::publish_inactive_split() {
-  for (Stats* stats : {totals_, pool_ != nullptr && pool_->own_stats ? &pool_->stats : nullptr}) {
-    if (stats == nullptr) continue;
-    unpublished_blocks_.publish_to(stats->inactive_split, kind_, tier_);
-    unpublished_bytes_.publish_to(stats->inactive_split_bytes, kind_, tier_);
-  }
-  unpublished_blocks_ = {};
-  unpublished_bytes_ = {};
+void BlockPool::publish_split_change() {
+  if (totals_ != nullptr) publish_split_change(*totals_);
+  if (pool_ != nullptr && pool_->own_stats) publish_split_change(pool_->stats);
+  inactive_split_change_ = 0;
+  inactive_split_bytes_change_ = 0;
 }
 
 // In the address index the taken block hands its node to what stays free of it, so a
@@ -138,7 +129,7 @@ Block* BlockPool::take(std::size_t size, std::size_t max_block, std::size_t spli
   }
   block->allocated = true;
   if (block->segment->allocated_blocks++ == 0) unlink_idle(block->segment);
-  count_inactive_split();
+  publish_inactive_split();
   return block;
 }
 
@@ -204,7 +195,7 @@ Block* BlockPool::take_at(Segment& segment, std::uintptr_t address, std::size_t 
   if (block->size > size) refile(split(block, size));
   block->allocated = true;
   if (segment.allocated_blocks++ == 0) unlink_idle(&segment);
-  count_inactive_split();
+  publish_inactive_split();
   return block;
 }
 
@@ -217,7 +208,7 @@ void BlockPool::set_closed(Segment& segment, bool closed) {
   for (Block* b = segment.first; b != nullptr; b = b->next) {
     if (!b->allocated) file(b);
   }
-  count_inactive_split();
+  publish_inactive_split();
 }
 
 Block* BlockPool::split(Block* block, std::size_t size) {
@@ -291,14 +282,14 @@ Block* BlockPool::release(Block* block) {
   block->tag = 0;
   if (--block->segment->allocated_blocks == 0) link_idle(block->segment);
   Block* merged = settle_free(block);
-  count_inactive_split();
+  publish_inactive_split();
   return merged;
 }
 
 bool BlockPool::resize(Block* block, std::size_t size, std::size_t split_remainder) {
   if (size <= block->size) {
     if (block->size - size >= split_remainder) settle_free(split(block, size));
-    count_inactive_split();
+    publish_inactive_split();
     return true;
   }
   Block* next = block->next;
@@ -309,7 +300,7 @@ bool BlockPool::resize(Block* block, std::size_t size, std::size_t split_remaind
     file(split(next, extra));
   }
   merge_into(block, next);
-  count_inactive_split();
+  publish_inactive_split();
   return true;
 }
 
@@ -332,7 +323,7 @@ Segment* BlockPool::add_segment(std::uintptr_t address, std::size_t size, bool m
   segment->first = block;
   file(block);
   if (mapped) reserved_bytes_ += size;
-  count_inactive_split();
+  publish_inactive_split();
   return segment;
 }
 
@@ -360,7 +351,7 @@ Block* BlockPool::set_mapped(Block* free_block, std::uintptr_t start, std::size_
     reserved_bytes_ -= bytes;
   }
   Block* merged = settle_free(middle);
-  count_inactive_split();
+  publish_inactive_split();
   return merged;
 }
 
@@ -405,7 +396,7 @@ std::size_t BlockPool::remove_free_segments(const std::function<bool(const Segme
     }
     segment = next;
   }
-  count_inactive_split();
+  publish_inactive_split();
   return removed;
 }
 

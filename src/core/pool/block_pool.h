@@ -4,7 +4,7 @@
 // unmapped (no physical memory); they sit in a second index and never serve a
 // request until mapped. Knows nothing of devices; of the statistics it keeps only
 // its inactive split blocks (free mapped blocks sharing their segment), in its pool's
-// Stats and the allocator's, kept apart until published (deferred_splits.h).
+// Stats and the allocator's.
 #pragma once
 
 #include <cstddef>
@@ -15,7 +15,6 @@
 
 #include "core/pool/address_index.h"
 #include "core/pool/block.h"
-#include "core/pool/deferred_splits.h"
 #include "core/pool/free_index.h"
 #include "core/pool/object_pool.h"
 
@@ -23,11 +22,9 @@ namespace npumem::core {
 
 class BlockPool {
  public:
-  // `pool` and `totals` (each may be nullptr) receive the inactive split counts, when
-  // `deferred` publishes them or at once without it.
-  BlockPool(Tier tier, PoolKind kind, PoolState* pool, Stats* totals = nullptr,
-            DeferredSplits* deferred = nullptr)
-      : tier_(tier), kind_(kind), pool_(pool), totals_(totals), deferred_(deferred) {}
+  // `pool` and `totals` (each may be nullptr) receive the inactive split counts.
+  BlockPool(Tier tier, PoolKind kind, PoolState* pool, Stats* totals = nullptr)
+      : tier_(tier), kind_(kind), pool_(pool), totals_(totals) {}
   ~BlockPool();
   BlockPool(const BlockPool&) = delete;
   BlockPool& operator=(const BlockPool&) = delete;
@@ -144,22 +141,20 @@ class BlockPool {
     return block->prev != nullptr || block->next != nullptr;
   }
   // file and unfile note the change to the inactive splits; each public operation that
-  // files or unfiles ends by counting its net change, once, as PyTorch does (their
+  // files or unfiles ends by publishing its net change, once, as PyTorch does (their
   // allocated and freed add up net changes). Every operation unfiles before it files,
   // so no state between its steps is above both ends: the peaks are those a count of
   // each step would reach.
   void note_inactive_split(const Block* block, std::int64_t sign) {
     if (!is_split(block)) return;
-    operation_blocks_ += sign;
-    operation_bytes_ += sign * static_cast<std::int64_t>(block->size);
+    inactive_split_change_ += sign;
+    inactive_split_bytes_change_ += sign * static_cast<std::int64_t>(block->size);
   }
-  void count_inactive_split() {
-    if (operation_blocks_ != 0 || operation_bytes_ != 0) count_operation_change();
+  void publish_inactive_split() {
+    if (inactive_split_change_ != 0 || inactive_split_bytes_change_ != 0) publish_split_change();
   }
-  void count_operation_change();
-  // Writes the changes kept apart into the statistics.
-  void publish_inactive_split();
-  friend class DeferredSplits;
+  void publish_split_change();
+  void publish_split_change(Stats& stats) const;
   void drop_segment(Segment* segment);
   void link_idle(Segment* segment);
   void unlink_idle(Segment* segment);
@@ -168,7 +163,6 @@ class BlockPool {
   PoolKind kind_;
   PoolState* pool_;
   Stats* totals_;
-  DeferredSplits* deferred_;
   FreeIndex index_;  // free mapped blocks of open segments
   // Free mapped blocks by address, of closed segments and, with index_addresses(), of
   // open ones too: take_at finds its block at once (a lookup by address, not the
@@ -184,10 +178,8 @@ class BlockPool {
   Segment* segments_ = nullptr;
   Segment* idle_ = nullptr;  // segments with no allocated block
   std::size_t free_bytes_ = 0;
-  std::int64_t operation_blocks_ = 0;  // the running operation's inactive-split change
-  std::int64_t operation_bytes_ = 0;
-  SplitChange unpublished_blocks_;  // kept apart (deferred_splits.h)
-  SplitChange unpublished_bytes_;
+  std::int64_t inactive_split_change_ = 0;  // not yet published (blocks)
+  std::int64_t inactive_split_bytes_change_ = 0;
   std::size_t reserved_bytes_ = 0;
   static constexpr std::size_t kFirstFitGranuleShare = 8;
   std::size_t mapping_granule_ = 0;

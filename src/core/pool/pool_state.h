@@ -13,15 +13,14 @@
 namespace npumem::core {
 
 struct PoolState {
-  // `totals`: the allocator's statistics, which the block pools count into too, through
-  // `deferred` (the allocator's; nullptr: at once).
+  // `totals`: the allocator's statistics, which the block pools count into too.
   PoolState(std::string pool_name, std::uint64_t quota, Stats* totals,
-            std::optional<Tier> tier = std::nullopt, DeferredSplits* deferred = nullptr)
+            std::optional<Tier> tier = std::nullopt)
       : name(std::move(pool_name)), quota_bytes(quota), pinned_tier(tier) {
     for (Tier tier : kAllTiers) {
       for (PoolKind kind : {PoolKind::small, PoolKind::large}) {
         blocks[static_cast<int>(tier)][static_cast<int>(kind)] =
-            std::make_unique<BlockPool>(tier, kind, this, totals, deferred);
+            std::make_unique<BlockPool>(tier, kind, this, totals);
       }
     }
   }
