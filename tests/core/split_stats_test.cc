@@ -68,7 +68,7 @@ TEST(SplitStats, InactiveSplitCountsFreeBlocksSharingTheirSegment) {
 // from a split block's tail (one inactive block out, a smaller one in) adds no block.
 TEST(SplitStats, InactiveSplitAddsEachOperationsNetChange) {
   Allocator allocator(sim(1 * GiB));
-  void* first = allocator.allocate(2 * MiB);  // a 20 MiB segment: a free 18 MiB tail
+  void* first = allocator.allocate(2 * MiB);   // a 20 MiB segment: a free 18 MiB tail
   void* second = allocator.allocate(2 * MiB);  // from that tail: 16 MiB left
   Stats stats = allocator.stats();
   EXPECT_EQ(stats.inactive_split.all.allocated, 1);

@@ -153,8 +153,8 @@ class BlockPool {
   void publish_inactive_split() {
     if (inactive_split_change_ != 0 || inactive_split_bytes_change_ != 0) publish_split_change();
   }
-  void publish_split_change();
-  void publish_split_change(Stats& stats) const;
+  void publish_split_change();                    // into the pool's and the totals
+  void publish_split_change(Stats& stats) const;  // into one of them
   void drop_segment(Segment* segment);
   void link_idle(Segment* segment);
   void unlink_idle(Segment* segment);
