@@ -499,9 +499,9 @@ Block* Allocator::Impl::allocate_block(PoolState& pool, std::size_t size, PoolKi
   return nullptr;
 }
 
-Block* Allocator::Impl::allocate_on_tier(PoolState& pool, Tier tier, std::size_t size,
-                                         PoolKind kind, Refusal& refusal) {
-  if (Block* block = take_cached(pool, tier, size, kind)) return block;
+// The tier's free blocks had no fit.
+Block* Allocator::Impl::grow_and_take(PoolState& pool, Tier tier, std::size_t size, PoolKind kind,
+                                      Refusal& refusal) {
   if (any_cached()) {
     flush_recycled();
     if (Block* block = take_cached(pool, tier, size, kind)) return block;
