@@ -66,7 +66,9 @@ unsigned FreeIndex::next_bucket_after(unsigned bucket) const {
 Block* FreeIndex::find(std::size_t min_size, std::size_t max_size) const {
   if (min_size == 0 || first_level_map_ == 0) return nullptr;
   const unsigned home = bucket_of(min_size);
-  if (heads_[home] != nullptr) {
+  if (Block* head = heads_[home]; head != nullptr) {
+    // An exact fit first in its bucket ends the scan there; repeated sizes often are.
+    if (head->size == min_size && min_size <= max_size) return head;
     if (Block* fit = best_in_bucket(home, min_size, max_size, kScanLimit)) return fit;
   }
   const unsigned above = next_bucket_after(home);
