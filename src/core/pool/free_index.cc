@@ -67,7 +67,7 @@ Block* FreeIndex::find(std::size_t min_size, std::size_t max_size) const {
   if (min_size == 0 || first_level_map_ == 0) return nullptr;
   const unsigned home = bucket_of(min_size);
   if (Block* head = heads_[home]; head != nullptr) {
-    // An exact fit first in its bucket ends the scan there; repeated sizes often are.
+    // An exact fit at the bucket's head would end the scan at once (repeated sizes).
     if (head->size == min_size && min_size <= max_size) return head;
     if (Block* fit = best_in_bucket(home, min_size, max_size, kScanLimit)) return fit;
   }
