@@ -79,7 +79,8 @@ struct Stats {
   StatSplit segment;          // count of segments (or mapped ranges)
   // Free mapped blocks sharing their segment with other blocks: cached memory that
   // empty_cache() cannot release (PyTorch's inactive_split). Blocks a thread's front
-  // cache keeps count as neither allocated nor inactive.
+  // cache keeps count as neither allocated nor inactive. As in PyTorch, their allocated
+  // and freed add each operation's net change (a take from a split block's tail adds none).
   StatSplit inactive_split;
   StatSplit inactive_split_bytes;
   // Allocations and segments of at least max_split_size bytes (never split).

@@ -421,7 +421,7 @@ void* Allocator::Impl::allocate_locked(std::size_t bytes, StreamId stream, Threa
     if (block == nullptr) {
       Refusal refusal;
       block = allocate_block(pool, size, source->kind_for(size), refusal);
-      if (block == nullptr && streams.held() != 0) {
+      if (block == nullptr && streams.holds_any()) {
         // As PyTorch does before giving up: wait for the work the held blocks wait for.
         streams.wait_and_settle(*device, release_to_pool);
         block = allocate_block(pool, size, source->kind_for(size), refusal);
@@ -471,7 +471,7 @@ void Allocator::Impl::hold_free_blocks() {
 // A block this stream freed, held behind events (stream_order.h); when there is none,
 // the held blocks whose events have completed go back to their pools.
 Block* Allocator::Impl::reuse_held(PoolState& pool, std::size_t size, StreamId stream) {
-  if (streams.held() == 0) return nullptr;
+  if (!streams.holds_any()) return nullptr;
   Block* block = streams.reuse(*device, stream, size, &pool);
   if (block == nullptr) streams.settle(*device, release_to_pool);
   return block;
@@ -499,9 +499,9 @@ Block* Allocator::Impl::allocate_block(PoolState& pool, std::size_t size, PoolKi
   return nullptr;
 }
 
-Block* Allocator::Impl::allocate_on_tier(PoolState& pool, Tier tier, std::size_t size,
-                                         PoolKind kind, Refusal& refusal) {
-  if (Block* block = take_cached(pool, tier, size, kind)) return block;
+// The tier's free blocks had no fit.
+Block* Allocator::Impl::grow_and_take(PoolState& pool, Tier tier, std::size_t size, PoolKind kind,
+                                      Refusal& refusal) {
   if (any_cached()) {
     flush_recycled();
     if (Block* block = take_cached(pool, tier, size, kind)) return block;

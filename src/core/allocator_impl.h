@@ -161,8 +161,15 @@ struct Allocator::Impl {
   core::Block* reuse_held(core::PoolState& pool, std::size_t size, StreamId stream);
   core::Block* allocate_block(core::PoolState& pool, std::size_t size, PoolKind kind,
                               Refusal& refusal);
+  // Inline, with the rest apart (grow_and_take): most allocations the tier's free
+  // blocks serve, and that path then saves the big frame of growth and reclaim.
   core::Block* allocate_on_tier(core::PoolState& pool, Tier tier, std::size_t size, PoolKind kind,
-                                Refusal& refusal);
+                                Refusal& refusal) {
+    if (core::Block* block = take_cached(pool, tier, size, kind)) return block;
+    return grow_and_take(pool, tier, size, kind, refusal);
+  }
+  core::Block* grow_and_take(core::PoolState& pool, Tier tier, std::size_t size, PoolKind kind,
+                             Refusal& refusal);
   core::GrowResult grow(core::PoolState& pool, Tier tier, PoolKind kind, std::size_t size);
   core::Block* take_cached(core::PoolState& pool, Tier tier, std::size_t size, PoolKind kind);
   std::size_t release_cached_everywhere(Tier tier);

@@ -13,8 +13,7 @@ void StreamOrder::add_use(const Block* block, StreamId stream) {
   }
 }
 
-bool StreamOrder::hold(Device& device, Block* block) {
-  if (!orders(block)) return false;  // the common case, on every free: nothing to build
+bool StreamOrder::hold_ordered(Device& device, Block* block) {
   std::vector<StreamId> streams{block->stream};
   bool shared = false;
   if (const auto used = uses_.find(block); used != uses_.end()) {

@@ -48,7 +48,8 @@ class StreamOrder {
   void add_use(const Block* block, StreamId stream);
   // Holds a freed block back behind events on its streams. False when ordering is off,
   // or the device would not record an event: the caller frees the block as usual.
-  bool hold(Device& device, Block* block);
+  // Inline: every free to a block pool asks, and almost always ordering is off.
+  bool hold(Device& device, Block* block) { return orders(block) && hold_ordered(device, block); }
   // The latest held block of `stream` that fits `size` (at most 1/8 of it spare) and
   // no other stream used: taken back, its events released.
   Block* reuse(Device& device, StreamId stream, std::size_t size, const PoolState* pool);
@@ -59,7 +60,8 @@ class StreamOrder {
   void wait_and_settle(Device& device, const std::function<void(Block*)>& release);
   // Releases every event; the held blocks go with their segments (allocator teardown).
   void drop(Device& device);
-  std::size_t held() const { return held_.size(); }
+  // Whether any block is held (cheaper than counting them: asked on every allocation).
+  bool holds_any() const { return !held_.empty(); }
 
  private:
   struct Held {
@@ -68,6 +70,7 @@ class StreamOrder {
     bool shared;  // other streams used it: even its own stream waits
   };
   void release_events(Device& device, Held& held);
+  bool hold_ordered(Device& device, Block* block);
 
   bool seen_ = false;
   bool active_ = false;

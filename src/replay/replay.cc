@@ -205,8 +205,13 @@ double ReplayResult::steady_overhead_ratio() const {
 
 std::string ReplayResult::why_no_plan_served() const {
   if (strategy != Strategy::planned || planned.first_served_iteration != 0) return {};
-  return iterations == 0 ? "the trace marks no iterations with `i` lines"
-                         : "no iteration repeated the requests of a learned one";
+  if (iterations == 0) return "the trace marks no iterations with `i` lines";
+  if (std::any_of(planned.plans.begin(), planned.plans.end(),
+                  [](const PlanInfo& plan) { return plan.declined; })) {
+    return "its plans were declined: an arena beside what the fallback held would have "
+           "reserved more than the fallback did";
+  }
+  return "no iteration repeated the requests of a learned one";
 }
 
 std::vector<std::uint64_t> ReplayResult::steady_latencies_ns() const {

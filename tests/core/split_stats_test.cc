@@ -64,6 +64,31 @@ TEST(SplitStats, InactiveSplitCountsFreeBlocksSharingTheirSegment) {
   EXPECT_EQ(map.count("inactive_split.small_pool.freed"), 1u);
 }
 
+// As PyTorch counts them: each allocation and free adds its net change once, so a take
+// from a split block's tail (one inactive block out, a smaller one in) adds no block.
+TEST(SplitStats, InactiveSplitAddsEachOperationsNetChange) {
+  Allocator allocator(sim(1 * GiB));
+  void* first = allocator.allocate(2 * MiB);   // a 20 MiB segment: a free 18 MiB tail
+  void* second = allocator.allocate(2 * MiB);  // from that tail: 16 MiB left
+  Stats stats = allocator.stats();
+  EXPECT_EQ(stats.inactive_split.all.allocated, 1);
+  EXPECT_EQ(stats.inactive_split.all.freed, 0);
+  EXPECT_EQ(stats.inactive_split_bytes.all.allocated, mib(18));
+  EXPECT_EQ(stats.inactive_split_bytes.all.freed, mib(2));
+  allocator.deallocate(second);  // merges into the tail: 18 MiB again, still one block
+  stats = allocator.stats();
+  EXPECT_EQ(stats.inactive_split.all.allocated, 1);
+  EXPECT_EQ(stats.inactive_split.all.freed, 0);
+  EXPECT_EQ(stats.inactive_split_bytes.all.allocated, mib(20));
+  EXPECT_EQ(stats.inactive_split_bytes.all.freed, mib(2));
+  EXPECT_EQ(stats.inactive_split_bytes.all.peak, mib(18));
+  allocator.deallocate(first);  // the segment is whole: no inactive split left
+  stats = allocator.stats();
+  EXPECT_EQ(stats.inactive_split.all.freed, 1);
+  EXPECT_EQ(stats.inactive_split_bytes.all.freed, mib(20));
+  EXPECT_EQ(stats.inactive_split_bytes.by_kind[kLarge].current, 0);
+}
+
 // While it is the only pool, the first pool's statistics are the totals; once a second
 // pool exists both count their own inactive splits.
 TEST(SplitStats, EachPoolCountsItsInactiveSplitsOnceThereAreTwo) {

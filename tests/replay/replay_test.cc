@@ -138,11 +138,24 @@ TEST(ReplayTest, SaysWhyNoPlanServed) {
   const auto why = [&](const std::string& text) {
     return replay_trace(parse_trace(text, "t.trace"), options).why_no_plan_served();
   };
-  EXPECT_EQ(why("a 1 4096\nf 1\na 2 4096\nf 2\n"),
-            "the trace marks no iterations with `i` lines");
+  EXPECT_EQ(why("a 1 4096\nf 1\na 2 4096\nf 2\n"), "the trace marks no iterations with `i` lines");
   EXPECT_EQ(why("i\na 1 4096\nf 1\ni\na 2 8192\nf 2\ni\na 3 12288\nf 3\n"),
             "no iteration repeated the requests of a learned one");
   EXPECT_EQ(why("i\na 1 4096\nf 1\ni\na 2 4096\nf 2\ni\na 3 4096\nf 3\n"), "");
+  // Steps whose 8 MiB output lives into the next: expandable packs them in 16 MiB, the
+  // plan's arena would need 16 beside the deferred input.
+  std::string carried;
+  for (int step = 0; step < 6; ++step) {
+    const std::string in = std::to_string(3 * step);
+    const std::string hidden = std::to_string(3 * step + 1);
+    const std::string out = std::to_string(3 * step + 2);
+    carried += "i\na " + in + " 1048576\n";
+    if (step != 0) carried += "f " + std::to_string(3 * step - 1) + "\n";
+    carried += "a " + hidden + " 6291456\nf " + in + "\na " + out + " 8388608\nf " + hidden + "\n";
+  }
+  EXPECT_EQ(why(carried),
+            "its plans were declined: an arena beside what the fallback held would have reserved "
+            "more than the fallback did");
   options.config.strategy = Strategy::caching;
   EXPECT_EQ(why("a 1 4096\nf 1\n"), "") << "only the planned strategy serves plans";
 }

@@ -120,9 +120,14 @@ class BlockPool {
   // false: at_address_ too.
   void file(Block* block, bool by_address = true, bool at_address = true);
   void unfile(Block* block, bool by_address = true, bool at_address = true);
-  bool in_address_index(const Block* block) const;
+  bool in_address_index(const Block* block) const {
+    return mapping_granule_ != 0 && block->mapped && !block->segment->closed &&
+           block->size >= first_fit_from_;
+  }
   // Whether a free mapped block of its segment is in at_address_.
-  bool in_at_address(const Block* block) const;
+  bool in_at_address(const Block* block) const {
+    return index_addresses_ || block->segment->closed;
+  }
   // at_address_ entries; their nodes are reused, so that a take_at and the release
   // after it (a split and a merge each) cost no heap allocation. `before`: the entry
   // the new one goes right before, when known (constant time then).
@@ -135,7 +140,21 @@ class BlockPool {
   static bool is_split(const Block* block) {
     return block->prev != nullptr || block->next != nullptr;
   }
-  void count_inactive_split(const Block* block, bool filed);
+  // file and unfile note the change to the inactive splits; each public operation that
+  // files or unfiles ends by publishing its net change, once, as PyTorch does (their
+  // allocated and freed add up net changes). Every operation unfiles before it files,
+  // so no state between its steps is above both ends: the peaks are those a count of
+  // each step would reach.
+  void note_inactive_split(const Block* block, std::int64_t sign) {
+    if (!is_split(block)) return;
+    inactive_split_change_ += sign;
+    inactive_split_bytes_change_ += sign * static_cast<std::int64_t>(block->size);
+  }
+  void publish_inactive_split() {
+    if (inactive_split_change_ != 0 || inactive_split_bytes_change_ != 0) publish_split_change();
+  }
+  void publish_split_change();                    // into the pool's and the totals
+  void publish_split_change(Stats& stats) const;  // into one of them
   void drop_segment(Segment* segment);
   void link_idle(Segment* segment);
   void unlink_idle(Segment* segment);
@@ -159,6 +178,8 @@ class BlockPool {
   Segment* segments_ = nullptr;
   Segment* idle_ = nullptr;  // segments with no allocated block
   std::size_t free_bytes_ = 0;
+  std::int64_t inactive_split_change_ = 0;  // not yet published (blocks)
+  std::int64_t inactive_split_bytes_change_ = 0;
   std::size_t reserved_bytes_ = 0;
   static constexpr std::size_t kFirstFitGranuleShare = 8;
   std::size_t mapping_granule_ = 0;

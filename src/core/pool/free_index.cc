@@ -4,14 +4,6 @@
 
 namespace npumem::core {
 
-unsigned FreeIndex::bucket_of(std::size_t size) {
-  const unsigned first = static_cast<unsigned>(std::bit_width(size)) - 1;
-  if (first < kSecondLevelLog2) return first * kSecondLevelCount;
-  const unsigned second =
-      static_cast<unsigned>(size >> (first - kSecondLevelLog2)) & (kSecondLevelCount - 1);
-  return first * kSecondLevelCount + second;
-}
-
 void FreeIndex::insert(Block* block) {
   const unsigned bucket = bucket_of(block->size);
   Block*& head = heads_[bucket];
@@ -74,7 +66,9 @@ unsigned FreeIndex::next_bucket_after(unsigned bucket) const {
 Block* FreeIndex::find(std::size_t min_size, std::size_t max_size) const {
   if (min_size == 0 || first_level_map_ == 0) return nullptr;
   const unsigned home = bucket_of(min_size);
-  if (heads_[home] != nullptr) {
+  if (Block* head = heads_[home]; head != nullptr) {
+    // An exact fit at the bucket's head would end the scan at once (repeated sizes).
+    if (head->size == min_size && min_size <= max_size) return head;
     if (Block* fit = best_in_bucket(home, min_size, max_size, kScanLimit)) return fit;
   }
   const unsigned above = next_bucket_after(home);

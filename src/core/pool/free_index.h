@@ -6,6 +6,7 @@
 #pragma once
 
 #include <array>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 
@@ -43,7 +44,14 @@ class FreeIndex {
   static constexpr unsigned kFirstLevelCount = 64;
   static constexpr unsigned kScanLimit = 16;
 
-  static unsigned bucket_of(std::size_t size);
+  // Inline: every insert, remove and find starts here.
+  static unsigned bucket_of(std::size_t size) {
+    const unsigned first = static_cast<unsigned>(std::bit_width(size)) - 1;
+    if (first < kSecondLevelLog2) return first * kSecondLevelCount;
+    const unsigned second =
+        static_cast<unsigned>(size >> (first - kSecondLevelLog2)) & (kSecondLevelCount - 1);
+    return first * kSecondLevelCount + second;
+  }
   Block* best_in_bucket(unsigned bucket, std::size_t min_size, std::size_t max_size,
                         unsigned scan_limit) const;
   unsigned next_bucket_after(unsigned bucket) const;  // kNoBucket when none
