@@ -265,6 +265,16 @@ void validate(const Config& config) {
                         " bytes (accepted: " + accepted_range(key) + ")");
     }
   }
+  // Blocks of max_split_size and more serve only requests about their size, so a new
+  // large segment must be below it to serve the requests it is made for (PyTorch asks
+  // max_split_size_mb > 20 for its 20 MiB segments).
+  if (config.max_split_size <= config.large_segment) {
+    throw ConfigError("config: max_split_size (" + format_bytes(config.max_split_size) +
+                      ") must be larger than large_segment (" + format_bytes(config.large_segment) +
+                      "): a new large segment would be too big to serve the requests it is made "
+                      "for (with max_split_size_mb, more than " +
+                      std::to_string(config.large_segment / MiB) + ")");
+  }
 }
 
 std::string to_string(const Config& c) {

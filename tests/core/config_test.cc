@@ -4,6 +4,8 @@
 
 #include <cstdlib>
 
+#include "npumem/allocator.h"
+#include "npumem/device.h"
 #include "npumem/errors.h"
 #include "npumem/units.h"
 
@@ -72,6 +74,26 @@ void expect_error(const std::string& text, const std::string& fragment) {
   } catch (const ConfigError& e) {
     EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
   }
+}
+
+// Blocks of max_split_size and more serve only requests about their size: at or below
+// large_segment, a new large segment could serve none of the requests it is made for
+// (every shared trace ran out of memory at max_split_size_mb:16).
+TEST(Config, MaxSplitSizeMustExceedTheLargeSegment) {
+  Config config = parse_config("max_split_size_mb:16");
+  try {
+    validate(config);
+    FAIL() << "max_split_size below large_segment accepted";
+  } catch (const ConfigError& error) {
+    const std::string what = error.what();
+    EXPECT_NE(what.find("max_split_size (16.0 MiB) must be larger than large_segment (20.0 MiB)"),
+              std::string::npos)
+        << what;
+    EXPECT_NE(what.find("more than 20"), std::string::npos) << what;
+  }
+  EXPECT_THROW(Allocator(make_device("sim"), parse_config("max_split_size_mb:20")), ConfigError);
+  EXPECT_NO_THROW(validate(parse_config("max_split_size_mb:21")));
+  EXPECT_NO_THROW(validate(parse_config("large_segment:4MiB,max_split_size_mb:8")));
 }
 
 TEST(Config, BadInputNamesTheKeyAndTheAcceptedValues) {

@@ -185,11 +185,11 @@ TEST(SplitStats, NothingIsOversizeWithoutMaxSplitSize) {
 // must never keep one.
 TEST(SplitStats, OversizeAllocationsAreCountedWithSeveralThreads) {
   Config config;
-  config.max_split_size = 8 * MiB;
+  config.max_split_size = 32 * MiB;
   Allocator allocator(sim(1 * GiB), config);
   constexpr int kRounds = 50;
   auto churn = [&] {
-    for (int i = 0; i < kRounds; ++i) allocator.deallocate(allocator.allocate(16 * MiB));
+    for (int i = 0; i < kRounds; ++i) allocator.deallocate(allocator.allocate(48 * MiB));
   };
   // This thread's cache first: however the two below interleave, theirs is a second
   // one, which works without the allocator's lock.
