@@ -233,7 +233,10 @@ Block* PlannedSource::take(PoolState& pool, std::size_t size) {
       leave_plan();
     }
   }
-  if (index == 0) prepare_arena();
+  if (index == 0) {
+    prepare_arena();
+    arena_held_ = arena_held_ || arena_ != nullptr;
+  }
   if (served_ == nullptr) {
     ++stats_.learning;
     stats_.learning_bytes += size;
@@ -381,6 +384,7 @@ void PlannedSource::iteration_boundary(std::optional<std::uint64_t> key) {
     }
     plans_expected_ = learn_now || served_ != nullptr;
   }
+  const bool continues = served_ != nullptr && !left_;
   served_ = nullptr;
   abandoned_ = false;
   left_ = false;
@@ -401,6 +405,44 @@ void PlannedSource::iteration_boundary(std::optional<std::uint64_t> key) {
   current_.key = key;
   current_.requests.reserve(previous_.requests.size());
   if (arena_ != nullptr) arena_blocks().set_closed(*arena_, true);
+  if (Plan* next = expected_plan(continues)) prepare_for(*next);
+}
+
+// Keyed: the plan learned under the key. Unkeyed: the plan that served the iteration
+// now ending (or was re-learned from it), unless that iteration left its plan. A plan
+// just learned from an iteration no plan served is not presumed: on mobilenet_v2_infer,
+// whose batch sizes vary, the next iteration is another shape, and the fallback's
+// memory released for its arena changed what later plans are measured against (1.018
+// -> 1.028, one plan declined).
+PlannedSource::Plan* PlannedSource::expected_plan(bool continues) const {
+  Plan* plan = nullptr;
+  if (current_.key) {
+    plan = keyed_plan(*current_.key);
+  } else if (continues && left_streak_ < kLeftIterations) {
+    for (const auto& kept : plans_) {
+      if (!kept->key && kept->last_used == previous_.iteration) plan = kept.get();
+    }
+  }
+  return plan != nullptr && !plan->declined ? plan : nullptr;
+}
+
+// The arena the next iteration's plan needs is reserved now, not inside its first
+// allocations (the fallback's release and the device segment took 10-15 us there),
+// unless the previous iteration's tensors it waits for are still live: then the first
+// planned request past them reserves it, as before.
+void PlannedSource::prepare_for(Plan& plan) {
+  served_ = &plan;
+  const std::uint64_t needed = round_up(plan.arena_bytes, allocator_.granularity(Tier::hbm));
+  if (arena_ == nullptr && needed != 0 && awaited_bytes() == 0) {
+    release_fallback_cache();
+    arena_wanted_ = needed;
+    // Held by the iteration only once its first request finds it (prepare_arena).
+    const bool held = arena_held_;
+    if (arena_fits(needed)) reserve_arena();
+    arena_held_ = held;
+  }
+  served_ = nullptr;
+  arena_wanted_ = 0;
 }
 
 // Lifetimes on the iteration's cycle: a request freed in the next iteration (found by
@@ -830,9 +872,7 @@ bool PlannedSource::reserve_arena() {
   const std::uint64_t bytes = arena_wanted_;
   arena_wanted_ = 0;
   release_fallback_cache();
-  const auto reserved = static_cast<std::uint64_t>(allocator_.stats.reserved_bytes.all.current);
-  const std::uint64_t fallback_peak = served_->fallback_peak_reserved;
-  if (fallback_peak != 0 && reserved + bytes > fallback_peak) {
+  if (!arena_fits(bytes)) {
     served_->declined = true;
     served_ = nullptr;
     if (stats_.first_served_iteration == current_.iteration) {  // only deferrals so far
@@ -851,6 +891,12 @@ bool PlannedSource::reserve_arena() {
     if (!device_calls_at_arena_) device_calls_at_arena_ = device_calls();
   }
   return true;
+}
+
+bool PlannedSource::arena_fits(std::uint64_t bytes) const {
+  const auto reserved = static_cast<std::uint64_t>(allocator_.stats.reserved_bytes.all.current);
+  const std::uint64_t fallback_peak = served_->fallback_peak_reserved;
+  return fallback_peak == 0 || reserved + bytes <= fallback_peak;
 }
 
 std::int64_t PlannedSource::device_calls() const {

@@ -122,6 +122,11 @@ class PlannedSource : public SegmentSource {
   void release_fallback_cache();
   std::size_t release_arena();
   void prepare_arena();
+  // The plan expected to serve the iteration starting now, or nullptr. `continues`: a
+  // plan served the iteration now ending throughout.
+  Plan* expected_plan(bool continues) const;
+  // At an iteration boundary: the arena `plan` needs, reserved unless it must wait.
+  void prepare_for(Plan& plan);
   // Bytes of the iteration before, still live, that the serving plan has freed in this
   // one: a new arena waits for them, so that it does not add to their bytes, while the
   // requests it leaves to the fallback meanwhile come to fewer bytes.
@@ -131,6 +136,9 @@ class PlannedSource : public SegmentSource {
   // fallback holds would pass the reserved peak of the iteration it was learned from.
   // False: declined, the iteration is the fallback's.
   bool reserve_arena();
+  // Whether an arena of `bytes` beside what is reserved now stays within the serving
+  // plan's fallback_peak_reserved.
+  bool arena_fits(std::uint64_t bytes) const;
   // Whether the iteration now ending made a declined plan's requests (or has its key):
   // nothing new to learn from it.
   bool repeats_a_declined_plan() const;

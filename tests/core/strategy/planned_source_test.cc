@@ -639,6 +639,61 @@ TEST(Planned, AnUnknownKeyLearnsAndAKnownOneServes) {
   EXPECT_EQ(stats.plans.size(), 3u);
 }
 
+// The arena a keyed iteration's plan needs is reserved at its mark, outside its
+// allocations: none of them makes a device call.
+TEST(Planned, ReservesTheArenaOfAKeyedPlanAtTheMark) {
+  auto sim = device();
+  Allocator allocator(sim, planned());
+  allocator.mark_iteration(3);
+  run_chain(allocator, kChainA);
+  allocator.mark_iteration(3);
+  EXPECT_EQ(allocator.planned_stats().arena_bytes, 10 * MiB) << "before its first request";
+  const std::uint64_t calls = sim->call_counts().total();
+  run_chain(allocator, kChainA);
+  EXPECT_EQ(sim->call_counts().total(), calls);
+  const PlannedStats stats = allocator.planned_stats();
+  EXPECT_EQ(stats.hits, 4u);
+  EXPECT_EQ(stats.device_calls_after_arena, 0u);
+}
+
+// After an iteration a plan served, the next is presumed to be its again: an arena
+// given back between them (empty_cache) is reserved again at the mark. A plan just
+// learned is not presumed (the next iteration may be another shape): its arena waits
+// for the first request that chooses it.
+TEST(Planned, ReservesTheArenaAtTheMarkAfterAnIterationThePlanServed) {
+  auto sim = device();
+  Allocator allocator(sim, planned());
+  allocator.mark_iteration();
+  run_chain(allocator, kChainA);
+  allocator.mark_iteration();
+  EXPECT_EQ(allocator.planned_stats().arena_bytes, 0u) << "learned, not yet chosen";
+  run_chain(allocator, kChainA);
+  allocator.empty_cache();
+  EXPECT_EQ(allocator.planned_stats().arena_bytes, 0u);
+  allocator.mark_iteration();
+  EXPECT_EQ(allocator.planned_stats().arena_bytes, 10 * MiB);
+  const std::uint64_t calls = sim->call_counts().total();
+  run_chain(allocator, kChainA);
+  EXPECT_EQ(sim->call_counts().total(), calls);
+  EXPECT_EQ(allocator.planned_stats().hits, 8u);
+}
+
+// A presumed plan whose iteration turns out another shape: the arena reserved at the
+// mark goes back, as an idle arena does for an iteration no plan serves.
+TEST(Planned, GivesBackAnArenaReservedForAShapeThatDidNotCome) {
+  Allocator allocator(device(), planned());
+  for (int i = 0; i < 2; ++i) {
+    allocator.mark_iteration();
+    run_chain(allocator, kChainA);
+  }
+  allocator.empty_cache();
+  allocator.mark_iteration();
+  EXPECT_EQ(allocator.planned_stats().arena_bytes, 10 * MiB);
+  run_chain(allocator, {7 * MiB, 9 * MiB});
+  EXPECT_EQ(allocator.planned_stats().arena_bytes, 0u);
+  EXPECT_EQ(allocator.planned_stats().fallbacks, 0u);
+}
+
 TEST(Planned, NeedsAPlanner) {
   EXPECT_THROW(Allocator(device(), planned(), nullptr), ConfigError);
 }
