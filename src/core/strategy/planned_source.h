@@ -8,7 +8,8 @@
 // device maps memory (planned_fallback), so learning costs no more than expandable
 // does; else the caching strategy's segments, which may use the arena's free space.
 // Before the arena is reserved the fallback gives back its free memory, so the peak is
-// the larger of the learning iteration and the arena beside what lasts, not their sum.
+// the larger of the learning iteration and the arena beside what lasts, not their sum;
+// a plan whose arena would pass the fallback's own peak for that iteration is declined.
 #pragma once
 
 #include <cstdint>
