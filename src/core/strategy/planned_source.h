@@ -104,7 +104,8 @@ class PlannedSource : public SegmentSource {
   // Whether the iteration now ending made a kept unkeyed plan's requests, size for size.
   bool repeats_a_plan() const;
   // `fallback_served`: no plan served the iteration, so its reserved peak is the
-  // fallback's, the figure the plan's arena must not pass.
+  // fallback's (beside an idle arena, if one was kept), the figure the plan's arena
+  // must not pass.
   void learn(bool fallback_served);
   std::vector<std::uintptr_t> place_in_holes(const std::vector<TensorLifetime>& tensors,
                                              std::uint64_t period);
@@ -182,7 +183,6 @@ class PlannedSource : public SegmentSource {
   std::vector<std::uint64_t> recent_shapes_;
   std::uint32_t passed_over_ = 0;
   std::uint32_t learn_interval_ = 1;
-  bool arena_held_ = false;                            // the arena was reserved in this iteration
   bool steady_ = false;                                // a plan has served an iteration
   std::optional<std::int64_t> device_calls_at_arena_;  // when the arena was first reserved
   std::uint64_t arena_wanted_ = 0;    // bytes of the arena to reserve, once awaiting_ ends

@@ -578,6 +578,29 @@ TEST(Planned, ShapesThatNeverRepeatAreLearnedLessAndLess) {
   EXPECT_EQ(stats.hits, comes_back.size());
 }
 
+// An iteration chooses a plan by its first request, then a larger one that began alike
+// by its second: the arena was prepared for the first plan. Holding the first
+// request's block, it cannot grow, so the iteration leaves the plans to the fallback
+// rather than miss at every offset past the arena's end (under caching, a segment of
+// its own each).
+TEST(Planned, ASwitchToALargerPlanDoesNotMissPastTheArena) {
+  Config config = planned();
+  config.planned_fallback = PlannedFallback::caching;
+  Allocator allocator(device(), config);
+  const std::vector<std::size_t> small = {1 * MiB, 2 * MiB, 2 * MiB, 2 * MiB};
+  const std::vector<std::size_t> large = {1 * MiB, 8 * MiB, 8 * MiB, 8 * MiB};
+  for (const auto* shape : {&small, &small, &large, &large}) {
+    allocator.mark_iteration();
+    run_chain(allocator, *shape);
+  }
+  const std::uint64_t fallbacks = allocator.planned_stats().fallbacks;
+  allocator.mark_iteration();
+  run_chain(allocator, large);
+  const PlannedStats stats = allocator.planned_stats();
+  ASSERT_EQ(stats.plans.size(), 2u);
+  EXPECT_EQ(stats.fallbacks, fallbacks) << "no miss past the small plan's arena";
+}
+
 // Two shapes alike in their first 16 requests (all the first requests tell apart),
 // unlike after them: the sequence length of a tail, say.
 std::vector<std::size_t> long_prefix_chain(std::size_t tail_bytes) {
