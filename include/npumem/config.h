@@ -72,10 +72,12 @@ struct Config {
 };
 
 // Parses "key:value,key:value" over the defaults in `base`. Throws ConfigError naming
-// the key and the accepted values on an unknown key or a bad value.
+// the key and the accepted values on an unknown key or a bad value, and naming both
+// when two settings do not go together (validate).
 Config parse_config(std::string_view text, Config base = {});
-// Throws ConfigError naming the first size setting outside its accepted range (for a
-// Config built in code; parse_config checks each key as it reads it).
+// Throws ConfigError naming the first size setting outside its accepted range, or two
+// that do not go together: max_split_size must be larger than large_segment (for a
+// Config built in code; parse_config checks each key as it reads it, then these).
 void validate(const Config& config);
 // The settings as a config string that parse_config reads back to the same Config.
 std::string to_string(const Config& config);

@@ -254,6 +254,7 @@ Config parse_config(std::string_view text, Config base) {
     }
     setter->second(base, key, value);
   }
+  validate(base);  // settings that are fine alone but not together (max_split_size)
   return base;
 }
 
