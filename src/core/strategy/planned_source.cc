@@ -164,21 +164,21 @@ void PlannedSource::open_to_fallback() {
   close_fallback_segments(false);
 }
 
+bool PlannedSource::made_requests_of(const Plan& plan) const {
+  return !plan.key && plan.sizes.size() == current_.requests.size() &&
+         std::equal(plan.sizes.begin(), plan.sizes.end(), current_.requests.begin(),
+                    [](std::size_t size, const Request& r) { return size == r.size; });
+}
+
 bool PlannedSource::repeats_a_plan() const {
-  return std::any_of(plans_.begin(), plans_.end(), [&](const auto& plan) {
-    return !plan->key && plan->sizes.size() == current_.requests.size() &&
-           std::equal(plan->sizes.begin(), plan->sizes.end(), current_.requests.begin(),
-                      [](std::size_t size, const Request& r) { return size == r.size; });
-  });
+  return std::any_of(plans_.begin(), plans_.end(),
+                     [&](const auto& plan) { return made_requests_of(*plan); });
 }
 
 bool PlannedSource::repeats_a_declined_plan() const {
   return std::any_of(plans_.begin(), plans_.end(), [&](const auto& plan) {
     if (!plan->declined) return false;
-    if (current_.key) return plan->key == current_.key;
-    return !plan->key && plan->sizes.size() == current_.requests.size() &&
-           std::equal(plan->sizes.begin(), plan->sizes.end(), current_.requests.begin(),
-                      [](std::size_t size, const Request& r) { return size == r.size; });
+    return current_.key ? plan->key == current_.key : made_requests_of(*plan);
   });
 }
 

@@ -101,6 +101,8 @@ class PlannedSource : public SegmentSource {
   bool too_many_misses() const;
   void leave_plan();
   void open_to_fallback();
+  // Whether the iteration now ending made unkeyed `plan`'s requests, size for size.
+  bool made_requests_of(const Plan& plan) const;
   // Whether the iteration now ending made a kept unkeyed plan's requests, size for size.
   bool repeats_a_plan() const;
   // `fallback_served`: no plan served the iteration, so its reserved peak is the
