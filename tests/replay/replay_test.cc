@@ -143,13 +143,13 @@ TEST(ReplayTest, SaysWhyNoPlanServed) {
             "no iteration repeated the requests of a learned one");
   EXPECT_EQ(why("i\na 1 4096\nf 1\ni\na 2 4096\nf 2\ni\na 3 4096\nf 3\n"), "");
   // Steps whose 8 MiB output lives into the next: expandable packs them in 16 MiB, the
-  // plan's arena would need 16 beside the deferred input.
+  // plan's arena would need more beside the deferred 2 MiB input.
   std::string carried;
   for (int step = 0; step < 6; ++step) {
     const std::string in = std::to_string(3 * step);
     const std::string hidden = std::to_string(3 * step + 1);
     const std::string out = std::to_string(3 * step + 2);
-    carried += "i\na " + in + " 1048576\n";
+    carried += "i\na " + in + " 2097152\n";
     if (step != 0) carried += "f " + std::to_string(3 * step - 1) + "\n";
     carried += "a " + hidden + " 6291456\nf " + in + "\na " + out + " 8388608\nf " + hidden + "\n";
   }

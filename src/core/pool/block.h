@@ -47,6 +47,11 @@ struct Segment {
   std::size_t allocated_blocks = 0;
   // Its free blocks serve only BlockPool::take_at (the planned arena while plans serve).
   bool closed = false;
+  // Where its granules begin: its address, or the expandable range's it was split from.
+  std::uintptr_t granule_base = 0;
+  // The planned arena, split from an expandable range (BlockPool::split_segment): its
+  // granules are the arena's, not the range's to unmap or hand over.
+  bool carved = false;
   Segment* prev = nullptr;  // links in the owning block pool's segment list
   Segment* next = nullptr;
   Segment* idle_prev = nullptr;  // links in its list of segments with no allocated block

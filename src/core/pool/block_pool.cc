@@ -139,7 +139,7 @@ Block* BlockPool::take(std::size_t size, std::size_t max_block, std::size_t spli
 // ends are candidates.
 std::uintptr_t BlockPool::granule_position(const Block& block, std::size_t size) const {
   const std::size_t granule = mapping_granule_;
-  const std::uintptr_t begin = block.address - block.segment->address;
+  const std::uintptr_t begin = block.address - block.segment->granule_base;
   const std::uintptr_t end = begin + block.size;
   // The granules at the block's ends that a neighbour uses too.
   const std::uintptr_t shared_first = begin % granule != 0 ? begin / granule : ~std::uintptr_t{0};
@@ -309,6 +309,7 @@ Segment* BlockPool::add_segment(std::uintptr_t address, std::size_t size, bool m
   auto* segment = new Segment{};
   segment->address = address;
   segment->size = size;
+  segment->granule_base = address;
   segment->tier = tier_;
   segment->kind = kind_;
   segment->pool = pool_;
@@ -326,6 +327,71 @@ Segment* BlockPool::add_segment(std::uintptr_t address, std::size_t size, bool m
   if (mapped) reserved_bytes_ += size;
   publish_inactive_split();
   return segment;
+}
+
+// The blocks at the seam gain or lose a neighbour, so they are re-filed (the count of
+// inactive split blocks); the rest keep their filing, as their segments' flags match.
+Segment* BlockPool::split_segment(Segment& segment, Block* at) {
+  Block* last = at->prev;
+  if (!last->allocated) unfile(last);
+  if (!at->allocated) unfile(at);
+  last->next = nullptr;
+  at->prev = nullptr;
+  auto* back = new Segment{};
+  back->address = at->address;
+  back->size = segment.address + segment.size - at->address;
+  back->tier = segment.tier;
+  back->kind = segment.kind;
+  back->pool = segment.pool;
+  back->closed = segment.closed;
+  back->granule_base = segment.granule_base;
+  back->carved = segment.carved;
+  back->first = at;
+  for (Block* b = at; b != nullptr; b = b->next) {
+    b->segment = back;
+    if (b->allocated) ++back->allocated_blocks;
+  }
+  const bool was_idle = segment.allocated_blocks == 0;
+  segment.allocated_blocks -= back->allocated_blocks;
+  segment.size = at->address - segment.address;
+  back->prev = &segment;
+  back->next = segment.next;
+  if (segment.next != nullptr) segment.next->prev = back;
+  segment.next = back;
+  if (back->allocated_blocks == 0) link_idle(back);
+  if (!was_idle && segment.allocated_blocks == 0) link_idle(&segment);
+  if (!last->allocated) file(last);
+  if (!at->allocated) file(at);
+  publish_inactive_split();
+  return back;
+}
+
+void BlockPool::join_segments(Segment& front, Segment& back) {
+  set_closed(back, front.closed);
+  Block* last = front.first;
+  while (last->next != nullptr) last = last->next;
+  Block* first = back.first;
+  if (!last->allocated) unfile(last);
+  if (!first->allocated) unfile(first);
+  last->next = first;
+  first->prev = last;
+  for (Block* b = first; b != nullptr; b = b->next) b->segment = &front;
+  if (back.allocated_blocks == 0) unlink_idle(&back);
+  if (front.allocated_blocks == 0 && back.allocated_blocks != 0) unlink_idle(&front);
+  front.allocated_blocks += back.allocated_blocks;
+  front.size += back.size;
+  if (back.prev != nullptr) back.prev->next = back.next;
+  if (back.next != nullptr) back.next->prev = back.prev;
+  if (segments_ == &back) segments_ = back.next;
+  delete &back;
+  if (!last->allocated && !first->allocated && last->mapped == first->mapped) {
+    merge_into(last, first);
+    file(last);
+  } else {
+    if (!last->allocated) file(last);
+    if (!first->allocated) file(first);
+  }
+  publish_inactive_split();
 }
 
 Block* BlockPool::map_range(Block* unmapped, std::uintptr_t start, std::size_t bytes) {

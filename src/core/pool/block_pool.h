@@ -53,6 +53,12 @@ class BlockPool {
   // Adds a new segment as one free block, mapped (a device segment) or not (a
   // reserved expandable range).
   Segment* add_segment(std::uintptr_t address, std::size_t size, bool mapped = true);
+  // Splits `segment` before `at`, one of its blocks other than the first: the blocks
+  // from `at` on become a segment of their own (same flags and granule base), returned.
+  Segment* split_segment(Segment& segment, Block* at);
+  // Joins `back`, which starts where `front` ends, into `front` (taking `front`'s
+  // flags); free neighbours at the seam merge. `back` is gone after.
+  void join_segments(Segment& front, Segment& back);
   // Removes every segment with no allocated block that `keep` does not name; calls
   // give_back(segment) for each before its records are dropped. Returns the bytes.
   // Visits only such segments (kept in their own list): growth calls this each time

@@ -160,6 +160,16 @@ GrowResult ExpandableSource::grow_after(PoolState& pool, BlockPool& blocks, cons
   return grow_at(pool, blocks, range, {unmapped, unmapped->address, granules});
 }
 
+std::size_t ExpandableSource::bytes_to_grow(const BlockPool& blocks, std::size_t size) const {
+  if (const Block* largest = blocks.largest_free_block();
+      largest != nullptr && largest->size >= size) {
+    return 0;
+  }
+  const auto found = ranges_.find(&blocks);
+  if (found == ranges_.end()) return round_up(size, allocator_.config.expandable_large_granule);
+  return placement(blocks, found->second, size).granules * found->second.granule;
+}
+
 GrowResult ExpandableSource::grow_at(PoolState& pool, BlockPool& blocks, Range& range,
                                      const Placement& place) {
   const std::size_t count = place.granules;

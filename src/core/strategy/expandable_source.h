@@ -26,6 +26,10 @@ class ExpandableSource : public SegmentSource {
   // an unmapped one) that it lacks to hold `size` bytes from its start. The planned
   // strategy's placement, where it chooses the place.
   GrowResult grow_after(PoolState& pool, BlockPool& blocks, const Block& free, std::size_t size);
+  // At most the bytes of new physical memory a block of `size` would map now: 0 when a
+  // free mapped block holds it, else the granules grow() would map (free ones of the
+  // range it takes over cost none). The planned strategy's test of a carved arena.
+  std::size_t bytes_to_grow(const BlockPool& blocks, std::size_t size) const;
 
  private:
   struct Range {
@@ -62,9 +66,11 @@ class ExpandableSource : public SegmentSource {
   static std::uintptr_t first_whole_granule(const Range& range, const Block& block);
   GrowResult new_granule(PoolState& pool, BlockPool& blocks, Range& range, PhysicalHandle* out);
   void drop_chunk(PoolState& pool, BlockPool& blocks, PhysicalHandle handle);
-  // The planned strategy keeps its arena, a device segment, in the same block pool.
+  // The planned strategy keeps its arena in the same block pool: a device segment, or
+  // a segment carved out of the range, whose granules are the arena's.
   static bool in_range(const Range& range, const Block& block) {
-    return block.address >= range.base && block.address < range.base + range.size;
+    return block.address >= range.base && block.address < range.base + range.size &&
+           !block.segment->carved;
   }
   std::size_t granule_index(const Range& range, std::uintptr_t address) const {
     return (address - range.base) / range.granule;

@@ -113,14 +113,16 @@ std::size_t PlannedSource::release(PoolState& pool, BlockPool& blocks) {
   return released + fallback().release(pool, blocks);
 }
 
-// The expandable fallback frees its range alone: the arena beside it goes first.
+// The expandable fallback frees its range alone (an arena carved out of it goes with
+// it): an arena beside it goes first.
 void PlannedSource::release_all(PoolState& pool, BlockPool& blocks) {
   if (&blocks == &arena_blocks() && arena_ != nullptr) {
-    if (expandable_) {
+    if (expandable_ && !arena_->carved) {
       allocator_.device->free_segment(blocks.tier(), reinterpret_cast<void*>(arena_->address),
                                       arena_->size);
     }
     arena_ = nullptr;
+    carved_before_ = carved_after_ = nullptr;
   }
   fallback().release_all(pool, blocks);
   blocks.clear();
@@ -233,8 +235,7 @@ Block* PlannedSource::take(PoolState& pool, std::size_t size) {
       // end (under caching, a segment of its own each: a train+eval capture peaked at
       // 1.27x requested, caching alone 1.07x).
       served_ = plan;
-      if (arena_ != nullptr && arena_->allocated_blocks != 0 &&
-          arena_->size < round_up(plan->arena_bytes, allocator_.granularity(Tier::hbm))) {
+      if (arena_ != nullptr && arena_->allocated_blocks != 0 && arena_->size < arena_size(*plan)) {
         leave_plan();
       } else {
         prepare_arena();
@@ -440,11 +441,11 @@ PlannedSource::Plan* PlannedSource::expected_plan(bool continues) const {
 // planned request past them reserves it, as before.
 void PlannedSource::prepare_for(Plan& plan) {
   served_ = &plan;
-  const std::uint64_t needed = round_up(plan.arena_bytes, allocator_.granularity(Tier::hbm));
+  const std::uint64_t needed = arena_size(plan);
   if (arena_ == nullptr && needed != 0 && awaited_bytes() == 0) {
     release_fallback_cache();
     arena_wanted_ = needed;
-    if (arena_fits(needed)) reserve_arena();
+    if (arena_fits(arena_growth(plan, needed))) reserve_arena();
   }
   served_ = nullptr;
   arena_wanted_ = 0;
@@ -627,7 +628,7 @@ std::vector<std::uintptr_t> PlannedSource::place_in_holes(
     // Expandable: the granules a block that lasts begins or ends in stay mapped; the
     // rest go back, with those only this iteration's tensors hold.
     const auto granule_of = [&](std::uintptr_t address) {
-      return (address - s->address) / granule;
+      return (address - s->granule_base) / granule;
     };
     std::unordered_set<std::uintptr_t> kept_granules;
     for (const Block* b = granule == 0 ? nullptr : s->first; b != nullptr; b = b->next) {
@@ -646,8 +647,9 @@ std::vector<std::uintptr_t> PlannedSource::place_in_holes(
         add_hole(b->address, end);
         continue;
       }
-      const std::uintptr_t head_end = s->address + round_up(b->address - s->address, granule);
-      const std::uintptr_t tail_begin = s->address + granule_of(end) * granule;
+      const std::uintptr_t head_end =
+          s->granule_base + round_up(b->address - s->granule_base, granule);
+      const std::uintptr_t tail_begin = s->granule_base + granule_of(end) * granule;
       if (head_end >= tail_begin) {
         add_kept(b->address, end);
       } else {
@@ -804,12 +806,73 @@ void PlannedSource::release_fallback_cache() {
   }
 }
 
-// Only while nothing lives in the arena.
+// Only while nothing lives in the arena. One carved out of the expandable range joins
+// it again, its granules free there (released with the range's).
 std::size_t PlannedSource::release_arena() {
-  const std::size_t released = caching_.release_except(
-      default_pool(), arena_blocks(), [&](const Segment& s) { return !is_arena(s); });
+  std::size_t released = 0;
+  if (arena_->carved) {
+    BlockPool& blocks = arena_blocks();
+    blocks.set_closed(*arena_, false);  // as the range is
+    arena_->carved = false;
+    Segment* range = arena_;
+    if (carved_before_ != nullptr) {
+      count_carved(*arena_, -1);
+      blocks.join_segments(*carved_before_, *arena_);
+      range = carved_before_;
+    }
+    if (carved_after_ != nullptr) {
+      count_carved(*carved_after_, -1);
+      blocks.join_segments(*range, *carved_after_);
+    }
+    carved_before_ = carved_after_ = nullptr;
+  } else {
+    released = caching_.release_except(default_pool(), arena_blocks(),
+                                       [&](const Segment& s) { return !is_arena(s); });
+  }
   arena_ = nullptr;
   return released;
+}
+
+void PlannedSource::count_carved(const Segment& piece, std::int64_t count) {
+  allocator_.add_segments(default_pool(), piece.tier, piece.kind, count, piece.size);
+}
+
+bool PlannedSource::in_fallback_range(const Plan& plan) const {
+  return expandable_ && plan.hole_ranges.empty();
+}
+
+std::uint64_t PlannedSource::arena_size(const Plan& plan) const {
+  return in_fallback_range(plan) ? plan.arena_bytes
+                                 : round_up(plan.arena_bytes, allocator_.granularity(Tier::hbm));
+}
+
+// In the range: where a fallback request of its size would go (granules mapped as for
+// one), then split off as a segment of its own, which the range's statistics count.
+Segment* PlannedSource::add_arena(std::uint64_t bytes) {
+  PoolState& pool = default_pool();
+  BlockPool& blocks = arena_blocks();
+  if (!in_fallback_range(*served_)) {
+    return caching_.add_segment(pool, blocks, bytes) == GrowResult::ok ? blocks.segments()
+                                                                       : nullptr;
+  }
+  constexpr std::size_t kAny = ~std::size_t{0};
+  Block* place = blocks.take(bytes, kAny, allocator_.config.granule, kAny);
+  if (place == nullptr) {
+    if (expandable_->grow(pool, blocks, bytes) != GrowResult::ok) return nullptr;
+    place = blocks.take(bytes, kAny, allocator_.config.granule, kAny);
+    if (place == nullptr) return nullptr;
+  }
+  Segment* arena = place->segment;
+  if (place->prev != nullptr) {
+    carved_before_ = arena;
+    arena = blocks.split_segment(*arena, place);
+  }
+  if (place->next != nullptr) carved_after_ = blocks.split_segment(*arena, place->next);
+  arena->carved = true;
+  if (carved_before_ != nullptr) count_carved(*arena, 1);
+  if (carved_after_ != nullptr) count_carved(*carved_after_, 1);
+  blocks.release(place);
+  return arena;
 }
 
 // Decided at an iteration's first request. A plan serves: one arena replaces the
@@ -833,13 +896,10 @@ void PlannedSource::prepare_arena() {
   }
   // Reserved for this plan, kept for smaller ones (shapes served in turn settle on the
   // largest), given back when larger than any plan that has served needs.
-  const std::size_t granularity = allocator_.granularity(Tier::hbm);
-  const std::uint64_t needed = round_up(served_->arena_bytes, granularity);
+  const std::uint64_t needed = arena_size(*served_);
   std::uint64_t largest = needed;
   for (const auto& plan : plans_) {
-    if (plan->iterations_served != 0) {
-      largest = std::max(largest, round_up(plan->arena_bytes, granularity));
-    }
+    if (plan->iterations_served != 0) largest = std::max(largest, arena_size(*plan));
   }
   if (arena_ != nullptr && arena_->allocated_blocks == 0 &&
       (arena_->size < needed || arena_->size > largest)) {
@@ -877,7 +937,7 @@ bool PlannedSource::reserve_arena() {
   const std::uint64_t bytes = arena_wanted_;
   arena_wanted_ = 0;
   release_fallback_cache();
-  if (!arena_fits(bytes)) {
+  if (!arena_fits(arena_growth(*served_, bytes))) {
     served_->declined = true;
     served_ = nullptr;
     if (stats_.first_served_iteration == current_.iteration) {  // only deferrals so far
@@ -889,18 +949,22 @@ bool PlannedSource::reserve_arena() {
     open_to_fallback();
     return false;
   }
-  if (caching_.add_segment(default_pool(), arena_blocks(), bytes) == GrowResult::ok) {
-    arena_ = arena_blocks().segments();
+  if (Segment* arena = add_arena(bytes)) {
+    arena_ = arena;
     arena_blocks().set_closed(*arena_, true);
     if (!device_calls_at_arena_) device_calls_at_arena_ = device_calls();
   }
   return true;
 }
 
-bool PlannedSource::arena_fits(std::uint64_t bytes) const {
+std::uint64_t PlannedSource::arena_growth(const Plan& plan, std::uint64_t bytes) const {
+  return in_fallback_range(plan) ? expandable_->bytes_to_grow(arena_blocks(), bytes) : bytes;
+}
+
+bool PlannedSource::arena_fits(std::uint64_t growth) const {
   const auto reserved = static_cast<std::uint64_t>(allocator_.stats.reserved_bytes.all.current);
   const std::uint64_t fallback_peak = served_->fallback_peak_reserved;
-  return fallback_peak == 0 || reserved + bytes <= fallback_peak;
+  return fallback_peak == 0 || reserved + growth <= fallback_peak;
 }
 
 std::int64_t PlannedSource::device_calls() const {

@@ -94,6 +94,50 @@ TEST(BlockPool, IdleSegmentsFollowTheirBlocks) {
   EXPECT_EQ(pool.segments(), nullptr);
 }
 
+// A segment split at a block and joined again: blocks keep their places, the parts
+// keep flags and granule base, free neighbours at the seam count as split blocks only
+// while they have a neighbour, and merge when joined.
+TEST(BlockPool, SplitsASegmentAtABlockAndJoinsItAgain) {
+  Stats totals;
+  BlockPool pool(Tier::hbm, PoolKind::large, nullptr, &totals);
+  Segment* whole = pool.add_segment(0x1000000, 1 << 20);
+  Block* a = pool.take(1 << 18, kAny, 512, kAny);
+  Block* b = pool.take(1 << 18, kAny, 512, kAny);
+  pool.release(a);  // free, then b, then free
+  ASSERT_EQ(totals.inactive_split.all.current, 2);
+  Segment* back = pool.split_segment(*whole, b);
+  EXPECT_EQ(whole->size, 1u << 18);
+  EXPECT_EQ(back->address, b->address);
+  EXPECT_EQ(back->size, 3u << 18);
+  EXPECT_EQ(back->granule_base, whole->address);
+  EXPECT_EQ(b->segment, back);
+  EXPECT_EQ(back->allocated_blocks, 1u);
+  EXPECT_EQ(whole->allocated_blocks, 0u);
+  // `a`, alone in its segment now, is no split block; the tail after b still is.
+  EXPECT_EQ(totals.inactive_split.all.current, 1);
+  // The idle part can be removed like any segment with no allocated block.
+  std::vector<std::uintptr_t> idle;
+  const auto note_and_keep = [&](const Segment& s) {
+    idle.push_back(s.address);
+    return true;
+  };
+  pool.remove_free_segments(note_and_keep, [](const Segment&) {});
+  EXPECT_EQ(idle, std::vector<std::uintptr_t>{0x1000000});
+  EXPECT_EQ(pool.take_at(*whole, whole->address, 4096)->segment, whole);
+  pool.release(whole->first);
+  pool.release(b);
+  pool.join_segments(*whole, *back);
+  EXPECT_EQ(whole->size, 1u << 20);
+  ASSERT_EQ(whole->first->size, 1u << 20) << "the free blocks at the seam merged";
+  EXPECT_EQ(whole->first->next, nullptr);
+  EXPECT_EQ(pool.segments(), whole);
+  EXPECT_EQ(whole->next, nullptr);
+  EXPECT_EQ(totals.inactive_split.all.current, 0);
+  EXPECT_EQ(pool.free_bytes(), 1u << 20);
+  EXPECT_EQ(pool.remove_free_segments([](const Segment&) { return false; }, [](const Segment&) {}),
+            1u << 20);
+}
+
 TEST(BlockPool, KeptSegmentsStay) {
   BlockPool pool(Tier::hbm, PoolKind::large, nullptr);
   pool.add_segment(0x1000000, 1 << 20);

@@ -4,6 +4,7 @@
 
 #include <vector>
 
+#include "core/pool/align.h"
 #include "device/sim/sim_device.h"
 #include "invariants.h"
 #include "npumem/allocator.h"
@@ -92,6 +93,45 @@ TEST(Planned, ServesRepeatedIterationsFromOnePlanAtTheLowerBound) {
   EXPECT_EQ(stats.first_served_iteration, 2u);
   EXPECT_EQ(stats.device_calls_after_arena, 0u);
   testing::expect_consistent(allocator, {{weights, 10 * MiB}});
+  allocator.deallocate(weights);
+}
+
+// What lasts and the arena round to granules once: the arena is carved out of the
+// expandable range beside the weights, not a device segment of whole granules of its
+// own (which, at 4 + 10 MiB, would pass the learning iteration's 12 MiB and be
+// declined). The snapshot shows the range's parts and the arena as segments, and the
+// arena goes back into the range when given back.
+TEST(Planned, CarvesTheArenaOutOfTheExpandableRange) {
+  auto sim = device();
+  Allocator allocator(sim, planned());
+  // 3.25 MiB: the free 0.75 MiB of its last granule is below a hole's 1 MiB.
+  void* weights = allocator.allocate(3 * MiB + 256 * KiB);
+  const std::vector<std::size_t> chain = {4 * MiB, 4 * MiB + 512 * KiB};
+  for (int i = 0; i < 4; ++i) {
+    allocator.mark_iteration();
+    run_chain(allocator, chain);
+  }
+  PlannedStats stats = allocator.planned_stats();
+  EXPECT_EQ(stats.hits, 3u * 2u);
+  EXPECT_EQ(stats.fallbacks, 0u);
+  EXPECT_EQ(stats.arena_bytes, 8 * MiB + 512 * KiB);  // 4 + 4.5, not rounded
+  // 3.25 + 8.5 MiB in 6 granules; a segment of its own took 4 + 10 MiB.
+  EXPECT_EQ(stats.steady_peak_reserved_bytes, 12 * MiB);
+  EXPECT_EQ(allocator.stats().segment.all.current, 3) << "the range's parts and the arena";
+  testing::expect_consistent(allocator, {{weights, 3 * MiB + 256 * KiB}});
+
+  allocator.empty_cache();
+  EXPECT_EQ(allocator.planned_stats().arena_bytes, 0u);
+  EXPECT_EQ(allocator.stats().segment.all.current, 1) << "joined into the range again";
+  EXPECT_EQ(allocator.stats().reserved_bytes.all.current, static_cast<std::int64_t>(4 * MiB));
+  testing::expect_consistent(allocator, {{weights, 3 * MiB + 256 * KiB}});
+
+  allocator.mark_iteration();
+  run_chain(allocator, chain);
+  stats = allocator.planned_stats();
+  EXPECT_EQ(stats.hits, 4u * 2u);
+  EXPECT_EQ(stats.arena_bytes, 8 * MiB + 512 * KiB);
+  testing::expect_consistent(allocator, {{weights, 3 * MiB + 256 * KiB}});
   allocator.deallocate(weights);
 }
 
@@ -210,7 +250,7 @@ TEST(Planned, KeepsOnePlanPerShapeInOneArena) {
   EXPECT_EQ(stats.hits, 8u * 4u);
   EXPECT_EQ(stats.fallbacks, 0u);
   EXPECT_EQ(stats.plans[1].arena_bytes, 11 * MiB);  // B's 3 + 8, the larger
-  EXPECT_EQ(stats.arena_bytes, 12 * MiB);           // rounded to the 2 MiB granule
+  EXPECT_EQ(stats.arena_bytes, 11 * MiB);  // carved out of the expandable range: not rounded
   EXPECT_EQ(sim->call_counts().total(), calls);
 }
 
@@ -223,7 +263,7 @@ TEST(Planned, ReservesTheArenaForThePlanThatServes) {
     allocator.mark_iteration();
     run_chain(allocator, i % 2 == 0 ? kChainA : kChainB);
   }
-  EXPECT_EQ(allocator.planned_stats().arena_bytes, 12 * MiB);  // B's 11, rounded
+  EXPECT_EQ(allocator.planned_stats().arena_bytes, 11 * MiB);  // B's
   allocator.mark_iteration();
   run_chain(allocator, {7 * MiB, 9 * MiB});
   EXPECT_EQ(allocator.planned_stats().arena_bytes, 0u) << "given back while learning";
@@ -325,9 +365,8 @@ TEST(Planned, ReservesTheArenaInPlaceOfTheLearningIterationsMemory) {
 
 // A step whose output lives into the next one (gradients): the first arena waits for
 // the output the iteration before left in the fallback, deferring the input meanwhile,
-// rather than being reserved beside it. (Caching's fallback: expandable packs these
-// three tensors in 16 MiB, where the arena and the deferred input would take 18, so
-// the plan would be declined.)
+// rather than being reserved beside it. (Caching's fallback: the expandable one packs
+// these three tensors in 16 MiB and carves the arena out of its range, below.)
 TEST(Planned, ANewArenaWaitsForTheTensorsItsSpaceIsPlannedFor) {
   auto sim = device();
   Config config = planned();
@@ -350,13 +389,14 @@ TEST(Planned, ANewArenaWaitsForTheTensorsItsSpaceIsPlannedFor) {
   allocator.deallocate(step.output);
 }
 
-// The same steps on the expandable fallback, which packs them in 16 MiB: the arena
-// (16 MiB) beside the deferred input's granule would take 18, so the plan is declined
-// when the arena is due, after the input was deferred; the steady-state figures, begun
-// by that deferral, go with it, since no plan served.
+// Such steps with a 2 MiB input, on the expandable fallback, which packs them in 16
+// MiB: the arena, carved beside the deferred input, would take more, so the plan is
+// declined when the arena is due, after the input was deferred; the steady-state
+// figures, begun by that deferral, go with it, since no plan served. (With a 1 MiB
+// input the carved arena fits in 16 MiB, as a device segment of its own it did not.)
 TEST(Planned, APlanDeclinedAfterADeferralLeavesNoSteadyState) {
   Allocator allocator(device(), planned());
-  CarriedOutputStep step{allocator, 1 * MiB, 6 * MiB, 8 * MiB};
+  CarriedOutputStep step{allocator, 2 * MiB, 6 * MiB, 8 * MiB};
   for (int i = 0; i < 6; ++i) step();
   const PlannedStats stats = allocator.planned_stats();
   ASSERT_EQ(stats.plans.size(), 1u);
@@ -392,10 +432,11 @@ TEST(Planned, ANewArenaWaitsForAKeptInputTheNextIterationFrees) {
   EXPECT_EQ(stats.first_served_iteration, 3u);
   EXPECT_EQ(stats.deferred, 1u);
   EXPECT_EQ(stats.deferred_bytes, 1 * MiB);
-  // Beside the arena: the input and the deferred tensor's granule, not the input
-  // before it as well.
-  EXPECT_EQ(allocator.stats().reserved_bytes.all.peak,
-            static_cast<std::int64_t>(stats.arena_bytes + 8 * MiB + 2 * MiB));
+  // Beside the arena: the input and the deferred tensor, not the input before it as
+  // well; the arena, carved out of the expandable range, shares their granules.
+  EXPECT_EQ(
+      allocator.stats().reserved_bytes.all.peak,
+      static_cast<std::int64_t>(core::round_up(stats.arena_bytes + 8 * MiB + 1 * MiB, 2 * MiB)));
   for (int i = 0; i < 2; ++i) step();
   stats = allocator.planned_stats();
   ASSERT_EQ(stats.plans.size(), 1u);
