@@ -70,6 +70,8 @@ struct PlanInfo {
 // arena; learning ones came in an iteration no plan served.
 struct PlannedStats {
   std::uint64_t plans_learned = 0;  // plans made, re-learning included
+  // The arena reserved now: carved out of the expandable fallback's range, its bytes; a
+  // device segment of its own, whole granules.
   std::uint64_t arena_bytes = 0;
   std::uint64_t hits = 0;
   std::uint64_t hit_bytes = 0;

@@ -16,14 +16,18 @@ PoolKind ExpandableSource::kind_for(std::size_t size) const {
   return size <= config.small_size ? PoolKind::small : PoolKind::large;
 }
 
+std::size_t ExpandableSource::granule_for(const BlockPool& blocks) const {
+  const Config& config = allocator_.config;
+  return round_up(blocks.kind() == PoolKind::small ? config.expandable_small_granule
+                                                   : config.expandable_large_granule,
+                  allocator_.granularity(blocks.tier()));
+}
+
 ExpandableSource::Range* ExpandableSource::range_for(PoolState& pool, BlockPool& blocks) {
   if (auto found = ranges_.find(&blocks); found != ranges_.end()) return &found->second;
   const Tier tier = blocks.tier();
-  const Config& config = allocator_.config;
   Range range;
-  range.granule = round_up(blocks.kind() == PoolKind::small ? config.expandable_small_granule
-                                                            : config.expandable_large_granule,
-                           allocator_.granularity(tier));
+  range.granule = granule_for(blocks);
   // Twice the tier limit: stitched granules leave holes behind them.
   range.size =
       round_up(2 * std::max<std::size_t>(allocator_.limit(tier), range.granule), range.granule);
@@ -166,7 +170,7 @@ std::size_t ExpandableSource::bytes_to_grow(const BlockPool& blocks, std::size_t
     return 0;
   }
   const auto found = ranges_.find(&blocks);
-  if (found == ranges_.end()) return round_up(size, allocator_.config.expandable_large_granule);
+  if (found == ranges_.end()) return round_up(size, granule_for(blocks));  // all of it new
   return placement(blocks, found->second, size).granules * found->second.granule;
 }
 

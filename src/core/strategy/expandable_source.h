@@ -50,6 +50,8 @@ class ExpandableSource : public SegmentSource {
     std::size_t granules = 0;
   };
 
+  // The granule of the range `blocks` has or would get.
+  std::size_t granule_for(const BlockPool& blocks) const;
   Range* range_for(PoolState& pool, BlockPool& blocks);
   Placement placement(const BlockPool& blocks, const Range& range, std::size_t size) const;
   GrowResult grow_at(PoolState& pool, BlockPool& blocks, Range& range, const Placement& place);

@@ -757,8 +757,10 @@ bool PlannedSource::lasts(const Block& block) const {
          !(iteration == previous_.iteration && awaited(request_index(block)));
 }
 
+// Not the arena: a hole that an arena carved since covers is not the plan's to take.
 Segment* PlannedSource::segment_at(std::uintptr_t address) const {
   for (Segment* s = arena_blocks().segments(); s != nullptr; s = s->next) {
+    if (is_arena(*s)) continue;
     if (address >= s->address && address < s->address + s->size) return s;
   }
   return nullptr;
