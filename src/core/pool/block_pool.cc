@@ -366,6 +366,8 @@ Segment* BlockPool::split_segment(Segment& segment, Block* at) {
   return back;
 }
 
+// Walks `front`'s blocks to its last: the planned strategy joins an arena back only
+// when it gives it back, not per allocation.
 void BlockPool::join_segments(Segment& front, Segment& back) {
   set_closed(back, front.closed);
   Block* last = front.first;
