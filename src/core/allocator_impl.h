@@ -139,6 +139,9 @@ struct Allocator::Impl {
   // With the lock held; `known`: the calling thread's cache when the caller has it.
   void* allocate_locked(std::size_t bytes, StreamId stream, core::ThreadCache* known);
   void deallocate_locked(std::uintptr_t address, core::Block* block, core::ThreadCache* known);
+  // While counting_apart(), with the lock held: a block of `cache` (the calling
+  // thread's) for the request, counted apart; nullptr when allocate_locked must serve it.
+  core::Block* take_solo(std::size_t bytes, StreamId stream, core::ThreadCache* cache);
   // While solo, with the lock held: keeps `block` (what `live` holds for the freed
   // address) in `cache`, the calling thread's; false when deallocate_locked must free
   // it (or report the free invalid).
