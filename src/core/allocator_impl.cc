@@ -78,6 +78,7 @@ Allocator::Impl::Impl(std::shared_ptr<Device> dev, Config conf,
       break;
     }
   }
+  update_counting_apart();
   try {
     create_pool("default", 0);
   } catch (...) {
@@ -180,6 +181,7 @@ ThreadCache* Allocator::Impl::attach_new_cache() {
       caches->caches.front()->lock.lock();
       caches->caches.front()->keep_large = true;
       solo.store(false, std::memory_order_relaxed);
+      update_counting_apart();
     }
     if (!solo.load(std::memory_order_relaxed)) {
       cache->lock.lock();
@@ -311,6 +313,16 @@ void Allocator::Impl::drop_cached(Block* block) const {
   live.erase(block->address);
   block->owner = nullptr;
   if (!streams.hold(*device, block)) release_to_pool(block);
+}
+
+void Allocator::Impl::add_observer(std::shared_ptr<AllocatorObserver> observer) {
+  observers.push_back(std::move(observer));
+  update_counting_apart();
+}
+
+void Allocator::Impl::remove_observer(const std::shared_ptr<AllocatorObserver>& observer) {
+  std::erase(observers, observer);
+  update_counting_apart();
 }
 
 void Allocator::Impl::release_everything() {
