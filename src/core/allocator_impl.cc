@@ -440,7 +440,7 @@ void* Allocator::Impl::allocate_locked(std::size_t bytes, StreamId stream, Threa
     live.insert(block->address, block);
     block->owner = cache;
   } else if (cache != nullptr && !counting_apart()) {  // else take_solo found none
-    block = cache->take(size, &pool, stream);            // still in `live`
+    block = cache->take(size, &pool, stream);          // still in `live`
   }
   if (block == nullptr) {
     block = reuse_held(pool, size, stream);

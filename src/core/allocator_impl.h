@@ -154,7 +154,8 @@ struct Allocator::Impl {
   // flag (count_apart_now), asked several times on every lone-thread operation.
   bool counting_apart() const { return count_apart_now; }
   void update_counting_apart() {
-    count_apart_now = solo.load(std::memory_order_relaxed) && observers.empty() && planned == nullptr;
+    count_apart_now =
+        solo.load(std::memory_order_relaxed) && observers.empty() && planned == nullptr;
   }
   // The calling thread's front cache (`known` when given), made (or a retired one
   // taken over) if it has none.
