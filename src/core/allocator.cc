@@ -129,12 +129,12 @@ PlannedStats Allocator::planned_stats() const {
 
 void Allocator::add_observer(std::shared_ptr<AllocatorObserver> observer) {
   std::lock_guard lock(impl_->mutex);
-  impl_->observers.push_back(std::move(observer));
+  impl_->add_observer(std::move(observer));
 }
 
 void Allocator::remove_observer(const std::shared_ptr<AllocatorObserver>& observer) {
   std::lock_guard lock(impl_->mutex);
-  std::erase(impl_->observers, observer);
+  impl_->remove_observer(observer);
 }
 
 Device& Allocator::device() const {

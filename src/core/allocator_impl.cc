@@ -78,6 +78,7 @@ Allocator::Impl::Impl(std::shared_ptr<Device> dev, Config conf,
       break;
     }
   }
+  update_counting_apart();
   try {
     create_pool("default", 0);
   } catch (...) {
@@ -180,6 +181,7 @@ ThreadCache* Allocator::Impl::attach_new_cache() {
       caches->caches.front()->lock.lock();
       caches->caches.front()->keep_large = true;
       solo.store(false, std::memory_order_relaxed);
+      update_counting_apart();
     }
     if (!solo.load(std::memory_order_relaxed)) {
       cache->lock.lock();
@@ -313,6 +315,16 @@ void Allocator::Impl::drop_cached(Block* block) const {
   if (!streams.hold(*device, block)) release_to_pool(block);
 }
 
+void Allocator::Impl::add_observer(std::shared_ptr<AllocatorObserver> observer) {
+  observers.push_back(std::move(observer));
+  update_counting_apart();
+}
+
+void Allocator::Impl::remove_observer(const std::shared_ptr<AllocatorObserver>& observer) {
+  std::erase(observers, observer);
+  update_counting_apart();
+}
+
 void Allocator::Impl::release_everything() {
   for (auto& pool : pools) {
     for (Tier tier : kAllTiers) {
@@ -353,7 +365,7 @@ PoolState& Allocator::Impl::create_pool(const std::string& name, std::uint64_t q
   return *pools.back();
 }
 
-PoolState& Allocator::Impl::current_pool() {
+inline PoolState& Allocator::Impl::current_pool() {
   return scoped_owner == this && scoped_pool != nullptr ? *scoped_pool : *pools.front();
 }
 
@@ -393,7 +405,27 @@ void* Allocator::Impl::allocate(std::size_t bytes, StreamId stream) {
   if (!locked) mutex.lock_leaving_counts();
   // One call site, so backtraces taken below are the same whichever way came here.
   std::lock_guard lock(mutex, std::adopt_lock);
+  if (const Block* block = take_solo(bytes, stream, cache)) {
+    return reinterpret_cast<void*>(block->address);
+  }
   return allocate_locked(bytes, stream, cache);
+}
+
+// Inline in allocate, apart from allocate_locked's frame: a lone thread's churn of
+// one size takes this path on nearly every allocation. A kept block's stream was
+// noted when the block was first allocated, so there is none to note here.
+inline Block* Allocator::Impl::take_solo(std::size_t bytes, StreamId stream, ThreadCache* cache) {
+  if (cache == nullptr || !counting_apart() ||
+      bytes > std::numeric_limits<std::size_t>::max() / 2) {
+    return nullptr;
+  }
+  const std::size_t size = core::round_up_pow2(std::max<std::size_t>(bytes, 1), config.granule);
+  Block* block = cache->take(size, &current_pool(), stream);  // still in `live`
+  if (block == nullptr) return nullptr;
+  block->requested = bytes;
+  block->tag = core::current_tag_id();
+  count_apart(*block, true);
+  return block;
 }
 
 // With the lock held.
@@ -407,14 +439,8 @@ void* Allocator::Impl::allocate_locked(std::size_t bytes, StreamId stream, Threa
   if (block != nullptr) {
     live.insert(block->address, block);
     block->owner = cache;
-  } else if (cache != nullptr) {
-    block = cache->take(size, &pool, stream);    // still in `live`
-    if (block != nullptr && counting_apart()) {  // all the rest below is for other blocks
-      block->requested = bytes;
-      block->tag = core::current_tag_id();
-      count_apart(*block, true);
-      return reinterpret_cast<void*>(block->address);
-    }
+  } else if (cache != nullptr && !counting_apart()) {  // else take_solo found none
+    block = cache->take(size, &pool, stream);          // still in `live`
   }
   if (block == nullptr) {
     block = reuse_held(pool, size, stream);
@@ -731,7 +757,8 @@ void Allocator::Impl::deallocate(void* ptr) {
 }
 
 // While solo, deallocate_locked's keeping of a block, counted apart (count_apart).
-bool Allocator::Impl::keep_solo(Block* block, ThreadCache* cache) {
+// Inline in deallocate, as take_solo is in allocate.
+inline bool Allocator::Impl::keep_solo(Block* block, ThreadCache* cache) {
   if (cache == nullptr || block == nullptr || block->owner != cache || block->cached ||
       !counting_apart() || streams.shared(block) || !cacheable(*block) || !cache->keep(block)) {
     return false;

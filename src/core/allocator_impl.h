@@ -122,6 +122,9 @@ struct Allocator::Impl {
   // reuse touches no table). Changed under the lock only; front caches read it.
   mutable core::PointerMap live;
   std::vector<std::shared_ptr<AllocatorObserver>> observers;
+  // Adds or removes an observer (with the lock held).
+  void add_observer(std::shared_ptr<AllocatorObserver> observer);
+  void remove_observer(const std::shared_ptr<AllocatorObserver>& observer);
   std::vector<std::string> warnings;
   // Per-pool block statistics start when the first named pool is created.
   bool per_pool_stats = false;
@@ -139,14 +142,20 @@ struct Allocator::Impl {
   // With the lock held; `known`: the calling thread's cache when the caller has it.
   void* allocate_locked(std::size_t bytes, StreamId stream, core::ThreadCache* known);
   void deallocate_locked(std::uintptr_t address, core::Block* block, core::ThreadCache* known);
+  // While counting_apart(), with the lock held: a block of `cache` (the calling
+  // thread's) for the request, counted apart; nullptr when allocate_locked must serve it.
+  core::Block* take_solo(std::size_t bytes, StreamId stream, core::ThreadCache* cache);
   // While solo, with the lock held: keeps `block` (what `live` holds for the freed
   // address) in `cache`, the calling thread's; false when deallocate_locked must free
   // it (or report the free invalid).
   bool keep_solo(core::Block* block, core::ThreadCache* cache);
   // Whether allocations and frees count in solo_counts now: solo, no observer to tell
-  // of each event, and not the planned strategy (its hooks read the statistics).
-  bool counting_apart() const {
-    return solo.load(std::memory_order_relaxed) && observers.empty() && planned == nullptr;
+  // of each event, and not the planned strategy (its hooks read the statistics). A
+  // flag (count_apart_now), asked several times on every lone-thread operation.
+  bool counting_apart() const { return count_apart_now; }
+  void update_counting_apart() {
+    count_apart_now =
+        solo.load(std::memory_order_relaxed) && observers.empty() && planned == nullptr;
   }
   // The calling thread's front cache (`known` when given), made (or a retired one
   // taken over) if it has none.
@@ -225,6 +234,7 @@ struct Allocator::Impl {
   std::atomic<bool> solo{true};
   // What the lone thread's allocations and frees counted since the last fold.
   core::SoloCounts solo_counts;
+  bool count_apart_now = false;  // counting_apart(); changed under the lock
   Tier cached_tier = Tier::hbm;  // front caches keep the first tier's blocks only
   // The limit the config and the device give a tier (before any memory fraction).
   std::uint64_t configured_limit(Tier tier) const;

@@ -469,6 +469,33 @@ TEST_P(ThreadCache, ObserversSeeEveryEvent) {
   }
 }
 
+// A lone thread stops counting apart while an observer watches and starts again once
+// it is removed: the observer sees exactly the events in between, and the statistics
+// read after stay exact (peaks too).
+TEST_P(ThreadCache, LoneThreadCountsExactlyAcrossAnObserver) {
+  Allocator allocator(npu());
+  void* held = allocator.allocate(8 * KiB);
+  allocator.deallocate(allocator.allocate(KiB));  // leaves a kept block
+  auto observer = std::make_shared<CountingObserver>();
+  allocator.add_observer(observer);
+  for (int i = 0; i < 3; ++i) allocator.deallocate(allocator.allocate(KiB));
+  allocator.remove_observer(observer);
+  void* second = allocator.allocate(KiB);  // the kept block again, counted apart
+  allocator.deallocate(allocator.allocate(2 * KiB));
+  EXPECT_EQ(observer->allocs, 3);
+  EXPECT_EQ(observer->frees, 3);
+  const Stats stats = allocator.stats();
+  EXPECT_EQ(stats.allocation.all.allocated, 7);
+  EXPECT_EQ(stats.allocation.all.freed, 5);
+  EXPECT_EQ(stats.allocation.all.current, 2);
+  EXPECT_EQ(stats.allocation.all.peak, 3);
+  EXPECT_EQ(stats.allocated_bytes.all.current, static_cast<std::int64_t>(9 * KiB));
+  EXPECT_EQ(stats.allocated_bytes.all.peak, static_cast<std::int64_t>(11 * KiB));
+  allocator.deallocate(second);
+  allocator.deallocate(held);
+  testing::expect_consistent(allocator, {});
+}
+
 INSTANTIATE_TEST_SUITE_P(Devices, ThreadCache, ::testing::ValuesIn(testing::kBackends),
                          [](const auto& info) { return testing::backend_name(info.param); });
 
