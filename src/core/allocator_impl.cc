@@ -384,12 +384,12 @@ void* Allocator::Impl::allocate(std::size_t bytes, StreamId stream) {
   bool locked = false;
   // The planned strategy counts every request in order, so it always takes the lock.
   if (cache != nullptr && planned == nullptr && !solo.load(std::memory_order_relaxed) &&
-      bytes <= std::numeric_limits<std::size_t>::max() / 2) {
+      bytes <= kLargestRequest) {
     cache->lock.lock();
     // A kept block is its stream's to take back at once (it never met another stream);
     // a stream not seen yet finds none and goes the locked way, which notes it.
     if (observers.empty()) {
-      const std::size_t size = core::round_up_pow2(std::max<std::size_t>(bytes, 1), config.granule);
+      const std::size_t size = block_size(bytes);
       if (Block* block = cache->take_counted(size, &current_pool(), stream, bytes)) {
         block->requested = bytes;
         block->tag = core::current_tag_id();
@@ -415,11 +415,10 @@ void* Allocator::Impl::allocate(std::size_t bytes, StreamId stream) {
 // one size takes this path on nearly every allocation. A kept block's stream was
 // noted when the block was first allocated, so there is none to note here.
 inline Block* Allocator::Impl::take_solo(std::size_t bytes, StreamId stream, ThreadCache* cache) {
-  if (cache == nullptr || !counting_apart() ||
-      bytes > std::numeric_limits<std::size_t>::max() / 2) {
+  if (cache == nullptr || !counting_apart() || bytes > kLargestRequest) {
     return nullptr;
   }
-  const std::size_t size = core::round_up_pow2(std::max<std::size_t>(bytes, 1), config.granule);
+  const std::size_t size = block_size(bytes);
   Block* block = cache->take(size, &current_pool(), stream);  // still in `live`
   if (block == nullptr) return nullptr;
   block->requested = bytes;
@@ -432,8 +431,8 @@ inline Block* Allocator::Impl::take_solo(std::size_t bytes, StreamId stream, Thr
 void* Allocator::Impl::allocate_locked(std::size_t bytes, StreamId stream, ThreadCache* known) {
   ThreadCache* cache = attach_cache(known);
   PoolState& pool = current_pool();
-  if (bytes > std::numeric_limits<std::size_t>::max() / 2) fail(pool, bytes, bytes, {});
-  const std::size_t size = core::round_up_pow2(std::max<std::size_t>(bytes, 1), config.granule);
+  if (bytes > kLargestRequest) fail(pool, bytes, bytes, {});
+  const std::size_t size = block_size(bytes);
   if (streams.note(*device, stream)) hold_free_blocks();
   Block* block = planned != nullptr ? planned->take(pool, size) : nullptr;
   if (block != nullptr) {
@@ -807,8 +806,8 @@ bool Allocator::Impl::resize(void* ptr, std::size_t bytes) {
   std::lock_guard lock(mutex);
   Block* block = live.find(reinterpret_cast<std::uintptr_t>(ptr));
   if (block == nullptr || block->cached) invalid_free(reinterpret_cast<std::uintptr_t>(ptr));
-  if (bytes > std::numeric_limits<std::size_t>::max() / 2) return false;
-  const std::size_t size = core::round_up_pow2(std::max<std::size_t>(bytes, 1), config.granule);
+  if (bytes > kLargestRequest) return false;
+  const std::size_t size = block_size(bytes);
   flush_recycled();  // a kept neighbour may be the room to grow into
   PoolState& pool = *block->segment->pool;
   BlockPool& blocks = pool.block_pool(block->segment->tier, block->segment->kind);

@@ -3,9 +3,11 @@
 // (a SegmentSource) decides how memory comes from the device and goes back.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cstddef>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -13,6 +15,7 @@
 #include <vector>
 
 #include "core/oom_report.h"
+#include "core/pool/align.h"
 #include "core/pool/pointer_map.h"
 #include "core/pool/pool_state.h"
 #include "core/strategy/planned_source.h"
@@ -139,6 +142,12 @@ struct Allocator::Impl {
   };
 
   core::PoolState& current_pool();
+  // Past this a request fails before its size is rounded (rounding would overflow).
+  static constexpr std::size_t kLargestRequest = std::numeric_limits<std::size_t>::max() / 2;
+  // The block a request of `bytes` takes: whole granules, at least one.
+  std::size_t block_size(std::size_t bytes) const {
+    return core::round_up_pow2(std::max<std::size_t>(bytes, 1), config.granule);
+  }
   // With the lock held; `known`: the calling thread's cache when the caller has it.
   void* allocate_locked(std::size_t bytes, StreamId stream, core::ThreadCache* known);
   void deallocate_locked(std::uintptr_t address, core::Block* block, core::ThreadCache* known);
