@@ -198,7 +198,9 @@ struct Allocator::Impl {
   void account_block(core::PoolState& pool, const core::Block& block, bool allocated);
   void count_block(core::PoolState& pool, const core::Block& block, bool allocated);
   // While counting_apart(): an allocation or free of a block that is not oversize.
-  void count_apart(const core::Block& block, bool allocated) {
+  // Inline: out of line, GCC made one function of both branches (measured: 30 more
+  // instructions per alloc+free pair of one size).
+  [[gnu::always_inline]] void count_apart(const core::Block& block, bool allocated) {
     if (!solo_counts.counts_like(block)) {
       fold_solo_counts();
       solo_counts.start(block);

@@ -5,9 +5,9 @@
 // otherwise. Peaks stay exact: between folds nothing else changes those statistics,
 // so the highest value each reached is its value at the last fold plus the highest
 // running sum of the changes since. One pool and tier at a time; both kinds, the all
-// and tier splits changing by their sum (summed apart only once both kinds counted:
-// until then they change as the one kind does, and a lone thread's one-size churn
-// pays for one running sum per counter).
+// and tier splits changing by their sum. That sum's additions and net are the kinds'
+// summed when folded; only its highest is kept apart, and only once both kinds
+// counted (until then it is the one kind's), so a free updates one kind's net alone.
 #pragma once
 
 #include <algorithm>
@@ -33,15 +33,17 @@ class SoloCounts {
     first_kind_ = block.segment->kind;
   }
   // Written out per counter, here and in fold_into: these run on every call.
-  void allocated(const Block& block) {
+  // allocated out of line: inline, its caller saved more registers on every call
+  // (measured: 27 more instructions per alloc+free pair of one size).
+  [[gnu::noinline]] void allocated(const Block& block) {
     Sums& kind = sums_of(block);
     add(kind, kAllocatedBytes, static_cast<std::int64_t>(block.size));
     add(kind, kRequestedBytes, static_cast<std::int64_t>(block.requested));
     add(kind, kAllocations, 1);
     if (mixed_) {
-      add(both_, kAllocatedBytes, static_cast<std::int64_t>(block.size));
-      add(both_, kRequestedBytes, static_cast<std::int64_t>(block.requested));
-      add(both_, kAllocations, 1);
+      raise_both_highest(kAllocatedBytes);
+      raise_both_highest(kRequestedBytes);
+      raise_both_highest(kAllocations);
     }
   }
   void freed(const Block& block) {
@@ -49,11 +51,6 @@ class SoloCounts {
     subtract(kind, kAllocatedBytes, static_cast<std::int64_t>(block.size));
     subtract(kind, kRequestedBytes, static_cast<std::int64_t>(block.requested));
     subtract(kind, kAllocations, 1);
-    if (mixed_) {
-      subtract(both_, kAllocatedBytes, static_cast<std::int64_t>(block.size));
-      subtract(both_, kRequestedBytes, static_cast<std::int64_t>(block.requested));
-      subtract(both_, kAllocations, 1);
-    }
   }
   // The pool whose statistics (beside the allocator's) the counts are for.
   PoolState* pool() const { return pool_; }
@@ -78,7 +75,7 @@ class SoloCounts {
   Sums& sums_of(const Block& block) {
     const PoolKind kind = block.segment->kind;
     if (kind != first_kind_ && !mixed_) {
-      both_ = by_kind_[static_cast<std::size_t>(first_kind_)];
+      both_highest_ = by_kind_[static_cast<std::size_t>(first_kind_)].highest;
       mixed_ = true;
     }
     return by_kind_[static_cast<std::size_t>(kind)];
@@ -89,8 +86,22 @@ class SoloCounts {
     sums.highest[c] = std::max(sums.highest[c], sums.net[c]);
   }
   static void subtract(Sums& sums, Counter c, std::int64_t amount) { sums.net[c] -= amount; }
+  void raise_both_highest(Counter c) {
+    both_highest_[c] = std::max(both_highest_[c], by_kind_[0].net[c] + by_kind_[1].net[c]);
+  }
+  // The sums of both kinds: each kind's while only one counted.
+  Sums both() const {
+    if (!mixed_) return by_kind_[static_cast<std::size_t>(first_kind_)];
+    Sums both;
+    for (int c = 0; c < kCounters; ++c) {
+      both.added[c] = by_kind_[0].added[c] + by_kind_[1].added[c];
+      both.net[c] = by_kind_[0].net[c] + by_kind_[1].net[c];
+    }
+    both.highest = both_highest_;
+    return both;
+  }
   void fold_into(StatSplit& split, Counter c) const {
-    const Sums& both = mixed_ ? both_ : by_kind_[static_cast<std::size_t>(first_kind_)];
+    const Sums both = this->both();
     fold_into(split.all, both, c);
     fold_into(split.by_tier[static_cast<std::size_t>(tier_)], both, c);
     for (std::size_t kind = 0; kind < by_kind_.size(); ++kind) {
@@ -107,9 +118,9 @@ class SoloCounts {
   PoolState* pool_ = nullptr;  // nullptr: nothing counted since the last fold
   Tier tier_ = Tier::hbm;
   PoolKind first_kind_ = PoolKind::small;
-  bool mixed_ = false;             // both kinds counted: both_ sums them
+  bool mixed_ = false;             // both kinds counted: both_highest_ is kept
   std::array<Sums, 2> by_kind_{};  // indexed by PoolKind
-  Sums both_{};
+  Amounts both_highest_{};         // of both kinds' summed net since the last fold
 };
 
 }  // namespace npumem::core
