@@ -57,9 +57,10 @@ class SoloCounts {
   // Adds the counts to `stats` (the allocator's, then the pool's when kept apart);
   // clear() after.
   void fold_into(Stats& stats) const {
-    fold_into(stats.allocated_bytes, kAllocatedBytes);
-    fold_into(stats.requested_bytes, kRequestedBytes);
-    fold_into(stats.allocation, kAllocations);
+    const Sums both = this->both();
+    fold_into(stats.allocated_bytes, both, kAllocatedBytes);
+    fold_into(stats.requested_bytes, both, kRequestedBytes);
+    fold_into(stats.allocation, both, kAllocations);
   }
   void clear() { *this = SoloCounts{}; }
 
@@ -100,8 +101,7 @@ class SoloCounts {
     both.highest = both_highest_;
     return both;
   }
-  void fold_into(StatSplit& split, Counter c) const {
-    const Sums both = this->both();
+  void fold_into(StatSplit& split, const Sums& both, Counter c) const {
     fold_into(split.all, both, c);
     fold_into(split.by_tier[static_cast<std::size_t>(tier_)], both, c);
     for (std::size_t kind = 0; kind < by_kind_.size(); ++kind) {
