@@ -5,18 +5,20 @@
     print(model.report_text())
 
 checkpoint() measures, on npumem's allocator, the bytes each layer's forward leaves for
-the backward pass and its forward time, makes the recompute plan (npumem.plan.recompute)
-for the activation budget and returns a module that runs the chain with every run of
-dropped layers, together with the kept layer after it, inside torch.utils.checkpoint
-(non-reentrant, random-number state preserved): their activations are recomputed in the
-backward pass instead of kept.
-
-It also runs one training step (forward, backward with a gradient of ones) plainly and
-one checkpointed, and reports each step's activation peak: the most bytes allocated in
-npumem's default pool above what was there before the step, with the parameters'
-gradients held in a pool of their own for the measurement (so the figure is activations
-and their gradients, what checkpointing changes). The user's gradients, buffers and
-random-number state are put back afterwards.
+the backward pass and its forward time, and runs one training step (forward, backward
+with a gradient of ones) plainly. The budget is for a step's activation peak: the most
+bytes allocated in npumem's default pool above what was there before the step, with the
+parameters' gradients held in a pool of their own for the measurement (so the figure is
+activations and their gradients, what checkpointing changes). What the plain step's
+peak holds beyond the layers' activations (the gradients being back-propagated, the
+workspaces of the backward kernels: on a CPU without AVX-512, oneDNN's convolution
+backward took 41 MiB beside resnet18's 31 MiB of activations) is taken to be needed
+beside any plan; the recompute plan (npumem.plan.recompute) gets the rest of the
+budget. The result is a module that runs the chain with every run of dropped layers,
+together with the kept layer after it, inside torch.utils.checkpoint (non-reentrant,
+random-number state preserved): their activations are recomputed in the backward pass
+instead of kept. One checkpointed step is measured too. The user's gradients, buffers
+and random-number state are put back afterwards.
 """
 
 from __future__ import annotations
@@ -56,7 +58,8 @@ class CheckpointedModel(torch.nn.Module):
         return x
 
     def report(self) -> npumem.plan.Plan:
-        """budget_bytes, planned_peak_bytes (the planner's activation peak),
+        """budget_bytes, planned_peak_bytes (the planner's activation peak plus
+        step_overhead_bytes, what the plain step held beyond the activations),
         plain_peak_bytes and measured_peak_bytes (the activation peaks of a plain and a
         checkpointed training step), planned_recompute_ms, plain_step_ms,
         checkpointed_step_ms and extra_compute_ms (their difference), and the layers:
@@ -70,7 +73,8 @@ class CheckpointedModel(torch.nn.Module):
             f"npumem checkpointing: budget {fmt(r.budget_bytes)}, "
             f"{len(r.recomputed_segments)} recomputed segments\n"
             f"  activation peak: plain {fmt(r.plain_peak_bytes)}, planned "
-            f"{fmt(r.planned_peak_bytes)}, measured {fmt(r.measured_peak_bytes)}\n"
+            f"{fmt(r.planned_peak_bytes)} (of it {fmt(r.step_overhead_bytes)} beside the "
+            f"activations), measured {fmt(r.measured_peak_bytes)}\n"
             f"  step ms: plain {r.plain_step_ms:.3f}, checkpointed {r.checkpointed_step_ms:.3f} "
             f"(extra {r.extra_compute_ms:.3f}; planned recompute {r.planned_recompute_ms:.3f})\n"
         )
@@ -151,6 +155,33 @@ def _default_pool(device: Any) -> dict[str, int]:
     raise _core.Error("npumem device has no default pool")
 
 
+# A budget no model reaches: the plan that keeps every activation.
+_UNBOUNDED = 1 << 62
+
+
+def _plan_within(
+    description: dict[str, Any], budget_bytes: int, step_bytes: int, hbm_bandwidth: float
+) -> npumem.plan.Plan:
+    """The recompute plan for the activations that fit beside `step_bytes` in the
+    budget; OutOfMemoryError naming the smallest budget that fits when none does."""
+    try:
+        return npumem.plan.recompute(
+            description, budget=max(budget_bytes - step_bytes, 0), hbm_bandwidth=hbm_bandwidth
+        )
+    except npumem.OutOfMemoryError as error:
+        fmt = _core.format_bytes
+        least = error.requested_bytes + step_bytes
+        refusal = npumem.OutOfMemoryError(
+            f"no recompute plan fits a budget of {fmt(budget_bytes)}: a training step "
+            f"needs {fmt(step_bytes)} beside the activations it keeps (measured: the "
+            f"backward's gradients and workspaces), and the leanest plan needs "
+            f"{fmt(error.requested_bytes)} of activations, {fmt(least)} in all"
+        )
+        refusal.requested_bytes = least
+        refusal.pool = error.pool
+        raise refusal from None
+
+
 def checkpoint(
     model: torch.nn.Module, budget: Size, example_input: torch.Tensor
 ) -> CheckpointedModel:
@@ -170,15 +201,18 @@ def checkpoint(
             type(model).__name__, example_input.numel() * example_input.element_size(), costs
         )
         hbm_bw = device.tier_info("hbm")["bandwidth_bytes_per_s"] or 1.2e12
-        plan = npumem.plan.recompute(description, budget=budget_bytes, hbm_bandwidth=hbm_bw)
+        plain_peak, plain_seconds = measurement.step(model, example_input)
+        keep_all = npumem.plan.recompute(description, budget=_UNBOUNDED, hbm_bandwidth=hbm_bw)
+        step_bytes = max(0, plain_peak - keep_all.peak_bytes)
+        plan = _plan_within(description, budget_bytes, step_bytes, hbm_bw)
         keep = [cost.name in set(plan.kept_layers) for cost in costs]
         wrapped = CheckpointedModel(model, _segments(layers, keep))
-        plain_peak, plain_seconds = measurement.step(model, example_input)
         peak, seconds = measurement.step(wrapped, example_input)
     wrapped.plan = plan
     wrapped._report = {
         "budget_bytes": budget_bytes,
-        "planned_peak_bytes": plan.peak_bytes,
+        "planned_peak_bytes": plan.peak_bytes + step_bytes,
+        "step_overhead_bytes": step_bytes,
         "plain_peak_bytes": plain_peak,
         "measured_peak_bytes": peak,
         "planned_recompute_ms": plan.recompute_ms,
