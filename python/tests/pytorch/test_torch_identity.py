@@ -58,11 +58,15 @@ class BitIdentityTest(unittest.TestCase):
 
     def test_resnet18_training_loop_under_the_planned_strategy(self):
         stats = self.assert_planned("resnet18_training_loop")
-        # The caching fallback packs these steps within 0.3% of their live bytes, where an
-        # arena beside the weights, gradients and momenta would take a granule more: the
-        # plan is declined, and the run stays within 1% either way.
-        self.assertEqual(stats["planned.plans.0.declined"], 1)
-        self.assertEqual(stats["planned.hits"], 0)
+        # Where the caching fallback packs these steps tighter than an arena beside the
+        # weights, gradients and momenta would (within 0.3% of their live bytes on
+        # AVX-512 machines), the plan is declined and serves nothing; where oneDNN's
+        # backward workspaces differ (an AMD EPYC with AVX2) it may serve. The run stays
+        # within 1% either way.
+        if stats["planned.plans.0.declined"]:
+            self.assertEqual(stats["planned.hits"], 0)
+        else:
+            self.assertGreater(stats["planned.hits"], 0)
         self.assertLessEqual(
             stats["reserved_bytes.all.peak"], 1.01 * stats["requested_bytes.all.peak"]
         )
