@@ -298,6 +298,32 @@ TEST_P(ThreadCache, LoneThreadPassingAResetPeakRaisesIt) {
   allocator.deallocate(a);
 }
 
+// A freed block beside free space goes back and merges with it, as it would without a
+// cache, so the next request of another size finds the space best fit would: kept whole,
+// it left that request the rest of the segment (and raised the reserved peak of small
+// pools; see ThreadCache::merges). Alone (counted apart) and beside another thread.
+TEST_P(ThreadCache, BlockBesideFreeSpaceMergesRatherThanBeingKept) {
+  for (const bool two_threads : {false, true}) {
+    SCOPED_TRACE(two_threads ? "two threads" : "lone thread");
+    Allocator allocator(npu());
+    if (two_threads) use_from_two_threads(allocator);
+    // In one small segment, the rest of it free after them.
+    void* a = allocator.allocate(256 * KiB);
+    void* b = allocator.allocate(256 * KiB);
+    ASSERT_EQ(static_cast<char*>(b), static_cast<char*>(a) + 256 * KiB);
+    allocator.deallocate(b);
+    void* c = allocator.allocate(512 * KiB);
+    EXPECT_EQ(c, b);
+    EXPECT_EQ(allocator.stats().reserved_bytes.all.current, static_cast<std::int64_t>(2 * MiB));
+    // One beside live blocks is kept, and the same size takes it back.
+    allocator.deallocate(a);
+    EXPECT_EQ(allocator.allocate(256 * KiB), a);
+    allocator.deallocate(a);
+    allocator.deallocate(c);
+    EXPECT_EQ(allocator.stats().allocated_bytes.all.current, 0);
+  }
+}
+
 TEST_P(ThreadCache, BlocksFreedByAnotherThread) {
   Allocator allocator(npu());
   std::map<void*, std::size_t> live;
