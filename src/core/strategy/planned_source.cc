@@ -780,6 +780,7 @@ void PlannedSource::keep_plan(std::unique_ptr<Plan> plan) {
   for (auto& kept : plans_) {
     const bool twin = plan->key ? kept->key == plan->key : !kept->key && kept->sizes == plan->sizes;
     if (kept.get() == served_ || twin) {
+      plan->shape_served = kept->shape_served || kept->iterations_served != 0;
       kept = std::move(plan);
       return;
     }
@@ -901,7 +902,9 @@ void PlannedSource::prepare_arena() {
   const std::uint64_t needed = arena_size(*served_);
   std::uint64_t largest = needed;
   for (const auto& plan : plans_) {
-    if (plan->iterations_served != 0) largest = std::max(largest, arena_size(*plan));
+    if (plan->iterations_served != 0 || plan->shape_served) {
+      largest = std::max(largest, arena_size(*plan));
+    }
   }
   if (arena_ != nullptr && arena_->allocated_blocks == 0 &&
       (arena_->size < needed || arena_->size > largest)) {

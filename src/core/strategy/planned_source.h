@@ -82,6 +82,10 @@ class PlannedSource : public SegmentSource {
     std::uint64_t lower_bound_bytes = 0;
     std::uint64_t planned_requests = 0;
     std::uint64_t iterations_served = 0;
+    // The plan it re-learned had served: the arena stays sized for it while other shapes
+    // serve in turn (a re-learned plan counted as new gave the arena back and reserved
+    // it again at each change of shape, 4 device calls in 3 served iterations).
+    bool shape_served = false;
     std::uint32_t fallback_streak = 0;  // consecutive served iterations with fallbacks
     std::uint64_t last_used = 0;        // iteration, for eviction
     // Learned with the iteration before on record: what it kept out of the arena had

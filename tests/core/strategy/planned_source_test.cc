@@ -254,6 +254,29 @@ TEST(Planned, KeepsOnePlanPerShapeInOneArena) {
   EXPECT_EQ(sim->call_counts().total(), calls);
 }
 
+// Shapes served in turn, the larger re-learned after a stray in its first served
+// iteration: the re-learned plan is the shape that served, so the arena stays sized
+// for it while the smaller serves, rather than going back and being reserved again at
+// each change of shape.
+TEST(Planned, KeepsTheArenaOfARelearnedShapeWhileAnotherServes) {
+  auto sim = device();
+  Allocator allocator(sim, planned());
+  const std::vector<std::size_t> large = {4 * MiB, 6 * MiB, 2 * MiB, 5 * MiB};
+  const std::vector<std::size_t> strayed = {4 * MiB, 6 * MiB, 2 * MiB, 6 * MiB};
+  const std::vector<std::size_t> small = {1 * MiB, 2 * MiB, 1 * MiB, 2 * MiB};
+  std::uint64_t calls = 0;
+  for (int i = 0; i < 8; ++i) {
+    allocator.mark_iteration();
+    if (i == 3) calls = sim->call_counts().total();
+    run_chain(allocator, i == 0 ? large : i % 2 == 1 ? small : strayed);
+  }
+  const PlannedStats stats = allocator.planned_stats();
+  EXPECT_EQ(stats.plans_learned, 3u);
+  EXPECT_EQ(stats.fallbacks, 1u);
+  EXPECT_EQ(stats.hits, 6u * 4u - 1u);
+  EXPECT_EQ(sim->call_counts().total(), calls) << "a device call after the stray's iteration";
+}
+
 // An arena is reserved for the plan that serves: after a shape no plan knows (its
 // iteration gives the idle arena back), the smaller plan gets an arena of its size,
 // not the larger one's.
