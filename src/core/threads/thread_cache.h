@@ -44,7 +44,7 @@ class alignas(64) ThreadCache {  // a line of its own: each thread writes its ca
   // address first, packs large segments tighter than reuse by recency.
   bool keep(Block* block) {
     if (block->segment->tier != kept_tier_ ||
-        (block->segment->kind == PoolKind::large && !keep_large) || merges(*block)) {
+        (block->segment->kind == PoolKind::large && !keep_large)) {
       return false;
     }
     Slot& slot = slot_for(block->size);
@@ -64,16 +64,6 @@ class alignas(64) ThreadCache {  // a line of its own: each thread writes its ca
     ++kept_;
     block->cached = true;
     return true;
-  }
-  // Whether freeing `block` to its pool would merge it with a free neighbour. Such a
-  // block goes back, so the free space of other sizes is what best fit would leave:
-  // kept whole it raised the reserved peak where small blocks of many sizes churn (a
-  // TransformerEncoder's training steps 1.039 -> 1.143, squeezenet inference 2.457 ->
-  // 2.633, PyTorch's policy 1.039 and 2.457). The neighbours' `allocated` changes only
-  // under the allocator's lock, which holds this cache's.
-  static bool merges(const Block& block) {
-    return (block.prev != nullptr && !block.prev->allocated) ||
-           (block.next != nullptr && !block.next->allocated);
   }
   // A kept block of exactly `size` from `pool` that `stream` freed, or nullptr: a
   // stream may take back at once what it freed itself (stream_order.h).

@@ -298,11 +298,11 @@ TEST_P(ThreadCache, LoneThreadPassingAResetPeakRaisesIt) {
   allocator.deallocate(a);
 }
 
-// A freed block beside free space goes back and merges with it, as it would without a
-// cache, so the next request of another size finds the space best fit would: kept whole,
-// it left that request the rest of the segment (and raised the reserved peak of small
-// pools; see ThreadCache::merges). Alone (counted apart) and beside another thread.
-TEST_P(ThreadCache, BlockBesideFreeSpaceMergesRatherThanBeingKept) {
+// A request the cache cannot serve gives this thread's kept blocks back first, so it
+// finds the free space best fit would without a cache: here the kept block merged with
+// the rest of the segment (kept, it left the request that rest). Alone (counted apart)
+// and beside another thread.
+TEST_P(ThreadCache, AMissGivesTheKeptBlocksBackFirst) {
   for (const bool two_threads : {false, true}) {
     SCOPED_TRACE(two_threads ? "two threads" : "lone thread");
     Allocator allocator(npu());
@@ -315,7 +315,7 @@ TEST_P(ThreadCache, BlockBesideFreeSpaceMergesRatherThanBeingKept) {
     void* c = allocator.allocate(512 * KiB);
     EXPECT_EQ(c, b);
     EXPECT_EQ(allocator.stats().reserved_bytes.all.current, static_cast<std::int64_t>(2 * MiB));
-    // One beside live blocks is kept, and the same size takes it back.
+    // The same size takes a kept block back.
     allocator.deallocate(a);
     EXPECT_EQ(allocator.allocate(256 * KiB), a);
     allocator.deallocate(a);
