@@ -172,6 +172,23 @@ class alignas(64) ThreadCache {  // a line of its own: each thread writes its ca
     kept_ = 0;
   }
   bool empty() const { return kept_ == 0; }
+  // Hands the kept blocks of `kind` to `release` and forgets them.
+  template <typename Release>
+  void flush(PoolKind kind, Release&& release) {
+    if (kept_ == 0) return;
+    for (Slot& slot : slots_) {
+      if (slot.count == 0 || slot.kind != kind) continue;
+      kept_ -= slot.count;
+      slot.count = 0;
+      while (slot.head != nullptr) {
+        Block* block = slot.head;
+        slot.head = block->free_next;
+        block->free_next = nullptr;
+        block->cached = false;
+        release(block);
+      }
+    }
+  }
 
   SpinLock lock;
   bool retired = false;  // its thread has exited; the next new thread takes it over
