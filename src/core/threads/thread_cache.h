@@ -61,7 +61,7 @@ class alignas(64) ThreadCache {  // a line of its own: each thread writes its ca
     block->free_next = slot.head;
     slot.head = block;
     ++slot.count;
-    ++kept_;
+    ++kept_[static_cast<int>(kind)];
     block->cached = true;
     return true;
   }
@@ -158,7 +158,7 @@ class alignas(64) ThreadCache {  // a line of its own: each thread writes its ca
   // Hands every kept block to `release` and forgets them.
   template <typename Release>
   void flush(Release&& release) {
-    if (kept_ == 0) return;
+    if (empty()) return;
     for (Slot& slot : slots_) {
       while (slot.head != nullptr) {
         Block* block = slot.head;
@@ -169,16 +169,17 @@ class alignas(64) ThreadCache {  // a line of its own: each thread writes its ca
       }
       slot.count = 0;
     }
-    kept_ = 0;
+    kept_ = {};
   }
-  bool empty() const { return kept_ == 0; }
+  bool empty() const { return kept_[0] == 0 && kept_[1] == 0; }
   // Hands the kept blocks of `kind` to `release` and forgets them.
   template <typename Release>
   void flush(PoolKind kind, Release&& release) {
-    if (kept_ == 0) return;
+    std::size_t& kept = kept_[static_cast<int>(kind)];
     for (Slot& slot : slots_) {
+      if (kept == 0) return;
       if (slot.count == 0 || slot.kind != kind) continue;
-      kept_ -= slot.count;
+      kept -= slot.count;
       slot.count = 0;
       while (slot.head != nullptr) {
         Block* block = slot.head;
@@ -223,7 +224,7 @@ class alignas(64) ThreadCache {  // a line of its own: each thread writes its ca
     block->free_next = nullptr;
     block->cached = false;
     --slot.count;
-    --kept_;
+    --kept_[static_cast<int>(slot.kind)];
     return block;
   }
   using Amounts = std::array<std::int64_t, kCounters>;
@@ -253,7 +254,7 @@ class alignas(64) ThreadCache {  // a line of its own: each thread writes its ca
 
   Tier kept_tier_;
   std::array<Slot, kSlots> slots_{};
-  std::size_t kept_ = 0;
+  std::array<std::size_t, kKinds> kept_{};  // blocks kept, by kind
   PoolState* pool_ = nullptr;
   bool counted_ = false;  // counters hold something since the last fold
   bool has_credit_ = false;
