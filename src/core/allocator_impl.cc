@@ -442,13 +442,14 @@ void* Allocator::Impl::allocate_locked(std::size_t bytes, StreamId stream, Threa
     block = cache->take(size, &pool, stream);          // still in `live`
   }
   if (block == nullptr) {
-    // A miss: this thread's kept blocks of the request's pool kind go back first, so
-    // best fit sees the free space it would without a cache. Kept whole, they left
-    // other sizes to split fresh space, and small pools reserved more than PyTorch's
-    // policy (a decoder's token-by-token inference 1.188 vs 1.018, an LSTM's training
-    // 1.341 vs 1.006; equal now). Blocks of the other kind are in other segments.
+    // A miss: this thread's kept blocks that best fit could use (as large as the
+    // request, or beside free space) go back first, so it sees the free space it would
+    // without a cache. Kept whole, they left other sizes to split fresh space, and
+    // small pools reserved more than PyTorch's policy (a decoder's token-by-token
+    // inference 1.188 vs 1.018, an LSTM's training 1.341 vs 1.006; equal now).
     if (cache != nullptr && !cache->empty()) {
-      cache->flush(source->kind_for(size), [this](Block* kept) { drop_cached(kept); });
+      cache->give_back_fits(source->kind_for(size), size,
+                            [this](Block* kept) { drop_cached(kept); });
     }
     block = reuse_held(pool, size, stream);
     if (block == nullptr) {

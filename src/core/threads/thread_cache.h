@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <utility>
@@ -47,7 +48,7 @@ class alignas(64) ThreadCache {  // a line of its own: each thread writes its ca
         (block->segment->kind == PoolKind::large && !keep_large)) {
       return false;
     }
-    Slot& slot = slot_for(block->size);
+    Slot& slot = slots_[slot_index(block->size)];
     const PoolKind kind = block->segment->kind;
     if (slot.count == 0) {
       slot.size = block->size;
@@ -62,8 +63,13 @@ class alignas(64) ThreadCache {  // a line of its own: each thread writes its ca
     slot.head = block;
     ++slot.count;
     ++kept_[static_cast<int>(kind)];
+    occupied_[static_cast<int>(kind)] |= std::uint64_t{1} << slot_index(block->size);
     block->cached = true;
     return true;
+  }
+  static bool merges(const Block& block) {
+    return (block.prev != nullptr && !block.prev->allocated) ||
+           (block.next != nullptr && !block.next->allocated);
   }
   // A kept block of exactly `size` from `pool` that `stream` freed, or nullptr: a
   // stream may take back at once what it freed itself (stream_order.h).
@@ -170,24 +176,40 @@ class alignas(64) ThreadCache {  // a line of its own: each thread writes its ca
       slot.count = 0;
     }
     kept_ = {};
+    occupied_ = {};
   }
   bool empty() const { return kept_[0] == 0 && kept_[1] == 0; }
-  // Hands the kept blocks of `kind` to `release` and forgets them.
+  // Hands to `release` the kept blocks of `kind` that a best-fit search for `size`
+  // bytes could use: those of at least that size, and those that would merge with a
+  // free neighbour. The rest stay. The neighbours' `allocated` changes only under the
+  // allocator's lock, which the caller holds.
   template <typename Release>
-  void flush(PoolKind kind, Release&& release) {
+  void give_back_fits(PoolKind kind, std::size_t size, Release&& release) {
     std::size_t& kept = kept_[static_cast<int>(kind)];
-    for (Slot& slot : slots_) {
-      if (kept == 0) return;
-      if (slot.count == 0 || slot.kind != kind) continue;
-      kept -= slot.count;
-      slot.count = 0;
-      while (slot.head != nullptr) {
-        Block* block = slot.head;
-        slot.head = block->free_next;
+    std::uint64_t& occupied = occupied_[static_cast<int>(kind)];
+    for (std::uint64_t left = occupied; left != 0; left &= left - 1) {
+      const unsigned index = static_cast<unsigned>(std::countr_zero(left));
+      Slot& slot = slots_[index];
+      if (slot.count == 0 || slot.kind != kind) {
+        occupied &= ~(std::uint64_t{1} << index);
+        continue;
+      }
+      const bool all = slot.size >= size;
+      Block** link = &slot.head;
+      while (*link != nullptr) {
+        Block* block = *link;
+        if (!all && !merges(*block)) {
+          link = &block->free_next;
+          continue;
+        }
+        *link = block->free_next;
         block->free_next = nullptr;
         block->cached = false;
+        --slot.count;
+        --kept;
         release(block);
       }
+      if (slot.count == 0) occupied &= ~(std::uint64_t{1} << index);
     }
   }
 
@@ -212,9 +234,10 @@ class alignas(64) ThreadCache {  // a line of its own: each thread writes its ca
   using CreditTable = std::array<std::array<std::int64_t, kCredits>, kCounters>;
 
   // Masks and a multiply: no division on the hot path.
-  Slot& slot_for(std::size_t size) {
-    return slots_[((size >> 9) * 0x9E3779B1u >> 7) & (kSlots - 1)];
+  static std::size_t slot_index(std::size_t size) {
+    return ((size >> 9) * 0x9E3779B1u >> 7) & (kSlots - 1);
   }
+  Slot& slot_for(std::size_t size) { return slots_[slot_index(size)]; }
   static bool holds(const Slot& slot, std::size_t size, const PoolState* pool, StreamId stream) {
     return slot.count != 0 && slot.size == size && slot.pool == pool && slot.stream == stream;
   }
@@ -255,6 +278,9 @@ class alignas(64) ThreadCache {  // a line of its own: each thread writes its ca
   Tier kept_tier_;
   std::array<Slot, kSlots> slots_{};
   std::array<std::size_t, kKinds> kept_{};  // blocks kept, by kind
+  // By kind, the slots that may hold blocks (bit i: slots_[i]); set on keeping, cleared
+  // lazily, so that taking a block back costs nothing more.
+  std::array<std::uint64_t, kKinds> occupied_{};
   PoolState* pool_ = nullptr;
   bool counted_ = false;  // counters hold something since the last fold
   bool has_credit_ = false;

@@ -298,10 +298,10 @@ TEST_P(ThreadCache, LoneThreadPassingAResetPeakRaisesIt) {
   allocator.deallocate(a);
 }
 
-// A request the cache cannot serve gives this thread's kept blocks back first, so it
-// finds the free space best fit would without a cache: here the kept block merged with
-// the rest of the segment (kept, it left the request that rest). Alone (counted apart)
-// and beside another thread.
+// A request the cache cannot serve first gives back the kept blocks best fit could use
+// (as large as it, or beside free space), so it finds the free space best fit would
+// without a cache: here the kept block merged with the rest of the segment (kept, it
+// left the request that rest). Alone (counted apart) and beside another thread.
 TEST_P(ThreadCache, AMissGivesTheKeptBlocksBackFirst) {
   for (const bool two_threads : {false, true}) {
     SCOPED_TRACE(two_threads ? "two threads" : "lone thread");
