@@ -62,8 +62,9 @@ class PolicyParityTest(unittest.TestCase):
                     with open(script, "w", encoding="utf-8") as file:
                         file.write(textwrap.dedent(code))
                     trace = os.path.join(folder, f"{name}.trace")
-                    self.run_ok(sys.executable, "-m", "npumem.torch", "capture", "-o", trace,
-                                script)
+                    self.run_ok(
+                        sys.executable, "-m", "npumem.torch", "capture", "-o", trace, script
+                    )
                     replay = json.loads(self.run_ok(CLI, "replay", trace, "--json"))
                     policy = json.loads(self.run_ok(sys.executable, POLICY_MODEL, trace))
                     self.assertEqual(replay["peak_requested_bytes"], policy["peak_allocated"])

@@ -67,10 +67,6 @@ class alignas(64) ThreadCache {  // a line of its own: each thread writes its ca
     block->cached = true;
     return true;
   }
-  static bool merges(const Block& block) {
-    return (block.prev != nullptr && !block.prev->allocated) ||
-           (block.next != nullptr && !block.next->allocated);
-  }
   // A kept block of exactly `size` from `pool` that `stream` freed, or nullptr: a
   // stream may take back at once what it freed itself (stream_order.h).
   Block* take(std::size_t size, const PoolState* pool, StreamId stream) {
@@ -238,6 +234,11 @@ class alignas(64) ThreadCache {  // a line of its own: each thread writes its ca
     return ((size >> 9) * 0x9E3779B1u >> 7) & (kSlots - 1);
   }
   Slot& slot_for(std::size_t size) { return slots_[slot_index(size)]; }
+  // Whether freeing `block` to its pool would merge it with a free neighbour.
+  static bool merges(const Block& block) {
+    return (block.prev != nullptr && !block.prev->allocated) ||
+           (block.next != nullptr && !block.next->allocated);
+  }
   static bool holds(const Slot& slot, std::size_t size, const PoolState* pool, StreamId stream) {
     return slot.count != 0 && slot.size == size && slot.pool == pool && slot.stream == stream;
   }
