@@ -3,8 +3,9 @@
 1. A 12-layer MLP of ~192 MiB of weights run sharded on a 64 MiB HBM budget (3x over):
    outputs torch.equal to the plain run, npumem's HBM peak, weights in DDR; the same
    on 2 virtual NPUs; a training step whose gradients equal the plain run's.
-2. resnet18 training checkpointed on half its plain activation peak: gradients equal to
-   the plain run's, the planned and the measured peak, the extra compute time.
+2. resnet18 training checkpointed on a budget halfway between the leanest plan's and the
+   plain peak: gradients equal to the plain run's, the planned and the measured peak, the
+   extra compute time.
 
     PYTHONPATH=build/python /usr/bin/python3 examples/python/large_models.py
 """
