@@ -48,7 +48,8 @@ class alignas(64) ThreadCache {  // a line of its own: each thread writes its ca
         (block->segment->kind == PoolKind::large && !keep_large)) {
       return false;
     }
-    Slot& slot = slots_[slot_index(block->size)];
+    const std::size_t index = slot_index(block->size);
+    Slot& slot = slots_[index];
     const PoolKind kind = block->segment->kind;
     if (slot.count == 0) {
       slot.size = block->size;
@@ -63,7 +64,7 @@ class alignas(64) ThreadCache {  // a line of its own: each thread writes its ca
     slot.head = block;
     ++slot.count;
     ++kept_[static_cast<int>(kind)];
-    occupied_[static_cast<int>(kind)] |= std::uint64_t{1} << slot_index(block->size);
+    occupied_[static_cast<int>(kind)] |= std::uint64_t{1} << index;
     block->cached = true;
     return true;
   }
@@ -162,16 +163,8 @@ class alignas(64) ThreadCache {  // a line of its own: each thread writes its ca
   void flush(Release&& release) {
     if (empty()) return;
     for (Slot& slot : slots_) {
-      while (slot.head != nullptr) {
-        Block* block = slot.head;
-        slot.head = block->free_next;
-        block->free_next = nullptr;
-        block->cached = false;
-        release(block);
-      }
-      slot.count = 0;
+      while (slot.head != nullptr) release(pop(slot));
     }
-    kept_ = {};
     occupied_ = {};
   }
   bool empty() const { return kept_[0] == 0 && kept_[1] == 0; }
@@ -181,7 +174,6 @@ class alignas(64) ThreadCache {  // a line of its own: each thread writes its ca
   // allocator's lock, which the caller holds.
   template <typename Release>
   void give_back_fits(PoolKind kind, std::size_t size, Release&& release) {
-    std::size_t& kept = kept_[static_cast<int>(kind)];
     std::uint64_t& occupied = occupied_[static_cast<int>(kind)];
     for (std::uint64_t left = occupied; left != 0; left &= left - 1) {
       const unsigned index = static_cast<unsigned>(std::countr_zero(left));
@@ -198,12 +190,7 @@ class alignas(64) ThreadCache {  // a line of its own: each thread writes its ca
           link = &block->free_next;
           continue;
         }
-        *link = block->free_next;
-        block->free_next = nullptr;
-        block->cached = false;
-        --slot.count;
-        --kept;
-        release(block);
+        release(unlink(slot, link));
       }
       if (slot.count == 0) occupied &= ~(std::uint64_t{1} << index);
     }
@@ -242,15 +229,18 @@ class alignas(64) ThreadCache {  // a line of its own: each thread writes its ca
   static bool holds(const Slot& slot, std::size_t size, const PoolState* pool, StreamId stream) {
     return slot.count != 0 && slot.size == size && slot.pool == pool && slot.stream == stream;
   }
-  Block* pop(Slot& slot) {
-    Block* block = slot.head;
-    slot.head = block->free_next;
+  // Takes the block `link` points to (the slot's head or a block's free_next) out of
+  // the slot.
+  Block* unlink(Slot& slot, Block** link) {
+    Block* block = *link;
+    *link = block->free_next;
     block->free_next = nullptr;
     block->cached = false;
     --slot.count;
     --kept_[static_cast<int>(slot.kind)];
     return block;
   }
+  Block* pop(Slot& slot) { return unlink(slot, &slot.head); }
   using Amounts = std::array<std::int64_t, kCounters>;
   static Amounts amounts_of(std::size_t size, std::size_t requested) {
     return {static_cast<std::int64_t>(size), static_cast<std::int64_t>(requested), 1};
