@@ -232,27 +232,34 @@ GrowResult ExpandableSource::grow_at(PoolState& pool, BlockPool& blocks, Range& 
   return result;
 }
 
-std::size_t ExpandableSource::release(PoolState& pool, BlockPool& blocks) {
-  const auto found = ranges_.find(&blocks);
-  if (found == ranges_.end()) return 0;
-  Range& range = found->second;
-  struct Run {
-    Block* block;
-    std::uintptr_t start;
-    std::size_t bytes;
-  };
-  std::vector<Run> runs;
-  // Free blocks of a granule or more, from the free index: no walk of the whole range.
+std::vector<ExpandableSource::FreeRun> ExpandableSource::free_runs(const BlockPool& blocks,
+                                                                   const Range& range) const {
+  std::vector<FreeRun> runs;
   blocks.find_free(range.granule, [&](Block& b) {
     if (!in_range(range, b)) return false;
-    const std::uintptr_t start = range.base + round_up(b.address - range.base, range.granule);
+    const std::uintptr_t start = first_whole_granule(range, b);
     const std::uintptr_t end =
         range.base + (b.address + b.size - range.base) / range.granule * range.granule;
     if (end > start) runs.push_back({&b, start, end - start});
     return false;  // visit them all
   });
+  return runs;
+}
+
+std::size_t ExpandableSource::releasable_bytes(const BlockPool& blocks) const {
+  const auto found = ranges_.find(&blocks);
+  if (found == ranges_.end()) return 0;
+  std::size_t bytes = 0;
+  for (const FreeRun& run : free_runs(blocks, found->second)) bytes += run.bytes;
+  return bytes;
+}
+
+std::size_t ExpandableSource::release(PoolState& pool, BlockPool& blocks) {
+  const auto found = ranges_.find(&blocks);
+  if (found == ranges_.end()) return 0;
+  Range& range = found->second;
   std::size_t released = 0;
-  for (const Run& run : runs) {
+  for (const FreeRun& run : free_runs(blocks, range)) {
     for (std::uintptr_t a = run.start; a < run.start + run.bytes; a += range.granule) {
       const std::size_t index = granule_index(range, a);
       allocator_.device->unmap(reinterpret_cast<void*>(a), range.granule);

@@ -30,6 +30,10 @@ class ExpandableSource : public SegmentSource {
   // free mapped block holds it, else the granules grow() would map (free ones of the
   // range it takes over cost none). The planned strategy's test of a carved arena.
   std::size_t bytes_to_grow(const BlockPool& blocks, std::size_t size) const;
+  // The bytes release() would give back now: the whole free granules of `blocks`.
+  std::size_t releasable_bytes(const BlockPool& blocks) const;
+  // The granule of the range `blocks` has or would get.
+  std::size_t granule_for(const BlockPool& blocks) const;
 
  private:
   struct Range {
@@ -50,8 +54,13 @@ class ExpandableSource : public SegmentSource {
     std::size_t granules = 0;
   };
 
-  // The granule of the range `blocks` has or would get.
-  std::size_t granule_for(const BlockPool& blocks) const;
+  // A stretch of whole free granules inside the free block `block`.
+  struct FreeRun {
+    Block* block;
+    std::uintptr_t start;
+    std::size_t bytes;
+  };
+
   Range* range_for(PoolState& pool, BlockPool& blocks);
   Placement placement(const BlockPool& blocks, const Range& range, std::size_t size) const;
   GrowResult grow_at(PoolState& pool, BlockPool& blocks, Range& range, const Placement& place);
@@ -66,6 +75,8 @@ class ExpandableSource : public SegmentSource {
   Block* granule_donor(BlockPool& blocks, const Range& range, const Block* keep_beside) const;
   // The start of the first whole granule inside a free block (or its end when none).
   static std::uintptr_t first_whole_granule(const Range& range, const Block& block);
+  // Every free block's whole granules, found from the free index (no walk of the range).
+  std::vector<FreeRun> free_runs(const BlockPool& blocks, const Range& range) const;
   GrowResult new_granule(PoolState& pool, BlockPool& blocks, Range& range, PhysicalHandle* out);
   void drop_chunk(PoolState& pool, BlockPool& blocks, PhysicalHandle handle);
   // The planned strategy keeps its arena in the same block pool: a device segment, or

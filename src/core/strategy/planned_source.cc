@@ -443,6 +443,11 @@ void PlannedSource::prepare_for(Plan& plan) {
   served_ = &plan;
   const std::uint64_t needed = arena_size(plan);
   if (arena_ == nullptr && needed != 0 && awaited_bytes() == 0) {
+    if (!arena_might_fit(plan, needed)) {
+      plan.declined = true;  // as reserve_arena would at its first request
+      served_ = nullptr;
+      return;
+    }
     release_fallback_cache();
     arena_wanted_ = needed;
     if (arena_fits(arena_growth(plan, needed))) reserve_arena();
@@ -911,7 +916,11 @@ void PlannedSource::prepare_arena() {
     release_arena();
   }
   if (arena_ == nullptr && needed != 0) {  // 0: the plans fit in the fallback's holes
-    release_fallback_cache();              // the learning iteration's memory, at once
+    if (awaited_bytes() == 0 && !arena_might_fit(*served_, needed)) {
+      decline_serving_plan();
+      return;
+    }
+    release_fallback_cache();  // the learning iteration's memory, at once
     arena_wanted_ = needed;
     awaiting_ = awaited_bytes();
     return;
@@ -943,15 +952,7 @@ bool PlannedSource::reserve_arena() {
   arena_wanted_ = 0;
   release_fallback_cache();
   if (!arena_fits(arena_growth(*served_, bytes))) {
-    served_->declined = true;
-    served_ = nullptr;
-    if (stats_.first_served_iteration == current_.iteration) {  // only deferrals so far
-      steady_ = false;
-      stats_.first_served_iteration = 0;
-      stats_.steady_peak_reserved_bytes = 0;
-      stats_.steady_peak_requested_bytes = 0;
-    }
-    open_to_fallback();
+    decline_serving_plan();
     return false;
   }
   if (Segment* arena = add_arena(bytes)) {
@@ -960,6 +961,40 @@ bool PlannedSource::reserve_arena() {
     if (!device_calls_at_arena_) device_calls_at_arena_ = device_calls();
   }
   return true;
+}
+
+void PlannedSource::decline_serving_plan() {
+  served_->declined = true;
+  served_ = nullptr;
+  if (stats_.first_served_iteration == current_.iteration) {  // only deferrals so far
+    steady_ = false;
+    stats_.first_served_iteration = 0;
+    stats_.steady_peak_reserved_bytes = 0;
+    stats_.steady_peak_requested_bytes = 0;
+  }
+  open_to_fallback();
+}
+
+// After the release, free blocks next to unmapped space hold less than a granule each
+// (whole free granules are unmapped), so a carved arena maps at least its granules
+// less the two its neighbours could hold; a device segment adds all of its bytes.
+bool PlannedSource::arena_might_fit(const Plan& plan, std::uint64_t bytes) const {
+  if (!expandable_ || plan.fallback_peak_reserved == 0) return true;
+  std::uint64_t releasable = 0;
+  PoolState& pool = default_pool();
+  for (Tier tier : kAllTiers) {
+    for (PoolKind kind : {PoolKind::small, PoolKind::large}) {
+      releasable += expandable_->releasable_bytes(pool.block_pool(tier, kind));
+    }
+  }
+  std::uint64_t least_growth = bytes;
+  if (in_fallback_range(plan)) {
+    const std::uint64_t granule = expandable_->granule_for(arena_blocks());
+    const std::uint64_t granules = round_up(bytes, granule) / granule;
+    least_growth = granules > 2 ? (granules - 2) * granule : 0;
+  }
+  const auto reserved = static_cast<std::uint64_t>(allocator_.stats.reserved_bytes.all.current);
+  return reserved - std::min(reserved, releasable) + least_growth <= plan.fallback_peak_reserved;
 }
 
 std::uint64_t PlannedSource::arena_growth(const Plan& plan, std::uint64_t bytes) const {

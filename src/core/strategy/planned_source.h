@@ -161,6 +161,14 @@ class PlannedSource : public SegmentSource {
   // Whether `growth` more reserved bytes stay within the serving plan's
   // fallback_peak_reserved.
   bool arena_fits(std::uint64_t growth) const;
+  // Whether an arena of `bytes` for `plan` might fit once the fallback's free memory is
+  // released: false when even the fewest granules it could map then pass the plan's
+  // fallback peak. Such a plan is declined without the release, which would move
+  // where the iteration's requests go and could raise the fallback's peak (a declined
+  // plan cost an embedding model's training 2 granules: 1.031 against expandable's 1.010).
+  bool arena_might_fit(const Plan& plan, std::uint64_t bytes) const;
+  // The serving plan's arena does not pay: the iteration is the fallback's.
+  void decline_serving_plan();
   // Whether the iteration now ending made a declined plan's requests (or has its key):
   // nothing new to learn from it.
   bool repeats_a_declined_plan() const;

@@ -616,6 +616,28 @@ TEST(Planned, LaysOutWithTheGivenPlannerAndDeclinesAPlanWorseThanTheFallback) {
   EXPECT_EQ(stats.first_served_iteration, 0u) << "no plan served";
 }
 
+// That plan's arena could not fit even once the fallback's free memory went back
+// (17 MiB of granules, less the two its neighbours might hold, beside nothing, against
+// the fallback's 10 MiB): it is declined at the iteration's first request without that
+// release, which would unmap the fallback's free granules and move where the
+// iteration's requests go (on an embedding model's training it cost 2 granules).
+TEST(Planned, DeclinesAPlanThatCannotFitWithoutReleasingTheFallback) {
+  auto planner = std::make_shared<StackingPlanner>();
+  Allocator allocator(device(), planned(), planner);
+  allocator.mark_iteration();
+  run_chain(allocator, kChainA);
+  const Stats learned = allocator.stats();
+  ASSERT_EQ(learned.reserved_bytes.all.current, static_cast<std::int64_t>(10 * MiB));
+  allocator.mark_iteration();
+  void* first = allocator.allocate(kChainA[0]);
+  const PlannedStats stats = allocator.planned_stats();
+  ASSERT_EQ(stats.plans.size(), 1u);
+  EXPECT_TRUE(stats.plans[0].declined);
+  EXPECT_EQ(allocator.stats().num_device_free, learned.num_device_free);
+  EXPECT_EQ(allocator.stats().reserved_bytes.all.current, learned.reserved_bytes.all.current);
+  allocator.deallocate(first);
+}
+
 // Every iteration another shape (batches of random lengths): after four learned
 // iterations that no plan then served, an iteration is learned only at an interval
 // that doubles; a shape that comes back is learned at once and served the time after.
