@@ -94,6 +94,11 @@ BucketAdvice advise_buckets(const Trace& trace, const BucketAdviceOptions& optio
     throw ConfigError("the tolerance must be a finite number >= 0");
   }
   IterationShapes shapes = iteration_shapes(trace);
+  if (shapes.families.empty()) {
+    throw ConfigError(trace.source +
+                      ": no iteration allocates a tensor freed before the next one ends: "
+                      "nothing to put in buckets");
+  }
   if (options.max_buckets < shapes.families.size()) {
     throw ConfigError(trace.source + ": " + std::to_string(shapes.families.size()) +
                       " families of iterations whose allocations do not align (none can be "
@@ -104,6 +109,7 @@ BucketAdvice advise_buckets(const Trace& trace, const BucketAdviceOptions& optio
   BucketAdvice advice;
   advice.source = trace.source;
   advice.iterations = shapes.iterations;
+  advice.empty_iterations = shapes.empty_iterations;
   advice.families = shapes.families.size();
   advice.max_buckets = options.max_buckets;
   advice.tolerance = options.tolerance;
@@ -119,7 +125,8 @@ BucketAdvice advise_buckets(const Trace& trace, const BucketAdviceOptions& optio
     for (const IterationShape& shape : family.shapes) {
       requested_bytes += shape.requested_bytes * shape.iterations.size();
     }
-    costs.push_back(range_costs(family, options, shapes.iterations, figures[f]));
+    costs.push_back(
+        range_costs(family, options, shapes.iterations - shapes.empty_iterations, figures[f]));
   }
 
   for (std::optional<Bucketing>& best :

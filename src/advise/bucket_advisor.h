@@ -43,7 +43,7 @@ struct AdvisedBucket {
 struct BucketChoice {
   std::size_t buckets = 0;
   std::uint64_t arena_bytes = 0;  // the largest bucket plan: the shared arena
-  double waste_bytes = 0.0;       // padding waste, mean per iteration
+  double waste_bytes = 0.0;       // padding waste, mean per iteration with a shape
   // Bytes the padded iterations request beyond their own, over what they request.
   double padded_request_share = 0.0;
   std::vector<AdvisedBucket> bucket_list;  // by family, then by size
@@ -53,6 +53,7 @@ struct BucketChoice {
 struct BucketAdvice {
   std::string source;
   std::size_t iterations = 0;
+  std::size_t empty_iterations = 0;  // of those, with nothing to pad (iteration_shapes.h)
   std::size_t shapes = 0;
   std::size_t families = 0;
   std::size_t max_buckets = 0;
@@ -66,7 +67,8 @@ struct BucketAdvice {
   std::size_t recommended_buckets = 0;
 };
 
-// Throws ConfigError when the trace has no `i` line or max_buckets is 0.
+// Throws ConfigError when the trace has no `i` line, no iteration with a working set, or
+// max_buckets is 0.
 BucketAdvice advise_buckets(const Trace& trace, const BucketAdviceOptions& options);
 
 }  // namespace npumem::cli

@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <sstream>
+#include <string>
 
 #include "npumem/units.h"
 
@@ -24,6 +25,7 @@ nlohmann::ordered_json bucket_advice_json(const BucketAdvice& advice) {
   nlohmann::ordered_json out;
   out["trace"] = advice.source;
   out["iterations"] = advice.iterations;
+  out["empty_iterations"] = advice.empty_iterations;
   out["shapes"] = advice.shapes;
   out["families"] = advice.families;
   out["peak_requested_bytes"] = advice.peak_requested_bytes;
@@ -59,9 +61,12 @@ nlohmann::ordered_json bucket_advice_json(const BucketAdvice& advice) {
 std::string bucket_advice_text(const BucketAdvice& advice) {
   std::ostringstream out;
   out << "npumem advise buckets " << advice.source << "\n"
-      << advice.iterations << " iterations, " << advice.shapes
-      << (advice.shapes == 1 ? " shape in " : " shapes in ") << advice.families
-      << (advice.families == 1 ? " family" : " families")
+      << advice.iterations << " iterations"
+      << (advice.empty_iterations == 0 ? ""
+                                       : " (" + std::to_string(advice.empty_iterations) +
+                                             " allocating nothing of their own, left out)")
+      << ", " << advice.shapes << (advice.shapes == 1 ? " shape in " : " shapes in ")
+      << advice.families << (advice.families == 1 ? " family" : " families")
       << " (iterations whose allocations and frees align request by request)\n"
       << "peak requested " << format_bytes(advice.peak_requested_bytes)
       << "; outside the iterations (weights, optimizer state) "

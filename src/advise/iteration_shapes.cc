@@ -94,6 +94,10 @@ IterationShapes iteration_shapes(const Trace& trace) {
   std::map<std::vector<std::uint32_t>, std::size_t> family_of;
   std::vector<std::map<std::vector<std::uint64_t>, std::size_t>> shape_of;
   for (std::size_t i = 0; i < sets.size(); ++i) {
+    if (sets[i].sizes.empty()) {
+      ++out.empty_iterations;
+      continue;
+    }
     const auto [family_it, new_family] = family_of.try_emplace(sets[i].events, out.families.size());
     if (new_family) {
       out.families.push_back({lifetimes_of(sets[i].events), {}});

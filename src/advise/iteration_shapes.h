@@ -5,7 +5,9 @@
 // state, what comes before the first `i`, named pools) are outside every working set.
 // Iterations whose working sets allocate and free in the same order (request by
 // request) form a family and share lifetimes; within a family, a shape is one
-// sequence of request sizes.
+// sequence of request sizes. An iteration whose working set is empty (what a capture
+// marked at optimizer.step() has after its last step) has no shape: nothing in it to
+// pad or plan.
 #pragma once
 
 #include <cstddef>
@@ -32,7 +34,8 @@ struct ShapeFamily {
 };
 
 struct IterationShapes {
-  std::size_t iterations = 0;
+  std::size_t iterations = 0;         // every iteration of the trace
+  std::size_t empty_iterations = 0;   // of those, the ones with no shape (empty working set)
   std::vector<ShapeFamily> families;  // in the order of their first iteration
   // Peak of the bytes live outside the working sets.
   std::uint64_t outside_peak_bytes = 0;

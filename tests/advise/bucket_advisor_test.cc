@@ -99,12 +99,37 @@ TEST(IterationShapes, WorkingSetsAndFamilies) {
   }
 }
 
+// A capture marked at optimizer.step() ends with an iteration that only frees what the
+// last step left: it has no shape, so it is no family of its own (which took the one
+// bucket that all the steps' shapes fit) and no iteration the waste is shared over.
+TEST(BucketAdvisor, AnIterationThatAllocatesNothingIsLeftOut) {
+  const std::string trace = kThreeShapes + "i\nf 100\n";
+  const IterationShapes shapes = iteration_shapes(parse_trace(trace, "t"));
+  EXPECT_EQ(shapes.iterations, 4u);
+  EXPECT_EQ(shapes.empty_iterations, 1u);
+  ASSERT_EQ(shapes.families.size(), 1u);
+  const BucketAdvice advice = advise_buckets(parse_trace(trace, "t"), {});
+  const BucketAdvice without = advise_buckets(parse_trace(kThreeShapes, "three"), {});
+  EXPECT_EQ(advice.empty_iterations, 1u);
+  EXPECT_EQ(advice.families, 1u);
+  ASSERT_TRUE(advice.choices[0].has_value()) << "one bucket takes every shape";
+  EXPECT_DOUBLE_EQ(advice.choices[0]->waste_bytes, without.choices[0]->waste_bytes);
+  EXPECT_EQ(advice.recommended_buckets, without.recommended_buckets);
+}
+
 TEST(BucketAdvisor, BadInputIsNamed) {
   try {
     advise_buckets(parse_trace("a 0 10\nf 0\n", "flat.trace"), {});
     FAIL() << "no error";
   } catch (const ConfigError& e) {
     EXPECT_NE(std::string(e.what()).find("flat.trace: no `i` lines"), std::string::npos)
+        << e.what();
+  }
+  try {
+    advise_buckets(parse_trace("a 0 10\ni\nf 0\ni\n", "idle.trace"), {});
+    FAIL() << "no error";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("idle.trace: no iteration allocates"), std::string::npos)
         << e.what();
   }
   BucketAdviceOptions none;
