@@ -364,8 +364,8 @@ def read(path: str, dims: Optional[Mapping[str, int]] = None) -> OnnxLifetimes:
 def _dim_argument(text: str) -> tuple[str, int]:
     key, sep, value = text.partition("=")
     if not sep or not key or not value.isdigit():
-        raise argparse.ArgumentTypeError(
-            f"{text!r}: expected NAME=SIZE or INPUT:AXIS=SIZE (a non-negative integer)"
+        raise OnnxModelError(
+            f"--dim {text!r}: expected NAME=SIZE or INPUT:AXIS=SIZE (a non-negative integer)"
         )
     return key, int(value)
 
@@ -377,7 +377,8 @@ def main(argv: Optional[list[str]] = None) -> int:
         "(npumem plan memory RECORDS) or JSON.",
     )
     parser.add_argument("model", help="the .onnx file")
-    parser.add_argument("--dim", action="append", type=_dim_argument, default=[],
+    # Checked with the model, not by argparse: a bad one is then bad input in JSON too.
+    parser.add_argument("--dim", action="append", default=[],
                         metavar="NAME=SIZE",
                         help="size of a symbolic input dimension, by name or INPUT:AXIS "
                         "(repeatable)")
@@ -386,7 +387,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     arguments = parser.parse_args(argv)
     # Exit 2: the model is bad input; 1: this interpreter lacks onnx.
     try:
-        lifetimes = read(arguments.model, dict(arguments.dim))
+        lifetimes = read(arguments.model, dict(_dim_argument(dim) for dim in arguments.dim))
     except (OnnxModelError, ImportError) as error:
         code = 2 if isinstance(error, OnnxModelError) else 1
         if arguments.json:

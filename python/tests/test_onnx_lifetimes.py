@@ -277,6 +277,17 @@ class PlanMemoryOnnxCommandTest(unittest.TestCase):
         self.assertEqual(done.returncode, 0, done.stderr)
         self.assertEqual(json.loads(done.stdout)["lower_bound_bytes"], 2 * 1024)
 
+    def test_a_malformed_dim_is_bad_input_named_as_such(self):
+        # argparse refused it without JSON, and the command blamed a missing Python package.
+        model = os.path.join(self.directory.name, "batch.onnx")
+        onnx.save(chain_model(batch="batch"), model)
+        for dim in ("batch=-1", "batch"):
+            with self.subTest(dim):
+                done = run_cli("--onnx", model, "--dim", dim)
+                self.assertEqual(done.returncode, 2, done.stderr)
+                self.assertIn(f"npumem: --dim '{dim}': expected NAME=SIZE", done.stderr)
+                self.assertNotIn("Python package", done.stderr)
+
     def test_bad_input_exits_two_naming_the_problem(self):
         text = os.path.join(self.directory.name, "notes.onnx")
         with open(text, "w", encoding="utf-8") as file:
