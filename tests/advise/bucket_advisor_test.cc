@@ -117,21 +117,20 @@ TEST(BucketAdvisor, AnIterationThatAllocatesNothingIsLeftOut) {
   EXPECT_EQ(advice.recommended_buckets, without.recommended_buckets);
 }
 
+// advise_buckets on `text`, read as the file `name`, refuses it with a message holding
+// `expected`.
+void expect_refused(const std::string& text, const std::string& name, const std::string& expected) {
+  try {
+    advise_buckets(parse_trace(text, name), {});
+    FAIL() << "no error for " << name;
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find(expected), std::string::npos) << e.what();
+  }
+}
+
 TEST(BucketAdvisor, BadInputIsNamed) {
-  try {
-    advise_buckets(parse_trace("a 0 10\nf 0\n", "flat.trace"), {});
-    FAIL() << "no error";
-  } catch (const ConfigError& e) {
-    EXPECT_NE(std::string(e.what()).find("flat.trace: no `i` lines"), std::string::npos)
-        << e.what();
-  }
-  try {
-    advise_buckets(parse_trace("a 0 10\ni\nf 0\ni\n", "idle.trace"), {});
-    FAIL() << "no error";
-  } catch (const ConfigError& e) {
-    EXPECT_NE(std::string(e.what()).find("idle.trace: no iteration allocates"), std::string::npos)
-        << e.what();
-  }
+  expect_refused("a 0 10\nf 0\n", "flat.trace", "flat.trace: no `i` lines");
+  expect_refused("a 0 10\ni\nf 0\ni\n", "idle.trace", "idle.trace: no iteration allocates");
   BucketAdviceOptions none;
   none.max_buckets = 0;
   EXPECT_THROW(advise_buckets(parse_trace(kThreeShapes, "three"), none), ConfigError);
