@@ -114,13 +114,32 @@ TEST(PlacementSearchTest, MidSizeInstancesStayValidThroughTheirNearTopRuns) {
   EXPECT_EQ(plan_problem(result), "");
 }
 
-TEST(PlacementSearchTest, FirstFitInOrderOfPressureAndSizeIsACandidate) {
+TEST(PlacementSearchTest, FirstFitInOrderOfPressureSizeAndLengthIsACandidate) {
   RandomLifetimeSpec spec;  // 2,000 tensors over 400 ops
+  spec.seed = 1;
+  const Searched result = search(random_lifetimes(spec), iterations(0));
+  // No skyline run, compacted or not, ends as low on this set as this order.
+  EXPECT_EQ(result.placement.algorithm, "greedy-by-pressure-and-size-and-length/first-fit");
+  EXPECT_EQ(plan_problem(result), "");
+}
+
+TEST(PlacementSearchTest, TheFirstRunCompactedReachesTheBound) {
+  RandomLifetimeSpec spec;
   spec.seed = 2;
   const Searched result = search(random_lifetimes(spec), iterations(0));
-  // No skyline run reaches the bound on this set; the first of these orders does.
+  // Without compaction no run reaches the bound on this set.
   EXPECT_EQ(result.placement.arena, result.lower_bound);
-  EXPECT_EQ(result.placement.algorithm, "greedy-by-pressure-and-size/first-fit");
+  EXPECT_EQ(result.placement.algorithm, "skyline/longest-first+lookahead, mirror compaction");
+  EXPECT_EQ(plan_problem(result), "");
+}
+
+TEST(PlacementSearchTest, CandidatesAndTheFinalPlanAreCompactedOnce) {
+  RandomLifetimeSpec spec;
+  spec.seed = 3;
+  const Searched result = search(random_lifetimes(spec), iterations(0));
+  // The best run's plan, compacted as a candidate, gains more from the final passes: the
+  // name says compacted once.
+  EXPECT_EQ(result.placement.algorithm, "skyline/tightest-first+lookahead, mirror compaction");
   EXPECT_EQ(plan_problem(result), "");
 }
 
@@ -131,7 +150,8 @@ TEST(PlacementSearchTest, ASearchWithoutFillersKeepsTheBudgetAndAValidPlan) {
   spec.tensors = 6'000;
   spec.seed = 2;
   const Searched result = search(random_lifetimes(spec), iterations(40));
-  EXPECT_EQ(result.placement.algorithm, "search without fillers, then first fit");
+  EXPECT_EQ(result.placement.algorithm,
+            "search without fillers, then first fit, mirror compaction");
   EXPECT_LE(result.placement.search_iterations, 40u);
   EXPECT_GE(result.placement.arena, result.lower_bound);
   EXPECT_EQ(plan_problem(result), "");

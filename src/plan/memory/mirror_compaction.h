@@ -1,0 +1,29 @@
+// Mirror compaction: lowers a plan's arena by placing its tensors again by first fit, in
+// order of how far their tops sit below the arena, so the plan is rebuilt upside down
+// (the tensors that were highest go to the bottom). First fit in order of offset moves no
+// tensor up (each one's old place is still free of those placed before it, which only
+// moved down), and in the mirrored plan that means no tensor's top rises: a pass never
+// raises the arena, and the tensors left high by a packing that worked bottom-up sink
+// into the gaps below them. Passes alternate the plan's orientation until they stop
+// gaining (the "jostle" heuristic of strip packing, applied to lifetimes).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <vector>
+
+#include "plan/memory/plan_instance.h"
+
+namespace npumem::plan {
+
+// Mirrored first-fit passes over a valid plan (offsets, arena) of the instance until two
+// in a row leave the arena as it is, max_passes have run, or the deadline; offsets then
+// hold a plan of the returned arena, no larger than the given one (kNoFit when an offset
+// would reach 2^64-1, which a valid plan never leads to). Deterministic until the
+// deadline.
+std::uint64_t compact_by_mirroring(const PlanInstance& instance,
+                                   std::vector<std::uint64_t>& offsets, std::uint64_t arena,
+                                   std::uint64_t max_passes,
+                                   std::chrono::steady_clock::time_point deadline);
+
+}  // namespace npumem::plan
