@@ -17,7 +17,8 @@
 namespace npumem::plan {
 
 // Mirrored first-fit passes over a valid plan (offsets, arena) of the instance until two
-// in a row leave the arena as it is, max_passes have run, or the deadline; offsets then
+// in a row leave the arena as it is, max_passes have run, or the next pass would end past
+// the deadline (foreseen as long as the longest pass so far); offsets then
 // hold a plan of the returned arena, no larger than the given one (kNoFit when an offset
 // would reach 2^64-1, which a valid plan never leads to). Deterministic until the
 // deadline.

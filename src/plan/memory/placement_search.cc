@@ -182,13 +182,12 @@ class PlacementSearch {
       if (instance_.tensors.size() >= kMidInstanceTensors) try_skyline_runs(kMidInstanceRuns);
       try_skyline_runs(runs.subspan(1));
     }
+    const bool defers_fillers = defer_fillers_ && instance_.tensors.size() >= kFillerMinTensors &&
+                                instance_.tensors.size() <= kFirstFitMaxTensors;
+    if (defers_fillers && may_start()) try_search_without_fillers();
     if (instance_.tensors.size() <= kGreedyMaxTensors) try_greedy_orders();
     if (instance_.tensors.size() <= kFirstFitMaxTensors) try_pressure_greedy_orders();
     if (may_start() && instance_.tensors.size() <= kExactMaxTensors) try_exact();
-    if (defer_fillers_ && instance_.tensors.size() >= kFillerMinTensors &&
-        instance_.tensors.size() <= kFirstFitMaxTensors && may_start()) {
-      try_search_without_fillers();
-    }
     while (may_start() && best_.search_iterations < limits_.max_iterations) {
       timed([this] { search_step(); });
     }
