@@ -8,15 +8,19 @@
 namespace npumem::plan {
 namespace {
 
-// The tensors by how far their tops sit below the arena, least first (ties: by index).
+// The tensors by how far their tops sit below the arena, least first (ties: by index),
+// except that those whose tops reach above `kicked_above` go last, in the same order.
 std::vector<std::uint32_t> order_from_the_top(const PlanInstance& instance,
-                                              const std::vector<std::uint64_t>& offsets) {
+                                              const std::vector<std::uint64_t>& offsets,
+                                              std::uint64_t kicked_above = kNoFit) {
   std::vector<std::uint64_t> top(instance.tensors.size());
   for (std::size_t i = 0; i < top.size(); ++i) top[i] = offsets[i] + instance.tensors[i].size;
   std::vector<std::uint32_t> order(instance.tensors.size());
   std::iota(order.begin(), order.end(), 0u);
   std::stable_sort(order.begin(), order.end(),
                    [&](std::uint32_t a, std::uint32_t b) { return top[a] > top[b]; });
+  std::stable_partition(order.begin(), order.end(),
+                        [&](std::uint32_t tensor) { return top[tensor] <= kicked_above; });
   return order;
 }
 
@@ -42,6 +46,17 @@ std::uint64_t compact_by_mirroring(const PlanInstance& instance,
     offsets.swap(mirrored);
   }
   return arena;
+}
+
+std::uint64_t kick_and_compact(const PlanInstance& instance, std::vector<std::uint64_t>& offsets,
+                               std::uint64_t kicked_above, std::uint64_t max_passes,
+                               std::chrono::steady_clock::time_point deadline) {
+  std::vector<std::uint64_t> kicked;
+  const std::uint64_t arena = place_in_order(
+      instance, order_from_the_top(instance, offsets, kicked_above), GapRule::first_fit, kicked);
+  if (arena == kNoFit) return kNoFit;
+  offsets.swap(kicked);
+  return compact_by_mirroring(instance, offsets, arena, max_passes, deadline);
 }
 
 }  // namespace npumem::plan

@@ -27,4 +27,14 @@ std::uint64_t compact_by_mirroring(const PlanInstance& instance,
                                    std::uint64_t max_passes,
                                    std::chrono::steady_clock::time_point deadline);
 
+// A step of a local search over compacted plans: one mirrored first-fit pass of the plan
+// in `offsets` in which the tensors whose tops reach above `kicked_above` go last (so the
+// tensors at the top, often long-lived ones that rest on a tall chain, take whatever gaps
+// the others leave), then compact_by_mirroring. Unlike a compaction pass it may raise the
+// arena: returns the arena of the plan it leaves in `offsets` (kNoFit, offsets untouched,
+// when an offset would reach 2^64-1).
+std::uint64_t kick_and_compact(const PlanInstance& instance, std::vector<std::uint64_t>& offsets,
+                               std::uint64_t kicked_above, std::uint64_t max_passes,
+                               std::chrono::steady_clock::time_point deadline);
+
 }  // namespace npumem::plan
