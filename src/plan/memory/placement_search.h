@@ -5,7 +5,8 @@
 // of the instance without its smallest tensors which then fill its gaps, then a randomised
 // search over skyline priorities (random restarts, and hill climbing from the best run:
 // random moves, or boosts of the tensors it left high) until the lower bound, the deadline
-// or the iteration budget.
+// or the iteration budget. Plans are compacted by mirror compaction: up to a few thousand
+// tensors every new best one, and the best plan at the end.
 #pragma once
 
 #include <chrono>

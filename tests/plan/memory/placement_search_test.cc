@@ -114,24 +114,59 @@ TEST(PlacementSearchTest, MidSizeInstancesStayValidThroughTheirNearTopRuns) {
   EXPECT_EQ(plan_problem(result), "");
 }
 
-TEST(PlacementSearchTest, FirstFitInOrderOfPressureAndSizeIsACandidate) {
+TEST(PlacementSearchTest, FirstFitInOrderOfPressureSizeAndLengthIsACandidate) {
   RandomLifetimeSpec spec;  // 2,000 tensors over 400 ops
-  spec.seed = 2;
+  spec.seed = 1;
   const Searched result = search(random_lifetimes(spec), iterations(0));
-  // No skyline run reaches the bound on this set; the first of these orders does.
-  EXPECT_EQ(result.placement.arena, result.lower_bound);
-  EXPECT_EQ(result.placement.algorithm, "greedy-by-pressure-and-size/first-fit");
+  // No skyline run, compacted or not, ends as low on this set as this order.
+  EXPECT_EQ(result.placement.algorithm, "greedy-by-pressure-and-size-and-length/first-fit");
   EXPECT_EQ(plan_problem(result), "");
 }
 
+TEST(PlacementSearchTest, TheFirstRunCompactedReachesTheBound) {
+  RandomLifetimeSpec spec;
+  spec.seed = 2;
+  const Searched result = search(random_lifetimes(spec), iterations(0));
+  // Without compaction no run reaches the bound on this set.
+  EXPECT_EQ(result.placement.arena, result.lower_bound);
+  EXPECT_EQ(result.placement.algorithm, "skyline/longest-first+lookahead, mirror compaction");
+  EXPECT_EQ(plan_problem(result), "");
+}
+
+TEST(PlacementSearchTest, CandidatesAndTheFinalPlanAreCompactedOnce) {
+  RandomLifetimeSpec spec;
+  spec.seed = 3;
+  const Searched result = search(random_lifetimes(spec), iterations(0));
+  // The best run's plan, compacted as a candidate, gains more from the final passes: the
+  // name says compacted once.
+  EXPECT_EQ(result.placement.algorithm, "skyline/tightest-first+lookahead, mirror compaction");
+  EXPECT_EQ(plan_problem(result), "");
+}
+
+TEST(PlacementSearchTest, KicksOfTheFinalPhaseLowerTheBestPlan) {
+  RandomLifetimeSpec spec;
+  spec.seed = 1;
+  const auto tensors = random_lifetimes(spec);
+  const Searched without_kicks = search(tensors, iterations(0));
+  // 18 search iterations (no better plan) and 2 kicks, which lower the best one.
+  const Searched with_kicks = search(tensors, iterations(20));
+  EXPECT_LT(with_kicks.placement.arena, without_kicks.placement.arena);
+  EXPECT_EQ(with_kicks.placement.algorithm,
+            "greedy-by-pressure-and-size-and-length/first-fit, mirror compaction and kicks");
+  EXPECT_LE(with_kicks.placement.search_iterations, 20u);
+  EXPECT_EQ(plan_problem(with_kicks), "");
+}
+
 TEST(PlacementSearchTest, ASearchWithoutFillersKeepsTheBudgetAndAValidPlan) {
-  // 6,000 tensors: half the iterations go to the set without its smallest tensors, whose
-  // plan with them placed in its gaps is the best on this set.
+  // 6,000 tensors: the search gets half the iterations (the final kicks the rest), and half
+  // of its own go to the set without its smallest tensors, whose plan with them placed in
+  // its gaps, compacted and kicked, is the best on this set.
   RandomLifetimeSpec spec;
   spec.tensors = 6'000;
   spec.seed = 2;
   const Searched result = search(random_lifetimes(spec), iterations(40));
-  EXPECT_EQ(result.placement.algorithm, "search without fillers, then first fit");
+  EXPECT_EQ(result.placement.algorithm,
+            "search without fillers, then first fit, mirror compaction and kicks");
   EXPECT_LE(result.placement.search_iterations, 40u);
   EXPECT_GE(result.placement.arena, result.lower_bound);
   EXPECT_EQ(plan_problem(result), "");
