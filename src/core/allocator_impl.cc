@@ -10,6 +10,7 @@
 #include "core/strategy/expandable_source.h"
 #include "core/strategy/static_source.h"
 #include "npumem/errors.h"
+#include "npumem/units.h"
 
 namespace npumem {
 
@@ -56,6 +57,15 @@ Allocator::Impl::Impl(std::shared_ptr<Device> dev, Config conf,
     tier_limit[index(tier)] = configured_limit(tier);
     tier_granularity[index(tier)] =
         std::max<std::uint64_t>(device->tier_info(tier).granularity_bytes, 1);
+    // Less than a granule holds nothing: most likely a size given without its unit
+    // (hbm=12 for 12GiB), which sent every request of a replay to DDR without a word.
+    if (tier_limit[index(tier)] != 0 && tier_limit[index(tier)] < tier_granularity[index(tier)]) {
+      warnings.push_back("tier " + std::string(tier_name(tier)) + " of device " + device->name() +
+                         " may hold " + format_bytes(tier_limit[index(tier)]) +
+                         ", less than its granularity of " +
+                         format_bytes(tier_granularity[index(tier)]) +
+                         ", so nothing is placed there (a size without a unit is in bytes)");
+    }
   }
   cached_tier = tier_limit[index(Tier::hbm)] != 0 ? Tier::hbm : Tier::ddr;
   if (config.strategy == Strategy::expandable && !device->supports_virtual_memory()) {

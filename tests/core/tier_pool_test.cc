@@ -80,6 +80,22 @@ TEST(TierPool, StaticStrategyRefusesADdrPool) {
   EXPECT_THROW(allocator.create_pool("weights", 8 * MiB, Tier::ddr), ConfigError);
 }
 
+// A tier smaller than its granularity holds nothing (`hbm=12` read as 12 bytes, not
+// GiB): every request spills, so the allocator says why; a usable tier says nothing.
+TEST(TierPool, ATierSmallerThanAGranuleIsNamedInAWarning) {
+  Allocator tiny(backed_device(12, 256 * MiB));
+  ASSERT_EQ(tiny.warnings().size(), 1u);
+  EXPECT_NE(tiny.warnings()[0].find("tier hbm of device sim:0 may hold 12 B, less than its "
+                                    "granularity of 2.00 MiB"),
+            std::string::npos)
+      << tiny.warnings()[0];
+  void* p = tiny.allocate(4096);
+  EXPECT_EQ(tiny.stats().allocated_bytes.by_tier[static_cast<int>(Tier::ddr)].current, 4096);
+  tiny.deallocate(p);
+  EXPECT_TRUE(Allocator(backed_device(2 * MiB, 0)).warnings().empty());
+  EXPECT_TRUE(Allocator(backed_device(64 * MiB, 0)).warnings().empty());
+}
+
 TEST(TierCopy, MovesTheBytesAndAccountsModelledTimePerDirection) {
   Allocator allocator(backed_device());
   allocator.create_pool("weights", 0, Tier::ddr);
