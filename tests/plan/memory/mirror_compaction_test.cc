@@ -33,17 +33,25 @@ TEST(MirrorCompactionTest, NoPassesOrAPassedDeadlineLeaveThePlan) {
   EXPECT_EQ(offsets, plan);
 }
 
+// A dense random set of 600 tensors over 120 ops and its greedy plan (by size, best fit).
+struct GreedyPlan {
+  explicit GreedyPlan(std::uint64_t seed)
+      : tensors(random_lifetimes({.tensors = 600, .ops = 120, .seed = seed})),
+        instance(make_plan_instance(tensors, 64)),
+        arena(place_in_order(instance, order_by_size(instance), GapRule::best_fit, offsets)) {}
+  std::vector<TensorLifetime> tensors;
+  PlanInstance instance;
+  std::vector<std::uint64_t> offsets;
+  std::uint64_t arena;
+};
+
 TEST(MirrorCompactionTest, NeverRaisesTheArenaKeepsPlansValidAndLowersGreedyOnes) {
   for (std::uint64_t seed = 1; seed <= 4; ++seed) {
-    RandomLifetimeSpec spec;
-    spec.tensors = 600;
-    spec.ops = 120;
-    spec.seed = seed;
-    const std::vector<TensorLifetime> tensors = random_lifetimes(spec);
-    const PlanInstance instance = make_plan_instance(tensors, 64);
-    std::vector<std::uint64_t> offsets;
-    const std::uint64_t greedy =
-        place_in_order(instance, order_by_size(instance), GapRule::best_fit, offsets);
+    const GreedyPlan plan(seed);
+    const std::vector<TensorLifetime>& tensors = plan.tensors;
+    const PlanInstance& instance = plan.instance;
+    std::vector<std::uint64_t> offsets = plan.offsets;
+    const std::uint64_t greedy = plan.arena;
     const std::uint64_t arena =
         compact_by_mirroring(instance, offsets, greedy, 64, Clock::time_point::max());
     // Greedy by size sits several per cent above the bound on these sets; compaction takes
@@ -65,15 +73,11 @@ TEST(MirrorCompactionTest, AKickPlacesTheTensorsAtTheTopLastAndMayRaiseTheArena)
 TEST(MirrorCompactionTest, KicksLowerSomeCompactedPlansAndKeepThemValid) {
   std::uint64_t lowered = 0;
   for (std::uint64_t seed = 1; seed <= 4; ++seed) {
-    RandomLifetimeSpec spec;
-    spec.tensors = 600;
-    spec.ops = 120;
-    spec.seed = seed;
-    const std::vector<TensorLifetime> tensors = random_lifetimes(spec);
-    const PlanInstance instance = make_plan_instance(tensors, 64);
-    std::vector<std::uint64_t> offsets;
-    const std::uint64_t greedy =
-        place_in_order(instance, order_by_size(instance), GapRule::best_fit, offsets);
+    const GreedyPlan plan(seed);
+    const std::vector<TensorLifetime>& tensors = plan.tensors;
+    const PlanInstance& instance = plan.instance;
+    std::vector<std::uint64_t> offsets = plan.offsets;
+    const std::uint64_t greedy = plan.arena;
     const std::uint64_t compacted =
         compact_by_mirroring(instance, offsets, greedy, 64, Clock::time_point::max());
     // Compaction has stopped gaining: only a kick can lower the plan now.
