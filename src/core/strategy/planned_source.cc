@@ -444,8 +444,7 @@ void PlannedSource::prepare_for(Plan& plan) {
   const std::uint64_t needed = arena_size(plan);
   if (arena_ == nullptr && needed != 0 && awaited_bytes() == 0) {
     if (!arena_might_fit(plan, needed)) {
-      plan.declined = true;  // as reserve_arena would at its first request
-      served_ = nullptr;
+      decline_serving_plan();  // as reserve_arena would at its first request
       return;
     }
     release_fallback_cache();
