@@ -45,7 +45,13 @@ std::uint64_t place_with_fillers(const PlanInstance& instance, const FillerSplit
   for (std::uint32_t& index : order) {
     index = static_cast<std::uint32_t>(split.without_fillers.input_index[index]);
   }
-  order.insert(order.end(), split.fillers.begin(), split.fillers.end());
+  // The longest fillers first: they need a gap over the most ops, which the short ones
+  // placed before them would break up.
+  std::vector<std::uint32_t> fillers = split.fillers;
+  std::stable_sort(fillers.begin(), fillers.end(), [&](std::uint32_t a, std::uint32_t b) {
+    return instance.tensors[a].length > instance.tensors[b].length;
+  });
+  order.insert(order.end(), fillers.begin(), fillers.end());
   return place_in_order(instance, order, GapRule::first_fit, offsets);
 }
 

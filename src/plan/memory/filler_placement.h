@@ -23,7 +23,8 @@ FillerSplit split_fillers(const PlanInstance& instance, double share);
 
 // Writes offsets for the whole instance and returns its arena (kNoFit when an offset would
 // reach 2^64-1): the tensors of split.without_fillers by first fit in order of their
-// offsets in `plan` (so none moves up), then the fillers by first fit, largest first.
+// offsets in `plan` (so none moves up), then the fillers by first fit, longest lifetime
+// first (ties: largest first).
 std::uint64_t place_with_fillers(const PlanInstance& instance, const FillerSplit& split,
                                  std::span<const std::uint64_t> plan,
                                  std::vector<std::uint64_t>& offsets);

@@ -29,22 +29,24 @@ std::vector<std::uint32_t> order_from_the_top(const PlanInstance& instance,
 std::uint64_t compact_by_mirroring(const PlanInstance& instance,
                                    std::vector<std::uint64_t>& offsets, std::uint64_t arena,
                                    std::uint64_t max_passes,
-                                   std::chrono::steady_clock::time_point deadline) {
+                                   std::chrono::steady_clock::time_point deadline,
+                                   std::chrono::steady_clock::duration* longest_pass) {
   using Clock = std::chrono::steady_clock;
   std::vector<std::uint64_t> mirrored;
   std::uint64_t passes_without_gain = 0;
-  Clock::duration longest_pass{0};
+  Clock::duration longest{0};
   for (std::uint64_t pass = 0; pass < max_passes && passes_without_gain < 2; ++pass) {
     const Clock::time_point start = Clock::now();
-    if (deadline - start <= longest_pass) break;  // it would end past the deadline
+    if (deadline - start <= longest) break;  // it would end past the deadline
     const std::uint64_t compacted = place_in_order(instance, order_from_the_top(instance, offsets),
                                                    GapRule::first_fit, mirrored);
-    longest_pass = std::max(longest_pass, Clock::now() - start);
+    longest = std::max(longest, Clock::now() - start);
     if (compacted > arena) break;  // kNoFit: keep the plan there is
     passes_without_gain = compacted < arena ? 0 : passes_without_gain + 1;
     arena = compacted;
     offsets.swap(mirrored);
   }
+  if (longest_pass != nullptr) *longest_pass = longest;
   return arena;
 }
 

@@ -21,11 +21,13 @@ namespace npumem::plan {
 // the deadline (foreseen as long as the longest pass so far); offsets then
 // hold a plan of the returned arena, no larger than the given one (kNoFit when an offset
 // would reach 2^64-1, which a valid plan never leads to). Deterministic until the
-// deadline.
+// deadline. When longest_pass is given, it receives the longest pass's time (zero when
+// none ran).
 std::uint64_t compact_by_mirroring(const PlanInstance& instance,
                                    std::vector<std::uint64_t>& offsets, std::uint64_t arena,
                                    std::uint64_t max_passes,
-                                   std::chrono::steady_clock::time_point deadline);
+                                   std::chrono::steady_clock::time_point deadline,
+                                   std::chrono::steady_clock::duration* longest_pass = nullptr);
 
 // A step of a local search over compacted plans: one mirrored first-fit pass of the plan
 // in `offsets` in which the tensors whose tops reach above `kicked_above` go last (so the

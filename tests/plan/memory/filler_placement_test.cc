@@ -39,6 +39,23 @@ TEST(FillerPlacementTest, AFillerGoesIntoAGapAndTheArenaReachesTheBound) {
   EXPECT_EQ(offsets, (std::vector<std::uint64_t>{0, 100, 100, 130}));
 }
 
+TEST(FillerPlacementTest, TheLongestFillerGoesFirst) {
+  // Over ops 0-11: A (100 bytes) at 0, P (ops 10-11) at 100 and T above both at 120 leave a
+  // gap of 20 bytes at 100 over ops 0-9; B1 (ops 0-1) and B2 (ops 4-11) at 150 under U at
+  // 175 leave one of 25 bytes at 150 over ops 2-3. The long filler (15 bytes, ops 0-9) fits
+  // only the first gap; the short one (18 bytes, ops 2-3) fits either. Largest first, the
+  // short one would take the first gap and the long one go on top (arena 215).
+  const std::vector<TensorLifetime> tensors{{100, 0, 11}, {20, 10, 11}, {30, 0, 11}, {25, 0, 1},
+                                            {25, 4, 11},  {25, 0, 11},  {15, 0, 9},  {18, 2, 3}};
+  const PlanInstance instance = make_plan_instance(tensors, 1);
+  const FillerSplit split = split_fillers(instance, 0.15);
+  ASSERT_EQ(split.fillers, (std::vector<std::uint32_t>{7, 6}));
+  const std::vector<std::uint64_t> plan{0, 100, 120, 150, 150, 175};  // A, P, T, B1, B2, U
+  std::vector<std::uint64_t> offsets;
+  EXPECT_EQ(place_with_fillers(instance, split, plan, offsets), 200u);
+  EXPECT_EQ(offsets, (std::vector<std::uint64_t>{0, 100, 120, 150, 150, 175, 100, 150}));
+}
+
 TEST(FillerPlacementTest, NoTensorMovesUpAndThePlanStaysValid) {
   for (std::uint64_t seed = 1; seed <= 4; ++seed) {
     RandomLifetimeSpec spec;

@@ -33,6 +33,16 @@ TEST(MirrorCompactionTest, NoPassesOrAPassedDeadlineLeaveThePlan) {
   EXPECT_EQ(offsets, plan);
 }
 
+TEST(MirrorCompactionTest, ReportsItsLongestPass) {
+  const PlanInstance instance = make_plan_instance(kChain, 1);
+  std::vector<std::uint64_t> offsets{0, 20, 10, 0};
+  Clock::duration longest_pass = Clock::duration::max();
+  compact_by_mirroring(instance, offsets, 30, 0, Clock::time_point::max(), &longest_pass);
+  EXPECT_EQ(longest_pass, Clock::duration::zero());
+  compact_by_mirroring(instance, offsets, 30, 64, Clock::time_point::max(), &longest_pass);
+  EXPECT_GT(longest_pass, Clock::duration::zero());
+}
+
 // A dense random set of 600 tensors over 120 ops and its greedy plan (by size, best fit).
 struct GreedyPlan {
   explicit GreedyPlan(std::uint64_t seed)
