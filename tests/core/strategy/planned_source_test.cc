@@ -492,7 +492,9 @@ TEST(Planned, LearnsTheNextIterationTooWhenTheFirstLeavesMuchLive) {
 }
 
 // 2.5 MiB of weights leave 1.5 MiB free in their last granule, where the plan puts the
-// activations. The output each iteration keeps goes elsewhere, not into that hole.
+// activations. The output each iteration keeps goes elsewhere, not into that hole: to
+// the free end of that granule, clear of the hole, not to a granule of the small kind's
+// range of its own.
 TEST(Planned, KeepsWhatLastsOutOfTheHolesItPlansInto) {
   Allocator allocator(device(), planned());
   void* weights = allocator.allocate(5 * MiB / 2);
@@ -508,6 +510,7 @@ TEST(Planned, KeepsWhatLastsOutOfTheHolesItPlansInto) {
   EXPECT_GE(stats.lasting, 4u);  // one output per served iteration
   EXPECT_EQ(stats.fallbacks, 0u);
   EXPECT_EQ(stats.hits, stats.lasting * 3u);
+  EXPECT_EQ(allocator.stats().reserved_bytes.by_kind[static_cast<int>(PoolKind::small)].peak, 0);
   for (void* output : outputs) allocator.deallocate(output);
   allocator.deallocate(weights);
 }
