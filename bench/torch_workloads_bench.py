@@ -1,0 +1,232 @@
+"""Captures small PyTorch workloads unlike the shared traces (gradient accumulation,
+activation checkpointing, a GAN, an LSTM, segmentation, token-by-token decoding,
+variable sequence lengths, two models served in turn) with `python3 -m npumem.torch
+capture`, then prints every strategy's overhead ratio (peak reserved / peak requested)
+from `npumem compare` beside the model of PyTorch's caching policy in
+../shared/tools/torch_policy_sim.py, and whether planned is at most the best of caching
+and expandable. Random weights and inputs (no download), CPU tensors.
+
+    /usr/bin/python3 bench/torch_workloads_bench.py [--npumem build/bin/npumem] [NAME ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def accum_train() -> None:
+    """A CNN trained with three micro-batches per optimizer step."""
+    import torch
+    from torch import nn
+
+    model = nn.Sequential(nn.Conv2d(3, 32, 3, padding=1), nn.BatchNorm2d(32), nn.ReLU(),
+                          nn.MaxPool2d(2), nn.Conv2d(32, 64, 3, padding=1), nn.BatchNorm2d(64),
+                          nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(64, 10))
+    optimizer = torch.optim.AdamW(model.parameters(), 1e-3)
+    for _ in range(6):
+        for _ in range(3):
+            x, y = torch.randn(16, 3, 64, 64), torch.randint(0, 10, (16,))
+            (nn.functional.cross_entropy(model(x), y) / 3).backward()
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+
+
+def ckpt_train() -> None:
+    """Residual MLP blocks under activation checkpointing."""
+    import torch
+    from torch import nn
+    from torch.utils.checkpoint import checkpoint
+
+    blocks = nn.ModuleList([nn.Sequential(nn.Linear(512, 2048), nn.GELU(), nn.Linear(2048, 512))
+                            for _ in range(6)])
+    optimizer = torch.optim.SGD(blocks.parameters(), 0.01, momentum=0.9)
+    for _ in range(6):
+        h = torch.randn(64, 32, 512)
+        for block in blocks:
+            h = h + checkpoint(block, h, use_reentrant=False)
+        h.pow(2).mean().backward()
+        optimizer.step()
+        optimizer.zero_grad()
+
+
+def gan_train() -> None:
+    """Discriminator and generator steps in turn; the generator's output spans both."""
+    import torch
+    from torch import nn
+
+    generator = nn.Sequential(nn.Linear(64, 256), nn.ReLU(), nn.Linear(256, 1024), nn.ReLU(),
+                              nn.Linear(1024, 784), nn.Tanh())
+    discriminator = nn.Sequential(nn.Linear(784, 512), nn.LeakyReLU(0.2), nn.Linear(512, 256),
+                                  nn.LeakyReLU(0.2), nn.Linear(256, 1))
+    g_optimizer = torch.optim.Adam(generator.parameters(), 2e-4)
+    d_optimizer = torch.optim.Adam(discriminator.parameters(), 2e-4)
+    loss = nn.BCEWithLogitsLoss()
+    for _ in range(6):
+        fake = generator(torch.randn(64, 64))
+        d_loss = (loss(discriminator(torch.randn(64, 784)), torch.ones(64, 1)) +
+                  loss(discriminator(fake.detach()), torch.zeros(64, 1)))
+        d_optimizer.zero_grad()
+        d_loss.backward()
+        d_optimizer.step()
+        g_loss = loss(discriminator(fake), torch.ones(64, 1))
+        g_optimizer.zero_grad()
+        g_loss.backward()
+        g_optimizer.step()
+
+
+def lstm_train() -> None:
+    """A two-layer LSTM language model."""
+    import torch
+    from torch import nn
+
+    class Model(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.embedding = nn.Embedding(5000, 128)
+            self.lstm = nn.LSTM(128, 256, 2, batch_first=True)
+            self.out = nn.Linear(256, 5000)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.out(self.lstm(self.embedding(x))[0])
+
+    model = Model()
+    optimizer = torch.optim.Adam(model.parameters(), 1e-3)
+    for _ in range(6):
+        x, y = torch.randint(0, 5000, (16, 48)), torch.randint(0, 5000, (16, 48))
+        loss = nn.functional.cross_entropy(model(x).reshape(-1, 5000), y.reshape(-1))
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+
+
+def seg_infer() -> None:
+    """FCN-ResNet50 inference on two input heights in turn."""
+    import torch
+    import torchvision
+
+    import npumem.torch as npumem_torch
+
+    model = torchvision.models.segmentation.fcn_resnet50(weights=None, weights_backbone=None,
+                                                         num_classes=5).eval()
+    with torch.no_grad():
+        for step in range(4):
+            npumem_torch.iteration()
+            model(torch.randn(1, 3, 160 + 32 * (step % 2), 160))["out"].argmax(1)
+
+
+def decode_infer() -> None:
+    """Token-by-token decoding with a transformer decoder: every step is longer."""
+    import torch
+    from torch import nn
+
+    import npumem.torch as npumem_torch
+
+    decoder = nn.TransformerDecoder(nn.TransformerDecoderLayer(256, 4, 1024, batch_first=True),
+                                    3).eval()
+    embedding, head = nn.Embedding(1000, 256), nn.Linear(256, 1000)
+    with torch.no_grad():
+        memory, tokens = torch.randn(2, 16, 256), torch.randint(0, 1000, (2, 1))
+        for _ in range(12):
+            npumem_torch.iteration()
+            hidden = decoder(embedding(tokens), memory)
+            tokens = torch.cat([tokens, head(hidden[:, -1]).argmax(-1, keepdim=True)], 1)
+
+
+def varlen_train() -> None:
+    """A transformer encoder trained on batches of varying sequence length."""
+    import torch
+    from torch import nn
+
+    encoder = nn.TransformerEncoder(nn.TransformerEncoderLayer(256, 4, 1024, batch_first=True), 2)
+    head = nn.Linear(256, 2)
+    optimizer = torch.optim.Adam(list(encoder.parameters()) + list(head.parameters()), 1e-4)
+    for length in [32, 64, 48, 32, 96, 64, 32, 48]:
+        x, y = torch.randn(8, length, 256), torch.randint(0, 2, (8,))
+        nn.functional.cross_entropy(head(encoder(x).mean(1)), y).backward()
+        optimizer.step()
+        optimizer.zero_grad()
+
+
+def two_models() -> None:
+    """ResNet-18 and MobileNetV3-small served in turn, each request an iteration."""
+    import torch
+    import torchvision
+
+    import npumem.torch as npumem_torch
+
+    first = torchvision.models.resnet18(weights=None).eval()
+    second = torchvision.models.mobilenet_v3_small(weights=None).eval()
+    with torch.no_grad():
+        for _ in range(6):
+            npumem_torch.iteration()
+            first(torch.randn(2, 3, 128, 128))
+            npumem_torch.iteration()
+            second(torch.randn(4, 3, 128, 128))
+
+
+WORKLOADS = {f.__name__: f for f in (accum_train, ckpt_train, gan_train, lstm_train, seg_infer,
+                                     decode_infer, varlen_train, two_models)}
+STRATEGIES = ("caching", "expandable", "static", "planned")
+
+
+def capture(name: str, trace: str, python_path: str) -> None:
+    env = dict(os.environ, PYTHONPATH=python_path)
+    subprocess.run([sys.executable, "-m", "npumem.torch", "capture", "-o", trace,
+                    os.path.abspath(__file__), "--run", name],
+                   env=env, check=True, capture_output=True, text=True)
+
+
+def pytorch_policy_ratio(trace: str, shared: str) -> float | None:
+    simulator = os.path.join(shared, "tools", "torch_policy_sim.py")
+    if not os.path.exists(simulator):
+        return None
+    done = subprocess.run([sys.executable, simulator, trace], capture_output=True, text=True,
+                          check=True)
+    return json.loads(done.stdout)["ratio"]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("workloads", nargs="*", default=list(WORKLOADS), metavar="NAME")
+    parser.add_argument("--npumem", default=os.path.join(ROOT, "build", "bin", "npumem"))
+    parser.add_argument("--python-path", default=os.path.join(ROOT, "build", "python"),
+                        help="where the npumem Python module is built")
+    parser.add_argument("--shared", default=os.path.join(ROOT, "..", "shared"),
+                        help="the shared folder holding tools/torch_policy_sim.py")
+    parser.add_argument("--run", choices=list(WORKLOADS), help=argparse.SUPPRESS)
+    arguments = parser.parse_args()
+    if arguments.run:  # inside `npumem.torch capture`
+        WORKLOADS[arguments.run]()
+        return 0
+    unknown = [name for name in arguments.workloads if name not in WORKLOADS]
+    if unknown:
+        parser.error(f"unknown workload {', '.join(unknown)}; known: {', '.join(WORKLOADS)}")
+    print(f"{'workload':<14}{'peak req':>12}" + "".join(f"{s:>12}" for s in STRATEGIES) +
+          f"{'pytorch':>10}  planned <= best of caching, expandable")
+    with tempfile.TemporaryDirectory() as directory:
+        for name in arguments.workloads:
+            trace = os.path.join(directory, f"{name}.trace")
+            capture(name, trace, arguments.python_path)
+            done = subprocess.run([arguments.npumem, "compare", trace, "--json"],
+                                  capture_output=True, text=True, check=True)
+            rows = {row["strategy"]: row for row in json.loads(done.stdout)["strategies"]}
+            ratios = {s: rows[s]["overhead_ratio"] for s in STRATEGIES if s in rows}
+            pytorch = pytorch_policy_ratio(trace, arguments.shared)
+            best = min(ratios["caching"], ratios["expandable"])
+            peak = next(iter(rows.values()))["peak_requested_bytes"]
+            print(f"{name:<14}{peak / 2**20:>9.1f} MiB" +
+                  "".join(f"{ratios.get(s, float('nan')):>12.3f}" for s in STRATEGIES) +
+                  (f"{pytorch:>10.3f}" if pytorch is not None else f"{'-':>10}") +
+                  f"  {'yes' if ratios['planned'] <= best + 1e-9 else 'no'}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
