@@ -142,7 +142,8 @@ void print_row(const std::filesystem::path& file, const cli::ReplayOptions& opti
   const Trace trace = cli::read_trace(file.string());
   // The replay engine, for the memory figures; a replay that runs out of memory is not
   // timed. Its allocator is gone before the children fork.
-  if (const cli::ReplayResult replay = cli::replay_trace(trace, options); !replay.completed()) {
+  const cli::ReplayResult replay = cli::replay_trace(trace, options);
+  if (!replay.completed()) {
     std::printf("%-20s %8zu (stopped: out of memory)\n", file.stem().string().c_str(),
                 trace.memory_events());
     return;
@@ -150,7 +151,6 @@ void print_row(const std::filesystem::path& file, const cli::ReplayOptions& opti
   const Timing npumem = time_npumem(trace, options, repeat);
   const Timing malloc_ = time_raw_heap(trace, system_heap, repeat);
   const Timing mimalloc = time_raw_heap(trace, mimalloc_heap, repeat);
-  const cli::ReplayResult replay = cli::replay_trace(trace, options);
   std::printf("%-20s %8zu %8.1f %8.1f %8.1f   %8.1f %8.1f %8.1f %9.3f %12s %12s\n",
               file.stem().string().c_str(), trace.memory_events(), npumem.first, malloc_.first,
               mimalloc.first, npumem.again, malloc_.again, mimalloc.again, replay.overhead_ratio(),
