@@ -41,8 +41,9 @@ using cli::TraceEvent;
 using cli::TraceOp;
 using Clock = std::chrono::steady_clock;
 
-// The same loop shape as the replay engine: iteration marks reach npumem (the planned
-// strategy learns from them); pool switches, tags and streams are skipped.
+// The same loop shape as the replay engine: iteration marks reach a heap that takes them
+// (npumem: the planned strategy learns from them); pool switches, tags and streams are
+// skipped.
 template <typename Heap>
 double ns_per_event(const Trace& trace, Heap& heap) {
   std::vector<void*> pointers(trace.allocations, nullptr);
@@ -54,7 +55,9 @@ double ns_per_event(const Trace& trace, Heap& heap) {
       heap.deallocate(pointers[event.index]);
       pointers[event.index] = nullptr;
     } else if (event.op == TraceOp::iteration) {
-      heap.mark_iteration(event.index != 0 ? std::optional(event.bytes) : std::nullopt);
+      if constexpr (requires { heap.mark_iteration(std::nullopt); }) {
+        heap.mark_iteration(event.index != 0 ? std::optional(event.bytes) : std::nullopt);
+      }
     }
   }
   const auto elapsed = std::chrono::duration<double, std::nano>(Clock::now() - start).count();
@@ -108,13 +111,6 @@ struct NpumemHeap {
   void mark_iteration(std::optional<std::uint64_t> key) { allocator.mark_iteration(key); }
 };
 
-struct RawHeapCalls {
-  RawHeap heap;
-  void* allocate(std::size_t bytes) { return heap.allocate(bytes); }
-  void deallocate(void* ptr) { heap.deallocate(ptr); }
-  void mark_iteration(std::optional<std::uint64_t>) {}
-};
-
 Timing time_npumem(const Trace& trace, const cli::ReplayOptions& options, int repeat) {
   return in_child([&] {
     NpumemHeap heap{Allocator(make_device(options.device_spec), options.config)};
@@ -124,7 +120,7 @@ Timing time_npumem(const Trace& trace, const cli::ReplayOptions& options, int re
 
 Timing time_raw_heap(const Trace& trace, RawHeap (*make)(), int repeat) {
   return in_child([&] {
-    RawHeapCalls heap{make()};
+    RawHeap heap = make();
     return time_replays(trace, heap, repeat);
   });
 }
