@@ -173,15 +173,20 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
-  npumem::cli::ReplayOptions options;
-  options.device_spec = device_spec;
-  options.config = npumem::parse_config(conf);
-  std::printf("%-20s %8s %-28s %-28s %9s %12s %12s\n", "", "", "ns/event, first replay",
-              "ns/event, again (best)", "overhead", "peak req", "peak resv");
-  std::printf("%-20s %8s %8s %8s %8s   %8s %8s %8s %9s\n", "trace", "events", "npumem", "malloc",
-              "mimalloc", "npumem", "malloc", "mimalloc", "ratio");
-  for (const auto& file : npumem::bench::trace_files(shared_dir + "/traces")) {
-    npumem::bench::print_row(file, options, repeat);
+  // A bad setting, a missing folder or a trace that does not parse: its message, exit 2.
+  try {
+    npumem::cli::ReplayOptions options;
+    options.device_spec = device_spec;
+    options.config = npumem::parse_config(conf);
+    const auto files = npumem::bench::trace_files(shared_dir + "/traces");
+    std::printf("%-20s %8s %-28s %-28s %9s %12s %12s\n", "", "", "ns/event, first replay",
+                "ns/event, again (best)", "overhead", "peak req", "peak resv");
+    std::printf("%-20s %8s %8s %8s %8s   %8s %8s %8s %9s\n", "trace", "events", "npumem", "malloc",
+                "mimalloc", "npumem", "malloc", "mimalloc", "ratio");
+    for (const auto& file : files) npumem::bench::print_row(file, options, repeat);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "replay_bench: %s\n", e.what());
+    return 2;
   }
   return 0;
 }

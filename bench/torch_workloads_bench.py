@@ -176,20 +176,25 @@ WORKLOADS = {f.__name__: f for f in (accum_train, ckpt_train, gan_train, lstm_tr
 STRATEGIES = ("caching", "expandable", "static", "planned")
 
 
+def run(command: list[str], env: dict[str, str] | None = None) -> str:
+    """The command's output; its error output in a RuntimeError when it fails."""
+    done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"{' '.join(command)} failed (exit {done.returncode}): "
+                           f"{done.stderr.strip()}")
+    return done.stdout
+
+
 def capture(name: str, trace: str, python_path: str) -> None:
-    env = dict(os.environ, PYTHONPATH=python_path)
-    subprocess.run([sys.executable, "-m", "npumem.torch", "capture", "-o", trace,
-                    os.path.abspath(__file__), "--run", name],
-                   env=env, check=True, capture_output=True, text=True)
+    run([sys.executable, "-m", "npumem.torch", "capture", "-o", trace, os.path.abspath(__file__),
+         "--run", name], env=dict(os.environ, PYTHONPATH=python_path))
 
 
 def pytorch_policy_ratio(trace: str, shared: str) -> float | None:
     simulator = os.path.join(shared, "tools", "torch_policy_sim.py")
     if not os.path.exists(simulator):
         return None
-    done = subprocess.run([sys.executable, simulator, trace], capture_output=True, text=True,
-                          check=True)
-    return json.loads(done.stdout)["ratio"]
+    return json.loads(run([sys.executable, simulator, trace]))["ratio"]
 
 
 def main() -> int:
@@ -208,15 +213,25 @@ def main() -> int:
     unknown = [name for name in arguments.workloads if name not in WORKLOADS]
     if unknown:
         parser.error(f"unknown workload {', '.join(unknown)}; known: {', '.join(WORKLOADS)}")
+    if not os.access(arguments.npumem, os.X_OK):
+        parser.error(f"no npumem command at {arguments.npumem} (build it, or give --npumem)")
+    try:
+        return report(arguments)
+    except RuntimeError as error:
+        print(f"torch_workloads_bench: {error}", file=sys.stderr)
+        return 2
+
+
+def report(arguments: argparse.Namespace) -> int:
+    """Captures each workload and prints its row."""
     print(f"{'workload':<14}{'peak req':>12}" + "".join(f"{s:>12}" for s in STRATEGIES) +
           f"{'pytorch':>10}  planned <= best of caching, expandable")
     with tempfile.TemporaryDirectory() as directory:
         for name in arguments.workloads:
             trace = os.path.join(directory, f"{name}.trace")
             capture(name, trace, arguments.python_path)
-            done = subprocess.run([arguments.npumem, "compare", trace, "--json"],
-                                  capture_output=True, text=True, check=True)
-            rows = {row["strategy"]: row for row in json.loads(done.stdout)["strategies"]}
+            compared = json.loads(run([arguments.npumem, "compare", trace, "--json"]))
+            rows = {row["strategy"]: row for row in compared["strategies"]}
             ratios = {s: rows[s]["overhead_ratio"] for s in STRATEGIES if s in rows}
             pytorch = pytorch_policy_ratio(trace, arguments.shared)
             best = min(ratios["caching"], ratios["expandable"])
