@@ -6,7 +6,8 @@ from `npumem compare` beside the model of PyTorch's caching policy in
 ../shared/tools/torch_policy_sim.py, and whether planned is at most the best of caching
 and expandable. Random weights and inputs (no download), CPU tensors.
 
-    /usr/bin/python3 bench/torch_workloads_bench.py [--npumem build/bin/npumem] [NAME ...]
+    /usr/bin/python3 bench/torch_workloads_bench.py [--npumem build/bin/npumem] [--keep DIR]
+        [NAME ...]
 """
 
 from __future__ import annotations
@@ -205,6 +206,8 @@ def main() -> int:
                         help="where the npumem Python module is built")
     parser.add_argument("--shared", default=os.path.join(ROOT, "..", "shared"),
                         help="the shared folder holding tools/torch_policy_sim.py")
+    parser.add_argument("--keep", metavar="DIR",
+                        help="write the captured traces to DIR (kept) instead of a temporary folder")
     parser.add_argument("--run", choices=list(WORKLOADS), help=argparse.SUPPRESS)
     arguments = parser.parse_args()
     if arguments.run:  # inside `npumem.torch capture`
@@ -226,7 +229,9 @@ def report(arguments: argparse.Namespace) -> int:
     """Captures each workload and prints its row."""
     print(f"{'workload':<14}{'peak req':>12}" + "".join(f"{s:>12}" for s in STRATEGIES) +
           f"{'pytorch':>10}  planned <= best of caching, expandable")
-    with tempfile.TemporaryDirectory() as directory:
+    with tempfile.TemporaryDirectory() as scratch:
+        directory = arguments.keep or scratch
+        os.makedirs(directory, exist_ok=True)
         for name in arguments.workloads:
             trace = os.path.join(directory, f"{name}.trace")
             capture(name, trace, arguments.python_path)

@@ -802,6 +802,12 @@ void PlannedSource::keep_plan(std::unique_ptr<Plan> plan) {
     const bool twin = plan->key ? kept->key == plan->key : !kept->key && kept->sizes == plan->sizes;
     if (kept.get() == served_ || twin) {
       plan->shape_served = kept->shape_served || kept->iterations_served != 0;
+      // Learned again from an iteration the plan served, of the same sizes: the
+      // fallback's peak for them still bounds the arena (a checkpointed MLP's second
+      // plan, with no bound, served 2 granules above expandable: 1.025x vs 1.008x).
+      if (plan->fallback_peak_reserved == 0 && kept->sizes == plan->sizes) {
+        plan->fallback_peak_reserved = kept->fallback_peak_reserved;
+      }
       kept = std::move(plan);
       return;
     }

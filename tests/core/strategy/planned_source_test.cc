@@ -328,6 +328,9 @@ TEST(Planned, ReLearnsOnceForOutputsThatOutliveEveryIteration) {
   }
   const PlannedStats stats = allocator.planned_stats();
   EXPECT_EQ(stats.plans_learned, 2u) << "after the first iteration, then after the first served";
+  ASSERT_EQ(stats.plans.size(), 1u);
+  EXPECT_NE(stats.plans[0].fallback_peak_reserved_bytes, 0u)
+      << "the fallback's peak for the same sizes still bounds the plan learned again";
   EXPECT_EQ(stats.lasting, 5u);
   EXPECT_EQ(stats.fallbacks, 0u);
   EXPECT_EQ(stats.hits, 5u * 4u);
