@@ -1,6 +1,7 @@
 """Captures small PyTorch workloads unlike the shared traces (gradient accumulation,
 activation checkpointing, a GAN, an LSTM, segmentation, token-by-token decoding,
-variable sequence lengths, two models served in turn) with `python3 -m npumem.torch
+variable sequence lengths, two models served in turn, a small GPT, an MLP under Adam, a
+U-Net, encoder inference at two batch sizes) with `python3 -m npumem.torch
 capture`, then prints every strategy's overhead ratio (peak reserved / peak requested)
 from `npumem compare` beside the model of PyTorch's caching policy in
 ../shared/tools/torch_policy_sim.py, and whether planned is at most the best of caching
@@ -172,8 +173,89 @@ def two_models() -> None:
             second(torch.randn(4, 3, 128, 128))
 
 
+def gpt_train() -> None:
+    """A small causal transformer language model trained with AdamW."""
+    import torch
+    from torch import nn
+
+    width, vocabulary, length = 512, 4000, 64
+    embedding, head = nn.Embedding(vocabulary, width), nn.Linear(width, vocabulary)
+    encoder = nn.TransformerEncoder(
+        nn.TransformerEncoderLayer(width, 8, 4 * width, batch_first=True), 4)
+    parameters = [*embedding.parameters(), *encoder.parameters(), *head.parameters()]
+    optimizer = torch.optim.AdamW(parameters, 1e-4)
+    mask = torch.triu(torch.full((length, length), float("-inf")), 1)
+    for _ in range(4):
+        tokens = torch.randint(0, vocabulary, (8, length))
+        logits = head(encoder(embedding(tokens), mask=mask))
+        nn.functional.cross_entropy(logits.reshape(-1, vocabulary), tokens.reshape(-1)).backward()
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+
+
+def mlp_adam_train() -> None:
+    """An MLP of 1024-wide layers under Adam: weights and activations of whole granules."""
+    import torch
+    from torch import nn
+
+    model = nn.Sequential(*[nn.Sequential(nn.Linear(1024, 1024), nn.ReLU()) for _ in range(8)],
+                          nn.Linear(1024, 10))
+    optimizer = torch.optim.Adam(model.parameters(), 1e-3)
+    for _ in range(5):
+        x, y = torch.randn(512, 1024), torch.randint(0, 10, (512,))
+        nn.functional.cross_entropy(model(x), y).backward()
+        optimizer.step()
+        optimizer.zero_grad()
+
+
+def unet_train() -> None:
+    """A small U-Net: encoder outputs kept for the decoder's skip connections."""
+    import torch
+    from torch import nn
+
+    def block(inputs: int, outputs: int) -> nn.Module:
+        return nn.Sequential(nn.Conv2d(inputs, outputs, 3, padding=1), nn.BatchNorm2d(outputs),
+                             nn.ReLU(), nn.Conv2d(outputs, outputs, 3, padding=1), nn.ReLU())
+
+    class UNet(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.down1, self.down2, self.bottom = block(3, 32), block(32, 64), block(64, 128)
+            self.up2, self.merge2 = nn.ConvTranspose2d(128, 64, 2, 2), block(128, 64)
+            self.up1, self.merge1 = nn.ConvTranspose2d(64, 32, 2, 2), block(64, 32)
+            self.out = nn.Conv2d(32, 2, 1)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            first = self.down1(x)
+            second = self.down2(nn.functional.max_pool2d(first, 2))
+            bottom = self.bottom(nn.functional.max_pool2d(second, 2))
+            second = self.merge2(torch.cat([self.up2(bottom), second], 1))
+            return self.out(self.merge1(torch.cat([self.up1(second), first], 1)))
+
+    model = UNet()
+    optimizer = torch.optim.Adam(model.parameters(), 1e-3)
+    for _ in range(4):
+        x, y = torch.randn(4, 3, 96, 96), torch.randint(0, 2, (4, 96, 96))
+        nn.functional.cross_entropy(model(x), y).backward()
+        optimizer.step()
+        optimizer.zero_grad()
+
+
+def encoder_infer() -> None:
+    """BERT-base-sized encoder layers serving batches of 4 and 8 in turn."""
+    import torch
+    from torch import nn
+
+    encoder = nn.TransformerEncoder(nn.TransformerEncoderLayer(768, 12, 3072, batch_first=True),
+                                    4).eval()
+    with torch.no_grad():
+        for batch in (4, 8, 4, 8, 4, 8):
+            encoder(torch.randn(batch, 128, 768))
+
+
 WORKLOADS = {f.__name__: f for f in (accum_train, ckpt_train, gan_train, lstm_train, seg_infer,
-                                     decode_infer, varlen_train, two_models)}
+                                     decode_infer, varlen_train, two_models, gpt_train,
+                                     mlp_adam_train, unet_train, encoder_infer)}
 STRATEGIES = ("caching", "expandable", "static", "planned")
 
 
