@@ -235,34 +235,26 @@ TEST(BlockPool, LeavesTheRemainderBesideUnmappedSpaceOnATie) {
 // packing it against a neighbour and skips less than a quarter of a granule's bytes:
 // packed, it would span one granule more, which stays mapped after it is freed while
 // either neighbour lives. The space before the boundary serves later requests.
-TEST(BlockPool, StartsWholeGranulesAtAGranuleBoundary) {
+TEST(BlockPool, StartsWholeGranulesAtAGranuleBoundaryAfterASmallNeighbour) {
   constexpr std::uintptr_t kBase = 0x10000000;
   constexpr std::size_t kMiB = 1 << 20;
-  BlockPool pool(Tier::hbm, PoolKind::large, nullptr);
-  pool.add_segment(kBase, 16 * kMiB, false);
-  pool.set_mapping_granule(2 * kMiB);
-  pool.map_range(pool.find_unmapped(8 * kMiB), kBase, 8 * kMiB);
-  Block* small = pool.take(64 * 1024, kAny, 512, kAny);
-  ASSERT_EQ(small->address, kBase);
-  // At 64 KiB it would span [0, 6): granules 1 and 2 besides small's 0; at 2 MiB, [2, 6).
-  Block* whole = pool.take(4 * kMiB, kAny, 512, kAny);
-  EXPECT_EQ(whole->address, kBase + 2 * kMiB);
-  Block* after_small = pool.take(kMiB, kAny, 512, kAny);
-  EXPECT_EQ(after_small->address, kBase + 64 * 1024);
-  // Not a whole number of granules: packed as before.
-  Block* partial = pool.take(3 * kMiB / 2, kAny, 512, kAny);
-  EXPECT_EQ(partial->address, kBase + 6 * kMiB);
-}
-
-TEST(BlockPool, PacksWholeGranulesAfterANeighbourUsingAQuarterOfItsGranule) {
-  constexpr std::uintptr_t kBase = 0x10000000;
-  constexpr std::size_t kMiB = 1 << 20;
-  BlockPool pool(Tier::hbm, PoolKind::large, nullptr);
-  pool.add_segment(kBase, 16 * kMiB, false);
-  pool.set_mapping_granule(2 * kMiB);
-  pool.map_range(pool.find_unmapped(8 * kMiB), kBase, 8 * kMiB);
-  ASSERT_EQ(pool.take(kMiB / 2, kAny, 512, kAny)->address, kBase);
-  EXPECT_EQ(pool.take(4 * kMiB, kAny, 512, kAny)->address, kBase + kMiB / 2);
+  struct Case {
+    std::size_t neighbour;
+    std::uintptr_t whole_at;  // of 4 MiB, after the neighbour at the range's start
+    std::uintptr_t next_at;   // of 1 MiB after that
+  };
+  // After 64 KiB, packed it would span [0, 6): granules 1 and 2 besides the neighbour's
+  // 0; at 2 MiB, [2, 6). After 512 KiB, a quarter of a granule: packed.
+  for (const Case& c : {Case{64 * 1024, kBase + 2 * kMiB, kBase + 64 * 1024},
+                        Case{kMiB / 2, kBase + kMiB / 2, kBase + 9 * kMiB / 2}}) {
+    BlockPool pool(Tier::hbm, PoolKind::large, nullptr);
+    pool.add_segment(kBase, 16 * kMiB, false);
+    pool.set_mapping_granule(2 * kMiB);
+    pool.map_range(pool.find_unmapped(8 * kMiB), kBase, 8 * kMiB);
+    ASSERT_EQ(pool.take(c.neighbour, kAny, 512, kAny)->address, kBase);
+    EXPECT_EQ(pool.take(4 * kMiB, kAny, 512, kAny)->address, c.whole_at) << c.neighbour;
+    EXPECT_EQ(pool.take(kMiB, kAny, 512, kAny)->address, c.next_at) << c.neighbour;
+  }
 }
 
 // With a mapping granule, requests of an eighth of a granule or more take the lowest
