@@ -298,6 +298,8 @@ def main() -> int:
     unknown = [name for name in arguments.workloads if name not in WORKLOADS]
     if unknown:
         parser.error(f"unknown workload {', '.join(unknown)}; known: {', '.join(WORKLOADS)}")
+    if arguments.keep and os.path.exists(arguments.keep) and not os.path.isdir(arguments.keep):
+        parser.error(f"--keep {arguments.keep}: not a folder")
     if not os.access(arguments.npumem, os.X_OK):
         parser.error(f"no npumem command at {arguments.npumem} (build it, or give --npumem)")
     try:
