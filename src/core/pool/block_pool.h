@@ -32,8 +32,8 @@ class BlockPool {
   // Takes a free mapped block of at least `size` and at most `max_block` bytes,
   // splitting off the tail when it is at least split_remainder bytes and the block is
   // smaller than unsplittable_from (PyTorch's max_split_size: big blocks stay whole).
-  // With a mapping granule set, the request may go at the block's end instead (see
-  // granule_position).
+  // With a mapping granule set, the request may go at the block's end or at a granule
+  // boundary inside it (see granule_position).
   Block* take(std::size_t size, std::size_t max_block, std::size_t split_remainder,
               std::size_t unsplittable_from);
   // Takes exactly [address, address + size) of `segment` (one of this pool's) when it
@@ -111,8 +111,9 @@ class BlockPool {
   Block* split(Block* block, std::size_t size);
   // Where in a free block a request of `size` bytes goes: at its start or its end,
   // whichever touches fewer granules that no neighbour uses (on a tie, the end only
-  // when unmapped space lies before the block and not after it). Whole free granules
-  // can be unmapped and reused; partly used ones cannot.
+  // when unmapped space lies before the block and not after it), or, for whole
+  // granules, at the block's first granule boundary (see the definition). Whole free
+  // granules can be unmapped and reused; partly used ones cannot.
   std::uintptr_t granule_position(const Block& block, std::size_t size) const;
   void merge_into(Block* into, Block* absorbed);
   // Merges a free block with free neighbours in the same mapped state, files it in its
