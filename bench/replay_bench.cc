@@ -111,16 +111,11 @@ struct NpumemHeap {
   void mark_iteration(std::optional<std::uint64_t> key) { allocator.mark_iteration(key); }
 };
 
-Timing time_npumem(const Trace& trace, const cli::ReplayOptions& options, int repeat) {
+// The heap make_heap() returns, timed in a child process of its own.
+template <typename MakeHeap>
+Timing time_heap(const Trace& trace, MakeHeap make_heap, int repeat) {
   return in_child([&] {
-    NpumemHeap heap{Allocator(make_device(options.device_spec), options.config)};
-    return time_replays(trace, heap, repeat);
-  });
-}
-
-Timing time_raw_heap(const Trace& trace, RawHeap (*make)(), int repeat) {
-  return in_child([&] {
-    RawHeap heap = make();
+    auto heap = make_heap();
     return time_replays(trace, heap, repeat);
   });
 }
@@ -144,9 +139,12 @@ void print_row(const std::filesystem::path& file, const cli::ReplayOptions& opti
                 trace.memory_events());
     return;
   }
-  const Timing npumem = time_npumem(trace, options, repeat);
-  const Timing malloc_ = time_raw_heap(trace, system_heap, repeat);
-  const Timing mimalloc = time_raw_heap(trace, mimalloc_heap, repeat);
+  const Timing npumem = time_heap(
+      trace,
+      [&] { return NpumemHeap{Allocator(make_device(options.device_spec), options.config)}; },
+      repeat);
+  const Timing malloc_ = time_heap(trace, system_heap, repeat);
+  const Timing mimalloc = time_heap(trace, mimalloc_heap, repeat);
   std::printf("%-20s %8zu %8.1f %8.1f %8.1f   %8.1f %8.1f %8.1f %9.3f %12s %12s\n",
               file.stem().string().c_str(), trace.memory_events(), npumem.first, malloc_.first,
               mimalloc.first, npumem.again, malloc_.again, mimalloc.again, replay.overhead_ratio(),
