@@ -30,10 +30,11 @@ class BlockPool {
   BlockPool& operator=(const BlockPool&) = delete;
 
   // Takes a free mapped block of at least `size` and at most `max_block` bytes,
-  // splitting off the tail when it is at least split_remainder bytes and the block is
-  // smaller than unsplittable_from (PyTorch's max_split_size: big blocks stay whole).
-  // With a mapping granule set, the request may go at the block's end or at a granule
-  // boundary inside it (see granule_position).
+  // splitting off what the request leaves when that is at least split_remainder bytes
+  // and the block is smaller than unsplittable_from (PyTorch's max_split_size: big
+  // blocks stay whole). The request goes at the block's start, or with a mapping
+  // granule set at its end or at a granule boundary inside it (see granule_position),
+  // leaving a tail, a head, or both.
   Block* take(std::size_t size, std::size_t max_block, std::size_t split_remainder,
               std::size_t unsplittable_from);
   // Takes exactly [address, address + size) of `segment` (one of this pool's) when it
