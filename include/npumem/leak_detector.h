@@ -60,7 +60,10 @@ struct LeakReport {
   std::uint64_t final_bytes = 0;
   double growth = 0.0;  // (final - baseline) / baseline; +inf from a zero baseline
   double threshold = 0.0;
-  std::uint64_t leaked_bytes = 0;  // held by recurring groups, made in judged iterations
+  // Held by recurring groups, made in judged iterations, each iteration's counted up to
+  // its group's usual amount per iteration (so a tensor carried into the next
+  // iteration, in the same group, does not read as a leak).
+  std::uint64_t leaked_bytes = 0;
   // Recurring survivors above threshold x baseline (needs two judged iterations).
   bool leaking = false;
   std::vector<std::uint64_t> samples;  // allocated bytes at each tick

@@ -135,9 +135,12 @@ def _evaluate(node, inputs: list) -> Optional[np.ndarray]:
     if evaluate is None or node.domain not in ("", "ai.onnx") or len(node.output) != 1:
         return None
     try:
-        value = np.asarray(evaluate(node, inputs))
+        value = evaluate(node, inputs)
     except (ValueError, TypeError, IndexError, KeyError):  # left to shape inference
         return None
+    if value is None:  # an evaluator declined (a large ConstantOfShape: an RNN's state)
+        return None
+    value = np.asarray(value)
     return value if value.size <= MAX_ELEMENTS else None
 
 

@@ -186,6 +186,21 @@ class OnnxLifetimesTest(unittest.TestCase):
         # What the Slice still reads: start, half and axis, one int64 each.
         self.assertEqual((lifetimes.weight_tensors, lifetimes.weight_bytes), (3, 3 * 8))
 
+    def test_large_constant_of_shape_stays_a_tensor(self):
+        # torch.onnx writes an RNN's zero initial state as ConstantOfShape of the state's
+        # shape: too large to fold here, it is computed from constants only, so it is
+        # counted with the weights, as a folded transpose of a weight is.
+        shape = numpy_helper.from_array(numpy.array([1, 8, 1024], dtype=numpy.int64), "shape")
+        graph = helper.make_graph(
+            [helper.make_node("ConstantOfShape", ["shape"], ["h0"]),
+             helper.make_node("Add", ["x", "h0"], ["y"])],
+            "state", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8, 1024])],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8, 1024])], [shape])
+        lifetimes = read(self.save(helper.make_model(graph)))
+        self.assertEqual(lifetimes.tensors, [Tensor("y", 8 * 1024 * 4, 0, 0)])
+        self.assertEqual((lifetimes.weight_tensors, lifetimes.weight_bytes),
+                         (2, 8 * 1024 * 4 + 3 * 8))
+
     def test_subgraph_is_refused_by_name(self):
         branch = helper.make_graph(
             [helper.make_node("Identity", ["x"], ["out"])], "branch", [],

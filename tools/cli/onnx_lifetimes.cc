@@ -163,7 +163,7 @@ OnnxLifetimes onnx_lifetimes(const std::string& model_path, const std::vector<st
   }
   throw OnnxToolError(
       "`" + python + " -m " + kModule + "` failed (exit " + std::to_string(child.exit_code) +
-      "): it needs npumem's Python package (this build's, with NPUMEM_BUILD_PYTHON=ON, or one "
+      "; what it wrote to stderr is above): it needs npumem's Python package (this build's, with NPUMEM_BUILD_PYTHON=ON, or one "
       "installed with pip) and python3-onnx; NPUMEM_PYTHON names the interpreter");
 }
 

@@ -57,6 +57,26 @@ TEST(LeakDetector, FlagsSurvivorsOfEveryIterationAfterWarmUpAndNamesTheTag) {
   allocator.deallocate(weights);
 }
 
+TEST(LeakDetector, CountsAGroupsUsualLeakNotATensorCarriedIntoTheNextIteration) {
+  Allocator allocator(make_device("sim:hbm=256MiB,ddr=0"));
+  auto detector = LeakDetector::attach(allocator);
+  std::vector<void*> kept;
+  void* scratch = nullptr;
+  for (int i = 0; i < 6; ++i) {
+    if (scratch != nullptr) allocator.deallocate(scratch);
+    kept.push_back(allocator.allocate(512));
+    scratch = allocator.allocate(4 * MiB);  // alive across the boundary, freed after it
+    detector->tick();
+  }
+  const LeakReport report = detector->report();
+  ASSERT_EQ(report.judged_iterations, 4u);  // 2..5
+  ASSERT_EQ(report.survivors.size(), 1u);   // one untagged group: the scalars and the scratch
+  EXPECT_TRUE(report.survivors[0].recurring);
+  EXPECT_EQ(report.leaked_bytes, 4 * 512u);
+  allocator.deallocate(scratch);
+  for (void* p : kept) allocator.deallocate(p);
+}
+
 TEST(LeakDetector, SteadyLoopIsNoLeak) {
   Allocator allocator(make_device("sim:hbm=256MiB,ddr=0"));
   void* weights = allocator.allocate(8 * MiB);
