@@ -88,6 +88,11 @@ FamilyCosts range_costs(const ShapeFamily& family, const BucketAdviceOptions& op
 
 }  // namespace
 
+std::uint64_t planned_total_bytes(const BucketAdvice& advice, const BucketChoice& choice) {
+  return std::max(advice.before_iterations_peak_bytes,
+                  choice.arena_bytes + advice.outside_peak_bytes);
+}
+
 BucketAdvice advise_buckets(const Trace& trace, const BucketAdviceOptions& options) {
   if (options.max_buckets == 0) throw ConfigError("the most buckets must be at least 1");
   if (!(options.tolerance >= 0.0) || !std::isfinite(options.tolerance)) {
@@ -114,6 +119,7 @@ BucketAdvice advise_buckets(const Trace& trace, const BucketAdviceOptions& optio
   advice.max_buckets = options.max_buckets;
   advice.tolerance = options.tolerance;
   advice.outside_peak_bytes = shapes.outside_peak_bytes;
+  advice.before_iterations_peak_bytes = shapes.before_iterations_peak_bytes;
 
   std::vector<FamilyCosts> costs;
   std::vector<std::vector<RangeFigures>> figures(shapes.families.size());

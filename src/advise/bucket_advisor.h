@@ -50,6 +50,12 @@ struct BucketChoice {
   double cost_bytes() const { return static_cast<double>(arena_bytes) + waste_bytes; }
 };
 
+struct BucketAdvice;
+
+// What the planned strategy would reserve with `choice`'s arena: the arena beside what
+// lies outside the iterations, or the peak before the first iteration when higher.
+std::uint64_t planned_total_bytes(const BucketAdvice& advice, const BucketChoice& choice);
+
 struct BucketAdvice {
   std::string source;
   std::size_t iterations = 0;
@@ -59,6 +65,7 @@ struct BucketAdvice {
   std::size_t max_buckets = 0;
   double tolerance = 0.0;
   std::uint64_t outside_peak_bytes = 0;  // weights, optimizer state: beside the arena
+  std::uint64_t before_iterations_peak_bytes = 0;  // before the first `i` (iteration_shapes.h)
   std::uint64_t peak_requested_bytes = 0;
   std::uint64_t caching_peak_reserved_bytes = 0;  // the trace as it is, unpadded
   // k = 1 .. the lesser of max_buckets and the number of shapes (more buckets than

@@ -30,6 +30,7 @@ nlohmann::ordered_json bucket_advice_json(const BucketAdvice& advice) {
   out["families"] = advice.families;
   out["peak_requested_bytes"] = advice.peak_requested_bytes;
   out["outside_peak_bytes"] = advice.outside_peak_bytes;
+  out["before_iterations_peak_bytes"] = advice.before_iterations_peak_bytes;
   out["caching_peak_reserved_bytes"] = advice.caching_peak_reserved_bytes;
   out["max_buckets"] = advice.max_buckets;
   out["tolerance"] = advice.tolerance;
@@ -44,7 +45,7 @@ nlohmann::ordered_json bucket_advice_json(const BucketAdvice& advice) {
       item["arena_bytes"] = choice->arena_bytes;
       item["waste_bytes"] = whole_bytes(choice->waste_bytes);
       item["cost_bytes"] = whole_bytes(choice->cost_bytes());
-      item["planned_total_bytes"] = choice->arena_bytes + advice.outside_peak_bytes;
+      item["planned_total_bytes"] = planned_total_bytes(advice, *choice);
       item["padded_request_share"] = choice->padded_request_share;
       item["bucket_list"] = nlohmann::ordered_json::array();
       for (const AdvisedBucket& bucket : choice->bucket_list) {
@@ -70,11 +71,12 @@ std::string bucket_advice_text(const BucketAdvice& advice) {
       << " (iterations whose allocations and frees align request by request)\n"
       << "peak requested " << format_bytes(advice.peak_requested_bytes)
       << "; outside the iterations (weights, optimizer state) "
-      << format_bytes(advice.outside_peak_bytes) << "; caching strategy's peak reserved "
+      << format_bytes(advice.outside_peak_bytes) << "; before the first iteration "
+      << format_bytes(advice.before_iterations_peak_bytes) << "; caching strategy's peak reserved "
       << format_bytes(advice.caching_peak_reserved_bytes) << "\n";
   char line[256];
   std::snprintf(line, sizeof line, "%3s %12s %12s %8s %12s %14s\n", "k", "arena", "waste/iter",
-                "padded", "arena+waste", "arena+outside");
+                "padded", "arena+waste", "planned total");
   out << line;
   for (std::size_t k = 1; k <= advice.choices.size(); ++k) {
     const auto& choice = advice.choices[k - 1];
@@ -88,7 +90,7 @@ std::string bucket_advice_text(const BucketAdvice& advice) {
                   format_bytes(whole_bytes(choice->waste_bytes)).c_str(),
                   100.0 * choice->padded_request_share,
                   format_bytes(whole_bytes(choice->cost_bytes())).c_str(),
-                  format_bytes(choice->arena_bytes + advice.outside_peak_bytes).c_str(),
+                  format_bytes(planned_total_bytes(advice, *choice)).c_str(),
                   k == advice.recommended_buckets ? "  <- recommended" : "");
     out << line;
     for (const AdvisedBucket& bucket : choice->bucket_list) {

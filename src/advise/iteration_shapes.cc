@@ -68,12 +68,17 @@ IterationShapes iteration_shapes(const Trace& trace) {
   std::uint64_t outside = 0;
   iteration = -1;
   for (const TraceEvent& event : trace.events) {
-    if (event.op == TraceOp::iteration) ++iteration;
+    if (event.op == TraceOp::iteration) {
+      ++iteration;
+      out.outside_peak_bytes = std::max(out.outside_peak_bytes, outside);  // what lasts
+    }
     if (event.op != TraceOp::alloc && event.op != TraceOp::free) continue;
     if (!in_working_set(event.index)) {
       if (event.op == TraceOp::alloc) {
         outside += event.bytes;
-        out.outside_peak_bytes = std::max(out.outside_peak_bytes, outside);
+        std::uint64_t& peak =
+            iteration < 0 ? out.before_iterations_peak_bytes : out.outside_peak_bytes;
+        peak = std::max(peak, outside);
       } else {
         outside -= event.bytes;
       }

@@ -37,8 +37,11 @@ struct IterationShapes {
   std::size_t iterations = 0;         // every iteration of the trace
   std::size_t empty_iterations = 0;   // of those, the ones with no shape (empty working set)
   std::vector<ShapeFamily> families;  // in the order of their first iteration
-  // Peak of the bytes live outside the working sets.
+  // Peak of the bytes live outside the working sets from the first `i` on.
   std::uint64_t outside_peak_bytes = 0;
+  // Peak of the bytes live before the first `i` (a capture's first step, the weights):
+  // a plan serves nothing there, so no planned total is below it.
+  std::uint64_t before_iterations_peak_bytes = 0;
 };
 
 // Throws ConfigError naming the trace when it has no `i` line.

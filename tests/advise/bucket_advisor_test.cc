@@ -52,6 +52,19 @@ TEST(BucketAdvisor, TwoBucketsSeparateTheLargeShape) {
   EXPECT_GE(advice.caching_peak_reserved_bytes, advice.peak_requested_bytes);
 }
 
+// A capture's first step comes before its first `i`: its activations are freed there,
+// and only what they leave (the weights) lies beside the arena.
+TEST(BucketAdvisor, TheFirstStepBeforeTheFirstIterationIsNotOutsideTheArena) {
+  const std::string trace = "a 100 4096\na 101 " + std::to_string(8 * kMiB) + "\nf 101\n" +
+                            pair_iteration(0, kSmall) + pair_iteration(2, kSmall);
+  const BucketAdvice advice = advise_buckets(parse_trace(trace, "first_step"), {});
+  EXPECT_EQ(advice.outside_peak_bytes, 4096u);
+  EXPECT_EQ(advice.before_iterations_peak_bytes, 4096u + 8 * kMiB);
+  const BucketChoice& one = *advice.choices[0];
+  EXPECT_EQ(one.arena_bytes, 2 * kSmall);
+  EXPECT_EQ(planned_total_bytes(advice, one), 4096u + 8 * kMiB) << "the first step's peak";
+}
+
 TEST(BucketAdvisor, NoToleranceRecommendsTheLeastCost) {
   BucketAdviceOptions options;
   options.tolerance = 0.0;
@@ -81,6 +94,7 @@ TEST(IterationShapes, WorkingSetsAndFamilies) {
       "i\nf 3\na 4 512\na 5 1024\nf 4\n";
   const IterationShapes shapes = iteration_shapes(parse_trace(trace, "t"));
   EXPECT_EQ(shapes.outside_peak_bytes, 3048u);
+  EXPECT_EQ(shapes.before_iterations_peak_bytes, 1000u);
   ASSERT_EQ(shapes.families.size(), 2u) << "alloc, free, alloc vs alloc, alloc, free";
   EXPECT_EQ(shapes.families[0].shapes[0].sizes, (std::vector<std::uint64_t>{512, 512}));
   EXPECT_EQ(shapes.families[1].shapes[0].sizes, (std::vector<std::uint64_t>{512, 1024}));
