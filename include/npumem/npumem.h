@@ -204,7 +204,8 @@ typedef void (*npumem_hook_t)(const npumem_event_t* event, void* user_data);
 
 /* Calls hook(event, user_data) for every event whose bit (1u << kind) is set in kinds,
  * in the allocating thread under the allocator's lock: keep it quick and do not call
- * the allocator from it. *id (may be NULL) is for npumem_remove_hook. */
+ * the allocator from it. *id (may be NULL) is for npumem_remove_hook. kinds of 0, or with
+ * a bit above NPUMEM_EVENT_ITERATION's, is INVALID_ARGUMENT. */
 NPUMEM_API npumem_status_t npumem_add_hook(npumem_allocator_t* allocator, uint32_t kinds,
                                            npumem_hook_t hook, void* user_data,
                                            uint64_t* id) NPUMEM_NOEXCEPT;

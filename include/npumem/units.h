@@ -11,7 +11,7 @@ inline constexpr std::uint64_t KiB = 1024;
 inline constexpr std::uint64_t MiB = 1024 * KiB;
 inline constexpr std::uint64_t GiB = 1024 * MiB;
 
-// Parses "<number>[B|KiB|MiB|GiB|TiB]" (also K/M/G/T, KB/MB/GB/TB as binary units).
+// Parses "<number>[B|KiB|MiB|GiB|TiB|PiB]" (also K/M/G/T/P, KB/MB/GB/TB/PB as binary units).
 // Throws ConfigError naming the text on anything else or on overflow.
 std::uint64_t parse_size(std::string_view text);
 

@@ -49,6 +49,8 @@ from npumem.observe import (
 )
 from npumem.scopes import create_pool, pool, pools, tag
 
+from npumem import plan  # noqa: E402 - npumem.plan.memory/shard/recompute after `import npumem`
+
 __all__ = [
     "ConfigError",
     "Error",

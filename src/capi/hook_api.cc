@@ -40,9 +40,13 @@ npumem_status_t npumem_add_hook(npumem_allocator_t* allocator, uint32_t kinds, n
   return guarded([&] {
     npumem_allocator& handle = handle_of(allocator);
     if (hook == nullptr) throw ArgumentError("hook is NULL");
-    if (kinds == 0 || kinds >= (1u << (NPUMEM_EVENT_ITERATION + 1))) {
-      throw ArgumentError("kinds " + std::to_string(kinds) +
-                          " names no event kind (bits 1u << NPUMEM_EVENT_...)");
+    constexpr std::uint32_t kKnownKinds = (1u << (NPUMEM_EVENT_ITERATION + 1)) - 1;
+    if (kinds == 0) throw ArgumentError("kinds 0 names no event kind (bits 1u << NPUMEM_EVENT_...)");
+    if ((kinds & ~kKnownKinds) != 0) {
+      throw ArgumentError("kinds " + std::to_string(kinds) + " sets bits no event kind has (" +
+                          std::to_string(kinds & ~kKnownKinds) +
+                          "); the kinds are bits 1u << NPUMEM_EVENT_... up to " +
+                          "NPUMEM_EVENT_ITERATION");
     }
     std::lock_guard lock(handle.observers_mutex);
     npumem::Hooks& hooks = hooks_locked(handle);

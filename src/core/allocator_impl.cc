@@ -787,7 +787,7 @@ inline bool Allocator::Impl::keep_solo(Block* block, ThreadCache* cache) {
 
 // With the lock held; `block` is what `live` holds for the address.
 void Allocator::Impl::deallocate_locked(std::uintptr_t address, Block* block, ThreadCache* known) {
-  if (block == nullptr || block->cached) invalid_free(address);
+  if (block == nullptr || block->cached) invalid_pointer(address, "free");
   PoolState& pool = *block->segment->pool;
   account_block(pool, *block, false);
   if (!observers.empty()) {
@@ -824,7 +824,9 @@ void Allocator::Impl::record_stream(void* ptr, StreamId stream) {
 bool Allocator::Impl::resize(void* ptr, std::size_t bytes) {
   std::lock_guard lock(mutex);
   Block* block = live.find(reinterpret_cast<std::uintptr_t>(ptr));
-  if (block == nullptr || block->cached) invalid_free(reinterpret_cast<std::uintptr_t>(ptr));
+  if (block == nullptr || block->cached) {
+    invalid_pointer(reinterpret_cast<std::uintptr_t>(ptr), "resize");
+  }
   if (bytes > kLargestRequest) return false;
   const std::size_t size = block_size(bytes);
   flush_recycled();  // a kept neighbour may be the room to grow into
@@ -845,7 +847,8 @@ bool Allocator::Impl::resize(void* ptr, std::size_t bytes) {
   return resized;
 }
 
-void Allocator::Impl::invalid_free(std::uintptr_t address) const {
+void Allocator::Impl::invalid_pointer(std::uintptr_t address, std::string_view operation) const {
+  const std::string invalid = "invalid " + std::string(operation) + ": pointer ";
   char text[64];
   std::snprintf(text, sizeof text, "0x%llx", static_cast<unsigned long long>(address));
   flush_recycled();  // so a recycled block reads as free: a double free
@@ -857,22 +860,22 @@ void Allocator::Impl::invalid_free(std::uintptr_t address) const {
           if (address < s->address || address >= s->address + s->size) continue;
           for (const Block* b = s->first; b != nullptr; b = b->next) {
             if (address == b->address && !b->allocated) {
-              throw InvalidPointer("double free: pointer " + std::string(text) +
-                                   " was already freed (pool '" + pool->name + "', " +
-                                   std::string(tier_name(tier)) + ")");
+              const std::string what =
+                  operation == "free" ? "double free: pointer " : invalid;
+              throw InvalidPointer(what + std::string(text) + " was already freed (pool '" +
+                                   pool->name + "', " + std::string(tier_name(tier)) + ")");
             }
             if (address > b->address && address < b->address + b->size) {
-              throw InvalidPointer("invalid free: pointer " + std::string(text) + " is " +
+              throw InvalidPointer(invalid + std::string(text) + " is " +
                                    std::to_string(address - b->address) +
-                                   " bytes inside a block; free the pointer allocate() returned");
+                                   " bytes inside a block; pass the pointer allocate() returned");
             }
           }
         }
       }
     }
   }
-  throw InvalidPointer("invalid free: pointer " + std::string(text) +
-                       " was not allocated by this allocator");
+  throw InvalidPointer(invalid + std::string(text) + " was not allocated by this allocator");
 }
 
 // The bytes move outside the lock (a large copy must not stall other threads); the

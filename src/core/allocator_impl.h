@@ -12,6 +12,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/oom_report.h"
@@ -226,7 +227,9 @@ struct Allocator::Impl {
                                                                         int counter) const;
   [[noreturn]] void fail(core::PoolState& pool, std::size_t bytes, std::size_t size,
                          const Refusal& refusal);
-  [[noreturn]] void invalid_free(std::uintptr_t address) const;
+  // Throws InvalidPointer for a pointer `operation` ("free", "resize") was given that
+  // is no live allocation: freed already, inside a block, or not this allocator's.
+  [[noreturn]] void invalid_pointer(std::uintptr_t address, std::string_view operation) const;
   void release_everything();
   void fall_back_from_expandable();
   core::OomContext oom_context(core::PoolState& pool, std::size_t bytes, std::size_t size,

@@ -217,7 +217,11 @@ Trace read_trace(const std::string& path) {
   std::ostringstream text;
   text << file.rdbuf();
   if (file.bad()) throw Error("cannot read trace " + path + ": read failed");
-  return parse_trace(text.view(), path);
+  Trace trace = parse_trace(text.view(), path);
+  // Every command reads traces to replay or plan their allocations: none is a mistake
+  // (an empty capture, the wrong file), not a run that uses no memory.
+  if (trace.allocations == 0) throw Error(path + ": no allocations (no `a` line) to replay or plan");
+  return trace;
 }
 
 Trace pool_part(const Trace& trace, const std::string& pool) {

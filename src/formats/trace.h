@@ -48,7 +48,8 @@ struct Trace {
 // not live, or live bytes that overflow 64 bits.
 Trace parse_trace(std::string_view text, std::string source);
 
-// Reads and parses a trace file. Throws Error when the file cannot be read.
+// Reads and parses a trace file. Throws Error when the file cannot be read or holds no
+// allocation.
 Trace read_trace(const std::string& path);
 
 // The pool of allocations made before any `p` line (and after `p default`).

@@ -21,7 +21,9 @@ struct Unit {
   std::uint64_t bytes;
 };
 
-constexpr std::array<Unit, 14> kSizeUnits = {{{"", 1},
+constexpr std::uint64_t kTiB = 1024 * GiB;
+
+constexpr std::array<Unit, 17> kSizeUnits = {{{"", 1},
                                               {"b", 1},
                                               {"k", KiB},
                                               {"kb", KiB},
@@ -32,9 +34,12 @@ constexpr std::array<Unit, 14> kSizeUnits = {{{"", 1},
                                               {"g", GiB},
                                               {"gb", GiB},
                                               {"gib", GiB},
-                                              {"t", 1024 * GiB},
-                                              {"tb", 1024 * GiB},
-                                              {"tib", 1024 * GiB}}};
+                                              {"t", kTiB},
+                                              {"tb", kTiB},
+                                              {"tib", kTiB},
+                                              {"p", 1024 * kTiB},
+                                              {"pb", 1024 * kTiB},
+                                              {"pib", 1024 * kTiB}}};
 
 constexpr std::array<Unit, 14> kRateUnits = {{{"", 1},
                                               {"b", 1},
@@ -49,7 +54,7 @@ constexpr std::array<Unit, 14> kRateUnits = {{{"", 1},
                                               {"gib", GiB},
                                               {"t", kKilo* kKilo* kKilo* kKilo},
                                               {"tb", kKilo* kKilo* kKilo* kKilo},
-                                              {"tib", 1024 * GiB}}};
+                                              {"tib", kTiB}}};
 
 // What is being parsed, for the error message.
 struct Quantity {
@@ -60,7 +65,7 @@ struct Quantity {
 
 constexpr Quantity kSize = {
     "size",
-    "a number with an optional unit B, KiB, MiB, GiB, TiB, K/M/G/T or KB/MB/GB/TB "
+    "a number with an optional unit B, KiB, MiB, GiB, TiB, PiB, K/M/G/T/P or KB/MB/GB/TB/PB "
     "(all binary), e.g. 16GiB, 1.5GiB, 4096",
     kSizeUnits};
 

@@ -417,6 +417,45 @@ void require(const nlohmann::json& object, const char* key, nlohmann::json::valu
   }
 }
 
+// Sizes, addresses and times are written as unsigned numbers; the page draws them as
+// they are, so a negative or fractional one would draw a block backwards.
+void require_whole(const nlohmann::json& object, const char* key, const std::string& where) {
+  if (!object.is_object() || !object.contains(key) || !object.at(key).is_number_unsigned()) {
+    throw Error("not an npumem snapshot: " + where + "'" + key +
+                "' is missing or not a whole number of at least 0");
+  }
+}
+
+void check_segments(const nlohmann::json& segments) {
+  using Type = nlohmann::json::value_t;
+  for (std::size_t i = 0; i < segments.size(); ++i) {
+    const std::string where = "segments[" + std::to_string(i) + "].";
+    const nlohmann::json& segment = segments[i];
+    require_whole(segment, "address", where);
+    require_whole(segment, "size", where);
+    require(segment, "tier", Type::string, where);
+    require(segment, "blocks", Type::array, where);
+    const nlohmann::json& blocks = segment.at("blocks");
+    for (std::size_t b = 0; b < blocks.size(); ++b) {
+      const std::string block_where = where + "blocks[" + std::to_string(b) + "].";
+      require_whole(blocks[b], "address", block_where);
+      require_whole(blocks[b], "size", block_where);
+      require(blocks[b], "state", Type::string, block_where);
+    }
+  }
+}
+
+void check_history(const nlohmann::json& entries) {
+  using Type = nlohmann::json::value_t;
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    const std::string where = "history.entries[" + std::to_string(i) + "].";
+    require(entries[i], "kind", Type::string, where);
+    require_whole(entries[i], "time_ns", where);
+    require_whole(entries[i], "address", where);
+    require_whole(entries[i], "bytes", where);
+  }
+}
+
 }  // namespace
 
 void check_snapshot(const nlohmann::json& snapshot) {
@@ -437,6 +476,8 @@ void check_snapshot(const nlohmann::json& snapshot) {
   require(snapshot, "segments", Type::array, "");
   require(snapshot, "history", Type::object, "");
   require(snapshot.at("history"), "entries", Type::array, "history.");
+  check_segments(snapshot.at("segments"));
+  check_history(snapshot.at("history").at("entries"));
 }
 
 std::string render_html_timeline(const std::vector<nlohmann::json>& snapshots,

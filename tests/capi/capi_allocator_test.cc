@@ -144,6 +144,11 @@ TEST_F(CapiAllocator, HooksSeeTheKindsAskedForUntilRemoved) {
   EXPECT_EQ(seen.allocs, 1);
   EXPECT_EQ(npumem_deallocate(allocator_, ptr), NPUMEM_OK);
   EXPECT_EQ(npumem_add_hook(allocator_, 0, count_event, &seen, &id), NPUMEM_INVALID_ARGUMENT);
+  EXPECT_EQ(npumem_add_hook(allocator_, (1u << 10) | 1u, count_event, &seen, &id),
+            NPUMEM_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(npumem_last_error()).find("sets bits no event kind has (1024)"),
+            std::string::npos)
+      << npumem_last_error();
   EXPECT_EQ(npumem_add_hook(allocator_, 1, nullptr, &seen, &id), NPUMEM_INVALID_ARGUMENT);
 }
 

@@ -36,6 +36,26 @@ TEST_P(Resize, GrowsIntoAFreeNeighbourAndShrinksInPlace) {
   EXPECT_THROW(allocator.resize(cache, 10), InvalidPointer);
 }
 
+// The messages name the resize, not a free.
+TEST(ResizeErrors, NameTheResize) {
+  Allocator allocator(make_device("sim:hbm=64MiB,ddr=0"));
+  auto* block = static_cast<unsigned char*>(allocator.allocate(1 * MiB));
+  const auto message = [&](void* ptr) {
+    try {
+      allocator.resize(ptr, 10);
+    } catch (const InvalidPointer& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(message(block + 8).find("invalid resize: pointer "), 0u) << message(block + 8);
+  int local = 0;
+  EXPECT_NE(message(&local).find("invalid resize: pointer "), std::string::npos);
+  EXPECT_NE(message(&local).find("was not allocated by this allocator"), std::string::npos);
+  allocator.deallocate(block);
+  EXPECT_EQ(message(block).find("invalid resize: pointer "), 0u) << message(block);
+}
+
 INSTANTIATE_TEST_SUITE_P(Devices, Resize, ::testing::ValuesIn(testing::kBackends),
                          [](const auto& info) { return testing::backend_name(info.param); });
 

@@ -186,6 +186,19 @@ TEST(TraceTest, ReadTraceFailsClearlyOnAMissingFile) {
   }
 }
 
+TEST(TraceTest, ReadTraceRefusesAFileWithNoAllocationOrADirectory) {
+  const auto path = std::filesystem::temp_directory_path() / "npumem_trace_test_empty.trace";
+  std::ofstream(path) << "# a capture that recorded nothing\ni\n";
+  try {
+    read_trace(path.string());
+    FAIL() << "expected an Error";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), path.string() + ": no allocations (no `a` line) to replay or plan");
+  }
+  std::filesystem::remove(path);
+  EXPECT_THROW(read_trace(std::filesystem::temp_directory_path().string()), Error);
+}
+
 TEST(TraceTest, ParsesTheSharedTracesWithTheirSummaryCounts) {
   const std::filesystem::path dir = NPUMEM_SHARED_DIR "/traces";
   if (!std::filesystem::exists(dir)) GTEST_SKIP() << "no shared traces at " << dir;

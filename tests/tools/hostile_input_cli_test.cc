@@ -98,7 +98,15 @@ TEST_F(HostileInputCliTest, NegativeNumbersNameTheOptionAndTheValue) {
            {"plan memory " + records + " --time-limit -1", "--time-limit: -1 is negative"},
            {"replay " + trace + " --leak-threshold -0.5", "--leak-threshold: -0.5 is negative"},
            {"smi -i -1", "--id: -1 is negative"},
-           {"advise buckets " + trace + " --max-buckets 0", "--max-buckets: 0 is not positive"}}) {
+           {"advise buckets " + trace + " --max-buckets 0", "--max-buckets: 0 is not positive"},
+           // Unsigned options: CLI11 alone reads -1 as 2^64-1 and saturates what is larger.
+           {"plan memory --trace " + trace + " --iteration -1", "--iteration: -1 is negative"},
+           {"mon --count -1", "--count: -1 is negative"},
+           {"advise buckets " + trace + " --max-buckets 99999999999999999999",
+            "--max-buckets: 99999999999999999999 is too large"},
+           // NaN passes every comparison as false, ranges included.
+           {"mon --interval nan --count 1", "--interval: nan is not a number"},
+           {"replay " + trace + " --hold nan", "--hold: nan is not a number"}}) {
     const auto result = run_npumem(command);
     EXPECT_EQ(result.exit_code, 2) << command << "\n" << result.err;
     EXPECT_NE(result.err.find(message), std::string::npos) << command << "\n" << result.err;

@@ -228,10 +228,13 @@ TEST(ReplayCliTest, AdviseTakesAPercentSignAndNamesItselfOnBadInput) {
             advice["min_arena_bytes"].get<std::uint64_t>() * 11 / 10);
   const auto bad = run_npumem("replay --advise ten " + trace.path());
   EXPECT_EQ(bad.exit_code, 2);
-  EXPECT_NE(bad.err.find("--advise: expects a margin in percent such as 10 or 10%, not 'ten'"),
-            std::string::npos)
+  EXPECT_NE(
+      bad.err.find("--advise: expects a margin in percent from 0 to 1000 such as 10 or 10%, not 'ten'"),
+      std::string::npos)
       << bad.err;
   EXPECT_LT(bad.err.size(), 200u) << bad.err;
+  const auto huge = run_npumem("replay --advise 1e308 " + trace.path());
+  EXPECT_EQ(huge.exit_code, 2) << "a margin the arena size would overflow on: " << huge.out;
 }
 
 TEST(ReplayCliTest, AnUnsupportedFeatureWarnsOnStderr) {
@@ -281,7 +284,7 @@ TEST(ReplayCliTest, MinCapacityNeedsASimDeviceAndSaysSoBeforeReplaying) {
   const TempTrace trace("a 1 100\n");
   const auto run = run_npumem("replay " + trace.path() + " --min-capacity --device host");
   EXPECT_EQ(run.exit_code, 2);
-  EXPECT_NE(run.err.find("--min-capacity needs a sim device spec, not 'host'"), std::string::npos)
+  EXPECT_NE(run.err.find("needs a sim device spec (its hbm is varied), not 'host'"), std::string::npos)
       << run.err;
   EXPECT_EQ(run.out, "");
 }

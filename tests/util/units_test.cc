@@ -28,6 +28,9 @@ TEST(ParseSize, BinaryUnitsInEverySpelling) {
   EXPECT_EQ(parse_size("2TiB"), 2048 * GiB);
   EXPECT_EQ(parse_size("2T"), 2048 * GiB);
   EXPECT_EQ(parse_size("2TB"), 2048 * GiB);
+  EXPECT_EQ(parse_size("1PiB"), 1024 * 1024 * GiB);  // the sim device's largest tier
+  EXPECT_EQ(parse_size("1P"), 1024 * 1024 * GiB);
+  EXPECT_EQ(parse_size("1PB"), 1024 * 1024 * GiB);
 }
 
 TEST(ParseSize, UnitsIgnoreCaseAndSurroundingSpaces) {

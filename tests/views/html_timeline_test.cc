@@ -69,5 +69,30 @@ TEST(HtmlTimeline, RejectsWhatIsNotASnapshot) {
   }
 }
 
+// What the page draws must be numbers it can draw: a negative size, an entry without
+// its fields.
+TEST(HtmlTimeline, RejectsSegmentsAndEntriesItCannotDraw) {
+  const nlohmann::json snapshot = snapshot_with_tag("");
+  const auto problem = [](const nlohmann::json& bad) {
+    try {
+      check_snapshot(bad);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  ASSERT_FALSE(snapshot["segments"].empty());
+  nlohmann::json negative = snapshot;
+  negative["segments"][0]["size"] = -5;
+  EXPECT_NE(problem(negative).find("segments[0].'size' is missing or not a whole number"),
+            std::string::npos)
+      << problem(negative);
+  nlohmann::json bogus = snapshot;
+  ASSERT_FALSE(bogus["history"]["entries"].empty());
+  bogus["history"]["entries"][0] = {{"bogus", 1}};
+  EXPECT_NE(problem(bogus).find("history.entries[0].'kind' is missing"), std::string::npos)
+      << problem(bogus);
+}
+
 }  // namespace
 }  // namespace npumem::cli

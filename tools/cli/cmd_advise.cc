@@ -28,6 +28,7 @@ void add_buckets_command(CLI::App& advise_command, int& exit_code) {
       ->check(CLI::ExistingFile);
   command->add_option("--max-buckets", options->max_buckets, "the most buckets to consider")
       ->capture_default_str()
+      ->check(whole_number_check())
       ->check(positive_check());
   command
       ->add_option("--tolerance", options->tolerance_percent,

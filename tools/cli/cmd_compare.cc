@@ -22,7 +22,8 @@ void add_compare_command(CLI::App& app, int& exit_code) {
   CLI::App* command =
       app.add_subcommand("compare", "replay a trace under every strategy and compare them");
   command->add_option("trace", options->trace_path, "trace file (see docs/TRACE_FORMAT.md)")
-      ->required();
+      ->required()
+      ->check(CLI::ExistingFile);
   command->add_option("--device", options->device_spec, "sim device spec (its hbm is varied)");
   command->add_option("--conf", options->conf, "settings over NPUMEM_ALLOC_CONF, key:value,...");
   command->add_flag("--json", options->json, "print one JSON object");

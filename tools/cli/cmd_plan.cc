@@ -183,9 +183,11 @@ void add_memory_command(CLI::App& plan_command, int& exit_code) {
                       "INPUT:AXIS=SIZE (repeatable)");
   command->add_option(
       "--iteration", options->iteration,
-      "with --trace: only the tensors made in this iteration (0: after the first i)");
+      "with --trace: only the tensors made in this iteration (0: after the first i)")
+      ->check(whole_number_check());
   command->add_option("--budget", options->budget,
-                      "arena budget, e.g. 1GiB: says whether the plan fits (exit 2 when not)");
+                      "arena budget, e.g. 1GiB: says whether the plan fits (exit 2 when not)")
+      ->check(size_check());
   command->add_option("--alignment", options->alignment, "offset and size alignment (power of two)")
       ->capture_default_str()
       ->check(power_of_two_size_check());
@@ -193,9 +195,11 @@ void add_memory_command(CLI::App& plan_command, int& exit_code) {
       ->capture_default_str()
       ->check(nonnegative_check());
   command->add_option("--iterations", options->iterations,
-                      "most randomised search iterations (with --seed: reproducible plans)");
+                      "most randomised search iterations (with --seed: reproducible plans)")
+      ->check(whole_number_check());
   command->add_option("--seed", options->seed, "seed of the randomised search")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(whole_number_check());
   command->add_flag("--json", options->json, "print one JSON object");
   command->add_flag("--offsets", options->offsets, "also print each tensor's offset");
   command->callback([options, &exit_code] { exit_code = run_memory(*options); });

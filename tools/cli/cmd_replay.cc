@@ -41,15 +41,20 @@ struct ReplayCommandOptions {
 
 // "10%" or "10" (as the README writes it) to "10"; anything but a non-negative
 // number is an error naming the option.
+// A static arena ten times what the trace needs is advice no one wants; past that the
+// sizes would also overflow.
+constexpr double kMostMarginPercent = 1000.0;
+
 std::string percent_text(const std::string& given) {
   std::string text = given;
   if (text.ends_with('%')) text.pop_back();
   double value = -1;
   const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (error != std::errc{} || end != text.data() + text.size() || !(value >= 0) ||
-      !std::isfinite(value)) {
-    throw CLI::ValidationError("expects a margin in percent such as 10 or 10%, not '" + given +
-                               "'");
+      !(value <= kMostMarginPercent)) {
+    throw CLI::ValidationError("expects a margin in percent from 0 to " +
+                               std::to_string(static_cast<int>(kMostMarginPercent)) +
+                               " such as 10 or 10%, not '" + given + "'");
   }
   return text;
 }

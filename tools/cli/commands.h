@@ -21,6 +21,8 @@ CLI::Validator bandwidth_check();
 // Numbers >= 0 and > 0: "--id: -1 is negative".
 CLI::Validator nonnegative_check();
 CLI::Validator positive_check();
+// Digits only, at most 2^64-1: for unsigned options (CLI11 wraps -1 round).
+CLI::Validator whole_number_check();
 
 void add_replay_command(CLI::App& app, int& exit_code);
 void add_plan_command(CLI::App& app, int& exit_code);

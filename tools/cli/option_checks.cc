@@ -1,5 +1,6 @@
 #include <bit>
 #include <charconv>
+#include <cmath>
 
 #include "commands.h"
 #include "npumem/errors.h"
@@ -55,7 +56,21 @@ CLI::Validator sign_check(const std::string& description, const std::string& pro
     const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
     // Text that is no number is left to the option's own conversion, which names it.
     if (error != std::errc() || end != text.data() + text.size()) return std::string();
+    if (std::isnan(value)) return text + " is not a number";
     return accept(value) ? std::string() : text + " is " + problem;
+  });
+}
+
+// CLI11 reads -1 into an unsigned option as 2^64-1, and a number past 2^64-1 as 2^64-1.
+CLI::Validator whole_number_check() {
+  return validator("WHOLE NUMBER", [](const std::string& text) {
+    std::uint64_t value = 0;
+    const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (error == std::errc::result_out_of_range) return text + " is too large";
+    if (error != std::errc() || end != text.data() + text.size()) {
+      return text.starts_with('-') ? text + " is negative" : text + " is not a whole number";
+    }
+    return std::string();
   });
 }
 

@@ -46,6 +46,7 @@ void add_replay_observer_options(CLI::App& command, ReplayObserverOptions& optio
       .add_option("--history-entries", options.history_entries,
                   "events the history keeps (the oldest are dropped)")
       ->capture_default_str()
+      ->check(whole_number_check())
       ->check(CLI::Range(std::size_t{1}, std::size_t{1'000'000'000}));
   command.add_flag("--leak-check", options.leak_check,
                    "at the last `i` line, name allocations made after warm-up (the first "

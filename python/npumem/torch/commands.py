@@ -88,7 +88,7 @@ def capture(script: str, args: list[str], output: str) -> int:
         mark_optimizer_steps(False)
     recording.write(output, what=" ".join(shlex.quote(part) for part in ["python3", script, *args]))
     sys.stdout.write(
-        f"npumem: wrote {output}: {recording.allocations} allocations, {len(recording.events)} "
+        f"npumem: wrote {output}: {recording.allocations} allocations, {recording.memory_events} "
         f"events, peak live {_core.format_bytes(recording.peak_live_bytes())} "
         f"({recording.peak_live_bytes()} bytes)\n"
     )

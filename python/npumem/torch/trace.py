@@ -30,6 +30,11 @@ class Recording:
     def allocations(self) -> int:
         return sum(1 for kind, _, _ in self.events if kind == "a")
 
+    @property
+    def memory_events(self) -> int:
+        """Allocations and frees: the `events` `npumem replay` counts (no `i` lines)."""
+        return sum(1 for kind, _, _ in self.events if kind in ("a", "f"))
+
     def peak_live_bytes(self) -> int:
         """The largest sum of live requested bytes at any point of the recording."""
         return peak_live_bytes(self.events)
