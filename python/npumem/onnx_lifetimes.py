@@ -370,6 +370,16 @@ def _dim_argument(text: str) -> tuple[str, int]:
     return key, int(value)
 
 
+def _dim_arguments(texts: list[str]) -> dict[str, int]:
+    dims: dict[str, int] = {}
+    for text in texts:
+        key, size = _dim_argument(text)
+        if key in dims and dims[key] != size:
+            raise OnnxModelError(f"--dim {key} is given twice ({dims[key]} and {size})")
+        dims[key] = size
+    return dims
+
+
 def main(argv: Optional[list[str]] = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python3 -m npumem.onnx_lifetimes",
@@ -387,7 +397,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     arguments = parser.parse_args(argv)
     # Exit 2: the model is bad input; 1: this interpreter lacks onnx.
     try:
-        lifetimes = read(arguments.model, dict(_dim_argument(dim) for dim in arguments.dim))
+        lifetimes = read(arguments.model, _dim_arguments(arguments.dim))
     except (OnnxModelError, ImportError) as error:
         code = 2 if isinstance(error, OnnxModelError) else 1
         if arguments.json:

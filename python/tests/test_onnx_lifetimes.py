@@ -4,6 +4,8 @@ codes, bad input, and a model exported by torch.onnx."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import subprocess
@@ -142,6 +144,14 @@ class OnnxLifetimesTest(unittest.TestCase):
         self.assertEqual(read(path, {"x:0": 5}).tensors, chain_tensors(batch=5))
         with self.assertRaisesRegex(OnnxModelError, "--dim batchsize: no graph input"):
             read(path, {"batch": 3, "batchsize": 3})
+
+    def test_a_dimension_given_twice_is_refused(self):
+        from npumem.onnx_lifetimes import main
+        path = self.save(chain_model(batch="batch"))
+        with contextlib.redirect_stdout(io.StringIO()) as out:
+            code = main([path, "--json", "--dim", "batch=8", "--dim", "batch=9"])
+        self.assertEqual(code, 2)
+        self.assertIn("--dim batch is given twice (8 and 9)", json.loads(out.getvalue())["error"])
 
     def test_unnamed_free_dimension_is_named_by_input_and_axis(self):
         model = chain_model()

@@ -261,6 +261,11 @@ TEST(NpumemCliTest, VersionHelpAndUnknownSubcommands) {
   EXPECT_EQ(unknown.exit_code, 2);
   EXPECT_NE(unknown.err.find("unknown subcommand 'replya'"), std::string::npos) << unknown.err;
   EXPECT_NE(unknown.err.find("replay, plan"), std::string::npos) << unknown.err;
+  const auto nested = run_npumem("plan memroy x.records");
+  EXPECT_EQ(nested.exit_code, 2);
+  EXPECT_NE(nested.err.find("unknown subcommand 'plan memroy' (subcommands of plan: memory, "),
+            std::string::npos)
+      << nested.err;
 }
 
 TEST(ReplayCliTest, StrategyAndConfReachTheAllocator) {

@@ -16,8 +16,9 @@ std::string subcommand_names(const CLI::App& app) {
   return names;
 }
 
-// `npumem help [SUBCOMMAND]` prints the help; a first word that is no subcommand is
-// named as such (CLI11 alone would only say a subcommand is required). Returns the
+// `npumem help [SUBCOMMAND]` prints the help; a word that is no subcommand, first or
+// after `plan` or `advise`, is named as such (CLI11 alone would only say a subcommand is
+// required). Returns the
 // exit code when the arguments were handled here, -1 otherwise.
 int handle_help_or_unknown(const CLI::App& app, int argc, char** argv) {
   if (argc < 2 || argv[1][0] == '-') return -1;
@@ -36,14 +37,23 @@ int handle_help_or_unknown(const CLI::App& app, int argc, char** argv) {
     std::cout << (topic != nullptr ? topic->help() : app.help());
     return npumem::cli::kExitOk;
   }
-  try {
-    app.get_subcommand(word);
-    return -1;
-  } catch (const CLI::OptionNotFound&) {
-    std::cerr << "npumem: unknown subcommand '" << word
-              << "' (subcommands: " << subcommand_names(app) << "; `npumem help` describes them)\n";
-    return npumem::cli::kExitBadInput;
+  // The word after each command that has subcommands of its own (plan, advise) too.
+  const CLI::App* parent = &app;
+  std::string path;  // the subcommands so far, space-separated
+  for (int i = 1; i < argc && argv[i][0] != '-'; ++i) {
+    const std::string name = argv[i];
+    try {
+      parent = parent->get_subcommand(name);
+    } catch (const CLI::OptionNotFound&) {
+      std::cerr << "npumem: unknown subcommand '" << (path.empty() ? name : path + " " + name)
+                << "' (subcommands" << (path.empty() ? "" : " of " + path) << ": "
+                << subcommand_names(*parent) << "; `npumem help` describes them)\n";
+      return npumem::cli::kExitBadInput;
+    }
+    path += (path.empty() ? "" : " ") + name;
+    if (parent->get_subcommands([](const CLI::App*) { return true; }).empty()) break;
   }
+  return -1;
 }
 
 }  // namespace
