@@ -138,8 +138,18 @@ def caching_allocator_alloc(
 ) -> int:
     """Allocates `size` bytes on the device (this thread's pool) for work on `stream`
     (see stream_id); returns the address. Raises OutOfMemoryError with the allocator's
-    explanation."""
-    return get_device(device).allocate(size, stream_id(stream))
+    explanation; TypeError for a size that is no int, ValueError for one below 0 or
+    past 64 bits."""
+    return get_device(device).allocate(_byte_count(size), stream_id(stream))
+
+
+def _byte_count(size: int) -> int:
+    """`size` checked here, so that a bad one is not read as a mismatched signature."""
+    if isinstance(size, bool) or not isinstance(size, int):
+        raise TypeError(f"a size is an int number of bytes, not {size!r}")
+    if size < 0 or size >= 1 << 64:
+        raise ValueError(f"size {size} is not a byte count (0 to 2**64 - 1)")
+    return size
 
 
 def record_stream(ptr: int, stream: StreamLike, device: DeviceLike = None) -> None:
@@ -175,7 +185,7 @@ def caching_allocator_resize(ptr: int, size: int, device: DeviceLike = None) -> 
     """Grows or shrinks an allocation of caching_allocator_alloc() in place (the seed's
     aclrtMemReuse: growing needs a free neighbour); False, changing nothing, when it
     cannot. Raises InvalidPointerError for an address the device does not hold."""
-    return get_device(device).resize(ptr, size)
+    return get_device(device).resize(ptr, _byte_count(size))
 
 
 def caching_allocator_delete(ptr: int, device: DeviceLike = None) -> None:

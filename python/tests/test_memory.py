@@ -110,6 +110,16 @@ class StatsTest(unittest.TestCase):
         self.assertEqual(npumem.memory_reserved(device), 0)
         self.assertEqual(device.tier_info("hbm")["used_bytes"], 0)
 
+    def test_a_size_that_is_no_byte_count_is_named(self):
+        device = fresh_device()
+        with self.assertRaisesRegex(ValueError, r"size -1 is not a byte count"):
+            npumem.caching_allocator_alloc(-1, device)
+        with self.assertRaisesRegex(ValueError, r"size 1180591620717411303424 is not"):
+            npumem.caching_allocator_alloc(2**70, device)
+        with self.assertRaisesRegex(TypeError, r"a size is an int number of bytes, not 1.5"):
+            npumem.caching_allocator_alloc(1.5, device)
+        self.assertEqual(npumem.memory_allocated(device), 0)
+
     def test_allocations_spill_to_ddr_when_hbm_is_full(self):
         device = fresh_device("sim:hbm=16MiB,ddr=64MiB", conf="spill_to_ddr:true")
         in_hbm = npumem.caching_allocator_alloc(12 * MiB, device)

@@ -173,6 +173,13 @@ TEST(ReplayCliTest, TracesWithPoolsRunUnderTheStaticStrategyAndGetPoolAdvice) {
   EXPECT_NE(compare.out.find("pool 'encoder'"), std::string::npos) << compare.out;
 }
 
+TEST(ReplayCliTest, CompareExitsOutOfMemoryWhenNoStrategyCompletes) {
+  const TempTrace trace("a 1 100\na 2 200000000000000\n");
+  const auto compare = run_npumem("compare " + trace.path() + " --device sim:hbm=1GiB,ddr=0");
+  EXPECT_EQ(compare.exit_code, 3) << compare.out << compare.err;
+  EXPECT_NE(compare.out.find("did not complete"), std::string::npos) << compare.out;
+}
+
 TEST(ReplayCliTest, LeakCheckIsSilentOnTheSharedTraces) {
   if (!std::filesystem::exists(kSharedTraces)) GTEST_SKIP() << "no " << kSharedTraces;
   for (const char* name : kSharedTraceNames) {

@@ -1,4 +1,5 @@
 // `npumem compare TRACE`: the trace under every strategy, in one table.
+#include <algorithm>
 #include <iostream>
 #include <string>
 
@@ -38,7 +39,10 @@ void add_compare_command(CLI::App& app, int& exit_code) {
     } else {
       std::cout << comparison_text(options->trace_path, rows);
     }
-    exit_code = kExitOk;
+    // As replay's: out of memory when no strategy completes the trace.
+    const bool any_completed = std::any_of(rows.begin(), rows.end(),
+                                           [](const StrategyFigures& row) { return row.failure.empty(); });
+    exit_code = any_completed ? kExitOk : kExitOutOfMemory;
   });
 }
 
