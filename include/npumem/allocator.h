@@ -55,8 +55,11 @@ struct PlanInfo {
   std::uint64_t lower_bound_bytes = 0;  // no layout of its planned requests is smaller
   std::uint64_t iterations_served = 0;  // iterations it served, the one in progress included
   std::optional<std::uint64_t> key;     // the iteration key it serves (mark_iteration(key))
-  // The reserved peak of the iteration it was learned from, which the fallback served
-  // (0: a plan served that iteration too, so there is no such figure).
+  // The bound its arena is held to: the reserved peak of the iteration it was learned
+  // from, which the fallback served, plus the granules what that iteration kept after
+  // its peak (optimizer state made at its end) needs beside the next iteration's tensors;
+  // so it may pass the run's own peak. A plan re-learned with the same sizes keeps its
+  // predecessor's. 0: none (a plan served that iteration, after a change of shape).
   std::uint64_t fallback_peak_reserved_bytes = 0;
   // Its arena beside what the fallback still held would have reserved more than that
   // peak: the fallback serves its iterations instead.
