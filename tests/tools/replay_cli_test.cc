@@ -173,6 +173,20 @@ TEST(ReplayCliTest, TracesWithPoolsRunUnderTheStaticStrategyAndGetPoolAdvice) {
   EXPECT_NE(compare.out.find("pool 'encoder'"), std::string::npos) << compare.out;
 }
 
+// --advise is how a static arena gets its size: with no static_size the replay uses it.
+TEST(ReplayCliTest, StaticWithoutASizeReplaysInTheAdvisedArena) {
+  const TempTrace trace(kThreeLarge);
+  const auto run = run_npumem("replay " + trace.path() + " --strategy static --advise 10 --json");
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const auto json = nlohmann::json::parse(run.out);
+  EXPECT_EQ(json.at("peak_reserved_bytes"),
+            json.at("static_advice").at("recommended_static_size"))
+      << run.out;
+  const auto unsized = run_npumem("replay " + trace.path() + " --strategy static");
+  EXPECT_EQ(unsized.exit_code, 2);
+  EXPECT_NE(unsized.err.find("--advise` finds one"), std::string::npos) << unsized.err;
+}
+
 TEST(ReplayCliTest, CompareExitsOutOfMemoryWhenNoStrategyCompletes) {
   const TempTrace trace("a 1 100\na 2 200000000000000\n");
   const auto compare = run_npumem("compare " + trace.path() + " --device sim:hbm=1GiB,ddr=0");

@@ -101,6 +101,14 @@ int run_replay(const ReplayCommandOptions& options) {
   }
   ReplayReport report;
   report.trace_path = options.trace_path;
+  const bool arena_unsized =
+      replay_options.config.strategy == Strategy::static_arena && replay_options.config.static_size == 0;
+  if (options.advise_margin_percent && arena_unsized) {
+    // --advise is how a static arena gets its size: the replay uses the one it advises.
+    report.static_advice =
+        advise_static_size(trace, replay_options, *options.advise_margin_percent / 100.0);
+    replay_options.config.static_size = report.static_advice->recommended_bytes;
+  }
   {
     ProgressBar bar("replay");
     replay_options.progress = [&bar](std::size_t done, std::size_t total) {
@@ -115,7 +123,7 @@ int run_replay(const ReplayCommandOptions& options) {
   }
   if (options.min_capacity)
     report.min_hbm_capacity_bytes = find_min_capacity(trace, replay_options);
-  if (options.advise_margin_percent) {
+  if (options.advise_margin_percent && !report.static_advice) {
     report.static_advice =
         advise_static_size(trace, replay_options, *options.advise_margin_percent / 100.0);
   }

@@ -11,7 +11,8 @@ void StaticSource::pool_created(PoolState& pool) {
   const bool is_default = allocator_.pools.empty() || allocator_.pools.front().get() == &pool;
   const std::uint64_t requested = is_default ? allocator_.config.static_size : pool.quota_bytes;
   if (requested == 0) {
-    throw ConfigError(is_default ? "static strategy needs static_size:<bytes> (the arena size)"
+    throw ConfigError(is_default ? "static strategy needs static_size:<bytes> (the arena size; "
+                                   "`npumem replay TRACE --strategy static --advise` finds one)"
                                  : "static strategy: pool '" + pool.name +
                                        "' needs a quota, which sizes its arena");
   }
