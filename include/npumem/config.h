@@ -51,7 +51,9 @@ struct Config {
   std::uint64_t large_segment_threshold = 10 << 20;
   // Use the DDR tier when HBM cannot serve a request.
   bool spill_to_ddr = true;
-  // Cached blocks larger than this are never split (PyTorch's max_split_size_mb).
+  // Cached blocks this large are never split and serve only requests of about their
+  // size (PyTorch's max_split_size_mb); a segment made for a request still serves it.
+  // For segments made per request: expandable ranges and the static arena ignore it.
   std::uint64_t max_split_size = std::numeric_limits<std::uint64_t>::max();
   // Fraction of the tier limit above which free cached segments are released
   // before growing (PyTorch's garbage_collection_threshold); 0 disables it.

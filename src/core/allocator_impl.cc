@@ -567,7 +567,16 @@ Block* Allocator::Impl::grow_and_take(PoolState& pool, Tier tier, std::size_t si
     refusal.arena = refusal.arena || grown == GrowResult::arena_exhausted;
     return nullptr;
   }
-  return take_cached(pool, tier, size, kind);
+  if (Block* block = take_cached(pool, tier, size, kind)) return block;
+  // The segment just made for the request serves it even when max_split_size keeps
+  // cached blocks of its size from requests this small (a 62 MiB request in its new
+  // 64 MiB segment under max_split_size:64MiB), as PyTorch's does; split as PyTorch
+  // splits: only for a request below max_split_size.
+  return pool.block_pool(tier, kind).take(size, std::numeric_limits<std::size_t>::max(),
+                                          config.granule,
+                                          size < config.max_split_size
+                                              ? std::numeric_limits<std::size_t>::max()
+                                              : 0);
 }
 
 GrowResult Allocator::Impl::grow(PoolState& pool, Tier tier, PoolKind kind, std::size_t size) {
@@ -583,13 +592,21 @@ GrowResult Allocator::Impl::grow(PoolState& pool, Tier tier, PoolKind kind, std:
 }
 
 Block* Allocator::Impl::take_cached(PoolState& pool, Tier tier, std::size_t size, PoolKind kind) {
-  const std::size_t max_split = config.max_split_size;
+  BlockPool& blocks = pool.block_pool(tier, kind);
+  // max_split_size is for segments made per request. An expandable range is one segment
+  // whose free mapped blocks merge into blocks past any such size (a 257 B request
+  // found none it could take beside 4 GiB free), and split anyway, as PyTorch's
+  // expandable segments do; the static arena is one segment made to be split.
+  const bool per_request_segments =
+      blocks.mapping_granule() == 0 && config.strategy != Strategy::static_arena;
+  const std::size_t max_split =
+      per_request_segments ? config.max_split_size : std::numeric_limits<std::size_t>::max();
   std::size_t max_block = std::numeric_limits<std::size_t>::max();
   if (max_split != std::numeric_limits<std::uint64_t>::max()) {
     // PyTorch's rule: big cached blocks serve only requests of about their size.
     max_block = size < max_split ? max_split - 1 : size + config.large_segment;
   }
-  return pool.block_pool(tier, kind).take(size, max_block, config.granule, max_split);
+  return blocks.take(size, max_block, config.granule, max_split);
 }
 
 GrowResult Allocator::Impl::admit(const PoolState& pool, Tier tier, std::size_t bytes) const {

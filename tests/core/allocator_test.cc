@@ -279,6 +279,33 @@ TEST_P(AllocatorOn, MaxSplitSizeKeepsLargeBlocksWhole) {
   }
 }
 
+// A request just below max_split_size gets a segment rounded up past it: the segment
+// made for it serves it. Expandable ranges and the static arena are single segments that
+// are split by design: the setting does not stop them serving small requests.
+TEST_P(AllocatorOn, MaxSplitSizeNeverRefusesWhatFits) {
+  Config caching;
+  caching.max_split_size = 64 * MiB;
+  {
+    Allocator allocator(npu(1 * GiB, 0), caching);
+    void* p = allocator.allocate(65096704);  // 62.1 MiB: a 64 MiB segment
+    EXPECT_EQ(allocator.allocation_size(p), 65096704u);
+    allocator.deallocate(p);
+  }
+  Config expandable = caching;
+  expandable.strategy = Strategy::expandable;
+  Config arena = caching;
+  arena.strategy = Strategy::static_arena;
+  arena.static_size = 512 * MiB;
+  for (const Config& config : {expandable, arena}) {
+    Allocator allocator(npu(1 * GiB, 0), config);
+    void* big = allocator.allocate(300 * MiB);
+    allocator.deallocate(big);  // a free block past max_split_size
+    void* small = allocator.allocate(257);
+    EXPECT_NE(small, nullptr) << strategy_name(config.strategy);
+    allocator.deallocate(small);
+  }
+}
+
 TEST_P(AllocatorOn, InjectedDeviceFaultsEndInRetryOrCleanOom) {
   if (!testing::controls_available(GetParam()))
     GTEST_SKIP() << "needs the test double's injected faults";
