@@ -51,7 +51,7 @@ class CheckpointedModel(torch.nn.Module):
         for layers, recomputed in self._segments:
             if recomputed and torch.is_grad_enabled():
                 x = torch.utils.checkpoint.checkpoint(
-                    _run_layers, layers, x, use_reentrant=False, preserve_rng_state=True
+                    _StatisticsOnce(layers), x, use_reentrant=False, preserve_rng_state=True
                 )
             else:
                 x = _run_layers(layers, x)
@@ -84,6 +84,34 @@ def _run_layers(layers: list[ChainLayer], x: torch.Tensor) -> torch.Tensor:
     for layer in layers:
         x = layer.run(x)
     return x
+
+
+class _StatisticsOnce:
+    """A recomputed segment's layers, for one torch.utils.checkpoint call: it runs them
+    for the forward pass and again in the backward pass. The second run puts back the
+    buffers it changed, so batch-norm statistics move once per step, as in a plain run
+    (torch.utils.checkpoint alone moved them twice: num_batches_tracked 2 after a step)."""
+
+    def __init__(self, layers: list[ChainLayer]):
+        self.layers = layers
+        self.ran = False
+
+    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        if not self.ran:
+            self.ran = True
+            return _run_layers(self.layers, x)
+        saved = [
+            (tensor, tensor.detach().clone())
+            for layer in self.layers
+            for tensor in layer.tensors()
+            if not isinstance(tensor, torch.nn.Parameter)
+        ]
+        try:
+            return _run_layers(self.layers, x)
+        finally:
+            with torch.no_grad():
+                for buffer, value in saved:
+                    buffer.copy_(value)
 
 
 def _segments(layers: list[ChainLayer], keep: list[bool]) -> list[tuple[list[ChainLayer], bool]]:

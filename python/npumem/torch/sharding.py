@@ -17,7 +17,8 @@ Training: with autograd on, the forward keeps each shard's input only; the backw
 walks the shards in reverse, copies each shard's weights into HBM again, recomputes its
 forward from the kept input (with the random-number state of the first run) and
 back-propagates through it. Weight gradients are copied to DDR and accumulate in the
-parameters' .grad as a plain run would.
+parameters' .grad as a plain run would. Buffers a training forward moves (batch-norm
+statistics) are copied back to their masters after it; the recomputation's are dropped.
 """
 
 from __future__ import annotations
@@ -183,9 +184,23 @@ class ShardedModel:
         self._swap(shard, loaded)
         try:
             with _routed(shard.device):
-                return _run_layers(shard, x)
+                output = _run_layers(shard, x)
+            if self.model.training:
+                self._keep_buffers(shard, loaded)
+            return output
         finally:
             self._swap(shard, None)
+
+    def _keep_buffers(self, shard: _Shard, loaded: list[torch.Tensor]) -> None:
+        """Copies the buffers a training forward moved (batch-norm statistics) from the
+        shard's HBM copies back to their masters; the backward's recomputation does not,
+        so they move once per step, as in a plain run."""
+        for tensor, copy in zip(shard.tensors, loaded):
+            if isinstance(tensor, torch.nn.Parameter) or copy.numel() == 0:
+                continue
+            master = self._masters[id(tensor)]
+            shard.device.copy(master.data_ptr(), copy.data_ptr(),
+                              copy.numel() * copy.element_size())
 
     # ------------------------------------------------------------------ memory
 

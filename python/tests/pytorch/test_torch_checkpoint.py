@@ -72,6 +72,9 @@ class CheckpointTest(unittest.TestCase):
         got = step(wrapped, self.images, self.labels)
         for name, grad in expected.items():
             self.assertTrue(torch.equal(got[f"model.{name}"], grad), name)
+        # Batch-norm statistics move once per step, recomputed segments included.
+        for (name, buffer), plain_buffer in zip(model.named_buffers(), plain.buffers()):
+            self.assertTrue(torch.equal(buffer, plain_buffer), name)
 
     def test_too_small_a_budget_names_the_smallest_that_fits(self):
         model = resnet18()

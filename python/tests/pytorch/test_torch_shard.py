@@ -88,6 +88,31 @@ class ShardInferenceTest(unittest.TestCase):
         for (name, param), plain in zip(model.named_parameters(), twin.parameters()):
             self.assertTrue(torch.equal(param.grad, plain.grad), name)
 
+    def test_training_moves_batch_norm_statistics_once_per_step(self):
+        def normed(seed: int) -> torch.nn.Sequential:
+            torch.manual_seed(seed)
+            layers = []
+            for _ in range(6):
+                layers += [torch.nn.Linear(WIDTH, WIDTH), torch.nn.BatchNorm1d(WIDTH),
+                           torch.nn.ReLU()]
+            return torch.nn.Sequential(*layers)
+
+        model = normed(0)
+        with npumem.pool("reference", tier="ddr"):
+            twin = normed(0)
+        x = torch.randn(8, WIDTH)
+        runner = npumem.torch.shard(model, hbm_budget=BUDGET, example_input=x)
+        self.assertGreater(runner.report().shard_count, 1)
+        for _ in range(2):
+            twin(x).sum().backward()
+            runner(x).sum().backward()
+        for (name, buffer), plain in zip(model.named_buffers(), twin.buffers()):
+            self.assertTrue(torch.equal(buffer, plain), name)
+        model.eval()
+        twin.eval()
+        with torch.no_grad():
+            self.assertTrue(torch.equal(runner(x), twin(x)))
+
 
 class ShardErrorTest(unittest.TestCase):
     def tearDown(self):
