@@ -103,6 +103,8 @@ class PlannedSource : public SegmentSource {
   Plan* keyed_plan(std::uint64_t key) const;
   // More misses in this iteration than a few strays.
   bool too_many_misses() const;
+  // Whether a free block of the arena holds `size` bytes (a miss that would fit there).
+  bool arena_holds(std::size_t size) const;
   void leave_plan();
   void open_to_fallback();
   // Whether the iteration now ending made unkeyed `plan`'s requests, size for size.
@@ -203,6 +205,7 @@ class PlannedSource : public SegmentSource {
   std::uint64_t iteration_lasting_ = 0;  // requests the plan keeps out of the arena
   // Fallbacks the plan did not foresee: another size, or its range not free.
   std::uint64_t iteration_misses_ = 0;
+  std::uint64_t iteration_miss_bytes_ = 0;  // of the misses
   PlannedStats stats_;
   std::uint64_t iteration_peak_reserved_ = 0;   // reserved bytes, this iteration so far
   std::uint32_t iteration_peak_time_ = 0;       // the recorded event that reached it

@@ -212,6 +212,28 @@ TEST(Planned, AnIterationThatLeavesItsPlanEarlyUsesTheArenasFreeSpace) {
   EXPECT_EQ(stats.plans[0].lower_bound_bytes, 10 * MiB);
 }
 
+// A large request whose size changes each iteration, among small ones that repeat: the
+// miss fits the arena's free space, so it goes there rather than beside the arena.
+TEST(Planned, AMissTooLargeForAStrayTakesTheArenasFreeSpace) {
+  Allocator allocator(device(), planned());
+  const auto iteration = [&](std::size_t large) {
+    allocator.mark_iteration();
+    void* small = allocator.allocate(256 * KiB);
+    void* big = allocator.allocate(large);
+    void* after = allocator.allocate(256 * KiB);
+    for (void* p : {small, big, after}) allocator.deallocate(p);
+  };
+  iteration(60 * MiB);
+  iteration(60 * MiB);
+  const std::uint64_t arena = allocator.planned_stats().arena_bytes;
+  ASSERT_GE(arena, 60 * MiB);
+  allocator.reset_peak_stats();
+  const auto reserved = allocator.stats().reserved_bytes.all.current;
+  iteration(58 * MiB);
+  EXPECT_EQ(allocator.stats().reserved_bytes.all.peak, reserved) << "no growth beside the arena";
+  EXPECT_EQ(allocator.planned_stats().fallbacks, 2u) << "the miss, then the rest of its iteration";
+}
+
 // Two iterations in a row that leave the plan their first request chose: the next
 // ones are not served by a first-request match (no arena beside the fallback) until
 // an iteration repeats a kept plan whole.
