@@ -27,6 +27,10 @@ bool completes(const Trace& trace, const ReplayOptions& options, std::uint64_t s
   ReplayOptions probe_options;
   probe_options.device_spec = hbm_only_spec(options.device_spec, hbm_bytes);
   probe_options.config = options.config;
+  // The probe's device is the HBM searched for: a tier limit from the settings would cap
+  // every probe below it (compare with hbm:1GiB found no HBM up to 197 GiB).
+  probe_options.config.hbm_limit = 0;
+  probe_options.config.ddr_limit = 0;
   probe_options.pool_quotas = options.pool_quotas;
   // A static arena larger than this HBM is refused at the start: not completed.
   return replay_trace(trace, probe_options).completed();

@@ -14,13 +14,21 @@ namespace {
 // Arenas are whole device granules: the bisection counts in those.
 struct ArenaSteps {
   std::uint64_t step = 1;
-  std::uint64_t hbm_steps = 0;  // how many the device's HBM holds
+  std::uint64_t hbm_steps = 0;  // how many the HBM the allocator may use holds
+  std::string hbm_name;         // that HBM, for messages
 };
 
+// Up to the device's HBM, or the config's hbm limit when lower: a larger arena is
+// refused, so the bisection must not step past it.
 ArenaSteps arena_steps(const ReplayOptions& options) {
   const TierInfo hbm = make_device(options.device_spec)->tier_info(Tier::hbm);
   const std::uint64_t step = std::max<std::uint64_t>(hbm.granularity_bytes, 1);
-  return {step, hbm.capacity_bytes / step};
+  const std::uint64_t limit = options.config.hbm_limit;
+  if (limit != 0 && limit < hbm.capacity_bytes) {
+    return {step, limit / step, "the HBM limit (" + format_bytes(limit) + ")"};
+  }
+  return {step, hbm.capacity_bytes / step,
+          "the device's HBM (" + format_bytes(hbm.capacity_bytes) + ")"};
 }
 
 std::uint64_t with_margin(std::uint64_t min_bytes, double margin, std::uint64_t step) {
@@ -46,9 +54,8 @@ std::uint64_t min_arena(const Trace& part, const ReplayOptions& options, const A
       smallest_passing(peak_steps > 0 ? peak_steps - 1 : 0, std::max<std::uint64_t>(peak_steps, 1),
                        steps.hbm_steps, completes);
   if (!found) {
-    throw Error("no static arena up to the device's HBM (" +
-                format_bytes(steps.hbm_steps * steps.step) +
-                ") completes the allocations of pool '" + pool + "'");
+    throw Error("no static arena up to " + steps.hbm_name + " completes the allocations of pool '" +
+                pool + "'");
   }
   return *found * steps.step;
 }

@@ -45,11 +45,20 @@ TEST(MinCapacityTest, FindsTheSmallestCompletingHbmToOneMiB) {
   EXPECT_FALSE(probes.empty());
 }
 
-TEST(MinCapacityTest, FailsClearlyWhenNoCapacityCompletesTheTrace) {
-  // An allocator limited to 2 MiB of HBM cannot hold a 4 MiB request on any device.
+// The search varies the device's HBM: a tier limit in the settings is not the device's.
+TEST(MinCapacityTest, IgnoresTheSettingsTierLimits) {
   const Trace trace = parse_trace("a 1 4194304\n", "t.trace");
   ReplayOptions options;
   options.config.hbm_limit = 2 * MiB;
+  EXPECT_EQ(min_hbm_capacity(trace, options), 4 * MiB);
+}
+
+TEST(MinCapacityTest, FailsClearlyWhenNoCapacityCompletesTheTrace) {
+  // A static arena of 2 MiB cannot hold a 4 MiB request on any device.
+  const Trace trace = parse_trace("a 1 4194304\n", "t.trace");
+  ReplayOptions options;
+  options.config.strategy = Strategy::static_arena;
+  options.config.static_size = 2 * MiB;
   try {
     min_hbm_capacity(trace, options);
     FAIL() << "expected an Error";

@@ -187,6 +187,22 @@ TEST(ReplayCliTest, StaticWithoutASizeReplaysInTheAdvisedArena) {
   EXPECT_NE(unsized.err.find("--advise` finds one"), std::string::npos) << unsized.err;
 }
 
+// An hbm limit in the settings caps the static arena the advice may find, and not the
+// HBM the minimum-capacity search tries (36 MiB live: the limit is below it, DDR takes the rest).
+TEST(ReplayCliTest, AnHbmLimitCapsTheStaticAdviceButNotTheMinimumHbmSearch) {
+  const TempTrace trace(kThreeLarge);
+  const auto advise = run_npumem("replay " + trace.path() + " --advise --conf hbm:16MiB");
+  EXPECT_EQ(advise.exit_code, 2);
+  EXPECT_NE(advise.err.find("no static arena up to the HBM limit (16.0 MiB)"), std::string::npos)
+      << advise.err;
+  const auto compare = run_npumem("compare " + trace.path() + " --conf hbm:16MiB --json");
+  ASSERT_EQ(compare.exit_code, 0) << compare.err;
+  const auto rows = nlohmann::json::parse(compare.out).at("strategies");
+  ASSERT_EQ(rows.size(), 4u);
+  EXPECT_GE(rows.at(0).at("min_hbm_capacity_bytes").get<std::uint64_t>(), 36 * 1024 * 1024u)
+      << compare.out;
+}
+
 TEST(ReplayCliTest, CompareExitsOutOfMemoryWhenNoStrategyCompletes) {
   const TempTrace trace("a 1 100\na 2 200000000000000\n");
   const auto compare = run_npumem("compare " + trace.path() + " --device sim:hbm=1GiB,ddr=0");
