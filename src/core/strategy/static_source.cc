@@ -16,7 +16,16 @@ void StaticSource::pool_created(PoolState& pool) {
                                  : "static strategy: pool '" + pool.name +
                                        "' needs a quota, which sizes its arena");
   }
-  const std::size_t bytes = round_up(requested, allocator_.granularity(Tier::hbm));
+  // The default pool's arena rounds up to whole granules; a named pool's rounds down,
+  // within its quota (rounded up, a quota of 1 GiB + 1 B was refused by itself).
+  const std::size_t granularity = allocator_.granularity(Tier::hbm);
+  const std::size_t bytes =
+      is_default ? round_up(requested, granularity) : requested / granularity * granularity;
+  if (bytes == 0) {
+    throw ConfigError("static strategy: pool '" + pool.name + "' has a quota of " +
+                      format_bytes(requested) + ", below one HBM granule (" +
+                      format_bytes(granularity) + "), the least an arena can be");
+  }
   BlockPool& blocks = pool.block_pool(Tier::hbm, PoolKind::large);
   const GrowResult reserved = fallback_.add_segment(pool, blocks, bytes);
   if (reserved == GrowResult::device_refused) {

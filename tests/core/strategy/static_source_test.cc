@@ -100,6 +100,16 @@ TEST_P(Static, NamedPoolsGetAnArenaOfTheirQuota) {
   EXPECT_EQ(allocator.stats().reserved_bytes.all.current, static_cast<std::int64_t>(48 * MiB));
 }
 
+// A quota that is not whole granules gives the granules within it.
+TEST_P(Static, ANamedPoolsArenaRoundsDownWithinItsQuota) {
+  Allocator allocator(device(), static_arena(16 * MiB));
+  const std::size_t granule = device()->tier_info(Tier::hbm).granularity_bytes;
+  allocator.create_pool("model_b", 32 * MiB + 1);
+  EXPECT_EQ(allocator.stats().reserved_bytes.all.current,
+            static_cast<std::int64_t>(16 * MiB + 32 * MiB));
+  EXPECT_THROW(allocator.create_pool("tiny", granule - 1), ConfigError);
+}
+
 INSTANTIATE_TEST_SUITE_P(Devices, Static, ::testing::ValuesIn(testing::kBackends),
                          [](const auto& info) { return testing::backend_name(info.param); });
 
