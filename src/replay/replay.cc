@@ -211,6 +211,10 @@ std::string ReplayResult::why_no_plan_served() const {
     return "its plans were declined: an arena beside what the fallback held would have "
            "reserved more than the fallback did";
   }
+  if (planned.plans_learned == 0 && planned.learning == 0) {
+    return "no request after the first `i` was in the default pool, the only one plans are "
+           "learned for";
+  }
   return "no iteration repeated the requests of a learned one";
 }
 
