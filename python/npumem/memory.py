@@ -200,4 +200,4 @@ def copy(dst: int, src: int, nbytes: int, device: DeviceLike = None) -> float:
     model in seconds. memory_stats() counts copies per direction: num_copies.ddr_to_hbm,
     copy_bytes.ddr_to_hbm, copy_modelled_ns.ddr_to_hbm, ... Raises InvalidPointerError
     for an address that is not live, Error when nbytes overruns either allocation."""
-    return get_device(device).copy(dst, src, nbytes)
+    return get_device(device).copy(dst, src, _byte_count(nbytes))

@@ -21,6 +21,8 @@ def to_bytes(size: Size) -> int:
         return _core.parse_size(size)
     if size < 0:
         raise ValueError(f"size {size} is negative")
+    if size >= 1 << 64:
+        raise ValueError(f"size {size} does not fit in 64 bits")
     return size
 
 

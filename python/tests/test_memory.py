@@ -119,6 +119,12 @@ class StatsTest(unittest.TestCase):
         with self.assertRaisesRegex(TypeError, r"a size is an int number of bytes, not 1.5"):
             npumem.caching_allocator_alloc(1.5, device)
         self.assertEqual(npumem.memory_allocated(device), 0)
+        ptr = npumem.caching_allocator_alloc(4096, device)
+        with self.assertRaisesRegex(ValueError, r"size -1 is not a byte count"):
+            npumem.copy(ptr, ptr, -1, device)
+        with self.assertRaisesRegex(ValueError, r"does not fit in 64 bits"):
+            npumem.create_pool("huge", quota=2**70, device=device)
+        npumem.caching_allocator_delete(ptr, device)
 
     def test_allocations_spill_to_ddr_when_hbm_is_full(self):
         device = fresh_device("sim:hbm=16MiB,ddr=64MiB", conf="spill_to_ddr:true")
