@@ -24,6 +24,8 @@ statistics) are copied back to their masters after it; the recomputation's are d
 from __future__ import annotations
 
 import time
+import warnings
+import weakref
 from dataclasses import dataclass, field
 from typing import Any, Optional, Sequence
 
@@ -45,6 +47,7 @@ class _Shard:
     planned: Any  # the plan's shard (npumem.plan.Plan)
     device: Any  # the npumem device it runs on (weights, copies, activations)
     measured_hbm_peak: int = 0
+    measured_backward_hbm_peak: int = 0  # of the last backward through it; 0: none yet
     modelled_load_seconds: float = 0.0
     measured_compute_seconds: float = 0.0
 
@@ -84,13 +87,36 @@ class ShardedModel:
         self.model_json = model_json(
             type(model).__name__, example_input.numel() * example_input.element_size(), costs
         )
+        # A training step's backward holds a layer's weight gradients beside its weights
+        # while it computes: a model in training mode is planned with them counted among
+        # the layer's activations (held while it computes; not loaded, so the planned load
+        # times stay the weights').
+        self.trains = was_training
+        self._warned_untrained = False
+        planned_json = self.model_json
+        if was_training:
+            planned_json = dict(self.model_json, layers=[
+                dict(layer, activation_bytes=layer["activation_bytes"] + layer["weight_bytes"])
+                for layer in self.model_json["layers"]
+            ])
         hbm_bw = self.device.tier_info("hbm")["bandwidth_bytes_per_s"]
         ddr_bw = self.device.tier_info("ddr")["bandwidth_bytes_per_s"]
         # Raises OutOfMemoryError naming the layer when one layer alone exceeds the budget.
-        self.plan = npumem.plan.shard(
-            self.model_json, hbm=budget, bandwidth=min(hbm_bw, ddr_bw) or 50e9,
-            hbm_bandwidth=hbm_bw or 1.2e12,
-        )
+        try:
+            self.plan = npumem.plan.shard(
+                planned_json, hbm=budget, bandwidth=min(hbm_bw, ddr_bw) or 50e9,
+                hbm_bandwidth=hbm_bw or 1.2e12,
+            )
+        except npumem.OutOfMemoryError as error:
+            if not was_training:
+                raise
+            refusal = npumem.OutOfMemoryError(
+                f"{error} (the model is in training mode: the activations include the "
+                "weights' gradients; shard it in eval mode to plan for inference)"
+            )
+            refusal.requested_bytes = error.requested_bytes
+            refusal.pool = error.pool
+            raise refusal from None
         self.hbm_budget_bytes = budget
         self.model = model
         count = len(self.plan.shards)
@@ -107,10 +133,19 @@ class ShardedModel:
         ]
         self._move_weights_to_ddr()
         self.timeline = _Timeline()
+        # A later shard() of the model moves its weights again: this runner's masters are
+        # then stale, and running would point the parameters back at them.
+        model._npumem_shard_runner = weakref.ref(self)
 
     # ------------------------------------------------------------------ running
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        current = getattr(self.model, "_npumem_shard_runner", None)
+        if current is None or current() is not self:
+            raise _core.Error(
+                "npumem.torch.shard: the model was sharded again after this runner was made; "
+                "run it through the newest runner"
+            )
         params = [t for shard in self.shards for t in shard.tensors if t.requires_grad]
         if torch.is_grad_enabled() and (x.requires_grad or params):
             return _ShardedForward.apply(self, x, *params)
@@ -132,7 +167,8 @@ class ShardedModel:
                 if k > 0 and shard.device is not self.shards[k - 1].device:
                     x = _copy_to(x, shard.device)  # the pipeline's hand-over
                 if keep_inputs:
-                    kept.append((x, torch.get_rng_state()))
+                    # In DDR until the backward: kept in HBM, every shard's input added up.
+                    kept.append((self._to_ddr(x.detach(), shard.device), torch.get_rng_state()))
                 start = time.perf_counter()
                 x = self._run(shard, loaded, x)
                 shard.measured_compute_seconds = time.perf_counter() - start
@@ -149,13 +185,27 @@ class ShardedModel:
     def _backward(self, kept, grad_output: torch.Tensor, wants_input_grad: bool):
         """Back-propagates shard by shard, last first; returns the input's gradient and
         each parameter's gradient (in DDR) by id."""
+        if not self.trains and not self._warned_untrained:
+            self._warned_untrained = True
+            warnings.warn(
+                "npumem.torch.shard: the model was in eval mode when sharded, so its shards "
+                "were planned for inference; a backward pass also holds each shard's weight "
+                "gradients in HBM and may pass the budget (shard the model in training mode)",
+                RuntimeWarning, stacklevel=4,
+            )
         grads: dict[int, torch.Tensor] = {}
         grad = grad_output
         for k in reversed(range(len(self.shards))):
             shard = self.shards[k]
-            x, rng_state = kept[k]
+            kept_input, rng_state = kept[k]
+            kept[k] = None
             needs_input = k > 0 or wants_input_grad
-            x = x.detach().requires_grad_(needs_input)
+            shard.device.reset_peak_stats()
+            # The backward's own HBM: above what was allocated when it began (the
+            # gradient it receives, and whatever else the program holds there).
+            base = shard.device.stats()["allocated_bytes.hbm.current"]
+            x = _copy_to(kept_input, shard.device).requires_grad_(needs_input)
+            del kept_input
             trainable = [t for t in shard.tensors if t.requires_grad]
             self._swap(shard, self._fetch(k))
             try:
@@ -178,6 +228,9 @@ class ShardedModel:
                 else:
                     grads[id(tensor)] = in_ddr
             del found
+            shard.measured_backward_hbm_peak = (
+                shard.device.stats()["allocated_bytes.hbm.peak"] - base
+            )
         return grad, grads
 
     def _run(self, shard: _Shard, loaded: list[torch.Tensor], x: torch.Tensor) -> torch.Tensor:
@@ -276,8 +329,12 @@ class ShardedModel:
     def report(self) -> npumem.plan.Plan:
         """Per shard, the plan beside the last run: planned_peak_bytes and
         measured_hbm_peak_bytes (npumem's HBM allocated peak while the shard ran, its
-        prefetch included), planned and modelled load_ms, planned and measured
-        compute_ms, planned and modelled stall_ms; totals and where the weights live."""
+        prefetch included), measured_backward_hbm_peak_bytes (the HBM the last
+        backward through it allocated above what was allocated when it began; 0
+        before one), planned and modelled load_ms, planned and
+        measured compute_ms, planned and modelled stall_ms; totals, whether the plan
+        was made for training (the model was in training mode), and where the weights
+        live."""
         shards = []
         for k, shard in enumerate(self.shards):
             planned = shard.planned
@@ -290,6 +347,7 @@ class ShardedModel:
                 "prefetches_next": planned.prefetches_next,
                 "planned_peak_bytes": planned.peak_bytes,
                 "measured_hbm_peak_bytes": shard.measured_hbm_peak,
+                "measured_backward_hbm_peak_bytes": shard.measured_backward_hbm_peak,
                 "planned_load_ms": planned.load_ms,
                 "modelled_load_ms": shard.modelled_load_seconds * 1000.0,
                 "planned_compute_ms": planned.compute_ms,
@@ -304,6 +362,10 @@ class ShardedModel:
             "planned_total_ms": self.plan.total_ms,
             "modelled_total_ms": self.timeline.total * 1000.0,
             "measured_hbm_peak_bytes": max(s.measured_hbm_peak for s in self.shards),
+            "measured_backward_hbm_peak_bytes": max(
+                s.measured_backward_hbm_peak for s in self.shards
+            ),
+            "planned_for_training": self.trains,
             "weight_bytes_in_ddr": sum(
                 m.numel() * m.element_size() for m in self._masters.values()
             ),
@@ -333,10 +395,14 @@ class ShardedModel:
                 f"{s.planned_compute_ms:11.3f} / {s.measured_compute_ms:<11.3f}  "
                 f"{s.planned_stall_ms:8.3f} / {stall}"
             )
+        backward = report.measured_backward_hbm_peak_bytes
         lines.append(
             f"  total ms: planned {report.planned_total_ms:.3f}, modelled "
             f"{report.modelled_total_ms:.3f}; HBM peak "
             f"{_core.format_bytes(report.measured_hbm_peak_bytes)}"
+            + (f", backward {_core.format_bytes(backward)}" if backward else "")
+            + (" (planned for training: with the weights' gradients)"
+               if report.planned_for_training else "")
         )
         return "\n".join(lines) + "\n"
 
