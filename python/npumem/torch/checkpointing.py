@@ -222,6 +222,11 @@ def checkpoint(
 
     device = installed_device()
     budget_bytes = to_bytes(budget)
+    if not any(p.requires_grad for p in model.parameters()):
+        raise _core.Error(
+            "npumem.torch.checkpoint plans a training step: the model has no parameter "
+            "that requires grad"
+        )
     layers = chain_layers(model)
     with _Measurement(model, device) as measurement:
         costs = measure_layers(layers, example_input, device, training=True)

@@ -76,6 +76,13 @@ class CheckpointTest(unittest.TestCase):
         for (name, buffer), plain_buffer in zip(model.named_buffers(), plain.buffers()):
             self.assertTrue(torch.equal(buffer, plain_buffer), name)
 
+    def test_a_model_with_nothing_to_train_is_refused(self):
+        frozen = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU())
+        for param in frozen.parameters():
+            param.requires_grad_(False)
+        with self.assertRaisesRegex(npumem.Error, "no parameter that requires grad"):
+            npumem.torch.checkpoint(frozen, budget="1MiB", example_input=torch.randn(2, 8))
+
     def test_too_small_a_budget_names_the_smallest_that_fits(self):
         model = resnet18()
         before = npumem.memory_allocated()
