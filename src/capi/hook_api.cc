@@ -41,7 +41,8 @@ npumem_status_t npumem_add_hook(npumem_allocator_t* allocator, uint32_t kinds, n
     npumem_allocator& handle = handle_of(allocator);
     if (hook == nullptr) throw ArgumentError("hook is NULL");
     constexpr std::uint32_t kKnownKinds = (1u << (NPUMEM_EVENT_ITERATION + 1)) - 1;
-    if (kinds == 0) throw ArgumentError("kinds 0 names no event kind (bits 1u << NPUMEM_EVENT_...)");
+    if (kinds == 0)
+      throw ArgumentError("kinds 0 names no event kind (bits 1u << NPUMEM_EVENT_...)");
     if ((kinds & ~kKnownKinds) != 0) {
       throw ArgumentError("kinds " + std::to_string(kinds) + " sets bits no event kind has (" +
                           std::to_string(kinds & ~kKnownKinds) +

@@ -572,11 +572,9 @@ Block* Allocator::Impl::grow_and_take(PoolState& pool, Tier tier, std::size_t si
   // cached blocks of its size from requests this small (a 62 MiB request in its new
   // 64 MiB segment under max_split_size:64MiB), as PyTorch's does; split as PyTorch
   // splits: only for a request below max_split_size.
-  return pool.block_pool(tier, kind).take(size, std::numeric_limits<std::size_t>::max(),
-                                          config.granule,
-                                          size < config.max_split_size
-                                              ? std::numeric_limits<std::size_t>::max()
-                                              : 0);
+  return pool.block_pool(tier, kind)
+      .take(size, std::numeric_limits<std::size_t>::max(), config.granule,
+            size < config.max_split_size ? std::numeric_limits<std::size_t>::max() : 0);
 }
 
 GrowResult Allocator::Impl::grow(PoolState& pool, Tier tier, PoolKind kind, std::size_t size) {
@@ -877,8 +875,7 @@ void Allocator::Impl::invalid_pointer(std::uintptr_t address, std::string_view o
           if (address < s->address || address >= s->address + s->size) continue;
           for (const Block* b = s->first; b != nullptr; b = b->next) {
             if (address == b->address && !b->allocated) {
-              const std::string what =
-                  operation == "free" ? "double free: pointer " : invalid;
+              const std::string what = operation == "free" ? "double free: pointer " : invalid;
               throw InvalidPointer(what + std::string(text) + " was already freed (pool '" +
                                    pool->name + "', " + std::string(tier_name(tier)) + ")");
             }

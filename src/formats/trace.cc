@@ -220,7 +220,8 @@ Trace read_trace(const std::string& path) {
   Trace trace = parse_trace(text.view(), path);
   // Every command reads traces to replay or plan their allocations: none is a mistake
   // (an empty capture, the wrong file), not a run that uses no memory.
-  if (trace.allocations == 0) throw Error(path + ": no allocations (no `a` line) to replay or plan");
+  if (trace.allocations == 0)
+    throw Error(path + ": no allocations (no `a` line) to replay or plan");
   return trace;
 }
 

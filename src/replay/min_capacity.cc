@@ -41,8 +41,10 @@ bool completes(const Trace& trace, const ReplayOptions& options, std::uint64_t s
 std::string hbm_only_spec(std::string_view spec, std::uint64_t hbm_bytes) {
   const std::size_t colon = spec.find(':');
   if (spec.substr(0, colon) != "sim") {
-    throw ConfigError("finding the smallest HBM that completes a trace needs a sim device "
-                      "spec (its hbm is varied), not '" + std::string(spec) + "'");
+    throw ConfigError(
+        "finding the smallest HBM that completes a trace needs a sim device "
+        "spec (its hbm is varied), not '" +
+        std::string(spec) + "'");
   }
   std::string result = "sim:hbm=" + std::to_string(hbm_bytes) + ",ddr=0";
   std::string_view rest = colon == std::string_view::npos ? "" : spec.substr(colon + 1);

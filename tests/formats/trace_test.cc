@@ -193,7 +193,8 @@ TEST(TraceTest, ReadTraceRefusesAFileWithNoAllocationOrADirectory) {
     read_trace(path.string());
     FAIL() << "expected an Error";
   } catch (const Error& e) {
-    EXPECT_EQ(std::string(e.what()), path.string() + ": no allocations (no `a` line) to replay or plan");
+    EXPECT_EQ(std::string(e.what()),
+              path.string() + ": no allocations (no `a` line) to replay or plan");
   }
   std::filesystem::remove(path);
   EXPECT_THROW(read_trace(std::filesystem::temp_directory_path().string()), Error);

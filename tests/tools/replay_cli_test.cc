@@ -179,8 +179,7 @@ TEST(ReplayCliTest, StaticWithoutASizeReplaysInTheAdvisedArena) {
   const auto run = run_npumem("replay " + trace.path() + " --strategy static --advise 10 --json");
   ASSERT_EQ(run.exit_code, 0) << run.err;
   const auto json = nlohmann::json::parse(run.out);
-  EXPECT_EQ(json.at("peak_reserved_bytes"),
-            json.at("static_advice").at("recommended_static_size"))
+  EXPECT_EQ(json.at("peak_reserved_bytes"), json.at("static_advice").at("recommended_static_size"))
       << run.out;
   const auto unsized = run_npumem("replay " + trace.path() + " --strategy static");
   EXPECT_EQ(unsized.exit_code, 2);
@@ -266,7 +265,8 @@ TEST(ReplayCliTest, AdviseTakesAPercentSignAndNamesItselfOnBadInput) {
   const auto bad = run_npumem("replay --advise ten " + trace.path());
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_NE(
-      bad.err.find("--advise: expects a margin in percent from 0 to 1000 such as 10 or 10%, not 'ten'"),
+      bad.err.find(
+          "--advise: expects a margin in percent from 0 to 1000 such as 10 or 10%, not 'ten'"),
       std::string::npos)
       << bad.err;
   EXPECT_LT(bad.err.size(), 200u) << bad.err;
@@ -326,7 +326,8 @@ TEST(ReplayCliTest, MinCapacityNeedsASimDeviceAndSaysSoBeforeReplaying) {
   const TempTrace trace("a 1 100\n");
   const auto run = run_npumem("replay " + trace.path() + " --min-capacity --device host");
   EXPECT_EQ(run.exit_code, 2);
-  EXPECT_NE(run.err.find("needs a sim device spec (its hbm is varied), not 'host'"), std::string::npos)
+  EXPECT_NE(run.err.find("needs a sim device spec (its hbm is varied), not 'host'"),
+            std::string::npos)
       << run.err;
   EXPECT_EQ(run.out, "");
 }

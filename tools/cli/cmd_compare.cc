@@ -40,8 +40,8 @@ void add_compare_command(CLI::App& app, int& exit_code) {
       std::cout << comparison_text(options->trace_path, rows);
     }
     // As replay's: out of memory when no strategy completes the trace.
-    const bool any_completed = std::any_of(rows.begin(), rows.end(),
-                                           [](const StrategyFigures& row) { return row.failure.empty(); });
+    const bool any_completed = std::any_of(
+        rows.begin(), rows.end(), [](const StrategyFigures& row) { return row.failure.empty(); });
     exit_code = any_completed ? kExitOk : kExitOutOfMemory;
   });
 }

@@ -181,12 +181,13 @@ void add_memory_command(CLI::App& plan_command, int& exit_code) {
   command->add_option("--dim", options->dims,
                       "with --onnx: a symbolic input dimension's size, NAME=SIZE or "
                       "INPUT:AXIS=SIZE (repeatable)");
-  command->add_option(
-      "--iteration", options->iteration,
-      "with --trace: only the tensors made in this iteration (0: after the first i)")
+  command
+      ->add_option("--iteration", options->iteration,
+                   "with --trace: only the tensors made in this iteration (0: after the first i)")
       ->check(whole_number_check());
-  command->add_option("--budget", options->budget,
-                      "arena budget, e.g. 1GiB: says whether the plan fits (exit 2 when not)")
+  command
+      ->add_option("--budget", options->budget,
+                   "arena budget, e.g. 1GiB: says whether the plan fits (exit 2 when not)")
       ->check(size_check());
   command->add_option("--alignment", options->alignment, "offset and size alignment (power of two)")
       ->capture_default_str()
@@ -194,8 +195,9 @@ void add_memory_command(CLI::App& plan_command, int& exit_code) {
   command->add_option("--time-limit", options->time_limit_s, "seconds the search may take")
       ->capture_default_str()
       ->check(nonnegative_check());
-  command->add_option("--iterations", options->iterations,
-                      "most randomised search iterations (with --seed: reproducible plans)")
+  command
+      ->add_option("--iterations", options->iterations,
+                   "most randomised search iterations (with --seed: reproducible plans)")
       ->check(whole_number_check());
   command->add_option("--seed", options->seed, "seed of the randomised search")
       ->capture_default_str()

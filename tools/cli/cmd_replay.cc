@@ -101,8 +101,8 @@ int run_replay(const ReplayCommandOptions& options) {
   }
   ReplayReport report;
   report.trace_path = options.trace_path;
-  const bool arena_unsized =
-      replay_options.config.strategy == Strategy::static_arena && replay_options.config.static_size == 0;
+  const bool arena_unsized = replay_options.config.strategy == Strategy::static_arena &&
+                             replay_options.config.static_size == 0;
   if (options.advise_margin_percent && arena_unsized) {
     // --advise is how a static arena gets its size: the replay uses the one it advises.
     report.static_advice =

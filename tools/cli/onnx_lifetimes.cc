@@ -161,10 +161,11 @@ OnnxLifetimes onnx_lifetimes(const std::string& model_path, const std::vector<st
                                child.out.find("\"error\"") != std::string::npos)) {
     return parse_onnx_lifetimes_json(child.out, child.exit_code == 2);
   }
-  throw OnnxToolError(
-      "`" + python + " -m " + kModule + "` failed (exit " + std::to_string(child.exit_code) +
-      "; what it wrote to stderr is above): it needs npumem's Python package (this build's, with NPUMEM_BUILD_PYTHON=ON, or one "
-      "installed with pip) and python3-onnx; NPUMEM_PYTHON names the interpreter");
+  throw OnnxToolError("`" + python + " -m " + kModule + "` failed (exit " +
+                      std::to_string(child.exit_code) +
+                      "; what it wrote to stderr is above): it needs npumem's Python package (this "
+                      "build's, with NPUMEM_BUILD_PYTHON=ON, or one "
+                      "installed with pip) and python3-onnx; NPUMEM_PYTHON names the interpreter");
 }
 
 }  // namespace npumem::cli
