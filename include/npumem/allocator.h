@@ -64,6 +64,9 @@ struct PlanInfo {
   // Its arena beside what the fallback still held would have reserved more than that
   // peak: the fallback serves its iterations instead.
   bool declined = false;
+  // Iterations that began on it (their first requests matched) and then left it, the
+  // rest going to the fallback: not among iterations_served, though they made hits.
+  std::uint64_t iterations_left = 0;
 };
 
 // What the planned strategy did (all zero under other strategies). Requests of the

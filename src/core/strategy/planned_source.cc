@@ -159,6 +159,7 @@ PlannedSource::Plan* PlannedSource::keyed_plan(std::uint64_t key) const {
 // once: waiting for too_many_misses() let the fallback grow beside an idle arena
 // (mobilenet_v3 train+eval capture: 1.191 against expandable's 1.026).
 void PlannedSource::leave_plan() {
+  if (served_ != nullptr) ++served_->iterations_left;
   served_ = nullptr;
   left_ = true;
   arena_wanted_ = 0;
@@ -1066,7 +1067,7 @@ PlannedStats PlannedSource::stats() const {
     const std::uint64_t served = plan->iterations_served + (plan.get() == served_ ? 1 : 0);
     out.plans.push_back({plan->sizes.size(), plan->planned_requests, plan->arena_bytes,
                          plan->lower_bound_bytes, served, plan->key, plan->fallback_peak_reserved,
-                         plan->declined});
+                         plan->declined, plan->iterations_left});
   }
   return out;
 }

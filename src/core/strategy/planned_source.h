@@ -82,6 +82,7 @@ class PlannedSource : public SegmentSource {
     std::uint64_t lower_bound_bytes = 0;
     std::uint64_t planned_requests = 0;
     std::uint64_t iterations_served = 0;
+    std::uint64_t iterations_left = 0;  // began on it, then left it (leave_plan)
     // The plan it re-learned had served: the arena stays sized for it while other shapes
     // serve in turn (a re-learned plan counted as new gave the arena back and reserved
     // it again at each change of shape, 4 device calls in 3 served iterations).

@@ -33,6 +33,7 @@ std::map<std::string, std::int64_t> PlannedStats::as_map() const {
     out[prefix + "arena_bytes"] = value(plan.arena_bytes);
     out[prefix + "lower_bound_bytes"] = value(plan.lower_bound_bytes);
     out[prefix + "iterations_served"] = value(plan.iterations_served);
+    out[prefix + "iterations_left"] = value(plan.iterations_left);
     out[prefix + "fallback_peak_reserved_bytes"] = value(plan.fallback_peak_reserved_bytes);
     out[prefix + "declined"] = plan.declined ? 1 : 0;
     if (plan.key) out[prefix + "key"] = value(*plan.key);

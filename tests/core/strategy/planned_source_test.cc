@@ -210,6 +210,8 @@ TEST(Planned, AnIterationThatLeavesItsPlanEarlyUsesTheArenasFreeSpace) {
   EXPECT_EQ(stats.fallbacks, 1u) << "the second request; the rest is learned";
   ASSERT_EQ(stats.plans.size(), 2u) << "a shape of its own: A's plan stays";
   EXPECT_EQ(stats.plans[0].lower_bound_bytes, 10 * MiB);
+  EXPECT_EQ(stats.plans[0].iterations_left, 1u) << "it began on A's plan and left it";
+  EXPECT_EQ(stats.plans[0].iterations_served, 1u);
 }
 
 // A large request whose size changes each iteration, among small ones that repeat: the
