@@ -357,6 +357,19 @@ PoolState& Allocator::Impl::create_pool(const std::string& name, std::uint64_t q
                       "' cannot be pinned to ddr under the static strategy, whose arenas are "
                       "in HBM; use strategy caching or expandable");
   }
+  // Memory comes in whole granules: a quota below the least of them holds nothing, and
+  // its first request read as "the quota is spent" with nothing allocated.
+  std::size_t least_granule = std::numeric_limits<std::size_t>::max();
+  for (Tier t : kAllTiers) {
+    if (device->has_tier(t) && (!tier || t == *tier)) {
+      least_granule = std::min(least_granule, granularity(t));
+    }
+  }
+  if (quota_bytes != 0 && quota_bytes < least_granule) {
+    throw ConfigError("pool '" + name + "': a quota of " + format_bytes(quota_bytes) +
+                      " holds nothing on device " + device->name() +
+                      ", whose memory comes in granules of " + format_bytes(least_granule));
+  }
   if (!pools.empty() && !per_pool_stats) {
     // Until now every allocation was the default pool's: its stats are the totals.
     pools.front()->stats = stats;

@@ -117,6 +117,20 @@ TEST_P(Pool, UnknownAndDuplicatePoolsAreErrors) {
   EXPECT_THROW(allocator.create_pool(""), ConfigError);
 }
 
+// Memory comes in granules: a quota below the least of them could never hold a byte.
+TEST_P(Pool, AQuotaBelowOneGranuleIsRefused) {
+  Allocator allocator(device());
+  const std::size_t granule = allocator.device().tier_info(Tier::hbm).granularity_bytes;
+  try {
+    allocator.create_pool("tiny", granule / 2);
+    FAIL() << "accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("pool 'tiny': a quota of"), std::string::npos)
+        << e.what();
+  }
+  allocator.create_pool("one_granule", granule);
+}
+
 INSTANTIATE_TEST_SUITE_P(Devices, Pool, ::testing::ValuesIn(testing::kBackends),
                          [](const auto& info) { return testing::backend_name(info.param); });
 
