@@ -325,7 +325,8 @@ window.addEventListener("error", function (e) {
       s.blocks.forEach(function (b, j) {
         var bx = labelW + (b.address - s.address) / s.size * barW;
         var rect = el("rect", { x: bx, y: y, width: Math.max(0.5, b.size / s.size * barW), height: rowH - 3,
-          fill: b.state === "allocated" ? color(b.tag, b.size, j) : "#e6e6e6", stroke: "#fff", "stroke-width": 0.3 }, svg);
+          fill: b.state === "allocated" ? color(b.tag, b.size, j) : b.state === "free" ? "#e6e6e6" : "#fafafa",
+          stroke: "#fff", "stroke-width": 0.3 }, svg);
         el("title", {}, rect).textContent = b.state + " " + fmt(b.size) + (b.tag ? " (" + b.tag + ")" : "");
         plotted++;
       });

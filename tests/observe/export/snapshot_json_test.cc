@@ -78,6 +78,21 @@ TEST(SnapshotJson, WritesBacktracesAsDescribedFrames) {
   EXPECT_NE(frames.at(0).get<std::string>().find("+0x"), std::string::npos);
 }
 
+// An expandable range's address space without memory is not free cached memory.
+TEST(SnapshotJson, AnExpandableRangesUnmappedSpaceIsUnmapped) {
+  Config config;
+  config.strategy = Strategy::expandable;
+  Allocator allocator(make_device("sim:hbm=64MiB,ddr=0"), config);
+  allocator.deallocate(allocator.allocate(4 * MiB));
+  allocator.empty_cache();
+  const nlohmann::json json = as_json(memory_snapshot(allocator));
+  ASSERT_FALSE(json.at("segments").empty());
+  for (const auto& segment : json.at("segments")) {
+    for (const auto& block : segment.at("blocks")) EXPECT_EQ(block.at("state"), "unmapped");
+  }
+  EXPECT_EQ(json.at("stats").at("reserved_bytes.all.current"), 0);
+}
+
 TEST(SnapshotJson, WithoutHistorySaysSo) {
   Allocator allocator(make_device("sim:hbm=64MiB,ddr=0"));
   const nlohmann::json json = as_json(memory_snapshot(allocator));
