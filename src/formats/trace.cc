@@ -260,10 +260,13 @@ Trace pool_part(const Trace& trace, const std::string& pool) {
   return part;
 }
 
-std::uint64_t peak_live_bytes(const Trace& trace) {
+std::uint64_t peak_live_bytes(const Trace& trace, std::size_t memory_events) {
   std::uint64_t live = 0;
   std::uint64_t peak = 0;
+  std::size_t seen = 0;
   for (const TraceEvent& event : trace.events) {
+    if (event.op != TraceOp::alloc && event.op != TraceOp::free) continue;
+    if (seen++ == memory_events) break;
     if (event.op == TraceOp::alloc) {
       live += event.bytes;
       if (live > peak) peak = live;

@@ -61,7 +61,9 @@ inline constexpr const char* kDefaultPoolName = "default";
 // their indices (`allocations` stays the whole trace's slot count).
 Trace pool_part(const Trace& trace, const std::string& pool);
 
-// The peak of live requested bytes over the trace, computed from its events alone.
-std::uint64_t peak_live_bytes(const Trace& trace);
+// The peak of live requested bytes over the trace's first `memory_events` alloc and free
+// events (by default all), computed from its events alone.
+std::uint64_t peak_live_bytes(const Trace& trace,
+                              std::size_t memory_events = static_cast<std::size_t>(-1));
 
 }  // namespace npumem::cli

@@ -133,7 +133,7 @@ class ReplayRun {
     result_.warnings = allocator_.warnings();
     result_.events = trace_.memory_events();
     result_.allocations = trace_.allocations;
-    result_.peak_requested_bytes = peak_live_bytes(trace_);
+    result_.peak_requested_bytes = peak_live_bytes(trace_, result_.events_replayed);
     result_.stats = allocator_.stats();
     result_.planned = allocator_.planned_stats();
     result_.pools = allocator_.pools();

@@ -202,6 +202,21 @@ TEST(ReplayCliTest, AnHbmLimitCapsTheStaticAdviceButNotTheMinimumHbmSearch) {
       << compare.out;
 }
 
+// A replay stopped by out of memory reports on what it replayed: its peak requested is
+// that part's, and the leak check does not judge a run cut short.
+TEST(ReplayCliTest, AStoppedReplayReportsWhatItReplayed) {
+  const TempTrace trace("a 1 1048576\ni\na 2 1048576\ni\na 3 68719476736\na 4 1048576\n");
+  const auto run = run_npumem("replay " + trace.path() +
+                              " --device sim:hbm=64MiB,ddr=0 --leak-check --json");
+  EXPECT_EQ(run.exit_code, 3) << run.err;
+  const auto json = nlohmann::json::parse(run.out);
+  EXPECT_EQ(json.at("peak_requested_bytes"), 2 * 1048576) << run.out;
+  EXPECT_GE(json.at("overhead_ratio").get<double>(), 1.0) << run.out;
+  EXPECT_NE(run.err.find("leak check: not judged: the replay stopped by out of memory"),
+            std::string::npos)
+      << run.err;
+}
+
 TEST(ReplayCliTest, CompareExitsOutOfMemoryWhenNoStrategyCompletes) {
   const TempTrace trace("a 1 100\na 2 200000000000000\n");
   const auto compare = run_npumem("compare " + trace.path() + " --device sim:hbm=1GiB,ddr=0");

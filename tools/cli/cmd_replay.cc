@@ -136,7 +136,13 @@ int run_replay(const ReplayCommandOptions& options) {
     (options.json ? std::cerr : std::cout) << to_string(*observers.size_patterns());
   }
   const auto& leaks = observers.leak_report();
-  if (leaks) (options.json ? std::cerr : std::cout) << to_string(*leaks);
+  if (leaks && report.result.completed()) {
+    (options.json ? std::cerr : std::cout) << to_string(*leaks);
+  } else if (leaks) {
+    // Its iterations are those before the stop, its growth from wherever that fell.
+    (options.json ? std::cerr : std::cout)
+        << "leak check: not judged: the replay stopped by out of memory\n";
+  }
   if (report.result.out_of_memory) {
     std::cerr << "npumem: " << *report.result.out_of_memory << "\n";
     return kExitOutOfMemory;

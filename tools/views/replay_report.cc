@@ -243,10 +243,13 @@ std::string replay_report_text(const ReplayReport& report) {
       << strategy_name(result.strategy) << ")"
       << (result.completed() ? "" : ": stopped by out of memory") << "\n";
   add_line(out, "events",
-           with_commas(result.events_replayed) + " of " + with_commas(result.events) + " (" +
-               counted(result.allocations, "allocation") + ", " +
-               counted(result.iterations, "iteration") + ")");
-  add_line(out, "peak requested", format_bytes(result.peak_requested_bytes));
+           with_commas(result.events_replayed) + " of " + with_commas(result.events) +
+               " (the trace's " + counted(result.allocations, "allocation") + "; " +
+               counted(result.iterations, "iteration") +
+               (result.completed() ? "" : " passed before it stopped") + ")");
+  add_line(out, "peak requested",
+           format_bytes(result.peak_requested_bytes) +
+               (result.completed() ? "" : " (of the events replayed)"));
   add_line(out, "peak allocated", format_bytes(result.peak_allocated_bytes()));
   add_line(out, "peak reserved", format_bytes(result.peak_reserved_bytes()));
   add_line(out, "overhead ratio", fixed(result.overhead_ratio(), 3));

@@ -49,6 +49,11 @@ std::string to_string(const LeakReport& report) {
     out << "verdict: not judged: the check needs two complete iterations after warm-up, "
            "this run had "
         << report.judged_iterations << "\n";
+  } else if (report.leaked_bytes > 0) {
+    out << "verdict: no leak above the threshold: " << format_bytes(report.leaked_bytes)
+        << " made after warm-up stays alive iteration after iteration, within the threshold "
+           "of "
+        << percent(report.threshold) << " of the baseline\n";
   } else {
     out << "verdict: no leak: nothing made after warm-up stays alive iteration after "
            "iteration\n";

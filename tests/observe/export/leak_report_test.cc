@@ -75,6 +75,18 @@ TEST(LeakReport, SaysWhenThereIsNoLeakAndWhenItCannotJudge) {
   EXPECT_NE(text.find("no allocation made since the baseline is still alive"), std::string::npos);
 }
 
+// Recurring survivors within the threshold are not "nothing".
+TEST(LeakReport, SaysWhatStaysAliveWithinTheThreshold) {
+  LeakReport report = leaking_report();
+  report.leaking = false;
+  report.threshold = 0.20;
+  const std::string text = to_string(report);
+  EXPECT_NE(text.find("verdict: no leak above the threshold: 800 KiB made after warm-up stays "
+                      "alive iteration after iteration, within the threshold of +20.0%"),
+            std::string::npos)
+      << text;
+}
+
 TEST(LeakReport, GrowthFromNothingIsInfinite) {
   LeakReport report = leaking_report();
   report.baseline_bytes = 0;
