@@ -10,8 +10,8 @@ namespace npumem::cli {
 TraceLifetimes trace_lifetimes(const Trace& trace, std::optional<std::size_t> iteration) {
   if (iteration && *iteration >= trace.iterations) {
     throw ConfigError(trace.source + ": no iteration " + std::to_string(*iteration) +
-                      " (the trace has " + std::to_string(trace.iterations) +
-                      " `i` lines; iterations count from 0)");
+                      " (the trace has " + std::to_string(trace.iterations) + " `i` line" +
+                      (trace.iterations == 1 ? "" : "s") + "; iterations count from 0)");
   }
   constexpr std::size_t kNone = ~std::size_t{0};
   std::vector<std::size_t> tensor_of(trace.allocations, kNone);  // by slot

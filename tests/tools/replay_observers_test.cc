@@ -91,7 +91,7 @@ TEST(ReplayObservers, LeakCheckNeedsTwoIterationMarkers) {
     ReplayObservers observers(observe, trace);
     FAIL() << "expected an Error";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("one.trace has 1 `i` lines"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("one.trace has 1 `i` line, and"), std::string::npos)
         << e.what();
   }
 }

@@ -74,8 +74,9 @@ ReplayObservers::ReplayObservers(ReplayObserverOptions options, const Trace& tra
   }
   if (options_.leak_check && trace_iterations_ < 2) {
     throw Error("--leak-check needs iteration markers: " + trace.source + " has " +
-                std::to_string(trace_iterations_) +
-                " `i` lines, and the check needs at least two (a baseline and an end)");
+                std::to_string(trace_iterations_) + " `i` line" +
+                (trace_iterations_ == 1 ? "" : "s") +
+                ", and the check needs at least two (a baseline and an end)");
   }
 }
 
