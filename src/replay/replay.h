@@ -56,13 +56,13 @@ struct ReplayResult {
   Strategy strategy = Strategy::caching;
   std::size_t events = 0;           // alloc and free events in the trace
   std::size_t events_replayed = 0;  // alloc and free events done before an OOM stopped it
-  std::size_t allocations = 0;             // alloc events in the trace
-  std::size_t iterations = 0;              // `i` markers passed
+  std::size_t allocations = 0;      // alloc events in the trace
+  std::size_t iterations = 0;       // `i` markers passed
   // Peak live bytes, from the trace alone: of the events replayed when it stopped.
   std::uint64_t peak_requested_bytes = 0;
-  Stats stats;                             // the allocator's, at the end of the replay
-  PlannedStats planned;                    // the planned strategy's (zero otherwise)
-  std::vector<PoolInfo> pools;             // every pool with its stats, default first
+  Stats stats;                  // the allocator's, at the end of the replay
+  PlannedStats planned;         // the planned strategy's (zero otherwise)
+  std::vector<PoolInfo> pools;  // every pool with its stats, default first
   std::array<TierFigures, kTierCount> tiers;
   double ns_per_event = 0.0;  // wall time of the replay loop per event replayed
   std::vector<std::uint64_t> allocation_latencies_ns;  // when record_latencies

@@ -125,8 +125,7 @@ TEST_P(Pool, AQuotaBelowOneGranuleIsRefused) {
     allocator.create_pool("tiny", granule / 2);
     FAIL() << "accepted";
   } catch (const ConfigError& e) {
-    EXPECT_NE(std::string(e.what()).find("pool 'tiny': a quota of"), std::string::npos)
-        << e.what();
+    EXPECT_NE(std::string(e.what()).find("pool 'tiny': a quota of"), std::string::npos) << e.what();
   }
   allocator.create_pool("one_granule", granule);
 }

@@ -206,8 +206,8 @@ TEST(ReplayCliTest, AnHbmLimitCapsTheStaticAdviceButNotTheMinimumHbmSearch) {
 // that part's, and the leak check does not judge a run cut short.
 TEST(ReplayCliTest, AStoppedReplayReportsWhatItReplayed) {
   const TempTrace trace("a 1 1048576\ni\na 2 1048576\ni\na 3 68719476736\na 4 1048576\n");
-  const auto run = run_npumem("replay " + trace.path() +
-                              " --device sim:hbm=64MiB,ddr=0 --leak-check --json");
+  const auto run =
+      run_npumem("replay " + trace.path() + " --device sim:hbm=64MiB,ddr=0 --leak-check --json");
   EXPECT_EQ(run.exit_code, 3) << run.err;
   const auto json = nlohmann::json::parse(run.out);
   EXPECT_EQ(json.at("peak_requested_bytes"), 2 * 1048576) << run.out;

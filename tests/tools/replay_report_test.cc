@@ -61,8 +61,7 @@ TEST(ReplayReportTest, JsonCarriesTheOutOfMemoryExplanation) {
 TEST(ReplayReportTest, TextShowsReadableFigures) {
   const std::string text = replay_report_text(sample_report());
   EXPECT_NE(text.find("model.trace on sim:0 (caching)"), std::string::npos) << text;
-  EXPECT_NE(text.find("1,234,567 of 1,234,567 (the trace's 600,000 allocations"),
-            std::string::npos)
+  EXPECT_NE(text.find("1,234,567 of 1,234,567 (the trace's 600,000 allocations"), std::string::npos)
       << text;
   EXPECT_NE(text.find("peak requested        " + format_bytes(100 * MiB)), std::string::npos)
       << text;

@@ -167,10 +167,9 @@ void add_planned_lines(std::ostringstream& out, const ReplayResult& result) {
                  " requests, arena " + format_bytes(plan.arena_bytes) + ", lower bound " +
                  format_bytes(plan.lower_bound_bytes) + ", served " +
                  counted(plan.iterations_served, "iteration") +
-                 (plan.iterations_left == 0
-                      ? ""
-                      : "; " + counted(plan.iterations_left, "iteration") +
-                            " began on it and left it") +
+                 (plan.iterations_left == 0 ? ""
+                                            : "; " + counted(plan.iterations_left, "iteration") +
+                                                  " began on it and left it") +
                  (plan.declined ? ", declined: its arena beside what the fallback held would pass "
                                   "the fallback's reserved peak of " +
                                       format_bytes(plan.fallback_peak_reserved_bytes)

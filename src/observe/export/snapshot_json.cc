@@ -54,7 +54,9 @@ void write_segments(JsonWriter& json, const std::vector<SegmentInfo>& segments) 
           .field("address", block.address)
           .field("size", block.size)
           .field("requested_bytes", block.requested_bytes)
-          .field("state", block.allocated ? "allocated" : block.mapped ? "free" : "unmapped")
+          .field("state", block.allocated ? "allocated"
+                          : block.mapped  ? "free"
+                                          : "unmapped")
           .field("tag", block.tag)
           .end_object();
     }
