@@ -22,6 +22,12 @@ constexpr std::uint64_t kStrayFallbacks = 4;
 // the arena's free space, not beside the arena (a GiB tensor whose size changes each
 // iteration among small ones that repeat: 1.50x peak requested, caching 1.016x).
 constexpr std::uint64_t kStrayArenaShareDivisor = 16;
+// A miss the fallback must grow for leaves the plan once the iteration's misses come to
+// more than this share of the arena (grow); smaller ones are strays, which one granule
+// of the fallback's holds from then on (leaving the plan for each of them put them in
+// the arena's free space and moved the requests after them: a random sequence length
+// peaked at 1.023x peak requested, 1.006x as strays).
+constexpr std::uint64_t kGrowingMissArenaShareDivisor = 64;
 // After this many iterations in a row left the plan their first requests chose, plans
 // are chosen again only once an iteration repeats a kept plan's requests whole: shapes
 // that do not repeat (random lengths, a leak) then cost no arena beside the fallback.
@@ -86,15 +92,26 @@ BlockPool& PlannedSource::arena_blocks() const {
 
 // While a plan serves, caching's fallbacks are strays: a segment of their own size
 // each, not one shared with room for more. Expandable granules are packed anyway.
-// An arena carved out of the expandable range and open to the fallback (no plan serves,
-// or the iteration left its plan) joins the range first, live blocks and all: as a
-// segment of its own its free end could not grow, and a miss larger than its free
-// blocks was mapped beside it (iterations that begin alike and differ in GiB tensors:
-// 1.305x peak requested against expandable's 1.001x).
+// Before the fallback grows for a miss (past the strays' share), the iteration leaves
+// its plan: the arena's free space is the fallback's, not idle beside new memory (a
+// tensor a third of its planned size in some iterations: 1.042x peak requested, now
+// 1.001x as expandable). When no
+// free block of the arena holds the request, an arena carved out of the expandable
+// range joins the range, live blocks and all, as it does for any growth of an iteration
+// no plan serves: as a segment of its own its free end could not grow, nor its free
+// granules go where the request needs them (iterations that begin alike and differ in
+// GiB tensors: 1.305x, now 1.001x). The next iteration a plan serves carves an arena
+// again.
 GrowResult PlannedSource::grow(PoolState& pool, BlockPool& blocks, std::size_t size) {
-  if (expandable_ && arena_ != nullptr && arena_->carved && &blocks == &arena_blocks() &&
-      (served_ == nullptr || abandoned_)) {
-    release_arena();
+  if (arena_ != nullptr && &blocks == &arena_blocks()) {
+    if (missed_ && served_ != nullptr && !abandoned_ &&
+        iteration_miss_bytes_ * kGrowingMissArenaShareDivisor > arena_->size) {
+      abandoned_ = true;
+      left_ = true;
+      open_to_fallback();
+      if (arena_holds(size)) return GrowResult::ok;
+    }
+    if (expandable_ && arena_->carved && (served_ == nullptr || abandoned_)) release_arena();
     if (const Block* largest = blocks.largest_free_block();
         largest != nullptr && largest->size >= size) {
       return GrowResult::ok;
@@ -233,6 +250,7 @@ bool PlannedSource::too_many_misses() const {
 Block* PlannedSource::take(PoolState& pool, std::size_t size) {
   pending_ = false;
   kept_out_ = false;
+  missed_ = false;
   if (&pool != &default_pool() || current_.iteration == 0 || current_.clock >= kMaxEvents) {
     return nullptr;
   }
@@ -322,6 +340,7 @@ Block* PlannedSource::take(PoolState& pool, std::size_t size) {
     ++iteration_fallbacks_;
     ++iteration_misses_;
     iteration_miss_bytes_ += size;
+    missed_ = true;
     if (!abandoned_ && arena_ != nullptr &&
         iteration_miss_bytes_ * kStrayArenaShareDivisor > arena_->size && arena_holds(size)) {
       abandoned_ = true;

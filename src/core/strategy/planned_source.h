@@ -202,6 +202,9 @@ class PlannedSource : public SegmentSource {
   // The request take() saw last is one the serving plan keeps out of the arena and no
   // free space clear of its holes could take (expandable).
   bool kept_out_ = false;
+  // The request take() saw last is a miss: were the fallback to grow for it, the
+  // iteration leaves its plan first (grow).
+  bool missed_ = false;
   std::uint64_t iteration_fallbacks_ = 0;
   std::uint64_t iteration_lasting_ = 0;  // requests the plan keeps out of the arena
   // Fallbacks the plan did not foresee: another size, or its range not free.
