@@ -192,8 +192,8 @@ std::uint64_t ReplayResult::peak_allocated_bytes() const {
   return static_cast<std::uint64_t>(stats.allocated_bytes.all.peak);
 }
 
-double ReplayResult::overhead_ratio() const {
-  if (peak_requested_bytes == 0) return 0.0;
+std::optional<double> ReplayResult::overhead_ratio() const {
+  if (peak_requested_bytes == 0) return std::nullopt;
   return static_cast<double>(peak_reserved_bytes()) / static_cast<double>(peak_requested_bytes);
 }
 

@@ -74,8 +74,9 @@ struct ReplayResult {
   bool completed() const { return !out_of_memory.has_value(); }
   std::uint64_t peak_reserved_bytes() const;
   std::uint64_t peak_allocated_bytes() const;
-  // Peak reserved over peak requested bytes (0 when nothing was requested).
-  double overhead_ratio() const;
+  // Peak reserved over peak requested bytes; none when no byte was requested (a
+  // trace of zero-byte allocations: any ratio would mislead).
+  std::optional<double> overhead_ratio() const;
   // Planned strategy: peak reserved over peak requested since a plan first served
   // (0 when none did).
   double steady_overhead_ratio() const;

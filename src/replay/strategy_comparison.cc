@@ -52,6 +52,14 @@ StrategyFigures measure_strategy(const Trace& trace, const ReplayOptions& option
   return measure(trace, run);
 }
 
+// "n/a" when no byte was requested.
+std::string ratio_text(std::optional<double> ratio) {
+  if (!ratio) return "n/a";
+  char text[32];
+  std::snprintf(text, sizeof text, "%.3f", *ratio);
+  return text;
+}
+
 }  // namespace
 
 std::vector<StrategyFigures> compare_strategies(const Trace& trace, const ReplayOptions& options) {
@@ -88,11 +96,14 @@ nlohmann::ordered_json comparison_json(const std::string& trace_path,
     }
     item["peak_requested_bytes"] = row.peak_requested_bytes;
     item["peak_reserved_bytes"] = row.peak_reserved_bytes;
-    item["overhead_ratio"] = row.overhead_ratio;
+    // Ratios to the peak requested are null when no byte was requested.
+    const bool requested = row.overhead_ratio.has_value();
+    item["overhead_ratio"] = requested ? nlohmann::ordered_json(*row.overhead_ratio) : nullptr;
     item["min_hbm_capacity_bytes"] = row.min_hbm_capacity_bytes;
     item["min_hbm_over_peak"] =
-        static_cast<double>(row.min_hbm_capacity_bytes) /
-        static_cast<double>(std::max<std::uint64_t>(row.peak_requested_bytes, 1));
+        requested ? nlohmann::ordered_json(static_cast<double>(row.min_hbm_capacity_bytes) /
+                                           static_cast<double>(row.peak_requested_bytes))
+                  : nullptr;
     item["ns_per_event"] = row.ns_per_event;
     item["latency_p50_ns"] = row.latency.p50_ns;
     item["latency_p99_ns"] = row.latency.p99_ns;
@@ -129,18 +140,21 @@ std::string comparison_text(const std::string& trace_path,
           << " did not complete: " << row.failure.substr(0, row.failure.find('\n')) << "\n";
       continue;
     }
-    std::snprintf(line, sizeof line,
-                  "%-11s %12s %12s %8.3f %12s %9.3f %9.1f %8llu %8llu %9llu %8lld\n",
-                  std::string(strategy_name(row.strategy)).c_str(),
-                  format_bytes(row.peak_requested_bytes).c_str(),
-                  format_bytes(row.peak_reserved_bytes).c_str(), row.overhead_ratio,
-                  format_bytes(row.min_hbm_capacity_bytes).c_str(),
-                  static_cast<double>(row.min_hbm_capacity_bytes) /
-                      static_cast<double>(std::max<std::uint64_t>(row.peak_requested_bytes, 1)),
-                  row.ns_per_event, static_cast<unsigned long long>(row.latency.p50_ns),
-                  static_cast<unsigned long long>(row.latency.p99_ns),
-                  static_cast<unsigned long long>(row.latency.max_ns),
-                  static_cast<long long>(row.device_allocs));
+    std::snprintf(
+        line, sizeof line, "%-11s %12s %12s %8s %12s %9s %9.1f %8llu %8llu %9llu %8lld\n",
+        std::string(strategy_name(row.strategy)).c_str(),
+        format_bytes(row.peak_requested_bytes).c_str(),
+        format_bytes(row.peak_reserved_bytes).c_str(), ratio_text(row.overhead_ratio).c_str(),
+        format_bytes(row.min_hbm_capacity_bytes).c_str(),
+        ratio_text(row.overhead_ratio
+                       ? std::optional<double>(static_cast<double>(row.min_hbm_capacity_bytes) /
+                                               static_cast<double>(row.peak_requested_bytes))
+                       : std::nullopt)
+            .c_str(),
+        row.ns_per_event, static_cast<unsigned long long>(row.latency.p50_ns),
+        static_cast<unsigned long long>(row.latency.p99_ns),
+        static_cast<unsigned long long>(row.latency.max_ns),
+        static_cast<long long>(row.device_allocs));
     out << line;
   }
   for (const StrategyFigures& row : rows) {

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,7 +19,7 @@ struct StrategyFigures {
   Strategy strategy = Strategy::caching;
   std::uint64_t peak_requested_bytes = 0;
   std::uint64_t peak_reserved_bytes = 0;
-  double overhead_ratio = 0.0;
+  std::optional<double> overhead_ratio;  // none when no byte was requested
   std::uint64_t min_hbm_capacity_bytes = 0;
   double ns_per_event = 0.0;
   LatencySummary latency;

@@ -42,7 +42,8 @@ TEST(ReplayTest, PeakRequestedIsThePeakOfLiveBytesAndTheAllocatorAgrees) {
   EXPECT_EQ(result.events_replayed, 7u);
   EXPECT_EQ(result.allocations, 4u);
   EXPECT_GT(result.ns_per_event, 0.0);
-  EXPECT_DOUBLE_EQ(result.overhead_ratio(),
+  ASSERT_TRUE(result.overhead_ratio().has_value());
+  EXPECT_DOUBLE_EQ(*result.overhead_ratio(),
                    static_cast<double>(result.peak_reserved_bytes()) / 8000.0);
 }
 

@@ -125,7 +125,7 @@ TEST(StrategyComparison, MeasuresEveryStrategy) {
     EXPECT_GE(row.peak_reserved_bytes, row.peak_requested_bytes);
     EXPECT_GE(row.min_hbm_capacity_bytes, row.peak_requested_bytes);
     EXPECT_LE(row.min_hbm_capacity_bytes, row.peak_reserved_bytes);
-    EXPECT_GE(row.overhead_ratio, 1.0);
+    EXPECT_GE(row.overhead_ratio.value_or(0.0), 1.0);
     EXPECT_LE(row.latency.p50_ns, row.latency.p99_ns);
     EXPECT_LE(row.latency.p99_ns, row.latency.max_ns);
   }

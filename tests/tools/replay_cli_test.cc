@@ -217,6 +217,22 @@ TEST(ReplayCliTest, AStoppedReplayReportsWhatItReplayed) {
       << run.err;
 }
 
+// Zero-byte allocations reserve a granule: no ratio to the peak requested means anything.
+TEST(ReplayCliTest, NoRatioWhenNoByteWasRequested) {
+  const TempTrace trace("a 1 0\ni\na 2 0\nf 1\nf 2\n");
+  const auto json_run = run_npumem("replay " + trace.path() + " --json");
+  EXPECT_EQ(json_run.exit_code, 0) << json_run.err;
+  EXPECT_TRUE(nlohmann::json::parse(json_run.out).at("overhead_ratio").is_null()) << json_run.out;
+  const auto text_run = run_npumem("replay " + trace.path());
+  EXPECT_NE(text_run.out.find("n/a (no byte requested)"), std::string::npos) << text_run.out;
+  const auto compare = run_npumem("compare " + trace.path() + " --json");
+  EXPECT_EQ(compare.exit_code, 0) << compare.err;
+  for (const auto& row : nlohmann::json::parse(compare.out).at("strategies")) {
+    EXPECT_TRUE(row.at("overhead_ratio").is_null()) << compare.out;
+    EXPECT_TRUE(row.at("min_hbm_over_peak").is_null()) << compare.out;
+  }
+}
+
 TEST(ReplayCliTest, CompareExitsOutOfMemoryWhenNoStrategyCompletes) {
   const TempTrace trace("a 1 100\na 2 200000000000000\n");
   const auto compare = run_npumem("compare " + trace.path() + " --device sim:hbm=1GiB,ddr=0");

@@ -8,6 +8,12 @@
 namespace npumem::cli {
 namespace {
 
+// null when no byte was requested.
+nlohmann::ordered_json overhead_json(const ReplayResult& result) {
+  const std::optional<double> ratio = result.overhead_ratio();
+  return ratio ? nlohmann::ordered_json(*ratio) : nlohmann::ordered_json(nullptr);
+}
+
 nlohmann::ordered_json tier_json(const TierFigures& tier) {
   return {{"present", tier.present},
           {"capacity_bytes", tier.capacity_bytes},
@@ -193,7 +199,7 @@ nlohmann::ordered_json replay_report_json(const ReplayReport& report) {
       {"peak_requested_bytes", result.peak_requested_bytes},
       {"peak_allocated_bytes", result.peak_allocated_bytes()},
       {"peak_reserved_bytes", result.peak_reserved_bytes()},
-      {"overhead_ratio", result.overhead_ratio()},
+      {"overhead_ratio", overhead_json(result)},
       {"tiers",
        {{"hbm", tier_json(result.tiers[static_cast<std::size_t>(Tier::hbm)])},
         {"ddr", tier_json(result.tiers[static_cast<std::size_t>(Tier::ddr)])}}},
@@ -251,7 +257,8 @@ std::string replay_report_text(const ReplayReport& report) {
                (result.completed() ? "" : " (of the events replayed)"));
   add_line(out, "peak allocated", format_bytes(result.peak_allocated_bytes()));
   add_line(out, "peak reserved", format_bytes(result.peak_reserved_bytes()));
-  add_line(out, "overhead ratio", fixed(result.overhead_ratio(), 3));
+  const std::optional<double> ratio = result.overhead_ratio();
+  add_line(out, "overhead ratio", ratio ? fixed(*ratio, 3) : "n/a (no byte requested)");
   add_line(out, "spills", with_commas(static_cast<std::uint64_t>(result.stats.num_spills)));
   add_line(out, "reclaims", with_commas(static_cast<std::uint64_t>(result.stats.num_reclaims)));
   add_line(out, "OOMs", with_commas(static_cast<std::uint64_t>(result.stats.num_ooms)));
