@@ -495,7 +495,7 @@ PlannedSource::Plan* PlannedSource::expected_plan(bool continues) const {
 void PlannedSource::prepare_for(Plan& plan) {
   served_ = &plan;
   const std::uint64_t needed = arena_size(plan);
-  if (arena_ == nullptr && needed != 0 && awaited_bytes() == 0) {
+  if (arena_ == nullptr && needed != 0 && awaited_bytes() == 0 && !carve_where_it_was()) {
     if (!arena_might_fit(plan, needed)) {
       decline_serving_plan();  // as reserve_arena would at its first request
       return;
@@ -895,6 +895,7 @@ void PlannedSource::release_fallback_cache() {
 std::size_t PlannedSource::release_arena() {
   std::size_t released = 0;
   if (arena_->carved) {
+    joined_at_ = arena_->address;
     BlockPool& blocks = arena_blocks();
     blocks.set_closed(*arena_, false);  // as the range is
     arena_->carved = false;
@@ -946,6 +947,12 @@ Segment* PlannedSource::add_arena(std::uint64_t bytes) {
     place = blocks.take(bytes, kAny, allocator_.config.granule, kAny);
     if (place == nullptr) return nullptr;
   }
+  return carve(place);
+}
+
+// Splits the range around `place`, a block taken for the arena, into a segment of its own.
+Segment* PlannedSource::carve(Block* place) {
+  BlockPool& blocks = arena_blocks();
   Segment* arena = place->segment;
   if (place->prev != nullptr) {
     carved_before_ = arena;
@@ -957,6 +964,26 @@ Segment* PlannedSource::add_arena(std::uint64_t bytes) {
   if (carved_after_ != nullptr) count_carved(*carved_after_, 1);
   blocks.release(place);
   return arena;
+}
+
+// An arena that joined the range for the fallback (grow) is carved again where it was
+// when that space is free and mapped: the fallback's cache stays, and no granule is
+// unmapped only to be mapped again (a tensor a third of its planned size in a third of
+// the iterations: 39,321 device calls after the arena, 12,510 before it joined).
+bool PlannedSource::carve_where_it_was() {
+  const std::uint64_t bytes = arena_size(*served_);
+  if (joined_at_ == 0 || !in_fallback_range(*served_)) return false;
+  BlockPool& blocks = arena_blocks();
+  for (Segment* s = blocks.segments(); s != nullptr; s = s->next) {
+    if (joined_at_ < s->address || joined_at_ >= s->address + s->size) continue;
+    Block* place = blocks.take_at(*s, joined_at_, bytes);
+    if (place == nullptr) return false;
+    arena_ = carve(place);
+    joined_at_ = 0;
+    blocks.set_closed(*arena_, true);
+    return true;
+  }
+  return false;
 }
 
 // Decided at an iteration's first request. A plan serves: one arena replaces the
@@ -992,6 +1019,7 @@ void PlannedSource::prepare_arena() {
     release_arena();
   }
   if (arena_ == nullptr && needed != 0) {  // 0: the plans fit in the fallback's holes
+    if (carve_where_it_was()) return;
     if (awaited_bytes() == 0 && !arena_might_fit(*served_, needed)) {
       decline_serving_plan();
       return;

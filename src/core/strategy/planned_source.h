@@ -141,6 +141,8 @@ class PlannedSource : public SegmentSource {
   std::uint64_t arena_size(const Plan& plan) const;
   // The serving plan's arena, a segment of `bytes` in the arena's block pool, or nullptr.
   Segment* add_arena(std::uint64_t bytes);
+  Segment* carve(Block* place);
+  bool carve_where_it_was();
   // Counts `piece`, split from the range (1) or joined to it again (-1), as a segment.
   void count_carved(const Segment& piece, std::int64_t count);
   void prepare_arena();
@@ -188,6 +190,9 @@ class PlannedSource : public SegmentSource {
   std::vector<std::unique_ptr<Plan>> plans_;
   Segment* arena_ = nullptr;  // in the default pool's HBM large block pool
   // An arena carved out of the range: the range's parts before and after it, if any.
+  // Where the last arena carved out of the range was when it joined the range again
+  // (0: none since one was carved): carve_where_it_was.
+  std::uintptr_t joined_at_ = 0;
   Segment* carved_before_ = nullptr;
   Segment* carved_after_ = nullptr;
   Recording current_;

@@ -293,6 +293,29 @@ TEST(Planned, AMissTheFallbackMustGrowForLeavesThePlan) {
   EXPECT_LE(run(Strategy::planned), expandable * 1.01) << "expandable: " << expandable;
 }
 
+// An iteration that leaves its plan and then grows the fallback joins the arena to the
+// range; the next iteration its plan serves carves it again where it was, with no
+// device call: the fallback's cache is not given back only to be mapped again.
+TEST(Planned, CarvesAJoinedArenaAgainWhereItWasWithoutDeviceCalls) {
+  auto sim = device();
+  Allocator allocator(sim, planned());
+  for (int i = 0; i < 3; ++i) {
+    allocator.mark_iteration();
+    run_chain(allocator, kChainA);
+  }
+  const std::uint64_t arena = allocator.planned_stats().arena_bytes;
+  ASSERT_GT(arena, 0u);
+  allocator.mark_iteration();  // begins as A, then leaves it and outgrows the arena
+  run_chain(allocator, {4 * MiB, 40 * MiB, 40 * MiB});
+  const std::uint64_t calls = sim->call_counts().total();
+  const std::uint64_t hits = allocator.planned_stats().hits;
+  allocator.mark_iteration();
+  run_chain(allocator, kChainA);
+  EXPECT_EQ(allocator.planned_stats().hits, hits + kChainA.size());
+  EXPECT_EQ(allocator.planned_stats().arena_bytes, arena);
+  EXPECT_EQ(sim->call_counts().total(), calls) << "a device call re-carving the arena";
+}
+
 // Two iterations in a row that leave the plan their first request chose: the next
 // ones are not served by a first-request match (no arena beside the fallback) until
 // an iteration repeats a kept plan whole.
