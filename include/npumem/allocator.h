@@ -102,7 +102,8 @@ struct PlannedStats {
   // Device calls (creations and releases) since the arena was first reserved: only
   // fallbacks and a re-sized arena need any.
   std::uint64_t device_calls_after_arena = 0;
-  // Reserved and requested peaks since the first iteration a plan served (steady state).
+  // Reserved and requested peaks since the first iteration a plan served (steady state),
+  // or since reset_peak_stats() when that came later.
   std::uint64_t steady_peak_reserved_bytes = 0;
   std::uint64_t steady_peak_requested_bytes = 0;
   std::vector<PlanInfo> plans;  // the plans kept now

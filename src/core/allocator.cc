@@ -61,6 +61,7 @@ void Allocator::reset_peak_stats() {
   std::lock_guard lock(impl_->mutex);
   impl_->stats.reset_peak();
   for (auto& pool : impl_->pools) pool->stats.reset_peak();
+  if (impl_->planned != nullptr) impl_->planned->reset_steady_peaks();
   impl_->drop_credit();
 }
 

@@ -1115,6 +1115,13 @@ std::int64_t PlannedSource::device_calls() const {
   return allocator_.stats.num_device_alloc + allocator_.stats.num_device_free;
 }
 
+void PlannedSource::reset_steady_peaks() {
+  if (!steady_) return;
+  const Stats& s = allocator_.stats;
+  stats_.steady_peak_reserved_bytes = static_cast<std::uint64_t>(s.reserved_bytes.all.current);
+  stats_.steady_peak_requested_bytes = static_cast<std::uint64_t>(s.requested_bytes.all.current);
+}
+
 PlannedStats PlannedSource::stats() const {
   PlannedStats out = stats_;
   if (device_calls_at_arena_) {

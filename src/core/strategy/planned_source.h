@@ -47,6 +47,8 @@ class PlannedSource : public SegmentSource {
   // when there is none); without, by the plan its first requests match.
   void iteration_boundary(std::optional<std::uint64_t> key);
   PlannedStats stats() const;
+  // reset_peak_stats(): the steady peaks become the current values (once a plan served).
+  void reset_steady_peaks();
 
  private:
   static constexpr std::uint32_t kOpen = ~std::uint32_t{0};

@@ -316,6 +316,22 @@ TEST(Planned, CarvesAJoinedArenaAgainWhereItWasWithoutDeviceCalls) {
   EXPECT_EQ(sim->call_counts().total(), calls) << "a device call re-carving the arena";
 }
 
+TEST(Planned, ResetPeakStatsResetsTheSteadyPeaks) {
+  Allocator allocator(device(), planned());
+  for (int i = 0; i < 3; ++i) {
+    allocator.mark_iteration();
+    run_chain(allocator, kChainA);
+  }
+  ASSERT_GT(allocator.planned_stats().steady_peak_requested_bytes, 0u);
+  allocator.reset_peak_stats();
+  const Stats stats = allocator.stats();
+  const PlannedStats planned_stats = allocator.planned_stats();
+  EXPECT_EQ(planned_stats.steady_peak_requested_bytes,
+            static_cast<std::uint64_t>(stats.requested_bytes.all.current));
+  EXPECT_EQ(planned_stats.steady_peak_reserved_bytes,
+            static_cast<std::uint64_t>(stats.reserved_bytes.all.current));
+}
+
 // Two iterations in a row that leave the plan their first request chose: the next
 // ones are not served by a first-request match (no arena beside the fallback) until
 // an iteration repeats a kept plan whole.
