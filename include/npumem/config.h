@@ -75,7 +75,8 @@ struct Config {
 
 // Parses "key:value,key:value" over the defaults in `base`. Throws ConfigError naming
 // the key and the accepted values on an unknown key or a bad value, and naming both
-// when two settings do not go together (validate).
+// when two settings do not go together (validate). A key given twice takes its last
+// value, as PYTORCH_CUDA_ALLOC_CONF does (`expandable_segments:True,...,False`).
 Config parse_config(std::string_view text, Config base = {});
 // Throws ConfigError naming the first size setting outside its accepted range, or two
 // that do not go together: max_split_size must be larger than large_segment (for a
