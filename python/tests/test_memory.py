@@ -251,6 +251,23 @@ class SnapshotTest(unittest.TestCase):
         self.assertEqual(block["tag"], "weights")
         self.assertEqual(segment["allocated_size"], block["size"])
 
+    def test_expandable_segments_count_their_mapped_runs_only(self):
+        device = fresh_device("sim:hbm=64MiB,ddr=0", "strategy:expandable")
+        first = npumem.caching_allocator_alloc(3 * MiB, device)
+        second = npumem.caching_allocator_alloc(5 * MiB, device)
+        npumem.caching_allocator_delete(first, device)
+        npumem.empty_cache(device)  # unmaps the first block's whole granule
+        segments = [s for s in npumem.memory_snapshot() if s["device"] == device.index]
+        self.assertEqual(
+            sum(s["total_size"] for s in segments),
+            npumem.memory_stats(device)["reserved_bytes.all.current"],
+        )
+        for segment in segments:
+            self.assertEqual(sum(b["size"] for b in segment["blocks"]), segment["total_size"])
+            self.assertEqual(segment["address"], segment["blocks"][0]["address"])
+        self.assertIn(second, [b["address"] for s in segments for b in s["blocks"]])
+        npumem.caching_allocator_delete(second, device)
+
     def test_snapshot_covers_every_device_made(self):
         first, second = fresh_device(), fresh_device()
         npumem.caching_allocator_alloc(64, first)

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 
 #include "bindings.h"
@@ -41,36 +42,49 @@ py::dict block_dict(const BlockInfo& block) {
   return result;
 }
 
-// The keys of torch.cuda.memory_snapshot() segments, plus tier and pool.
-py::dict segment_dict(int device, const SegmentInfo& segment) {
+// The keys of torch.cuda.memory_snapshot() segments, plus tier and pool: `blocks`, a run
+// of mapped blocks of `segment`.
+py::dict segment_dict(int device, const SegmentInfo& segment, std::span<const BlockInfo> blocks) {
   std::uint64_t allocated = 0;
   std::uint64_t requested = 0;
-  py::list blocks;
-  for (const BlockInfo& block : segment.blocks) {
+  std::uint64_t total = 0;
+  py::list block_list;
+  for (const BlockInfo& block : blocks) {
     if (block.allocated) {
       allocated += block.size;
       requested += block.requested_bytes;
     }
-    blocks.append(block_dict(block));
+    total += block.size;
+    block_list.append(block_dict(block));
   }
   py::dict result;
   result["device"] = device;
-  result["address"] = segment.address;
-  result["total_size"] = segment.size;
+  result["address"] = blocks.front().address;
+  result["total_size"] = total;
   result["allocated_size"] = allocated;
   result["active_size"] = allocated;
   result["requested_size"] = requested;
   result["segment_type"] = segment.kind == PoolKind::small ? "small" : "large";
   result["tier"] = std::string(tier_name(segment.tier));
   result["pool"] = segment.pool;
-  result["blocks"] = blocks;
+  result["blocks"] = block_list;
   return result;
 }
 
+// As PyTorch reports expandable segments: one segment per run of mapped blocks, so that
+// total sizes add up to the reserved bytes (an expandable range's unmapped address
+// space read as gigabytes of free cache).
 py::list snapshot_list(const DeviceEntry& device) {
   py::list segments;
   for (const SegmentInfo& segment : device.allocator->snapshot()) {
-    segments.append(segment_dict(device.index, segment));
+    const std::span<const BlockInfo> blocks(segment.blocks);
+    std::size_t run = 0;
+    for (std::size_t i = 0; i <= blocks.size(); ++i) {
+      if (i < blocks.size() && blocks[i].mapped) continue;
+      if (i > run)
+        segments.append(segment_dict(device.index, segment, blocks.subspan(run, i - run)));
+      run = i + 1;
+    }
   }
   return segments;
 }
