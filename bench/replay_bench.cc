@@ -147,7 +147,8 @@ void print_row(const std::filesystem::path& file, const cli::ReplayOptions& opti
   const Timing mimalloc = time_heap(trace, mimalloc_heap, repeat);
   std::printf("%-20s %8zu %8.1f %8.1f %8.1f   %8.1f %8.1f %8.1f %9.3f %12s %12s\n",
               file.stem().string().c_str(), trace.memory_events(), npumem.first, malloc_.first,
-              mimalloc.first, npumem.again, malloc_.again, mimalloc.again, replay.overhead_ratio().value_or(0.0),
+              mimalloc.first, npumem.again, malloc_.again, mimalloc.again,
+              replay.overhead_ratio().value_or(0.0),
               format_bytes(replay.peak_requested_bytes).c_str(),
               format_bytes(replay.peak_reserved_bytes()).c_str());
 }
