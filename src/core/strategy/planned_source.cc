@@ -90,18 +90,17 @@ BlockPool& PlannedSource::arena_blocks() const {
   return default_pool().block_pool(Tier::hbm, PoolKind::large);
 }
 
-// While a plan serves, caching's fallbacks are strays: a segment of their own size
-// each, not one shared with room for more. Expandable granules are packed anyway.
 // Before the fallback grows for a miss (past the strays' share), the iteration leaves
 // its plan: the arena's free space is the fallback's, not idle beside new memory (a
 // tensor three times larger in a third of the iterations, at the peak: 1.042x peak
 // requested, now 1.001x as expandable). When no free block of the arena holds the
-// request, an arena carved out of the expandable
-// range joins the range, live blocks and all, as it does for any growth of an iteration
-// no plan serves: as a segment of its own its free end could not grow, nor its free
-// granules go where the request needs them (iterations that begin alike and differ in
-// GiB tensors: 1.305x, now 1.001x). The next iteration a plan serves carves an arena
-// again.
+// request, an arena carved out of the expandable range joins the range, live blocks
+// and all, as it does for any growth of an iteration no plan serves: as a segment of
+// its own its free end could not grow, nor its free granules go where the request
+// needs them (iterations that begin alike and differ in GiB tensors: 1.305x, now
+// 1.001x). The next iteration a plan serves carves an arena again.
+// While a plan serves, caching's fallbacks are strays: a segment of their own size
+// each, not one shared with room for more. Expandable granules are packed anyway.
 GrowResult PlannedSource::grow(PoolState& pool, BlockPool& blocks, std::size_t size) {
   if (arena_ != nullptr && &blocks == &arena_blocks()) {
     if (missed_ && served_ != nullptr && !abandoned_ &&
@@ -950,7 +949,6 @@ Segment* PlannedSource::add_arena(std::uint64_t bytes) {
   return carve(place);
 }
 
-// Splits the range around `place`, a block taken for the arena, into a segment of its own.
 Segment* PlannedSource::carve(Block* place) {
   BlockPool& blocks = arena_blocks();
   Segment* arena = place->segment;

@@ -143,7 +143,10 @@ class PlannedSource : public SegmentSource {
   std::uint64_t arena_size(const Plan& plan) const;
   // The serving plan's arena, a segment of `bytes` in the arena's block pool, or nullptr.
   Segment* add_arena(std::uint64_t bytes);
+  // Splits the range around `place`, a block taken for the arena: the arena segment.
   Segment* carve(Block* place);
+  // The serving plan's arena carved where the last one joined the range, when that
+  // space is free and mapped (no device call); false, nothing changed, otherwise.
   bool carve_where_it_was();
   // Counts `piece`, split from the range (1) or joined to it again (-1), as a segment.
   void count_carved(const Segment& piece, std::int64_t count);
@@ -192,11 +195,11 @@ class PlannedSource : public SegmentSource {
   std::vector<std::unique_ptr<Plan>> plans_;
   Segment* arena_ = nullptr;  // in the default pool's HBM large block pool
   // An arena carved out of the range: the range's parts before and after it, if any.
+  Segment* carved_before_ = nullptr;
+  Segment* carved_after_ = nullptr;
   // Where the last arena carved out of the range was when it joined the range again
   // (0: none since one was carved): carve_where_it_was.
   std::uintptr_t joined_at_ = 0;
-  Segment* carved_before_ = nullptr;
-  Segment* carved_after_ = nullptr;
   Recording current_;
   Recording previous_;
   Plan* served_ = nullptr;  // the plan serving this iteration
