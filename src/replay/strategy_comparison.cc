@@ -36,6 +36,10 @@ StrategyFigures measure(const Trace& trace, const ReplayOptions& options) {
   row.steady_latency = summarize_latencies(timed_each.steady_latencies_ns());
   row.why_no_plan_served = timed_each.why_no_plan_served();
   row.min_hbm_capacity_bytes = min_hbm_capacity(trace, options);
+  if (row.peak_requested_bytes != 0) {
+    row.min_hbm_over_peak = static_cast<double>(row.min_hbm_capacity_bytes) /
+                            static_cast<double>(row.peak_requested_bytes);
+  }
   return row;
 }
 
@@ -52,12 +56,16 @@ StrategyFigures measure_strategy(const Trace& trace, const ReplayOptions& option
   return measure(trace, run);
 }
 
-// "n/a" when no byte was requested.
+// "n/a" and null when no byte was requested.
 std::string ratio_text(std::optional<double> ratio) {
   if (!ratio) return "n/a";
   char text[32];
   std::snprintf(text, sizeof text, "%.3f", *ratio);
   return text;
+}
+
+nlohmann::ordered_json ratio_json(std::optional<double> ratio) {
+  return ratio ? nlohmann::ordered_json(*ratio) : nlohmann::ordered_json(nullptr);
 }
 
 }  // namespace
@@ -96,14 +104,9 @@ nlohmann::ordered_json comparison_json(const std::string& trace_path,
     }
     item["peak_requested_bytes"] = row.peak_requested_bytes;
     item["peak_reserved_bytes"] = row.peak_reserved_bytes;
-    // Ratios to the peak requested are null when no byte was requested.
-    const bool requested = row.overhead_ratio.has_value();
-    item["overhead_ratio"] = requested ? nlohmann::ordered_json(*row.overhead_ratio) : nullptr;
+    item["overhead_ratio"] = ratio_json(row.overhead_ratio);
     item["min_hbm_capacity_bytes"] = row.min_hbm_capacity_bytes;
-    item["min_hbm_over_peak"] =
-        requested ? nlohmann::ordered_json(static_cast<double>(row.min_hbm_capacity_bytes) /
-                                           static_cast<double>(row.peak_requested_bytes))
-                  : nullptr;
+    item["min_hbm_over_peak"] = ratio_json(row.min_hbm_over_peak);
     item["ns_per_event"] = row.ns_per_event;
     item["latency_p50_ns"] = row.latency.p50_ns;
     item["latency_p99_ns"] = row.latency.p99_ns;
@@ -145,12 +148,7 @@ std::string comparison_text(const std::string& trace_path,
         std::string(strategy_name(row.strategy)).c_str(),
         format_bytes(row.peak_requested_bytes).c_str(),
         format_bytes(row.peak_reserved_bytes).c_str(), ratio_text(row.overhead_ratio).c_str(),
-        format_bytes(row.min_hbm_capacity_bytes).c_str(),
-        ratio_text(row.overhead_ratio
-                       ? std::optional<double>(static_cast<double>(row.min_hbm_capacity_bytes) /
-                                               static_cast<double>(row.peak_requested_bytes))
-                       : std::nullopt)
-            .c_str(),
+        format_bytes(row.min_hbm_capacity_bytes).c_str(), ratio_text(row.min_hbm_over_peak).c_str(),
         row.ns_per_event, static_cast<unsigned long long>(row.latency.p50_ns),
         static_cast<unsigned long long>(row.latency.p99_ns),
         static_cast<unsigned long long>(row.latency.max_ns),

@@ -19,8 +19,10 @@ struct StrategyFigures {
   Strategy strategy = Strategy::caching;
   std::uint64_t peak_requested_bytes = 0;
   std::uint64_t peak_reserved_bytes = 0;
-  std::optional<double> overhead_ratio;  // none when no byte was requested
+  // Ratios to the peak requested bytes: none when no byte was requested.
+  std::optional<double> overhead_ratio;
   std::uint64_t min_hbm_capacity_bytes = 0;
+  std::optional<double> min_hbm_over_peak;
   double ns_per_event = 0.0;
   LatencySummary latency;
   LatencySummary steady_latency;                     // planned: since a plan first served
