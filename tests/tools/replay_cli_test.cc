@@ -227,7 +227,8 @@ TEST(ReplayCliTest, NoRatioWhenNoByteWasRequested) {
   EXPECT_NE(text_run.out.find("n/a (no byte requested)"), std::string::npos) << text_run.out;
   const auto compare = run_npumem("compare " + trace.path() + " --json");
   EXPECT_EQ(compare.exit_code, 0) << compare.err;
-  for (const auto& row : nlohmann::json::parse(compare.out).at("strategies")) {
+  const auto json = nlohmann::json::parse(compare.out);
+  for (const auto& row : json.at("strategies")) {
     EXPECT_TRUE(row.at("overhead_ratio").is_null()) << compare.out;
     EXPECT_TRUE(row.at("min_hbm_over_peak").is_null()) << compare.out;
   }
