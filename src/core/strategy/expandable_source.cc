@@ -158,10 +158,17 @@ GrowResult ExpandableSource::grow_after(PoolState& pool, BlockPool& blocks, cons
       unmapped == nullptr || unmapped->mapped) {
     return GrowResult::device_refused;
   }
+  return grow_into(pool, blocks, *unmapped, size - free.size);
+}
+
+GrowResult ExpandableSource::grow_into(PoolState& pool, BlockPool& blocks, Block& unmapped,
+                                       std::size_t size) {
+  const auto found = ranges_.find(&blocks);
+  if (found == ranges_.end() || unmapped.mapped) return GrowResult::device_refused;
   Range& range = found->second;
-  const std::size_t granules = round_up(size - free.size, range.granule) / range.granule;
-  if (granules * range.granule > unmapped->size) return GrowResult::device_refused;
-  return grow_at(pool, blocks, range, {unmapped, unmapped->address, granules});
+  const std::size_t granules = round_up(size, range.granule) / range.granule;
+  if (granules * range.granule > unmapped.size) return GrowResult::device_refused;
+  return grow_at(pool, blocks, range, {&unmapped, unmapped.address, granules});
 }
 
 std::size_t ExpandableSource::bytes_to_grow(const BlockPool& blocks, std::size_t size) const {

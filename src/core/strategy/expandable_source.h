@@ -26,6 +26,8 @@ class ExpandableSource : public SegmentSource {
   // an unmapped one) that it lacks to hold `size` bytes from its start. The planned
   // strategy's placement, where it chooses the place.
   GrowResult grow_after(PoolState& pool, BlockPool& blocks, const Block& free, std::size_t size);
+  // Maps the granules at the start of `unmapped`, a block of `blocks`, that hold `size` bytes.
+  GrowResult grow_into(PoolState& pool, BlockPool& blocks, Block& unmapped, std::size_t size);
   // At most the bytes of new physical memory a block of `size` would map now: 0 when a
   // free mapped block holds it, else the granules grow() would map (free ones of the
   // range it takes over cost none). The planned strategy's test of a carved arena.

@@ -503,7 +503,7 @@ void PlannedSource::prepare_for(Plan& plan) {
     }
     release_fallback_cache();
     arena_wanted_ = needed;
-    if (arena_fits(arena_growth(plan, needed))) reserve_arena();
+    if (arena_fits(arena_growth(needed))) reserve_arena();
   }
   served_ = nullptr;
   arena_wanted_ = 0;
@@ -773,14 +773,76 @@ std::vector<std::uintptr_t> PlannedSource::place_in_holes(
   return address;
 }
 
+namespace {
+
+// Whether [begin, begin + size) misses every one of `ranges` (sorted, disjoint).
+bool clear_of(const std::vector<std::pair<std::uintptr_t, std::uintptr_t>>& ranges,
+              std::uintptr_t begin, std::size_t size) {
+  // The first range that ends past `begin` must start at or after its end.
+  const auto next = std::upper_bound(ranges.begin(), ranges.end(), begin,
+                                     [](std::uintptr_t a, const auto& r) { return a < r.second; });
+  return next == ranges.end() || next->first >= begin + size;
+}
+
+}  // namespace
+
+bool PlannedSource::clear_of_plans_holes(std::uintptr_t begin, std::size_t size) const {
+  return std::all_of(plans_.begin(), plans_.end(),
+                     [&](const auto& plan) { return clear_of(plan->hole_ranges, begin, size); });
+}
+
+std::uintptr_t PlannedSource::plans_holes_end() const {
+  std::uintptr_t end = 0;
+  for (const auto& plan : plans_) {
+    if (!plan->hole_ranges.empty()) end = std::max(end, plan->hole_ranges.back().second);
+  }
+  return end;
+}
+
+template <typename Clear>
+Block* PlannedSource::take_anywhere_clear(std::size_t size, Clear&& clear) {
+  std::uintptr_t at = 0;
+  Block* free = arena_blocks().find_free(size, [&](const Block& candidate) {
+    for (const std::uintptr_t start :
+         {candidate.address, candidate.address + candidate.size - size}) {
+      if (clear(start)) {
+        at = start;
+        return true;
+      }
+    }
+    return false;
+  });
+  return free != nullptr ? arena_blocks().take_at(*free->segment, at, size) : nullptr;
+}
+
+// At the range's unmapped end, from the holes' end on (over the free block before it,
+// if any), its granules mapped as `size` needs: growth elsewhere could map the granules
+// of a hole, which the arena must not cover. A walk of the range's last segment, only
+// when no free block clear of the holes holds the arena.
+Block* PlannedSource::take_past_the_holes(std::size_t size) {
+  BlockPool& blocks = arena_blocks();
+  Segment* last = nullptr;
+  for (Segment* s = blocks.segments(); s != nullptr; s = s->next) {
+    if (last == nullptr || s->address > last->address) last = s;
+  }
+  Block* end = last == nullptr ? nullptr : last->first;
+  while (end != nullptr && end->next != nullptr) end = end->next;
+  if (end == nullptr || end->mapped) return nullptr;
+  Block* free = end->prev != nullptr && !end->prev->allocated ? end->prev : nullptr;
+  const std::uintptr_t start = free != nullptr ? free->address : end->address;
+  const std::uintptr_t at =
+      std::max(start, round_up(plans_holes_end(), std::uintptr_t{allocator_.config.granule}));
+  if (at + size > end->address &&
+      expandable_->grow_into(default_pool(), blocks, *end, at + size - end->address) !=
+          GrowResult::ok) {
+    return nullptr;
+  }
+  return blocks.take_at(*last, at, size);
+}
+
 Block* PlannedSource::take_clear_of_holes(std::size_t size) {
-  const auto& ranges = served_->hole_ranges;
   const auto clear_of_holes = [&](std::uintptr_t begin) {
-    // The first range that ends past `begin` must start at or after its end.
-    const auto next =
-        std::upper_bound(ranges.begin(), ranges.end(), begin,
-                         [](std::uintptr_t a, const auto& r) { return a < r.second; });
-    return next == ranges.end() || next->first >= begin + size;
+    return clear_of(served_->hole_ranges, begin, size);
   };
   // Right after a block that lasts: the granule it begins in stays mapped anyway.
   const auto clear = [&](const Block& free) {
@@ -812,18 +874,7 @@ Block* PlannedSource::take_clear_of_holes(std::size_t size) {
   // small kind's range would map a granule of its own, mapped while the block lives (a
   // GAN's generator output kept from one optimizer step to the next: 1.154x the peak
   // requested, expandable 1.090x).
-  std::uintptr_t at = 0;
-  Block* free = blocks.find_free(size, [&](const Block& candidate) {
-    for (const std::uintptr_t start :
-         {candidate.address, candidate.address + candidate.size - size}) {
-      if (clear_of_holes(start)) {
-        at = start;
-        return true;
-      }
-    }
-    return false;
-  });
-  return free != nullptr ? blocks.take_at(*free->segment, at, size) : nullptr;
+  return take_anywhere_clear(size, clear_of_holes);
 }
 
 bool PlannedSource::lasts(const Block& block) const {
@@ -923,29 +974,34 @@ void PlannedSource::count_carved(const Segment& piece, std::int64_t count) {
   allocator_.add_segments(default_pool(), piece.tier, piece.kind, count, piece.size);
 }
 
-bool PlannedSource::in_fallback_range(const Plan& plan) const {
-  return expandable_ && plan.hole_ranges.empty();
-}
-
 std::uint64_t PlannedSource::arena_size(const Plan& plan) const {
-  return in_fallback_range(plan) ? plan.arena_bytes
-                                 : round_up(plan.arena_bytes, allocator_.granularity(Tier::hbm));
+  return expandable_ ? plan.arena_bytes
+                     : round_up(plan.arena_bytes, allocator_.granularity(Tier::hbm));
 }
 
 // In the range: where a fallback request of its size would go (granules mapped as for
 // one), then split off as a segment of its own, which the range's statistics count.
+// Once plans use the range's holes, clear of them all: an arena over another plan's
+// hole made that plan miss at every request there.
 Segment* PlannedSource::add_arena(std::uint64_t bytes) {
   PoolState& pool = default_pool();
   BlockPool& blocks = arena_blocks();
-  if (!in_fallback_range(*served_)) {
+  if (!expandable_) {
     return caching_.add_segment(pool, blocks, bytes) == GrowResult::ok ? blocks.segments()
                                                                        : nullptr;
   }
   constexpr std::size_t kAny = ~std::size_t{0};
-  Block* place = blocks.take(bytes, kAny, allocator_.config.granule, kAny);
+  const bool holes = plans_holes_end() != 0;
+  const auto take_place = [&] {
+    return holes ? take_anywhere_clear(
+                       bytes, [&](std::uintptr_t at) { return clear_of_plans_holes(at, bytes); })
+                 : blocks.take(bytes, kAny, allocator_.config.granule, kAny);
+  };
+  Block* place = take_place();
+  if (place == nullptr && holes) place = take_past_the_holes(bytes);
   if (place == nullptr) {
     if (expandable_->grow(pool, blocks, bytes) != GrowResult::ok) return nullptr;
-    place = blocks.take(bytes, kAny, allocator_.config.granule, kAny);
+    place = take_place();
     if (place == nullptr) return nullptr;
   }
   return carve(place);
@@ -971,7 +1027,9 @@ Segment* PlannedSource::carve(Block* place) {
 // unmapped only to be mapped again (a tensor three times larger in a third of the
 // iterations: 39,321 device calls after the arena, 19,721 now; 12,510 before arenas joined).
 bool PlannedSource::carve_where_it_was() {
-  if (joined_at_ == 0 || !in_fallback_range(*served_)) return false;
+  if (joined_at_ == 0 || !expandable_ || !clear_of_plans_holes(joined_at_, arena_size(*served_))) {
+    return false;
+  }
   Segment* range = segment_at(joined_at_);
   Block* place =
       range == nullptr ? nullptr : arena_blocks().take_at(*range, joined_at_, arena_size(*served_));
@@ -1051,7 +1109,7 @@ bool PlannedSource::reserve_arena() {
   const std::uint64_t bytes = arena_wanted_;
   arena_wanted_ = 0;
   release_fallback_cache();
-  if (!arena_fits(arena_growth(*served_, bytes))) {
+  if (!arena_fits(arena_growth(bytes))) {
     decline_serving_plan();
     return false;
   }
@@ -1088,7 +1146,7 @@ bool PlannedSource::arena_might_fit(const Plan& plan, std::uint64_t bytes) const
     }
   }
   std::uint64_t least_growth = bytes;
-  if (in_fallback_range(plan)) {
+  if (expandable_) {
     const std::uint64_t granule = expandable_->granule_for(arena_blocks());
     const std::uint64_t granules = round_up(bytes, granule) / granule;
     least_growth = granules > 2 ? (granules - 2) * granule : 0;
@@ -1097,8 +1155,8 @@ bool PlannedSource::arena_might_fit(const Plan& plan, std::uint64_t bytes) const
   return reserved - std::min(reserved, releasable) + least_growth <= plan.fallback_peak_reserved;
 }
 
-std::uint64_t PlannedSource::arena_growth(const Plan& plan, std::uint64_t bytes) const {
-  return in_fallback_range(plan) ? expandable_->bytes_to_grow(arena_blocks(), bytes) : bytes;
+std::uint64_t PlannedSource::arena_growth(std::uint64_t bytes) const {
+  return expandable_ ? expandable_->bytes_to_grow(arena_blocks(), bytes) : bytes;
 }
 
 bool PlannedSource::arena_fits(std::uint64_t growth) const {

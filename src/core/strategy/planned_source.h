@@ -128,18 +128,26 @@ class PlannedSource : public SegmentSource {
   // that lasts and clear of the serving plan's holes, or nullptr. Free space too short
   // there is grown into the unmapped space after it when that maps fewer granules.
   Block* take_clear_of_holes(std::size_t size);
+  // Whether [begin, begin + size) misses every hole of the kept plans: where an arena may go.
+  bool clear_of_plans_holes(std::uintptr_t begin, std::size_t size) const;
+  // The end of the kept plans' highest hole (0: none uses holes).
+  std::uintptr_t plans_holes_end() const;
+  // A block of `size` at the start or end of any free block where clear(start) holds,
+  // or nullptr.
+  template <typename Clear>
+  Block* take_anywhere_clear(std::size_t size, Clear&& clear);
+  // The arena's place when no free block clear of the holes holds it: the range's end.
+  Block* take_past_the_holes(std::size_t size);
   // Closes (while a plan serves) or opens the free space of the fallback's large
   // segments, so that fallbacks do not take the holes the plan uses.
   void close_fallback_segments(bool closed);
   void keep_plan(std::unique_ptr<Plan> plan);
   void release_fallback_cache();
   std::size_t release_arena();
-  // Whether `plan`'s arena is carved out of the expandable fallback's range, so that
-  // what lasts and the arena round to granules once, not each on its own
-  // (vit_b_16_infer: 1.0205 -> 1.0150), rather than a device segment of its own. Not
-  // for a plan that uses the range's holes: the arena could cover them.
-  bool in_fallback_range(const Plan& plan) const;
-  // The arena `plan` needs: its bytes in the range, else a segment of whole granules.
+  // The arena `plan` needs. With the expandable fallback its bytes, carved out of the
+  // range, so that what lasts and the arena round to granules once, not each on its own
+  // (vit_b_16_infer: 1.0205 -> 1.0150), and an iteration that leaves the plan frees the
+  // arena's granules around its hits (joined to the range); else a segment of whole granules.
   std::uint64_t arena_size(const Plan& plan) const;
   // The serving plan's arena, a segment of `bytes` in the arena's block pool, or nullptr.
   Segment* add_arena(std::uint64_t bytes);
@@ -165,9 +173,9 @@ class PlannedSource : public SegmentSource {
   // fallback holds would pass the reserved peak of the iteration it was learned from.
   // False: declined, the iteration is the fallback's.
   bool reserve_arena();
-  // The reserved bytes an arena of `bytes` for `plan` would add now: a device segment
+  // The reserved bytes an arena of `bytes` would add now: a device segment
   // its bytes, a carved one the granules it would map.
-  std::uint64_t arena_growth(const Plan& plan, std::uint64_t bytes) const;
+  std::uint64_t arena_growth(std::uint64_t bytes) const;
   // Whether `growth` more reserved bytes stay within the serving plan's
   // fallback_peak_reserved.
   bool arena_fits(std::uint64_t growth) const;
