@@ -503,7 +503,7 @@ void PlannedSource::prepare_for(Plan& plan) {
     }
     release_fallback_cache();
     arena_wanted_ = needed;
-    if (arena_fits(arena_growth(needed))) reserve_arena();
+    if (arena_fits(needed, arena_growth(needed))) reserve_arena();
   }
   served_ = nullptr;
   arena_wanted_ = 0;
@@ -601,6 +601,9 @@ void PlannedSource::learn(bool fallback_served) {
     plan->freed_next[j] =
         (planned[j] && last[j] >= period) ||
         (rec.requests[j].free_time == kOpen && j < freed_next.size() && freed_next[j] != kOpen);
+  }
+  for (std::size_t j = 0; j < n; ++j) {
+    if (!planned[j] && plan->freed_next[j]) plan->kept_copy_bytes += rec.requests[j].size;
   }
   plan->hole_address.assign(n, 0);
   for (std::size_t i = 0, next = 0; i < owners.size(); ++i) {
@@ -1109,7 +1112,7 @@ bool PlannedSource::reserve_arena() {
   const std::uint64_t bytes = arena_wanted_;
   arena_wanted_ = 0;
   release_fallback_cache();
-  if (!arena_fits(arena_growth(bytes))) {
+  if (!arena_fits(bytes, arena_growth(bytes))) {
     decline_serving_plan();
     return false;
   }
@@ -1145,24 +1148,33 @@ bool PlannedSource::arena_might_fit(const Plan& plan, std::uint64_t bytes) const
       releasable += expandable_->releasable_bytes(pool.block_pool(tier, kind));
     }
   }
-  std::uint64_t least_growth = bytes;
-  if (expandable_) {
-    const std::uint64_t granule = expandable_->granule_for(arena_blocks());
-    const std::uint64_t granules = round_up(bytes, granule) / granule;
-    least_growth = granules > 2 ? (granules - 2) * granule : 0;
-  }
+  const std::uint64_t granule = expandable_->granule_for(arena_blocks());
+  const std::uint64_t granules = round_up(bytes, granule) / granule;
+  const std::uint64_t least_growth = granules > 2 ? (granules - 2) * granule : 0;
+  const std::uint64_t free = arena_blocks().free_bytes();
   const auto reserved = static_cast<std::uint64_t>(allocator_.stats.reserved_bytes.all.current);
-  return reserved - std::min(reserved, releasable) + least_growth <= plan.fallback_peak_reserved;
+  return reserved - std::min(reserved, releasable) + least_growth +
+             kept_copy_growth(plan, free - std::min(free, releasable)) <=
+         plan.fallback_peak_reserved;
 }
 
 std::uint64_t PlannedSource::arena_growth(std::uint64_t bytes) const {
   return expandable_ ? expandable_->bytes_to_grow(arena_blocks(), bytes) : bytes;
 }
 
-bool PlannedSource::arena_fits(std::uint64_t growth) const {
+bool PlannedSource::arena_fits(std::uint64_t bytes, std::uint64_t growth) const {
   const auto reserved = static_cast<std::uint64_t>(allocator_.stats.reserved_bytes.all.current);
   const std::uint64_t fallback_peak = served_->fallback_peak_reserved;
-  return fallback_peak == 0 || reserved + growth <= fallback_peak;
+  // The arena takes the fallback's free space that it does not grow for.
+  const std::uint64_t free = arena_blocks().free_bytes();
+  const std::uint64_t spare = free - std::min(free, bytes - std::min(bytes, growth));
+  return fallback_peak == 0 ||
+         reserved + growth + kept_copy_growth(*served_, spare) <= fallback_peak;
+}
+
+std::uint64_t PlannedSource::kept_copy_growth(const Plan& plan, std::uint64_t free) const {
+  const std::uint64_t beyond = plan.kept_copy_bytes - std::min(plan.kept_copy_bytes, free);
+  return round_up(beyond, allocator_.granularity(Tier::hbm));
 }
 
 std::int64_t PlannedSource::device_calls() const {

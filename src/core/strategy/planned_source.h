@@ -95,7 +95,11 @@ class PlannedSource : public SegmentSource {
     // the chance to show that it goes in the next iteration.
     bool saw_previous = false;
     std::uint64_t fallback_peak_reserved = 0;  // of the learned iteration; 0: unknown
-    bool declined = false;                     // its arena does not pay (reserve_arena)
+    // Requests kept out of the arena and made while their predecessor at the index
+    // lives (an output kept until the next exists): the fallback holds both copies
+    // beside the arena, so the test of the arena counts these bytes again.
+    std::uint64_t kept_copy_bytes = 0;
+    bool declined = false;  // its arena does not pay (reserve_arena)
   };
 
   SegmentSource& fallback();
@@ -178,7 +182,10 @@ class PlannedSource : public SegmentSource {
   std::uint64_t arena_growth(std::uint64_t bytes) const;
   // Whether `growth` more reserved bytes stay within the serving plan's
   // fallback_peak_reserved.
-  bool arena_fits(std::uint64_t growth) const;
+  bool arena_fits(std::uint64_t bytes, std::uint64_t growth) const;
+  // The reserved bytes the plan's kept copies (Plan::kept_copy_bytes) add beyond `free`
+  // bytes of the fallback's free space, in whole granules.
+  std::uint64_t kept_copy_growth(const Plan& plan, std::uint64_t free) const;
   // Whether an arena of `bytes` for `plan` might fit once the fallback's free memory is
   // released: false when even the fewest granules it could map then pass the plan's
   // fallback peak. Such a plan is declined without the release, which would move
