@@ -54,6 +54,10 @@ struct MemoryPlanOptions {
   // The search stops at this deadline, at max_search_iterations, or at the lower bound,
   // whichever comes first. A plan is always returned, even past the deadline.
   std::chrono::nanoseconds time_limit = std::chrono::seconds(1);
+  // Whether time_limit is of work done (each step priced at what it takes on a reference
+  // machine), so that the plan depends on the inputs and the seed alone, not on how
+  // loaded the machine is; else of the machine's clock.
+  bool counts_work = false;
   // Bounds the randomised search; with a generous time_limit, the plan then depends on
   // the inputs and the seed only.
   std::uint64_t max_search_iterations = std::numeric_limits<std::uint64_t>::max();

@@ -35,7 +35,7 @@ FillerSplit split_fillers(const PlanInstance& instance, double share) {
 
 std::uint64_t place_with_fillers(const PlanInstance& instance, const FillerSplit& split,
                                  std::span<const std::uint64_t> plan,
-                                 std::vector<std::uint64_t>& offsets) {
+                                 std::vector<std::uint64_t>& offsets, SearchClock* clock) {
   // First fit in order of offset moves no tensor up: each one's old place is still free
   // of those before it, which only moved down.
   std::vector<std::uint32_t> order(split.without_fillers.tensors.size());
@@ -52,7 +52,7 @@ std::uint64_t place_with_fillers(const PlanInstance& instance, const FillerSplit
     return instance.tensors[a].length > instance.tensors[b].length;
   });
   order.insert(order.end(), fillers.begin(), fillers.end());
-  return place_in_order(instance, order, GapRule::first_fit, offsets);
+  return place_in_order(instance, order, GapRule::first_fit, offsets, clock);
 }
 
 }  // namespace npumem::plan

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "plan/memory/plan_instance.h"
+#include "plan/memory/search_clock.h"
 
 namespace npumem::plan {
 
@@ -27,6 +28,6 @@ FillerSplit split_fillers(const PlanInstance& instance, double share);
 // first (ties: largest first).
 std::uint64_t place_with_fillers(const PlanInstance& instance, const FillerSplit& split,
                                  std::span<const std::uint64_t> plan,
-                                 std::vector<std::uint64_t>& offsets);
+                                 std::vector<std::uint64_t>& offsets, SearchClock* clock = nullptr);
 
 }  // namespace npumem::plan

@@ -11,25 +11,25 @@
 namespace npumem::plan {
 namespace {
 
-std::chrono::steady_clock::time_point deadline_after(std::chrono::nanoseconds time_limit) {
-  const auto now = std::chrono::steady_clock::now();
-  if (time_limit >= std::chrono::steady_clock::time_point::max() - now) {
-    return std::chrono::steady_clock::time_point::max();
-  }
-  return now + std::chrono::duration_cast<std::chrono::steady_clock::duration>(time_limit);
+SearchClock::time_point deadline_after(const SearchClock& clock,
+                                       std::chrono::nanoseconds time_limit) {
+  const SearchClock::time_point now = clock.now();
+  if (time_limit >= SearchClock::time_point::max() - now) return SearchClock::time_point::max();
+  return now + std::chrono::duration_cast<SearchClock::duration>(time_limit);
 }
 
 }  // namespace
 
 MemoryPlan plan_memory(std::span<const TensorLifetime> tensors, const MemoryPlanOptions& options) {
-  const auto deadline = deadline_after(options.time_limit);
+  SearchClock clock(options.counts_work);
+  const SearchClock::time_point deadline = deadline_after(clock, options.time_limit);
   const PlanInstance instance = make_plan_instance(tensors, options.alignment);
   const std::vector<std::uint64_t> live = live_bytes_per_op(instance);
   MemoryPlan plan;
   plan.lower_bound_bytes = live.empty() ? 0 : *std::max_element(live.begin(), live.end());
   plan.naive_bytes = total_bytes(instance);
-  Placement placement =
-      search_placement(instance, live, {deadline, options.max_search_iterations, options.seed});
+  Placement placement = search_placement(
+      instance, live, {&clock, deadline, options.max_search_iterations, options.seed});
   if (placement.arena == kNoFit) {
     throw Error("no plan found with every tensor below 2^64-1 bytes (lower bound " +
                 std::to_string(plan.lower_bound_bytes) + " bytes)");

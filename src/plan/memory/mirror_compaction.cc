@@ -28,19 +28,18 @@ std::vector<std::uint32_t> order_from_the_top(const PlanInstance& instance,
 
 std::uint64_t compact_by_mirroring(const PlanInstance& instance,
                                    std::vector<std::uint64_t>& offsets, std::uint64_t arena,
-                                   std::uint64_t max_passes,
-                                   std::chrono::steady_clock::time_point deadline,
-                                   std::chrono::steady_clock::duration* longest_pass) {
-  using Clock = std::chrono::steady_clock;
+                                   std::uint64_t max_passes, SearchClock& clock,
+                                   SearchClock::time_point deadline,
+                                   SearchClock::duration* longest_pass) {
   std::vector<std::uint64_t> mirrored;
   std::uint64_t passes_without_gain = 0;
-  Clock::duration longest{0};
+  SearchClock::duration longest{0};
   for (std::uint64_t pass = 0; pass < max_passes && passes_without_gain < 2; ++pass) {
-    const Clock::time_point start = Clock::now();
+    const SearchClock::time_point start = clock.now();
     if (deadline - start <= longest) break;  // it would end past the deadline
     const std::uint64_t compacted = place_in_order(instance, order_from_the_top(instance, offsets),
-                                                   GapRule::first_fit, mirrored);
-    longest = std::max(longest, Clock::now() - start);
+                                                   GapRule::first_fit, mirrored, &clock);
+    longest = std::max(longest, clock.now() - start);
     if (compacted > arena) break;  // kNoFit: keep the plan there is
     passes_without_gain = compacted < arena ? 0 : passes_without_gain + 1;
     arena = compacted;
@@ -52,13 +51,14 @@ std::uint64_t compact_by_mirroring(const PlanInstance& instance,
 
 std::uint64_t kick_and_compact(const PlanInstance& instance, std::vector<std::uint64_t>& offsets,
                                std::uint64_t kicked_above, std::uint64_t max_passes,
-                               std::chrono::steady_clock::time_point deadline) {
+                               SearchClock& clock, SearchClock::time_point deadline) {
   std::vector<std::uint64_t> kicked;
-  const std::uint64_t arena = place_in_order(
-      instance, order_from_the_top(instance, offsets, kicked_above), GapRule::first_fit, kicked);
+  const std::uint64_t arena =
+      place_in_order(instance, order_from_the_top(instance, offsets, kicked_above),
+                     GapRule::first_fit, kicked, &clock);
   if (arena == kNoFit) return kNoFit;
   offsets.swap(kicked);
-  return compact_by_mirroring(instance, offsets, arena, max_passes, deadline);
+  return compact_by_mirroring(instance, offsets, arena, max_passes, clock, deadline);
 }
 
 }  // namespace npumem::plan

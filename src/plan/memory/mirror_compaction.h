@@ -8,11 +8,11 @@
 // gaining (the "jostle" heuristic of strip packing, applied to lifetimes).
 #pragma once
 
-#include <chrono>
 #include <cstdint>
 #include <vector>
 
 #include "plan/memory/plan_instance.h"
+#include "plan/memory/search_clock.h"
 
 namespace npumem::plan {
 
@@ -25,9 +25,9 @@ namespace npumem::plan {
 // none ran).
 std::uint64_t compact_by_mirroring(const PlanInstance& instance,
                                    std::vector<std::uint64_t>& offsets, std::uint64_t arena,
-                                   std::uint64_t max_passes,
-                                   std::chrono::steady_clock::time_point deadline,
-                                   std::chrono::steady_clock::duration* longest_pass = nullptr);
+                                   std::uint64_t max_passes, SearchClock& clock,
+                                   SearchClock::time_point deadline,
+                                   SearchClock::duration* longest_pass = nullptr);
 
 // A step of a local search over compacted plans: one mirrored first-fit pass of the plan
 // in `offsets` in which the tensors whose tops reach above `kicked_above` go last (so the
@@ -37,6 +37,6 @@ std::uint64_t compact_by_mirroring(const PlanInstance& instance,
 // when an offset would reach 2^64-1).
 std::uint64_t kick_and_compact(const PlanInstance& instance, std::vector<std::uint64_t>& offsets,
                                std::uint64_t kicked_above, std::uint64_t max_passes,
-                               std::chrono::steady_clock::time_point deadline);
+                               SearchClock& clock, SearchClock::time_point deadline);
 
 }  // namespace npumem::plan

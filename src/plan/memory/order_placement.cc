@@ -105,12 +105,15 @@ class PlacedByBlock {
     }
   }
 
+  std::uint64_t seen() const { return seen_; }
+
   std::uint64_t choose_offset(const PlanTensor& tensor, GapRule rule) {
     GapScan scan(tensor, rule);
     const std::uint32_t first_block = tensor.first / block_width_;
     const std::uint32_t last_block = tensor.last / block_width_;
     if (first_block == last_block) {
       for (const PlacedTensor& other : blocks_[first_block]) {
+        ++seen_;
         if (scan.see(other)) break;
       }
       return scan.offset();
@@ -148,6 +151,7 @@ class PlacedByBlock {
         if (merge_[i].next->offset < merge_[lowest].next->offset) lowest = i;
       }
       Head& head = merge_[lowest];
+      ++seen_;
       if (scan.see(*head.next)) return;
       if (++head.next == head.end) {
         head = merge_.back();
@@ -161,6 +165,7 @@ class PlacedByBlock {
     while (!merge_.empty()) {
       std::pop_heap(merge_.begin(), merge_.end(), later);
       Head& head = merge_.back();
+      ++seen_;
       if (scan.see(*head.next)) return;
       if (++head.next == head.end) {
         merge_.pop_back();
@@ -172,6 +177,7 @@ class PlacedByBlock {
 
   std::uint32_t block_width_ = 1;
   std::vector<std::vector<PlacedTensor>> blocks_;
+  std::uint64_t seen_ = 0;   // placed tensors the scans saw
   std::vector<Head> merge_;  // choose_offset's scratch: a min-heap by offset
 };
 
@@ -206,7 +212,8 @@ std::vector<std::uint32_t> order_by_priority(std::span<const double> priorities)
 }
 
 std::uint64_t place_in_order(const PlanInstance& instance, std::span<const std::uint32_t> order,
-                             GapRule rule, std::vector<std::uint64_t>& offsets) {
+                             GapRule rule, std::vector<std::uint64_t>& offsets,
+                             SearchClock* clock) {
   offsets.assign(instance.tensors.size(), 0);
   PlacedByBlock placed(instance);
   std::uint64_t arena = 0;
@@ -214,11 +221,15 @@ std::uint64_t place_in_order(const PlanInstance& instance, std::span<const std::
     const PlanTensor& tensor = instance.tensors[index];
     const std::uint64_t offset = placed.choose_offset(tensor, rule);
     const std::uint64_t end = add_or_no_fit(offset, tensor.size);
-    if (end == kNoFit) return kNoFit;
+    if (end == kNoFit) {
+      arena = kNoFit;
+      break;
+    }
     offsets[index] = offset;
     arena = std::max(arena, end);
     placed.insert(PlacedTensor{offset, end, tensor.first, tensor.last});
   }
+  if (clock != nullptr) clock->gap_scan_steps(order.size() + placed.seen());
   return arena;
 }
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "plan/memory/plan_instance.h"
+#include "plan/memory/search_clock.h"
 
 namespace npumem::plan {
 
@@ -28,7 +29,9 @@ std::vector<std::uint32_t> order_by_priority(std::span<const double> priorities)
 
 // Places the tensors in `order` (a permutation of the instance's tensors); writes one
 // offset per tensor and returns the arena, or kNoFit when an offset would reach 2^64-1.
+// The clock, when given, is charged with the placed tensors seen.
 std::uint64_t place_in_order(const PlanInstance& instance, std::span<const std::uint32_t> order,
-                             GapRule rule, std::vector<std::uint64_t>& offsets);
+                             GapRule rule, std::vector<std::uint64_t>& offsets,
+                             SearchClock* clock = nullptr);
 
 }  // namespace npumem::plan

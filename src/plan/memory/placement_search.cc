@@ -213,21 +213,21 @@ class PlacementSearch {
   }
 
  private:
-  using Clock = std::chrono::steady_clock;
+  using Clock = SearchClock;
 
   // Whether another step may start: not once the plan is proven optimal, nor when a step
   // of `length` (by default the longest so far) would end past the deadline.
   bool may_start(Clock::duration length) const {
     if (best_.proven_optimal || best_.arena <= lower_bound_) return false;
-    return limits_.deadline - Clock::now() > length;
+    return limits_.deadline - limits_.clock->now() > length;
   }
   bool may_start() const { return may_start(longest_step_); }
 
   template <class Step>
   void timed(Step step) {
-    const Clock::time_point start = Clock::now();
+    const Clock::time_point start = limits_.clock->now();
     step();
-    longest_step_ = std::max(longest_step_, Clock::now() - start);
+    longest_step_ = std::max(longest_step_, limits_.clock->now() - start);
   }
 
   // A skyline run of these priorities, saving its states for the end game; keeps the plan
@@ -236,6 +236,7 @@ class PlacementSearch {
                                   Lookahead lookahead, const char* algorithm) {
     const std::uint64_t arena =
         packer_.pack(priorities, cutoff, offsets_, lookahead, run_checkpoints_);
+    charge_packer_steps();
     if (arena < found_arena_ && !run_checkpoints_.empty()) {
       std::swap(endgame_, run_checkpoints_);
       endgame_priorities_.assign(priorities.begin(), priorities.end());
@@ -245,10 +246,15 @@ class PlacementSearch {
     return arena;
   }
 
+  void charge_packer_steps() {
+    limits_.clock->skyline_steps(packer_.steps() - charged_steps_);
+    charged_steps_ = packer_.steps();
+  }
+
   // Half the time left and half the iterations left (as a count).
   SearchLimits half_of_rest() const {
     SearchLimits half = limits_;
-    const Clock::time_point now = Clock::now();
+    const Clock::time_point now = limits_.clock->now();
     if (limits_.deadline != Clock::time_point::max()) {
       half.deadline = now + (limits_.deadline - now) / 2;
     }
@@ -268,11 +274,11 @@ class PlacementSearch {
           std::min_element(endgame_work_.begin(), endgame_work_.end()) - endgame_work_.begin());
       const auto unplaced = static_cast<Clock::rep>(endgame_[depth].unplaced);
       const Clock::duration foreseen = endgame_time_per_tensor_ * unplaced;
-      if (!may_start(foreseen) || until - Clock::now() <= foreseen) return;
-      const Clock::time_point start = Clock::now();
+      if (!may_start(foreseen) || until - limits_.clock->now() <= foreseen) return;
+      const Clock::time_point start = limits_.clock->now();
       endgame_step(depth);
       endgame_time_per_tensor_ =
-          std::max(endgame_time_per_tensor_, (Clock::now() - start) / unplaced);
+          std::max(endgame_time_per_tensor_, (limits_.clock->now() - start) / unplaced);
     }
   }
 
@@ -292,6 +298,7 @@ class PlacementSearch {
     const std::span<SkylinePacker::Checkpoint> shallower(run_checkpoints_.data(), depth);
     const std::uint64_t arena =
         packer_.resume(from, priorities, found_arena_, offsets_, kEndgameLookahead, shallower);
+    charge_packer_steps();
     if (arena < found_arena_) {
       for (std::size_t i = 0; i < depth; ++i) {
         std::swap(endgame_[i], run_checkpoints_[i]);
@@ -310,8 +317,9 @@ class PlacementSearch {
     compacted_ = offsets_;
     std::string named = algorithm;
     if (instance_.tensors.size() <= kMaxCandidateCompactionTensors && arena > lower_bound_) {
-      const std::uint64_t compacted = compact_by_mirroring(
-          instance_, compacted_, arena, kMaxCandidateCompactionPasses, limits_.deadline);
+      const std::uint64_t compacted =
+          compact_by_mirroring(instance_, compacted_, arena, kMaxCandidateCompactionPasses,
+                               *limits_.clock, limits_.deadline);
       if (compacted < arena) named += kCompactedName;
       arena = compacted;
     }
@@ -325,7 +333,8 @@ class PlacementSearch {
     for (const NamedOrder& greedy : kGreedyOrders) {
       if (!may_start()) return;
       timed([&] {
-        consider(place_in_order(instance_, greedy.order(instance_), greedy.rule, offsets_),
+        consider(place_in_order(instance_, greedy.order(instance_), greedy.rule, offsets_,
+                                limits_.clock),
                  greedy.name);
       });
     }
@@ -336,9 +345,9 @@ class PlacementSearch {
       if (!may_start()) return;
       timed([&] {
         const std::vector<double> priorities = weighted_priorities(features_, greedy.weights);
-        consider(
-            place_in_order(instance_, order_by_priority(priorities), GapRule::first_fit, offsets_),
-            greedy.name);
+        consider(place_in_order(instance_, order_by_priority(priorities), GapRule::first_fit,
+                                offsets_, limits_.clock),
+                 greedy.name);
       });
     }
   }
@@ -360,6 +369,7 @@ class PlacementSearch {
 
   void try_exact() {
     ExactPlacement exact = place_exactly(instance_, lower_bound_, best_.arena, kExactNodeBudget);
+    limits_.clock->exact_nodes(exact.nodes);
     if (exact.improved) {
       best_.arena = exact.arena;
       best_.offsets = std::move(exact.offsets);
@@ -379,7 +389,7 @@ class PlacementSearch {
     best_.search_iterations += placed.search_iterations;
     if (placed.arena == kNoFit) return;
     timed([&] {
-      consider(place_with_fillers(instance_, split, placed.offsets, offsets_),
+      consider(place_with_fillers(instance_, split, placed.offsets, offsets_, limits_.clock),
                "search without fillers, then first fit");
     });
   }
@@ -432,6 +442,7 @@ class PlacementSearch {
   const SearchLimits limits_;
   std::mt19937_64 random_;
   SkylinePacker packer_;
+  std::uint64_t charged_steps_ = 0;  // the packer's steps charged to the clock so far
   const PriorityFeatures features_;
   std::vector<std::uint64_t> offsets_;  // scratch: the plan under evaluation
   // The least arena of the plans found (before compaction): the runs' cutoff.
@@ -459,9 +470,9 @@ class PlacementSearch {
 // of the iterations.
 SearchLimits search_share(const SearchLimits& limits, double compaction_share) {
   SearchLimits share = limits;
-  const auto now = std::chrono::steady_clock::now();
-  if (limits.deadline != std::chrono::steady_clock::time_point::max() && limits.deadline > now) {
-    share.deadline = now + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+  const auto now = limits.clock->now();
+  if (limits.deadline != SearchClock::time_point::max() && limits.deadline > now) {
+    share.deadline = now + std::chrono::duration_cast<SearchClock::duration>(
                                (limits.deadline - now) * (1 - compaction_share));
   }
   if (limits.max_iterations != std::numeric_limits<std::uint64_t>::max()) {
@@ -476,7 +487,7 @@ SearchLimits search_share(const SearchLimits& limits, double compaction_share) {
 // (ties too, to drift), until the deadline, the iterations or the bound. Each kick counts
 // as a search iteration.
 class FinalCompaction {
-  using Clock = std::chrono::steady_clock;
+  using Clock = SearchClock;
 
  public:
   FinalCompaction(const PlanInstance& instance, Placement& placement, std::uint64_t lower_bound,
@@ -489,21 +500,22 @@ class FinalCompaction {
         arena_(placement.arena) {}
 
   void run() {
-    const Clock::time_point compaction_start = Clock::now();
+    const Clock::time_point compaction_start = limits_.clock->now();
     Clock::duration longest_pass{0};
     arena_ = compact_by_mirroring(instance_, placement_.offsets, arena_, kMaxCompactionPasses,
-                                  limits_.deadline, &longest_pass);
+                                  *limits_.clock, limits_.deadline, &longest_pass);
     // A kick is a pass and a compaction: foreseen as twice this one, or as kKickPasses of its
     // longest pass when that is less (a long compaction), until one has run.
-    longest_kick_ = std::min(2 * (Clock::now() - compaction_start), kKickPasses * longest_pass);
+    longest_kick_ =
+        std::min(2 * (limits_.clock->now() - compaction_start), kKickPasses * longest_pass);
     if (arena_ < placement_.arena) name(kCompactedName);
     const std::uint64_t compacted = arena_;
     while (arena_ > lower_bound_ && placement_.search_iterations < limits_.max_iterations) {
-      const Clock::time_point start = Clock::now();
+      const Clock::time_point start = limits_.clock->now();
       if (limits_.deadline - start <= longest_kick_) break;  // it would end past the deadline
       ++placement_.search_iterations;
       kick();
-      longest_kick_ = std::max(longest_kick_, Clock::now() - start);
+      longest_kick_ = std::max(longest_kick_, limits_.clock->now() - start);
     }
     if (arena_ < compacted) {
       if (placement_.algorithm.ends_with(kCompactedName)) {
@@ -522,8 +534,9 @@ class FinalCompaction {
     // Below the arena, so that the tensors at the top are always kicked.
     const std::uint64_t kicked_above = arena_ - 1 - std::min(depth, arena_ - 1);
     kicked_ = placement_.offsets;
-    const std::uint64_t arena = kick_and_compact(instance_, kicked_, kicked_above,
-                                                 kMaxKickCompactionPasses, limits_.deadline);
+    const std::uint64_t arena =
+        kick_and_compact(instance_, kicked_, kicked_above, kMaxKickCompactionPasses, *limits_.clock,
+                         limits_.deadline);
     if (arena > arena_) return;
     arena_ = arena;
     placement_.offsets.swap(kicked_);

@@ -9,18 +9,19 @@
 // tensors every new best one, and the best plan at the end.
 #pragma once
 
-#include <chrono>
 #include <cstdint>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "plan/memory/plan_instance.h"
+#include "plan/memory/search_clock.h"
 
 namespace npumem::plan {
 
 struct SearchLimits {
-  std::chrono::steady_clock::time_point deadline;
+  SearchClock* clock = nullptr;  // what the deadline is read from; charged with the work
+  SearchClock::time_point deadline;
   std::uint64_t max_iterations = 0;
   std::uint64_t seed = 1;
 };

@@ -75,6 +75,7 @@ void SkylinePacker::index_priorities(std::span<const double> priorities) {
   best_upto_.assign(by_first_.size(), kNone);
   tree_leaves_ = std::bit_ceil(std::size_t{instance_.op_count});
   tree_.assign(2 * tree_leaves_, kNone);
+  steps_ += instance_.op_count;
   for (std::uint32_t op = 0; op < instance_.op_count; ++op) {
     update_best_upto(group_begin_[op], op, priorities);
   }
@@ -85,6 +86,7 @@ std::uint64_t SkylinePacker::finish(std::span<const double> priorities, std::uin
                                     std::span<Checkpoint> checkpoints) {
   RunState& state = state_;
   while (state.unplaced > 0) {
+    ++steps_;
     for (Checkpoint& checkpoint : checkpoints) {
       if (checkpoint.saved || checkpoint.unplaced != state.unplaced) continue;
       checkpoint.state = state;

@@ -87,6 +87,9 @@ class SkylinePacker {
   std::uint64_t resume(const Checkpoint& from, std::span<const double> priorities,
                        std::uint64_t cutoff, std::vector<std::uint64_t>& offsets,
                        Lookahead lookahead, std::span<Checkpoint> checkpoints = {});
+  // Steps taken by the runs so far (a tensor placed, a stretch raised, an op indexed):
+  // the work the search's clock counts.
+  std::uint64_t steps() const { return steps_; }
 
  private:
   // Sets up the run's priority index (best_upto_, tree_) for state_.placed.
@@ -139,6 +142,7 @@ class SkylinePacker {
   std::vector<std::size_t> group_begin_;  // group of op x: [group_begin_[x], group_begin_[x+1])
   std::vector<std::uint64_t> live_;       // bytes live at each op
   RunState state_;
+  std::uint64_t steps_ = 0;
   Lookahead lookahead_ = Lookahead::none;  // the run's
   // What strands() counts a raise above: the highest final height, or with
   // Lookahead::stranding_near_top 1 % below it.

@@ -1,8 +1,10 @@
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include "npumem/errors.h"
 #include "npumem/plan.h"
@@ -111,6 +113,35 @@ TEST(MemoryPlannerTest, ReproducibleForAFixedSeedAndIterationBudget) {
   EXPECT_EQ(first.arena_bytes, again.arena_bytes);
   EXPECT_EQ(first.algorithm, again.algorithm);
   EXPECT_EQ(first.search_iterations, again.search_iterations);
+}
+
+// A time limit of work done: the search stops at the same step on every run, however
+// busy the machine (here threads that load every core during the second run), where the
+// machine's clock let 1,700-tensor iterations of a captured model plan differently.
+TEST(MemoryPlannerTest, ATimeLimitOfWorkGivesTheSamePlanEveryRun) {
+  RandomLifetimeSpec spec;
+  spec.tensors = 3000;
+  spec.ops = 600;
+  const auto tensors = random_lifetimes(spec);
+  MemoryPlanOptions options;
+  options.time_limit = std::chrono::milliseconds(20);
+  options.counts_work = true;
+  const MemoryPlan first = plan_memory(tensors, options);
+  std::atomic<bool> done{false};
+  std::vector<std::thread> load;
+  for (unsigned i = 0; i < 2 * std::max(1u, std::thread::hardware_concurrency()); ++i) {
+    load.emplace_back([&] {
+      volatile std::uint64_t spin = 0;
+      while (!done.load()) spin = spin + 1;
+    });
+  }
+  const MemoryPlan again = plan_memory(tensors, options);
+  done = true;
+  for (std::thread& thread : load) thread.join();
+  EXPECT_GT(first.arena_bytes, first.lower_bound_bytes) << "the limit must end the search";
+  EXPECT_EQ(first.offsets, again.offsets);
+  EXPECT_EQ(first.search_iterations, again.search_iterations);
+  EXPECT_EQ(first.algorithm, again.algorithm);
 }
 
 TEST(MemoryPlannerTest, RejectsAnAlignmentThatIsNotAPowerOfTwo) {

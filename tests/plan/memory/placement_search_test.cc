@@ -10,7 +10,9 @@
 namespace npumem::plan {
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using Clock = SearchClock;
+
+SearchClock machine_clock(false);
 
 struct Searched {
   std::vector<TensorLifetime> tensors;
@@ -35,7 +37,7 @@ Searched search(std::vector<TensorLifetime> tensors, SearchLimits limits) {
 }
 
 SearchLimits iterations(std::uint64_t count, std::uint64_t seed = 1) {
-  return SearchLimits{Clock::time_point::max(), count, seed};
+  return SearchLimits{&machine_clock, Clock::time_point::max(), count, seed};
 }
 
 std::vector<TensorLifetime> dense(std::uint64_t tensors, std::uint64_t seed) {
@@ -64,7 +66,8 @@ TEST(PlacementSearchTest, StopsAtTheLowerBound) {
 
 TEST(PlacementSearchTest, APassedDeadlineStillGivesAPlan) {
   const Searched result =
-      search(dense(400, 2), SearchLimits{Clock::now() - std::chrono::seconds(1), 1000, 1});
+      search(dense(400, 2),
+             SearchLimits{&machine_clock, machine_clock.now() - std::chrono::seconds(1), 1000, 1});
   EXPECT_EQ(result.placement.search_iterations, 0u);
   EXPECT_EQ(result.placement.algorithm, "skyline/longest-first+lookahead");  // the first run
   EXPECT_EQ(plan_problem(result), "");
@@ -88,7 +91,8 @@ TEST(PlacementSearchTest, LargeInstancesStayValidThroughTheirExtraRuns) {
 TEST(PlacementSearchTest, OnLargeInstancesAPassedDeadlineLeavesTheNearTopRun) {
   // From 20,000 tensors the near-top lookahead's run goes first.
   const Searched result =
-      search(dense(20'000, 5), SearchLimits{Clock::now() - std::chrono::seconds(1), 1000, 1});
+      search(dense(20'000, 5),
+             SearchLimits{&machine_clock, machine_clock.now() - std::chrono::seconds(1), 1000, 1});
   EXPECT_EQ(result.placement.algorithm, "skyline/longest-tight-first+lookahead-near-top");
   EXPECT_EQ(plan_problem(result), "");
 }
