@@ -635,11 +635,16 @@ void PlannedSource::learn(bool fallback_served) {
   plan->saw_previous = !previous_.requests.empty();
   if (fallback_served) {
     // What the iteration made after its peak and kept (optimizer state made at its end)
-    // sits beside the next iteration's tensors: the fallback needs room for both.
+    // sits beside the next iteration's tensors: the fallback needs room for both. Not a
+    // copy whose predecessor this iteration freed (an output kept until the next
+    // exists): the next iteration frees it in turn, and its own peak holds both copies
+    // as this one's did (an output made at the peak, then declined as it should be,
+    // had been allowed 1.25x peak requested).
     std::uint64_t kept_after_peak = 0;
     for (std::size_t j = 0; j < n; ++j) {
       const Request& r = rec.requests[j];
-      if (!planned[j] && r.free_time == kOpen && r.alloc_time >= iteration_peak_time_) {
+      if (!planned[j] && !plan->freed_next[j] && r.free_time == kOpen &&
+          r.alloc_time >= iteration_peak_time_) {
         kept_after_peak += r.size;
       }
     }
