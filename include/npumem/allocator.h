@@ -53,8 +53,10 @@ struct PlanInfo {
   std::uint64_t planned_requests = 0;  // of those, the ones with an offset in the arena
   std::uint64_t arena_bytes = 0;
   std::uint64_t lower_bound_bytes = 0;  // no layout of its planned requests is smaller
-  std::uint64_t iterations_served = 0;  // iterations it served, the one in progress included
-  std::optional<std::uint64_t> key;     // the iteration key it serves (mark_iteration(key))
+  // Iterations it served, the one in progress included, and those served by the plans
+  // it replaced (learned again for its shape), so the plans' counts add up.
+  std::uint64_t iterations_served = 0;
+  std::optional<std::uint64_t> key;  // the iteration key it serves (mark_iteration(key))
   // The bound its arena is held to: the reserved peak of the iteration it was learned
   // from, which the fallback served, plus the granules what that iteration kept after
   // its peak (optimizer state made at its end) needs beside the next iteration's tensors;
@@ -65,7 +67,8 @@ struct PlanInfo {
   // peak: the fallback serves its iterations instead.
   bool declined = false;
   // Iterations that began on it (their first requests matched) and then left it, the
-  // rest going to the fallback: not among iterations_served, though they made hits.
+  // rest going to the fallback: not among iterations_served, though they made hits
+  // (with those of the plans it replaced).
   std::uint64_t iterations_left = 0;
 };
 

@@ -197,8 +197,8 @@ std::optional<double> ReplayResult::overhead_ratio() const {
   return static_cast<double>(peak_reserved_bytes()) / static_cast<double>(peak_requested_bytes);
 }
 
-double ReplayResult::steady_overhead_ratio() const {
-  if (planned.steady_peak_requested_bytes == 0) return 0.0;
+std::optional<double> ReplayResult::steady_overhead_ratio() const {
+  if (planned.steady_peak_requested_bytes == 0) return std::nullopt;
   return static_cast<double>(planned.steady_peak_reserved_bytes) /
          static_cast<double>(planned.steady_peak_requested_bytes);
 }

@@ -234,6 +234,17 @@ TEST(ReplayCliTest, NoRatioWhenNoByteWasRequested) {
   }
 }
 
+// Iterations that never repeat: no plan serves, so there is no steady ratio (a 0 read
+// as a perfect result).
+TEST(ReplayCliTest, NoSteadyRatioWhenNoPlanServed) {
+  const TempTrace trace("i\na 1 4096\nf 1\ni\na 2 8192\nf 2\ni\na 3 12288\nf 3\n");
+  const auto run = run_npumem("replay " + trace.path() + " --strategy planned --json");
+  EXPECT_EQ(run.exit_code, 0) << run.err;
+  const auto planned = nlohmann::json::parse(run.out).at("planned");
+  EXPECT_TRUE(planned.at("steady_overhead_ratio").is_null()) << run.out;
+  EXPECT_TRUE(planned.contains("no_plan_served")) << run.out;
+}
+
 TEST(ReplayCliTest, CompareExitsOutOfMemoryWhenNoStrategyCompletes) {
   const TempTrace trace("a 1 100\na 2 200000000000000\n");
   const auto compare = run_npumem("compare " + trace.path() + " --device sim:hbm=1GiB,ddr=0");

@@ -9,8 +9,8 @@ namespace npumem::cli {
 namespace {
 
 // null when no byte was requested.
-nlohmann::ordered_json overhead_json(const ReplayResult& result) {
-  const std::optional<double> ratio = result.overhead_ratio();
+// A ratio, or null where it is undefined (nlohmann 3.11.2 has no std::optional support).
+nlohmann::ordered_json ratio_json(std::optional<double> ratio) {
   return ratio ? nlohmann::ordered_json(*ratio) : nlohmann::ordered_json(nullptr);
 }
 
@@ -52,6 +52,11 @@ std::string fixed(double value, int decimals) {
   char text[64];
   std::snprintf(text, sizeof text, "%.*f", decimals, value);
   return text;
+}
+
+// A ratio to 3 decimals, or `undefined` where there is none.
+std::string ratio_text(std::optional<double> ratio, const std::string& undefined) {
+  return ratio ? fixed(*ratio, 3) : undefined;
 }
 
 std::string padded(std::string text, std::size_t width) {
@@ -122,7 +127,7 @@ nlohmann::ordered_json planned_json(const ReplayResult& result) {
        requests == 0 ? 0.0 : static_cast<double>(p.hits) / static_cast<double>(requests)},
       {"steady_peak_reserved_bytes", p.steady_peak_reserved_bytes},
       {"steady_peak_requested_bytes", p.steady_peak_requested_bytes},
-      {"steady_overhead_ratio", result.steady_overhead_ratio()},
+      {"steady_overhead_ratio", ratio_json(result.steady_overhead_ratio())},
       {"first_served_iteration", p.first_served_iteration},
       {"device_calls_after_arena", p.device_calls_after_arena},
       {"plans", plans}};
@@ -151,7 +156,7 @@ void add_planned_lines(std::ostringstream& out, const ReplayResult& result) {
     add_line(out, "steady overhead", "none: no plan served, it ran as its fallback (" + why + ")");
   } else {
     add_line(out, "steady overhead",
-             fixed(result.steady_overhead_ratio(), 3) +
+             ratio_text(result.steady_overhead_ratio(), "n/a (no byte requested)") +
                  " (peak reserved / peak requested since a plan served, from iteration " +
                  with_commas(p.first_served_iteration) + "); " +
                  with_commas(p.device_calls_after_arena) + " device calls after the arena");
@@ -199,7 +204,7 @@ nlohmann::ordered_json replay_report_json(const ReplayReport& report) {
       {"peak_requested_bytes", result.peak_requested_bytes},
       {"peak_allocated_bytes", result.peak_allocated_bytes()},
       {"peak_reserved_bytes", result.peak_reserved_bytes()},
-      {"overhead_ratio", overhead_json(result)},
+      {"overhead_ratio", ratio_json(result.overhead_ratio())},
       {"tiers",
        {{"hbm", tier_json(result.tiers[static_cast<std::size_t>(Tier::hbm)])},
         {"ddr", tier_json(result.tiers[static_cast<std::size_t>(Tier::ddr)])}}},
@@ -257,8 +262,7 @@ std::string replay_report_text(const ReplayReport& report) {
                (result.completed() ? "" : " (of the events replayed)"));
   add_line(out, "peak allocated", format_bytes(result.peak_allocated_bytes()));
   add_line(out, "peak reserved", format_bytes(result.peak_reserved_bytes()));
-  const std::optional<double> ratio = result.overhead_ratio();
-  add_line(out, "overhead ratio", ratio ? fixed(*ratio, 3) : "n/a (no byte requested)");
+  add_line(out, "overhead ratio", ratio_text(result.overhead_ratio(), "n/a (no byte requested)"));
   add_line(out, "spills", with_commas(static_cast<std::uint64_t>(result.stats.num_spills)));
   add_line(out, "reclaims", with_commas(static_cast<std::uint64_t>(result.stats.num_reclaims)));
   add_line(out, "OOMs", with_commas(static_cast<std::uint64_t>(result.stats.num_ooms)));

@@ -915,6 +915,8 @@ void PlannedSource::keep_plan(std::unique_ptr<Plan> plan) {
     const bool twin = plan->key ? kept->key == plan->key : !kept->key && kept->sizes == plan->sizes;
     if (kept.get() == served_ || twin) {
       plan->shape_served = kept->shape_served || kept->iterations_served != 0;
+      plan->served_before = kept->served_before + kept->iterations_served;
+      plan->left_before = kept->left_before + kept->iterations_left;
       // Learned again from an iteration the plan served, of the same sizes: the
       // fallback's peak for them still bounds the arena (a checkpointed MLP's second
       // plan, with no bound, served 2 granules above expandable: 1.025x vs 1.008x).
@@ -1203,10 +1205,11 @@ PlannedStats PlannedSource::stats() const {
   for (const auto& plan : plans_) {
     // The iteration it serves now counts too: a report read mid-iteration, or at the end
     // of a trace, would otherwise say a plan that served every request served nothing.
-    const std::uint64_t served = plan->iterations_served + (plan.get() == served_ ? 1 : 0);
+    const std::uint64_t served =
+        plan->served_before + plan->iterations_served + (plan.get() == served_ ? 1 : 0);
     out.plans.push_back({plan->sizes.size(), plan->planned_requests, plan->arena_bytes,
                          plan->lower_bound_bytes, served, plan->key, plan->fallback_peak_reserved,
-                         plan->declined, plan->iterations_left});
+                         plan->declined, plan->left_before + plan->iterations_left});
   }
   return out;
 }

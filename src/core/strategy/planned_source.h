@@ -85,6 +85,10 @@ class PlannedSource : public SegmentSource {
     std::uint64_t planned_requests = 0;
     std::uint64_t iterations_served = 0;
     std::uint64_t iterations_left = 0;  // began on it, then left it (leave_plan)
+    // Of the plans it replaced, learned again for its shape (keep_plan): reported with
+    // its own, so that the plans' counts add up to the iterations plans served.
+    std::uint64_t served_before = 0;
+    std::uint64_t left_before = 0;
     // The plan it re-learned had served: the arena stays sized for it while other shapes
     // serve in turn (a re-learned plan counted as new gave the arena back and reserved
     // it again at each change of shape, 4 device calls in 3 served iterations).

@@ -203,6 +203,8 @@ TEST(Planned, CountsMismatchesAsFallbacksAndRelearns) {
   EXPECT_EQ(stats.plans[0].lower_bound_bytes, 10 * MiB);  // 4 + 6
   EXPECT_EQ(stats.fallbacks, 2u);
   EXPECT_EQ(stats.hits, 7u + 3u + 2u * 4u);
+  // Iterations 2-4 on the plan it replaced, 5 and 6 on it: the counts add up.
+  EXPECT_EQ(stats.plans[0].iterations_served, 5u);
 }
 
 // Iteration 3 begins like A (4 MiB) and then leaves it: at its second request no plan
