@@ -17,6 +17,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 
 #include "device/acl/acl_api.h"
 #include "device/sim/sim_device.h"
@@ -53,12 +54,25 @@ Npu& npu() {
   return instance;
 }
 
-thread_local int current_device = -1;
-thread_local std::string recent_error;
-thread_local std::string returned_error;
+// What ACL keeps per thread. In a map, not thread_local: the double is dlopen'd, and
+// LeakSanitizer (GCC 12, glibc 2.36) misreads such a library's dynamic TLS and dies at
+// exit, depending on the test binary's layout.
+struct ThreadState {
+  int current_device = -1;
+  std::string recent_error;
+  std::string returned_error;
+};
+
+ThreadState& this_thread() {
+  static std::mutex mutex;
+  static std::map<std::thread::id, ThreadState> states;
+  std::lock_guard lock(mutex);
+  return states[std::this_thread::get_id()];  // map nodes do not move
+}
 
 aclError fail(aclError error, const std::string& message) {
-  recent_error = message + (recent_error.empty() ? "" : "\n" + recent_error);
+  std::string& recent = this_thread().recent_error;
+  recent = message + (recent.empty() ? "" : "\n" + recent);
   return error;
 }
 
@@ -66,7 +80,7 @@ aclError fail(aclError error, const std::string& message) {
 aclError check_ready(const char* call) {
   if (!npu().device)
     return fail(ACL_ERROR_UNINITIALIZE, std::string(call) + ": aclInit not called");
-  if (current_device != 0) {
+  if (this_thread().current_device != 0) {
     return fail(ACL_ERROR_RT_CONTEXT_NULL,
                 std::string(call) + ": no current device on this thread (call aclrtSetDevice)");
   }
@@ -146,10 +160,11 @@ __attribute__((visibility("default"))) aclError aclFinalize() {
 }
 
 __attribute__((visibility("default"))) const char* aclGetRecentErrMsg() {
-  if (recent_error.empty()) return nullptr;
-  returned_error = std::move(recent_error);
-  recent_error.clear();
-  return returned_error.c_str();
+  ThreadState& state = this_thread();
+  if (state.recent_error.empty()) return nullptr;
+  state.returned_error = std::move(state.recent_error);
+  state.recent_error.clear();
+  return state.returned_error.c_str();
 }
 
 __attribute__((visibility("default"))) aclError aclrtGetDeviceCount(std::uint32_t* count) {
@@ -166,7 +181,7 @@ __attribute__((visibility("default"))) aclError aclrtSetDevice(std::int32_t devi
     return fail(ACL_ERROR_RT_INVALID_DEVICEID,
                 "aclrtSetDevice: no device " + std::to_string(deviceId));
   }
-  current_device = deviceId;
+  this_thread().current_device = deviceId;
   ++n.device_refs;
   return ACL_SUCCESS;
 }
