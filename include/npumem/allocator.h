@@ -67,8 +67,8 @@ struct PlanInfo {
   // peak: the fallback serves its iterations instead.
   bool declined = false;
   // Iterations that began on it (their first requests matched) and then left it, the
-  // rest going to the fallback: not among iterations_served, though they made hits
-  // (with those of the plans it replaced).
+  // rest going to the fallback: not among iterations_served, though they made hits.
+  // Those of the plans it replaced count too.
   std::uint64_t iterations_left = 0;
 };
 

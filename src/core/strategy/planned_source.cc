@@ -601,8 +601,6 @@ void PlannedSource::learn(bool fallback_served) {
     plan->freed_next[j] =
         (planned[j] && last[j] >= period) ||
         (rec.requests[j].free_time == kOpen && j < freed_next.size() && freed_next[j] != kOpen);
-  }
-  for (std::size_t j = 0; j < n; ++j) {
     if (!planned[j] && plan->freed_next[j]) plan->kept_copy_bytes += rec.requests[j].size;
   }
   plan->hole_address.assign(n, 0);

@@ -184,8 +184,9 @@ class PlannedSource : public SegmentSource {
   // The reserved bytes an arena of `bytes` would add now: a device segment
   // its bytes, a carved one the granules it would map.
   std::uint64_t arena_growth(std::uint64_t bytes) const;
-  // Whether `growth` more reserved bytes stay within the serving plan's
-  // fallback_peak_reserved.
+  // Whether an arena of `bytes` that adds `growth` reserved bytes stays within the
+  // serving plan's fallback_peak_reserved, its kept copies counted past the free space
+  // the arena leaves (kept_copy_growth).
   bool arena_fits(std::uint64_t bytes, std::uint64_t growth) const;
   // The reserved bytes the plan's kept copies (Plan::kept_copy_bytes) add beyond `free`
   // bytes of the fallback's free space, in whole granules.
