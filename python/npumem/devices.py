@@ -53,6 +53,14 @@ def get_device(device: DeviceLike = None) -> _core.Device:
     return made
 
 
+def existing_device(device: DeviceLike = None) -> Optional[_core.Device]:
+    """The device at `device` if it exists already, else None: what reads and resets
+    use, so that they make no device an init() with other settings would then refuse."""
+    if isinstance(device, _core.Device):
+        return device
+    return _core.find_device(device_index(device))
+
+
 def _warn(device: _core.Device) -> None:
     """The allocator's construction warnings (e.g. "expandable_segments feature is not
     supported by device ...") as Python warnings, once, when the device is made."""
@@ -62,9 +70,7 @@ def _warn(device: _core.Device) -> None:
 
 def is_initialized(device: DeviceLike = None) -> bool:
     """Whether the device exists already (made by init() or by first use)."""
-    if isinstance(device, _core.Device):
-        return True
-    return _core.find_device(device_index(device)) is not None
+    return existing_device(device) is not None
 
 
 def initialized_devices() -> list[_core.Device]:

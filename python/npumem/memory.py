@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any, Union
 
 from npumem import _core
-from npumem.devices import DeviceLike, get_device, initialized_devices, settings
+from npumem.devices import DeviceLike, existing_device, get_device, initialized_devices, settings
 
 # A stream: None (the default stream), its handle as an int, or a Stream object
 # (torch_npu.npu.Stream, torch.cuda.Stream) carrying the handle.
@@ -16,33 +16,37 @@ StreamLike = Union[int, Any, None]
 
 def memory_stats(device: DeviceLike = None) -> dict[str, int]:
     """Every statistic of the device's allocator under torch.cuda.memory_stats() keys,
-    sorted: "allocated_bytes.all.current", "reserved_bytes.hbm.peak", "num_ooms", ..."""
-    return get_device(device).stats()
+    sorted: "allocated_bytes.all.current", "reserved_bytes.hbm.peak", "num_ooms", ...
+    {} for a device not made yet, as torch.cuda.memory_stats() before CUDA starts."""
+    made = existing_device(device)
+    return made.stats() if made is not None else {}
 
 
 def memory_allocated(device: DeviceLike = None) -> int:
     """Bytes in blocks handed out now (rounded block sizes)."""
-    return memory_stats(device)["allocated_bytes.all.current"]
+    return memory_stats(device).get("allocated_bytes.all.current", 0)
 
 
 def max_memory_allocated(device: DeviceLike = None) -> int:
     """The peak of memory_allocated() since the start or the last reset."""
-    return memory_stats(device)["allocated_bytes.all.peak"]
+    return memory_stats(device).get("allocated_bytes.all.peak", 0)
 
 
 def memory_reserved(device: DeviceLike = None) -> int:
     """Bytes held from the device (segments), cached free blocks included."""
-    return memory_stats(device)["reserved_bytes.all.current"]
+    return memory_stats(device).get("reserved_bytes.all.current", 0)
 
 
 def max_memory_reserved(device: DeviceLike = None) -> int:
     """The peak of memory_reserved() since the start or the last reset."""
-    return memory_stats(device)["reserved_bytes.all.peak"]
+    return memory_stats(device).get("reserved_bytes.all.peak", 0)
 
 
 def reset_peak_memory_stats(device: DeviceLike = None) -> None:
     """Sets every peak to its current value, on the device and each of its pools."""
-    get_device(device).reset_peak_stats()
+    made = existing_device(device)
+    if made is not None:
+        made.reset_peak_stats()
 
 
 def reset_max_memory_allocated(device: DeviceLike = None) -> None:
@@ -54,7 +58,9 @@ def reset_accumulated_memory_stats(device: DeviceLike = None) -> None:
     """Zeroes what accumulates: each statistic's "allocated" and "freed" totals and the
     num_ counts (num_ooms, num_alloc_retries, ...), on the device and each of its
     pools; current values and peaks stay."""
-    get_device(device).reset_accumulated_stats()
+    made = existing_device(device)
+    if made is not None:
+        made.reset_accumulated_stats()
 
 
 def set_per_process_memory_fraction(fraction: float, device: DeviceLike = None) -> None:
@@ -118,8 +124,10 @@ def list_gpu_processes(device: DeviceLike = None) -> str:
 
 
 def empty_cache(device: DeviceLike = None) -> int:
-    """Releases every cached free segment to the device; returns the bytes released."""
-    return get_device(device).empty_cache()
+    """Releases every cached free segment to the device; returns the bytes released
+    (0 for a device not made yet)."""
+    made = existing_device(device)
+    return made.empty_cache() if made is not None else 0
 
 
 def memory_snapshot() -> list[dict[str, Any]]:

@@ -427,6 +427,25 @@ class DefaultDeviceTest(unittest.TestCase):
         self.assertEqual(result.returncode, 0, result.stderr)
         self.assertEqual(result.stdout.split(), ["sim:hbm=1GiB,ddr=0", "4096", "False"])
 
+    def test_reading_statistics_makes_no_device(self):
+        # As torch.cuda.memory_stats() before CUDA is initialized: {} and zeros, so an
+        # init() with the intended settings can still follow.
+        result = run_python(
+            "import npumem\n"
+            "assert npumem.memory_stats(5) == {}\n"
+            "assert npumem.memory_allocated(5) == 0 and npumem.max_memory_reserved(5) == 0\n"
+            "assert npumem.memory_stats_as_nested_dict(5) == {}\n"
+            "npumem.reset_peak_memory_stats(5)\n"
+            "npumem.reset_accumulated_memory_stats(5)\n"
+            "assert npumem.empty_cache(5) == 0\n"
+            "assert not npumem.is_initialized(5)\n"
+            "npumem.init('sim:hbm=1GiB', conf='granule:1024', device=5)\n"
+            "npumem.caching_allocator_alloc(1, 5)\n"
+            "print(npumem.memory_allocated(5))\n"
+        )
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertEqual(result.stdout.split(), ["1024"])
+
     def test_init_config_overrides_the_environment(self):
         result = run_python(
             "import npumem\n"

@@ -18,20 +18,23 @@ import torch
 import torch.optim.optimizer as optimizer_module  # torch.optim deletes this name
 
 from npumem import _core, _torch
-from npumem.devices import DeviceLike, get_device, initialized_devices, is_initialized
+from npumem.devices import DeviceLike, existing_device, initialized_devices, is_initialized
 
 
 def iteration(device: DeviceLike = None, key: Optional[int] = None) -> None:
     """Marks an iteration boundary on `device` (None: every npumem device made so far)
-    and in a running recording. `key` (an int >= 0, e.g. the batch size or the
-    sequence-length bucket) names the iteration's shape: strategy:planned keeps a plan
-    per key and serves the iteration by it (an `i <key>` line in a recording)."""
+    and in a running recording; a device not made yet is left alone. `key` (an int
+    >= 0, e.g. the batch size or the sequence-length bucket) names the iteration's
+    shape: strategy:planned keeps a plan per key and serves the iteration by it (an
+    `i <key>` line in a recording)."""
     if key is not None and (isinstance(key, bool) or not isinstance(key, int) or
                             not 0 <= key < 1 << 64):
         raise ValueError(f"an iteration key is an int from 0 to 2**64 - 1, not {key!r}")
     _torch.record_iteration(key)
     if device is not None:
-        get_device(device).mark_iteration(key)
+        made = existing_device(device)  # a device made later learns from its own start
+        if made is not None:
+            made.mark_iteration(key)
         return
     for made in initialized_devices():
         made.mark_iteration(key)

@@ -10,7 +10,7 @@ import torch
 
 import npumem
 import npumem.torch
-from support import fresh_device
+from support import fresh_device, run_python
 
 
 class IterationKeysTest(unittest.TestCase):
@@ -38,6 +38,17 @@ class IterationKeysTest(unittest.TestCase):
         self.assertEqual(stats["planned.plans.0.key"], 7)
         self.assertEqual(stats["planned.plans.0.lower_bound_bytes"], 1 << 20)
         self.assertEqual(stats["planned.plans.0.iterations_served"], 2, "the running third included")
+
+    def test_marking_a_device_not_made_yet_makes_none(self):
+        result = run_python(
+            "import npumem, npumem.torch\n"
+            "npumem.torch.iteration(device=3, key=2)\n"
+            "assert not npumem.is_initialized(3)\n"
+            "npumem.init('sim:hbm=1GiB', conf='strategy:planned', device=3)\n"
+            "print(npumem.get_device(3).config.split(',')[0])\n"
+        )
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertEqual(result.stdout.split(), ["strategy:planned"])
 
     def test_a_key_is_a_64_bit_unsigned_int(self):
         for bad in (-1, 1 << 64, 1.5, "3", True):
