@@ -189,13 +189,15 @@ ThreadCache* Allocator::Impl::attach_new_cache() {
       // cache's thread works under the allocator's lock while solo, so it is free.
       fold_solo_counts();
       caches->caches.front()->lock.lock();
-      caches->caches.front()->keep_large = true;
+      caches->caches.front()->keep_large = ThreadCache::LargeBlocks::all;
       solo.store(false, std::memory_order_relaxed);
       update_counting_apart();
     }
     if (!solo.load(std::memory_order_relaxed)) {
       cache->lock.lock();
-      cache->keep_large = true;
+      cache->keep_large = ThreadCache::LargeBlocks::all;
+    } else if (config.strategy == Strategy::caching || config.strategy == Strategy::static_arena) {
+      cache->keep_large = ThreadCache::LargeBlocks::one_apart;
     }
   }
   if (!core::adopt_thread_cache(caches, cache)) {
@@ -453,6 +455,7 @@ inline Block* Allocator::Impl::take_solo(std::size_t bytes, StreamId stream, Thr
 // With the lock held.
 void* Allocator::Impl::allocate_locked(std::size_t bytes, StreamId stream, ThreadCache* known) {
   ThreadCache* cache = attach_cache(known);
+  give_back_apart(cache);
   PoolState& pool = current_pool();
   if (bytes > kLargestRequest) fail(pool, bytes, bytes, {});
   const std::size_t size = block_size(bytes);
@@ -824,6 +827,7 @@ void Allocator::Impl::deallocate_locked(std::uintptr_t address, Block* block, Th
   }
   if (planned != nullptr) planned->freed(*block);
   ThreadCache* cache = attach_cache(known);
+  give_back_apart(cache);
   if (cache != nullptr) {
     if (!solo.load(std::memory_order_relaxed)) {
       if (!cache->counts_for(&pool)) cache->drop_credit();  // the thread moved to another pool

@@ -35,13 +35,18 @@ struct Allocator::Impl {
 
   // The allocator's lock: its own spin lock, then every front cache's, so the holder
   // sees and may change everything; taking it folds the caches' counters (a lone
-  // thread's: solo_counts) into the statistics, which are then exact.
+  // thread's: solo_counts) into the statistics, which are then exact, and gives a lone
+  // thread's large block kept apart back to its pool, so the holder sees the pools
+  // (inactive splits, free segments) as they would be without it.
   class ExclusiveLock {
    public:
     explicit ExclusiveLock(Impl& impl) : impl_(impl) {}
     void lock() {
       lock_leaving_counts();
-      if (impl_.solo.load(std::memory_order_relaxed)) impl_.fold_solo_counts();
+      if (impl_.solo.load(std::memory_order_relaxed)) {
+        impl_.fold_solo_counts();
+        if (!impl_.caches->caches.empty()) impl_.give_back_apart(impl_.caches->caches.front().get());
+      }
     }
     // The lock without folding solo_counts, for allocate and deallocate: what they
     // count goes there too (account_block).
@@ -176,6 +181,13 @@ struct Allocator::Impl {
   static void retire_cache(Impl& impl, core::ThreadCache& cache);
   void fold_counters(core::ThreadCache& cache);
   void drop_cached(core::Block* block) const;
+  // A lone thread's large block kept apart goes back to its pool before the locked path
+  // touches the pools (ThreadCache::LargeBlocks::one_apart).
+  void give_back_apart(core::ThreadCache* cache) const {
+    if (cache != nullptr && cache->keep_large == core::ThreadCache::LargeBlocks::one_apart) {
+      cache->give_back_fits(PoolKind::large, 0, [this](core::Block* kept) { drop_cached(kept); });
+    }
+  }
   void hold_free_blocks();
   core::Block* reuse_held(core::PoolState& pool, std::size_t size, StreamId stream);
   core::Block* allocate_block(core::PoolState& pool, std::size_t size, PoolKind kind,

@@ -39,13 +39,10 @@ class alignas(64) ThreadCache {  // a line of its own: each thread writes its ca
   explicit ThreadCache(Tier kept_tier) : kept_tier_(kept_tier) {}
 
   // Keeps a freed block of the kept tier when its slot holds its size and pool (or
-  // nothing) and has room; a large-pool one only when keep_large. Large blocks kept
-  // whole raised the reserved peak on shared traces (caching on mobilenet_v2_infer
-  // 1.088 -> 1.318, replayed by one thread): the free index's best fit, lowest
-  // address first, packs large segments tighter than reuse by recency.
+  // nothing) and has room; a large-pool one only as keep_large says.
   bool keep(Block* block) {
     if (block->segment->tier != kept_tier_ ||
-        (block->segment->kind == PoolKind::large && !keep_large)) {
+        (block->segment->kind == PoolKind::large && !keeps_large(*block))) {
       return false;
     }
     const std::size_t index = slot_index(block->size);
@@ -196,11 +193,24 @@ class alignas(64) ThreadCache {  // a line of its own: each thread writes its ca
     }
   }
 
+  // Which large-pool blocks a cache keeps. Kept whole, they raised the reserved peak
+  // on shared traces (caching on mobilenet_v2_infer 1.088 -> 1.318, replayed by one
+  // thread): the free index's best fit, lowest address first, packs large segments
+  // tighter than reuse by recency. So all of them only while several threads
+  // allocate, when the locked path costs every cache's lock. A lone thread's cache
+  // keeps one with no free neighbour, and gives it back before the allocator's next
+  // locked operation on the pools: until then, the pools would have handed that
+  // block to a request of its size (an exact fit, at the head of its free-index
+  // bucket) and to nothing else, so keeping it changes no placement.
+  enum class LargeBlocks : std::uint8_t {
+    none,       // a lone thread's where best fit is not the rule (expandable, planned)
+    one_apart,  // a lone thread's under best fit
+    all,        // while several threads allocate
+  };
+
   SpinLock lock;
   bool retired = false;  // its thread has exited; the next new thread takes it over
-  // Whether large-pool blocks are kept too (set under the allocator's lock): only
-  // while several threads allocate, when the locked path costs every cache's lock.
-  bool keep_large = false;
+  LargeBlocks keep_large = LargeBlocks::none;  // set under the allocator's lock
 
  private:
   static constexpr std::size_t kSlots = 64;
@@ -221,6 +231,17 @@ class alignas(64) ThreadCache {  // a line of its own: each thread writes its ca
     return ((size >> 9) * 0x9E3779B1u >> 7) & (kSlots - 1);
   }
   Slot& slot_for(std::size_t size) { return slots_[slot_index(size)]; }
+  bool keeps_large(const Block& block) const {
+    switch (keep_large) {
+      case LargeBlocks::none:
+        return false;
+      case LargeBlocks::one_apart:
+        return kept_[static_cast<int>(PoolKind::large)] == 0 && !merges(block);
+      case LargeBlocks::all:
+        return true;
+    }
+    return false;
+  }
   // Whether freeing `block` to its pool would merge it with a free neighbour.
   static bool merges(const Block& block) {
     return (block.prev != nullptr && !block.prev->allocated) ||

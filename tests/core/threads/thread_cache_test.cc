@@ -324,6 +324,67 @@ TEST_P(ThreadCache, AMissGivesTheKeptBlocksBackFirst) {
   }
 }
 
+// A lone thread's cache keeps one large block with no free neighbour until its next
+// miss or any other locked operation, which gives it back first (thread_cache.h). The
+// pools then see what they would without it, so placement is best fit's: the same
+// addresses as an allocator whose statistics are read after every call (the read
+// gives the block back). Sizes of both pools, a few of them repeating.
+TEST_P(ThreadCache, ALoneThreadKeepingALargeBlockPlacesAsBestFitWould) {
+  if (GetParam() != testing::Backend::sim) {
+    // Its segments come at addresses in no fixed order, so two allocators' best fits
+    // break ties between them differently.
+    GTEST_SKIP() << "needs segment addresses in the order the segments were made";
+  }
+  Allocator kept(npu());
+  Allocator read(npu());
+  constexpr std::array<std::size_t, 7> kSizes = {6 * MiB, 8 * MiB, 8 * MiB,  12 * MiB,
+                                                 2 * MiB, 64 * KiB, 26 * MiB};
+  std::vector<std::pair<void*, void*>> live;
+  std::uintptr_t kept_base = 0;
+  std::uintptr_t read_base = 0;
+  std::uint64_t state = 5;
+  for (int step = 0; step < 4000; ++step) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    if (!live.empty() && (live.size() > 12 || (state >> 33) % 2 == 0)) {
+      const std::size_t victim = (state >> 40) % live.size();
+      kept.deallocate(live[victim].first);
+      read.deallocate(live[victim].second);
+      live[victim] = live.back();
+      live.pop_back();
+    } else {
+      const std::size_t bytes = kSizes[(state >> 45) % kSizes.size()];
+      void* a = kept.allocate(bytes);
+      void* b = read.allocate(bytes);
+      if (kept_base == 0) {
+        kept_base = reinterpret_cast<std::uintptr_t>(a);
+        read_base = reinterpret_cast<std::uintptr_t>(b);
+      }
+      ASSERT_EQ(reinterpret_cast<std::uintptr_t>(a) - kept_base,
+                reinterpret_cast<std::uintptr_t>(b) - read_base)
+          << "step " << step << ": " << bytes << " bytes";
+      live.emplace_back(a, b);
+    }
+    read.stats();
+  }
+  EXPECT_EQ(kept.stats().reserved_bytes.all.peak, read.stats().reserved_bytes.all.peak);
+  for (const auto& [a, b] : live) {
+    kept.deallocate(a);
+    read.deallocate(b);
+  }
+}
+
+// The large block a lone thread keeps is memory the pools may need: a request that
+// only fits once its segment goes back to the device still succeeds.
+TEST_P(ThreadCache, ALoneThreadsKeptLargeBlockIsReleasedWhenMemoryRunsShort) {
+  Allocator allocator(npu());  // 256 MiB of HBM, no DDR
+  void* alone = allocator.allocate(100 * MiB);  // a segment of its own: no neighbour
+  allocator.deallocate(alone);
+  void* big = allocator.allocate(200 * MiB);
+  EXPECT_NE(big, nullptr);
+  EXPECT_EQ(allocator.stats().reserved_bytes.all.current, static_cast<std::int64_t>(200 * MiB));
+  allocator.deallocate(big);
+}
+
 TEST_P(ThreadCache, BlocksFreedByAnotherThread) {
   Allocator allocator(npu());
   std::map<void*, std::size_t> live;
