@@ -408,7 +408,7 @@ void* Allocator::Impl::allocate(std::size_t bytes, StreamId stream) {
   ThreadCache* cache = core::thread_cache(caches->id);
   bool locked = false;
   // The planned strategy counts every request in order, so it always takes the lock.
-  if (cache != nullptr && planned == nullptr && !solo.load(std::memory_order_relaxed) &&
+  if (!solo.load(std::memory_order_relaxed) && cache != nullptr && planned == nullptr &&
       bytes <= kLargestRequest) {
     cache->lock.lock();
     // A kept block is its stream's to take back at once (it never met another stream);
@@ -782,7 +782,7 @@ void Allocator::Impl::deallocate(void* ptr) {
   ThreadCache* cache = core::thread_cache(caches->id);
   Block* block = nullptr;
   bool locked = false;
-  if (cache != nullptr && planned == nullptr && !solo.load(std::memory_order_relaxed)) {
+  if (!solo.load(std::memory_order_relaxed) && cache != nullptr && planned == nullptr) {
     cache->lock.lock();
     block = live.find(address);
     if (block != nullptr && block->owner == cache && !block->cached && observers.empty() &&
