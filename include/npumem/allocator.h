@@ -156,7 +156,14 @@ class Allocator {
   Tier tier_of(const void* ptr) const;                 // throws InvalidPointer
   std::size_t allocation_size(const void* ptr) const;  // requested bytes; throws
 
+  // The statistics, exact when read. The blocks threads' front caches keep go back to
+  // their pools first, so the inactive splits are those a snapshot shows and that the
+  // pools would hold without caches.
   Stats stats() const;
+  // stats() without giving kept blocks back first (their pools' inactive splits leave
+  // them out; every other figure is the same): for readers that poll and must not
+  // change where later requests land, such as the stats page `npumem smi` reads.
+  Stats stats_leaving_caches() const;
   void reset_peak_stats();
   // Zeroes the accumulated counts (each statistic's allocated and freed, num_ooms,
   // num_device_alloc, ...) of the allocator and its pools; current values and peaks stay.
@@ -180,7 +187,7 @@ class Allocator {
   // the device lacks the tier.
   void create_pool(const std::string& name, std::uint64_t quota_bytes = 0,
                    std::optional<Tier> tier = std::nullopt);
-  std::vector<PoolInfo> pools() const;
+  std::vector<PoolInfo> pools() const;  // each pool's stats() as stats() reads them
 
   // Marks the start of an iteration (training step, inference batch): observers see an
   // EventKind::iteration event; the planned strategy learns and serves per iteration.

@@ -78,9 +78,11 @@ struct Stats {
   StatSplit active;           // count of active blocks
   StatSplit segment;          // count of segments (or mapped ranges)
   // Free mapped blocks sharing their segment with other blocks: cached memory that
-  // empty_cache() cannot release (PyTorch's inactive_split). Blocks a thread's front
-  // cache keeps count as neither allocated nor inactive. As in PyTorch, their allocated
-  // and freed add each operation's net change (a take from a split block's tail adds none).
+  // empty_cache() cannot release (PyTorch's inactive_split; in an expandable range it
+  // unmaps their whole granules, as PyTorch's expandable segments do). Read through
+  // Allocator::stats(), blocks threads' front caches kept are back in their pools
+  // first. As in PyTorch, their allocated and freed add each operation's net change (a
+  // take from a split block's tail adds none).
   StatSplit inactive_split;
   StatSplit inactive_split_bytes;
   // Allocations and segments of at least max_split_size bytes (never split).

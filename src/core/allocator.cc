@@ -54,6 +54,12 @@ std::size_t Allocator::allocation_size(const void* ptr) const {
 
 Stats Allocator::stats() const {
   std::lock_guard lock(impl_->mutex);
+  impl_->flush_recycled();
+  return impl_->public_stats(nullptr);
+}
+
+Stats Allocator::stats_leaving_caches() const {
+  std::lock_guard lock(impl_->mutex);
   return impl_->public_stats(nullptr);
 }
 
@@ -110,6 +116,7 @@ void Allocator::create_pool(const std::string& name, std::uint64_t quota_bytes,
 
 std::vector<PoolInfo> Allocator::pools() const {
   std::lock_guard lock(impl_->mutex);
+  impl_->flush_recycled();
   std::vector<PoolInfo> infos;
   for (const auto& pool : impl_->pools)
     infos.push_back(

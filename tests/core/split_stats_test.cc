@@ -5,6 +5,7 @@
 
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "device/sim/sim_device.h"
 #include "invariants.h"
@@ -27,6 +28,40 @@ std::shared_ptr<SimDevice> sim(std::uint64_t hbm) {
 
 std::int64_t mib(std::uint64_t count) {
   return static_cast<std::int64_t>(count * MiB);
+}
+
+// Statistics read right after a free count the freed block as the pools would hold it
+// without front caches: a block a thread's cache keeps goes back to its pool first.
+// Once a second thread has allocated, caches keep large blocks whole too.
+TEST(SplitStats, InactiveSplitsReadAsWithoutFrontCaches) {
+  for (const bool two_threads : {false, true}) {
+    SCOPED_TRACE(two_threads ? "after a second thread" : "lone thread");
+    Allocator allocator(sim(1 * GiB));
+    if (two_threads) std::thread([&] { allocator.deallocate(allocator.allocate(1)); }).join();
+    std::vector<void*> large;
+    for (int i = 0; i < 4; ++i) large.push_back(allocator.allocate(2 * MiB));
+    void* small = allocator.allocate(256 * KiB);
+    void* small_after = allocator.allocate(256 * KiB);
+    allocator.stats();
+    allocator.deallocate(large[1]);  // between two allocated blocks
+    allocator.deallocate(small);     // before an allocated block
+    Stats stats = allocator.stats();
+    // Large: large[1] and the 12 MiB tail; small: `small` and its segment's tail.
+    EXPECT_EQ(stats.inactive_split.by_kind[kLarge].current, 2);
+    EXPECT_EQ(stats.inactive_split_bytes.by_kind[kLarge].current, mib(14));
+    EXPECT_EQ(stats.inactive_split.by_kind[kSmall].current, 2);
+    EXPECT_EQ(stats.inactive_split_bytes.by_kind[kSmall].current,
+              static_cast<std::int64_t>(2 * MiB - 256 * KiB));
+    const std::vector<PoolInfo> pools = allocator.pools();
+    EXPECT_EQ(pools.front().stats.inactive_split.all.current, 4);
+    allocator.deallocate(large[3]);  // merges with the tail
+    allocator.deallocate(small_after);  // the small segment is one free block again
+    stats = allocator.stats();
+    EXPECT_EQ(stats.inactive_split.all.current, 2);
+    EXPECT_EQ(stats.inactive_split_bytes.all.current, mib(16));
+    for (void* ptr : {large[0], large[2]}) allocator.deallocate(ptr);
+    EXPECT_EQ(allocator.stats().inactive_split.all.current, 0);
+  }
 }
 
 TEST(SplitStats, InactiveSplitCountsFreeBlocksSharingTheirSegment) {

@@ -48,7 +48,7 @@ void write_header(StatsPageLayout& layout) {
 
 void write_device(PageDevice& device, const Allocator& allocator) {
   store_text(device.name, allocator.device().name());
-  const Stats stats = allocator.stats();
+  const Stats stats = allocator.stats_leaving_caches();
   for (const Tier tier : kAllTiers) {
     const TierInfo info = allocator.device().tier_info(tier);
     const TierUsage usage = observe::tier_usage(stats, tier);

@@ -165,7 +165,7 @@ std::uint64_t HistoryRecorder::dropped() const {
 }
 
 std::shared_ptr<HistoryRecorder> record_history(Allocator& allocator, HistoryOptions options) {
-  auto recorder = std::make_shared<HistoryRecorder>(options, allocator.stats());
+  auto recorder = std::make_shared<HistoryRecorder>(options, allocator.stats_leaving_caches());
   allocator.add_observer(recorder);
   return recorder;
 }

@@ -105,7 +105,7 @@ void LeakDetector::on_event(const Event& event) {
 }
 
 void LeakDetector::mark_baseline(const Allocator& allocator) {
-  const Stats stats = allocator.stats();
+  const Stats stats = allocator.stats_leaving_caches();
   std::lock_guard lock(mutex_);
   baseline_bytes_ = as_bytes(stats.allocated_bytes.all.current);
   allocated_bytes_ = baseline_bytes_;
