@@ -94,4 +94,6 @@ def device_index(device: DeviceLike) -> int:
         raise TypeError(f"a device is an index (int), an npumem Device or None, not {device!r}")
     if device < 0:
         raise ValueError(f"device index {device} is negative")
+    if device >= _core.MAX_DEVICES:
+        raise ValueError(f"device index {device} is out of range [0, {_core.MAX_DEVICES})")
     return device

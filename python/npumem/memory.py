@@ -7,7 +7,14 @@ from __future__ import annotations
 from typing import Any, Union
 
 from npumem import _core
-from npumem.devices import DeviceLike, existing_device, get_device, initialized_devices, settings
+from npumem.devices import (
+    DeviceLike,
+    device_index,
+    existing_device,
+    get_device,
+    initialized_devices,
+    settings,
+)
 
 # A stream: None (the default stream), its handle as an int, or a Stream object
 # (torch_npu.npu.Stream, torch.cuda.Stream) carrying the handle.
@@ -107,8 +114,11 @@ def mem_get_info(device: DeviceLike = None) -> tuple[int, int]:
 def list_gpu_processes(device: DeviceLike = None) -> str:
     """The processes using the device (every process allocating through npumem
     publishes its stats, see npumem smi), as torch.cuda.list_gpu_processes() prints
-    them: a header line, then one line per process with its reserved memory."""
-    chosen = get_device(device)
+    them: a header line, then one line per process with its reserved memory. A device
+    not made yet in this process has no name to find it by: the header says so."""
+    chosen = existing_device(device)
+    if chosen is None:
+        return f"NPU:{device_index(device)} (not made yet)\nno processes are running"
     lines = [f"NPU:{chosen.index} ({chosen.name})"]
     for process in _core.stats_pages():
         for published in process["devices"]:

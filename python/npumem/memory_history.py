@@ -17,7 +17,13 @@ import pickle
 from typing import Any, Optional
 
 from npumem import _core
-from npumem.devices import DeviceLike, device_index, get_device, initialized_devices
+from npumem.devices import (
+    DeviceLike,
+    device_index,
+    existing_device,
+    get_device,
+    initialized_devices,
+)
 
 # The devices recording history: their Python stack recorder (None: tags alone).
 _recording: dict[int, Optional[_core.FrameRecorder]] = {}
@@ -61,8 +67,13 @@ def _frames(block: dict[str, Any], recorder: Optional[_core.FrameRecorder]) -> l
 
 def _snapshot(device: DeviceLike = None) -> list[dict[str, Any]]:
     """The segments of `device` (None: every device) as torch.cuda.memory._snapshot()
-    gives them in PyTorch 1.13, plus npumem's tier, pool and tags."""
-    devices = [get_device(device)] if device is not None else initialized_devices()
+    gives them in PyTorch 1.13, plus npumem's tier, pool and tags (none for a device not
+    made yet)."""
+    if device is None:
+        devices = initialized_devices()
+    else:
+        made = existing_device(device)
+        devices = [made] if made is not None else []
     segments: list[dict[str, Any]] = []
     for made in devices:
         recording = made.index in _recording

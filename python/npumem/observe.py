@@ -9,13 +9,17 @@ from types import TracebackType
 from typing import Any, Optional
 
 from npumem import _core
-from npumem.devices import DeviceLike, get_device
+from npumem.devices import DeviceLike, device_index, existing_device, get_device
 
 
 def memory_summary(device: DeviceLike = None) -> str:
     """A table like torch.cuda.memory_summary(): current, peak, total allocated and
-    freed bytes and counts, split by pool kind and tier, then one section per pool."""
-    return _core.memory_summary(get_device(device))
+    freed bytes and counts, split by pool kind and tier, then one section per pool; one
+    line for a device not made yet (making it would refuse a later init())."""
+    made = existing_device(device)
+    if made is None:
+        return f"npumem device {device_index(device)}: not made yet, no memory used"
+    return _core.memory_summary(made)
 
 
 class Monitor:

@@ -438,6 +438,10 @@ class DefaultDeviceTest(unittest.TestCase):
             "npumem.reset_peak_memory_stats(5)\n"
             "npumem.reset_accumulated_memory_stats(5)\n"
             "assert npumem.empty_cache(5) == 0\n"
+            "assert 'not made yet' in npumem.memory_summary(5)\n"
+            "assert npumem.list_gpu_processes(5).splitlines() == ['NPU:5 (not made yet)', "
+            "'no processes are running']\n"
+            "assert npumem._snapshot(5) == []\n"
             "assert not npumem.is_initialized(5)\n"
             "npumem.init('sim:hbm=1GiB', conf='granule:1024', device=5)\n"
             "npumem.caching_allocator_alloc(1, 5)\n"
@@ -445,6 +449,13 @@ class DefaultDeviceTest(unittest.TestCase):
         )
         self.assertEqual(result.returncode, 0, result.stderr)
         self.assertEqual(result.stdout.split(), ["1024"])
+
+    def test_a_device_index_past_the_last_is_refused_by_every_call(self):
+        for call in (npumem.memory_stats, npumem.memory_allocated, npumem.empty_cache,
+                     npumem.reset_peak_memory_stats, npumem.get_device, npumem.is_initialized):
+            with self.assertRaisesRegex(ValueError, "device index 64 is out of range \\[0, 64\\)",
+                                        msg=call.__name__):
+                call(64)
 
     def test_init_config_overrides_the_environment(self):
         result = run_python(

@@ -12,6 +12,7 @@
 #include "npumem/config.h"
 #include "npumem/errors.h"
 #include "npumem/npumem.h"
+#include "npumem/process_allocators.h"
 #include "npumem/units.h"
 
 namespace py = pybind11;
@@ -251,6 +252,7 @@ void bind_devices(py::module_& module) {
   module.def("find_device", &find_device, py::arg("index"), py::return_value_policy::reference,
              "The device at `index`, or None");
   module.def("device_indices", &device_indices);
+  module.attr("MAX_DEVICES") = kMaxProcessAllocators;
   module.def("publish_after_fork", &npumem_publish_after_fork,
              "In a forked child: its inherited devices on a stats page of its own (npumem smi)");
   module.def(
