@@ -45,7 +45,8 @@ struct Allocator::Impl {
       lock_leaving_counts();
       if (impl_.solo.load(std::memory_order_relaxed)) {
         impl_.fold_solo_counts();
-        if (!impl_.caches->caches.empty()) impl_.give_back_apart(impl_.caches->caches.front().get());
+        if (!impl_.caches->caches.empty())
+          impl_.give_back_apart(impl_.caches->caches.front().get());
       }
     }
     // The lock without folding solo_counts, for allocate and deallocate: what they

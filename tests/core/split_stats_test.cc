@@ -54,7 +54,7 @@ TEST(SplitStats, InactiveSplitsReadAsWithoutFrontCaches) {
               static_cast<std::int64_t>(2 * MiB - 256 * KiB));
     const std::vector<PoolInfo> pools = allocator.pools();
     EXPECT_EQ(pools.front().stats.inactive_split.all.current, 4);
-    allocator.deallocate(large[3]);  // merges with the tail
+    allocator.deallocate(large[3]);     // merges with the tail
     allocator.deallocate(small_after);  // the small segment is one free block again
     stats = allocator.stats();
     EXPECT_EQ(stats.inactive_split.all.current, 2);

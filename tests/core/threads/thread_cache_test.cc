@@ -338,7 +338,7 @@ TEST_P(ThreadCache, ALoneThreadKeepingALargeBlockPlacesAsBestFitWould) {
   }
   Allocator kept(npu());
   Allocator read(npu());
-  constexpr std::array<std::size_t, 7> kSizes = {6 * MiB, 8 * MiB, 8 * MiB,  12 * MiB,
+  constexpr std::array<std::size_t, 7> kSizes = {6 * MiB, 8 * MiB,  8 * MiB, 12 * MiB,
                                                  2 * MiB, 64 * KiB, 26 * MiB};
   std::vector<std::pair<void*, void*>> live;
   std::uintptr_t kept_base = 0;
@@ -377,7 +377,7 @@ TEST_P(ThreadCache, ALoneThreadKeepingALargeBlockPlacesAsBestFitWould) {
 // The large block a lone thread keeps is memory the pools may need: a request that
 // only fits once its segment goes back to the device still succeeds.
 TEST_P(ThreadCache, ALoneThreadsKeptLargeBlockIsReleasedWhenMemoryRunsShort) {
-  Allocator allocator(npu());  // 256 MiB of HBM, no DDR
+  Allocator allocator(npu());                   // 256 MiB of HBM, no DDR
   void* alone = allocator.allocate(100 * MiB);  // a segment of its own: no neighbour
   allocator.deallocate(alone);
   void* big = allocator.allocate(200 * MiB);
