@@ -13,6 +13,8 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <system_error>
 #include <utility>
 
@@ -153,8 +155,26 @@ std::vector<std::string> list_shared_pages(std::string_view prefix) {
   return names;
 }
 
+namespace {
+
+// The state letter of /proc/<pid>/stat ('R', 'S', 'Z', ...), after the command name,
+// which may hold spaces and parentheses itself; '?' when unreadable.
+char process_state(int pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  const std::string line((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  const std::size_t name_end = line.rfind(')');
+  if (name_end == std::string::npos || name_end + 2 >= line.size()) return '?';
+  return line[name_end + 2];
+}
+
+}  // namespace
+
+// A zombie (exited, not reaped yet: a killed worker whose parent has not waited)
+// answers kill() but holds no memory.
 bool process_alive(int pid) {
-  return pid > 0 && (kill(pid, 0) == 0 || errno == EPERM);
+  if (pid <= 0 || (kill(pid, 0) != 0 && errno != EPERM)) return false;
+  const char state = process_state(pid);
+  return state != 'Z' && state != 'X';
 }
 
 std::optional<unsigned> process_owner_uid(int pid) {

@@ -108,6 +108,11 @@ TEST(SharedPage, ProcessAliveKnowsLiveAndDeadProcesses) {
   const pid_t child = ::fork();
   if (child == 0) ::_exit(0);
   ASSERT_GT(child, 0);
+  // Exited, not reaped yet (a killed worker whose parent has not waited): a zombie
+  // holds no memory, so it is not alive.
+  siginfo_t info{};
+  ASSERT_EQ(::waitid(P_PID, static_cast<id_t>(child), &info, WEXITED | WNOWAIT), 0);
+  EXPECT_FALSE(process_alive(child));
   int status = 0;
   ASSERT_EQ(::waitpid(child, &status, 0), child);
   EXPECT_FALSE(process_alive(child));  // reaped: gone
