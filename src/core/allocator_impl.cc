@@ -549,7 +549,10 @@ Block* Allocator::Impl::allocate_block(PoolState& pool, std::size_t size, PoolKi
     if (tier_limit[index(tier)] == 0) continue;
     Block* block = allocate_on_tier(pool, tier, size, kind, refusal);
     if (block == nullptr) continue;
-    if (tier == Tier::ddr && tier_limit[index(Tier::hbm)] != 0) {
+    // A spill: HBM was there to try (a memory fraction of 0 leaves none to this
+    // process, and its requests spill all the same); not on a device or setting
+    // without HBM.
+    if (tier == Tier::ddr && configured_limit(Tier::hbm) != 0) {
       ++stats.num_spills;
       ++pool.stats.num_spills;
       if (!observers.empty()) notify(EventKind::spill, block->address, size, size, tier, pool);

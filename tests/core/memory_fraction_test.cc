@@ -50,6 +50,17 @@ TEST(MemoryFraction, RequestsPastItSpillToDdr) {
   allocator.deallocate(spilled);
 }
 
+// A fraction of 0 leaves no HBM to this process: every request spills, and counts so
+// (the device has HBM; the fraction, not the device, sent it to DDR).
+TEST(MemoryFraction, AFractionOfZeroSpillsEveryRequest) {
+  Allocator allocator(sim(100 * MiB, 256 * MiB));
+  allocator.set_memory_fraction(0.0);
+  void* spilled = allocator.allocate(3 * MiB);
+  EXPECT_EQ(allocator.tier_of(spilled), Tier::ddr);
+  EXPECT_EQ(allocator.stats().num_spills, 1);
+  allocator.deallocate(spilled);
+}
+
 TEST(MemoryFraction, StaysWithinTheHbmSetting) {
   Config config;
   config.hbm_limit = 40 * MiB;
