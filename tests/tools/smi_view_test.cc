@@ -55,6 +55,28 @@ TEST(SmiView, GroupsProcessesByDeviceAndSumsTheirUse) {
   EXPECT_EQ(devices[1].id, 1);
 }
 
+// Virtual NPUs of one name made with other capacities in two processes are two
+// devices (each process's sim:0 is its own); real ones of a name share capacities.
+TEST(SmiView, DevicesOfOneNameWithOtherCapacitiesStayApart) {
+  PublishedDevice small = device("sim:0", 900 * MiB, 900 * MiB);
+  small.tiers[0].capacity_bytes = 1 * GiB;
+  small.tiers[1] = {Tier::ddr, false, 0, 0, 0, 0, 0};
+  const std::vector<DeviceView> devices =
+      device_views({process(300, "small", {small}),
+                    process(400, "default", {device("sim:0", 500 * MiB, 500 * MiB)})});
+  ASSERT_EQ(devices.size(), 2u);
+  for (const DeviceView& view : devices) {
+    EXPECT_EQ(view.name, "sim:0");
+    ASSERT_EQ(view.processes.size(), 1u);
+    const bool is_small = view.processes[0].pid == 300;
+    EXPECT_EQ(view.tiers[0].total_bytes, is_small ? 1 * GiB : 64 * GiB);
+    EXPECT_EQ(view.tiers[0].used_bytes, is_small ? 900 * MiB : 500 * MiB);
+    EXPECT_EQ(view.tiers[1].present, !is_small);
+  }
+  EXPECT_EQ(devices[0].id, 0);
+  EXPECT_EQ(devices[1].id, 1);
+}
+
 TEST(SmiView, TableLooksLikeNpuSmi) {
   const std::string table = smi_table(two_processes(), "2026-11-29 17:03:04");
   std::istringstream lines(table);

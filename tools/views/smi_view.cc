@@ -1,11 +1,15 @@
 #include "smi_view.h"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <ctime>
 #include <map>
 #include <sstream>
+#include <string>
+#include <utility>
 
 #include "npumem/errors.h"
 #include "npumem/units.h"
@@ -139,19 +143,32 @@ std::string process_table(const std::vector<DeviceView>& devices) {
   return table + rule(widths, '-');
 }
 
+// A device is its name and its tiers' capacities: two processes' virtual NPUs of one
+// name are each their own, unless made alike; a real device's capacities are the same
+// in every process that uses it.
+using DeviceKey = std::pair<std::string, std::array<std::uint64_t, kTierCount>>;
+
+DeviceKey device_key(const PublishedDevice& device) {
+  DeviceKey key{device.name, {}};
+  for (std::size_t t = 0; t < kTierCount; ++t) {
+    key.second[t] = device.tiers[t].present ? device.tiers[t].capacity_bytes : 0;
+  }
+  return key;
+}
+
 }  // namespace
 
 std::vector<DeviceView> device_views(const std::vector<ProcessStats>& processes) {
-  std::map<std::string, DeviceView> by_name;
+  std::map<DeviceKey, DeviceView> by_key;
   for (const ProcessStats& process : processes) {
     for (const PublishedDevice& device : process.devices) {
-      DeviceView& view = by_name[device.name];
+      DeviceView& view = by_key[device_key(device)];
       view.name = device.name;
       add_process(view, process_view(process, device));
     }
   }
   std::vector<DeviceView> devices;
-  for (auto& [name, view] : by_name) {
+  for (auto& [key, view] : by_key) {
     view.id = static_cast<int>(devices.size());
     finish_tiers(view);
     std::sort(view.processes.begin(), view.processes.end(),
