@@ -130,8 +130,11 @@ std::optional<ProcessStats> read_page(const std::string& name, std::string_view 
   if (!reader) return std::nullopt;
   const int pid = pid_in_name(name, prefix);
   remove_if_abandoned(name, *reader, pid);
-  // Being created, of another version, or not a stats page at all.
-  if (pid <= 0 || reader->size() != sizeof(StatsPageLayout)) return std::nullopt;
+  // Being created, of another version, or not a stats page at all; or its process is
+  // gone (another user's page stays, but a dead process has no figures to show).
+  if (pid <= 0 || reader->size() != sizeof(StatsPageLayout) || !os::process_alive(pid)) {
+    return std::nullopt;
+  }
   const std::unique_ptr<StatsPageLayout> layout = copy_page(*reader);
   if (!layout || layout->magic.load(kRelaxed) != observe::kStatsPageMagic ||
       layout->version != observe::kStatsPageVersion || layout->pid != pid) {

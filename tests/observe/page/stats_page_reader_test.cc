@@ -72,11 +72,14 @@ TEST(StatsPageReader, RemovesCompletePagesOfAChildThatWasKilled) {
   EXPECT_EQ(pages[0].devices.at(0).tiers[0].allocated_bytes, 3 * MiB);
 
   ::kill(child, SIGKILL);
-  int status = 0;
-  ::waitpid(child, &status, 0);
+  // Dead, not reaped yet (a worker whose parent has not waited): gone already.
+  siginfo_t info{};
+  ASSERT_EQ(::waitid(P_PID, static_cast<id_t>(child), &info, WEXITED | WNOWAIT), 0);
   EXPECT_TRUE(std::filesystem::exists("/dev/shm/" + name));
   EXPECT_TRUE(read_stats_pages(prefix()).empty());
   EXPECT_FALSE(std::filesystem::exists("/dev/shm/" + name));
+  int status = 0;
+  ::waitpid(child, &status, 0);
   ::close(ready[0]);
   ::close(ready[1]);
 }
