@@ -16,7 +16,7 @@ class ThreadCache;
 
 // Cache lines of its own (two): the front caches of two threads write their own
 // blocks on every call, and blocks that shared lines made two threads together
-// 1.15-1.5x one thread's pairs per second (2.0x apart; bench/alloc_bench.cc, mixed
+// 0.5-1.5x one thread's pairs per second (1.8-2.05x apart; bench/alloc_bench.cc, mixed
 // row). The price: 128 bytes a block, not 104, and a lone thread's churn over 10^6
 // live blocks 25 -> 32 ns per operation (steady row; fields reordered so that a hit
 // touches one line of each block were slower still, 39 ns).
