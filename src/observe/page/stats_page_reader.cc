@@ -114,27 +114,20 @@ std::optional<ProcessStats> read_figures(const StatsPageLayout& layout) {
   return stats;
 }
 
-// Pages are removed only by their owner's readers, and only when the process their
-// name gives has gone: a page's contents never decide that (another user could
-// write a dead pid into them).
-void remove_if_abandoned(const std::string& name, const os::SharedPageReader& reader,
-                         int pid_from_name) {
-  if (reader.owner_uid() == os::current_uid() && pid_from_name > 0 &&
-      !os::process_alive(pid_from_name)) {
-    os::remove_shared_page(name);
-  }
-}
-
 std::optional<ProcessStats> read_page(const std::string& name, std::string_view prefix) {
   const std::optional<os::SharedPageReader> reader = os::SharedPageReader::open(name);
   if (!reader) return std::nullopt;
   const int pid = pid_in_name(name, prefix);
-  remove_if_abandoned(name, *reader, pid);
-  // Being created, of another version, or not a stats page at all; or its process is
-  // gone (another user's page stays, but a dead process has no figures to show).
-  if (pid <= 0 || reader->size() != sizeof(StatsPageLayout) || !os::process_alive(pid)) {
+  if (pid <= 0) return std::nullopt;
+  if (!os::process_alive(pid)) {
+    // A dead process has no figures to show. Its page is removed only by its owner's
+    // readers, and only when the process its name gives has gone: a page's contents
+    // never decide that (another user could write a dead pid into them).
+    if (reader->owner_uid() == os::current_uid()) os::remove_shared_page(name);
     return std::nullopt;
   }
+  // Being created, of another version, or not a stats page at all.
+  if (reader->size() != sizeof(StatsPageLayout)) return std::nullopt;
   const std::unique_ptr<StatsPageLayout> layout = copy_page(*reader);
   if (!layout || layout->magic.load(kRelaxed) != observe::kStatsPageMagic ||
       layout->version != observe::kStatsPageVersion || layout->pid != pid) {
