@@ -1,6 +1,7 @@
 #include "plan_report.h"
 
 #include <cstdio>
+#include <limits>
 #include <sstream>
 #include <string>
 
@@ -66,6 +67,17 @@ std::string totals_text(const plan::ShardPlan& plan) {
          fixed(ms(plan.stall_seconds), 3) + ")";
 }
 
+// Bytes to spare (positive) or missing (negative), exact wherever JSON's integers hold
+// them: a shortfall past 2^63 (an arena near 2^64 over a small budget) is a float.
+json budget_margin(std::uint64_t budget, std::uint64_t arena) {
+  if (arena <= budget) return json(budget - arena);
+  const std::uint64_t short_by = arena - budget;
+  constexpr std::uint64_t kLowest = std::uint64_t{1} << 63;  // -int64 min
+  if (short_by < kLowest) return json(-static_cast<std::int64_t>(short_by));
+  if (short_by == kLowest) return json(std::numeric_limits<std::int64_t>::min());
+  return json(-static_cast<double>(short_by));
+}
+
 json checkpoints_json(const plan::RecomputePlan& plan, std::uint64_t budget) {
   return json{{"peak_bytes", plan.peak_bytes},
               {"recompute_ms", ms(plan.recompute_seconds)},
@@ -106,9 +118,7 @@ json memory_report_json(const MemoryReport& report) {
   if (report.budget_bytes) {
     result["budget_bytes"] = *report.budget_bytes;
     result["fits"] = plan.arena_bytes <= *report.budget_bytes;
-    // Bytes to spare (positive) or missing (negative).
-    result["budget_margin_bytes"] = static_cast<std::int64_t>(*report.budget_bytes) -
-                                    static_cast<std::int64_t>(plan.arena_bytes);
+    result["budget_margin_bytes"] = budget_margin(*report.budget_bytes, plan.arena_bytes);
   }
   for (const OutsideArena& outside : report.outside_arena) {
     result["outside_arena"][outside.kind] = {{"tensors", outside.tensors},

@@ -33,6 +33,29 @@ TEST(PlanReportTest, MemoryReportHasTheIssuesFields) {
   EXPECT_TRUE(contains(text, "tensor        offset")) << text;
 }
 
+// The margin is exact on both sides of the budget, past what int64 holds too.
+TEST(PlanReportTest, BudgetMarginKeepsItsSignForAnyBudgetAndArena) {
+  const std::vector<plan::TensorLifetime> tensors{{100, 0, 1}};
+  MemoryReport report;
+  report.tensors = tensors;
+  report.plan = plan::plan_memory(tensors);
+  constexpr std::uint64_t kMax = ~std::uint64_t{0};
+  report.budget_bytes = kMax;
+  nlohmann::json json = memory_report_json(report);
+  EXPECT_EQ(json["fits"], true);
+  ASSERT_TRUE(json["budget_margin_bytes"].is_number_unsigned()) << json["budget_margin_bytes"];
+  EXPECT_EQ(json["budget_margin_bytes"].get<std::uint64_t>(), kMax - 128);
+  report.budget_bytes = 100;
+  json = memory_report_json(report);
+  EXPECT_EQ(json["fits"], false);
+  EXPECT_EQ(json["budget_margin_bytes"].get<std::int64_t>(), -28);
+  report.plan.arena_bytes = kMax - 63;  // an arena past int64, over a budget of 1 GiB
+  report.budget_bytes = std::uint64_t{1} << 30;
+  json = memory_report_json(report);
+  EXPECT_EQ(json["fits"], false);
+  EXPECT_LT(json["budget_margin_bytes"].get<double>(), -1.8e19);
+}
+
 ModelFile two_layer_model() {
   ModelFile model;
   model.name = "tiny";
