@@ -61,6 +61,10 @@ _ELEMENT_BYTES = {
 }
 
 
+# What `npumem plan memory` reads: sizes in 64 bits; ONNX's dimensions are int64.
+_MAX_BYTES = 2**64 - 1
+_MAX_DIM = 2**63 - 1
+
 # Ops whose output is their first input's buffer under another shape or name.
 _VIEW_OPS = frozenset({"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity"})
 
@@ -215,7 +219,12 @@ def _tensor_bytes(path: str, name: str, what: str, elem_type: int, shape: list) 
                 f"{path}: tensor {name!r} ({what}) dim {axis}{label} is unknown after shape "
                 f"inference: its size depends on data or on an unset input dimension"
             )
-    return _ELEMENT_BYTES[elem_type] * math.prod(shape)
+    size = _ELEMENT_BYTES[elem_type] * math.prod(shape)
+    if size > _MAX_BYTES:
+        raise OnnxModelError(
+            f"{path}: tensor {name!r} ({what}) holds {size} bytes, more than 2^64-1"
+        )
+    return size
 
 
 def _infer_shapes(onnx, path: str, model):
@@ -288,6 +297,10 @@ def read(path: str, dims: Optional[Mapping[str, int]] = None) -> OnnxLifetimes:
     for key, size in dims.items():
         if isinstance(size, bool) or not isinstance(size, int) or size < 0:
             raise OnnxModelError(f"--dim {key}: the size must be a non-negative integer")
+        if size > _MAX_DIM:
+            raise OnnxModelError(
+                f"--dim {key}={size}: more than 2^63-1 (ONNX dimensions are 64-bit signed)"
+            )
     model = _load(onnx, path)
     graph = model.graph
     _reject_subgraphs(onnx, path, graph)
@@ -358,6 +371,9 @@ def read(path: str, dims: Optional[Mapping[str, int]] = None) -> OnnxLifetimes:
     for value in graph.output:
         if buffer(value.name) in planned:
             planned[buffer(value.name)].last_op = result.ops - 1
+    for what, total in (("weights", result.weight_bytes), ("inputs", result.input_bytes)):
+        if total > _MAX_BYTES:
+            raise OnnxModelError(f"{path}: the {what} hold {total} bytes, more than 2^64-1")
     return result
 
 

@@ -145,6 +145,16 @@ class OnnxLifetimesTest(unittest.TestCase):
         with self.assertRaisesRegex(OnnxModelError, "--dim batchsize: no graph input"):
             read(path, {"batch": 3, "batchsize": 3})
 
+    def test_tensors_of_2_to_the_64_bytes_or_more_are_refused_by_name(self):
+        # Their sizes reached `npumem plan memory` wrapped: an arena of 0 B that "fits".
+        path = self.save(chain_model(batch="batch"))
+        with self.assertRaisesRegex(OnnxModelError, r"tensor 'x' \(a graph input\) holds "
+                                    r"590295810358705651712 bytes, more than 2\^64-1"):
+            read(path, {"batch": 2**62})
+        with self.assertRaisesRegex(OnnxModelError, r"--dim batch=18446744073709551615: "
+                                    r"more than 2\^63-1"):
+            read(path, {"batch": 2**64 - 1})
+
     def test_a_dimension_given_twice_is_refused(self):
         from npumem.onnx_lifetimes import main
         path = self.save(chain_model(batch="batch"))
@@ -312,6 +322,15 @@ class PlanMemoryOnnxCommandTest(unittest.TestCase):
                 self.assertEqual(done.returncode, 2, done.stderr)
                 self.assertIn(f"npumem: --dim '{dim}': expected NAME=SIZE", done.stderr)
                 self.assertNotIn("Python package", done.stderr)
+        # Past ONNX's int64 dimensions: a traceback, exit 1, blaming the install.
+        done = run_cli("--onnx", model, "--dim", f"batch={2**64 - 1}")
+        self.assertEqual(done.returncode, 2, done.stderr)
+        self.assertIn("more than 2^63-1", done.stderr)
+        self.assertNotIn("Traceback", done.stderr)
+        # A product past 2^64 bytes: an arena of 0 B that fit any budget, exit 0.
+        done = run_cli("--onnx", model, "--dim", f"batch={2**62}", "--budget", "1KiB")
+        self.assertEqual(done.returncode, 2, done.stderr)
+        self.assertIn("more than 2^64-1", done.stderr)
 
     def test_bad_input_exits_two_naming_the_problem(self):
         text = os.path.join(self.directory.name, "notes.onnx")

@@ -154,6 +154,33 @@ TEST(CmdPlanTest, OnnxOptionsThatDoNotGoTogetherExitTwo) {
   }
 }
 
+// Sizes come from Python as JSON numbers, which may pass 64 bits or be negative: read
+// as they were, they wrapped (an arena of 0 B that fit any budget, exit 0).
+TEST(CmdPlanTest, OnnxSizesPastSixtyFourBitsAreRefused) {
+  TempDir dir;
+  cli::testing::write_text(dir.file("m.onnx"), "not read");
+  const std::string tensor = R"({"bytes": BYTES, "first_op": 0, "last_op": 0})";
+  const std::string lifetimes = R"({"weight_tensors": 0, "weight_bytes": 0, )"
+                                R"("input_tensors": 0, "input_bytes": INPUT, "tensors": [TENSOR]})";
+  const auto with = [](std::string text, const std::string& key, const std::string& value) {
+    return text.replace(text.find(key), key.size(), value);
+  };
+  const std::pair<std::string, std::string> cases[] = {
+      {"18446744073709551616", "0"}, {"-64", "0"}, {"1.5", "0"}, {"64", "590295810358705651712"}};
+  for (const auto& [bytes, input] : cases) {
+    const std::string json =
+        with(with(lifetimes, "TENSOR", with(tensor, "BYTES", bytes)), "INPUT", input);
+    cli::testing::write_text(dir.file("python"), "#!/bin/sh\necho '" + json + "'\n");
+    std::filesystem::permissions(dir.file("python"), std::filesystem::perms::owner_all);
+    const auto result =
+        run_npumem("plan memory --onnx " + dir.file("m.onnx").string() + " --budget 1KiB",
+                   "NPUMEM_PYTHON=" + dir.file("python").string());
+    EXPECT_NE(result.exit_code, cli::kExitOk) << json << "\n" << result.out;
+    EXPECT_NE(result.err.find("not a whole number of at most 2^64-1"), std::string::npos)
+        << result.err;
+  }
+}
+
 TEST(CmdPlanTest, ShardPlanAndItsBaseline) {
   TempDir dir;
   cli::testing::write_text(dir.file("m.json"), kModel);

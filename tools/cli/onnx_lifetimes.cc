@@ -120,15 +120,24 @@ OnnxLifetimes parse_onnx_lifetimes_json(std::string_view text, bool bad_input) {
       if (bad_input) throw Error(message);
       throw OnnxToolError(message);
     }
+    // A JSON number past 2^64-1 reads as a float, and get<> would wrap it (or a
+    // negative one) without a word.
+    const auto whole = [&](const nlohmann::json& object, const char* field) {
+      const nlohmann::json& value = object.at(field);
+      if (!value.is_number_unsigned()) {
+        throw OnnxToolError(what + ": " + field + " " + value.dump() +
+                            " is not a whole number of at most 2^64-1");
+      }
+      return value.get<std::uint64_t>();
+    };
     OnnxLifetimes lifetimes;
-    lifetimes.weight_tensors = json.at("weight_tensors").get<std::size_t>();
-    lifetimes.weight_bytes = json.at("weight_bytes").get<std::uint64_t>();
-    lifetimes.input_tensors = json.at("input_tensors").get<std::size_t>();
-    lifetimes.input_bytes = json.at("input_bytes").get<std::uint64_t>();
+    lifetimes.weight_tensors = whole(json, "weight_tensors");
+    lifetimes.weight_bytes = whole(json, "weight_bytes");
+    lifetimes.input_tensors = whole(json, "input_tensors");
+    lifetimes.input_bytes = whole(json, "input_bytes");
     for (const nlohmann::json& tensor : json.at("tensors")) {
-      lifetimes.tensors.push_back({tensor.at("bytes").get<std::uint64_t>(),
-                                   tensor.at("first_op").get<std::uint64_t>(),
-                                   tensor.at("last_op").get<std::uint64_t>()});
+      lifetimes.tensors.push_back(
+          {whole(tensor, "bytes"), whole(tensor, "first_op"), whole(tensor, "last_op")});
     }
     return lifetimes;
   } catch (const nlohmann::json::exception& e) {
