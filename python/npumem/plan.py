@@ -59,6 +59,13 @@ def _text_and_source(source: Any, what: str) -> tuple[str, str]:
         with open(path, encoding="utf-8") as file:
             return file.read(), path
     if isinstance(source, str):
+        # One word that no file holds: a misspelt path, not text (records need three
+        # fields a line, a model is a JSON object).
+        if source and not source.lstrip().startswith(("{", "#")) and len(source.split()) == 1:
+            raise FileNotFoundError(
+                f"no file {source!r} (a str is a path when such a file exists, else the "
+                f"{what}'s text)"
+            )
         return source, f"<{what}>"
     raise TypeError(f"expected a path or the {what}'s text, not {type(source).__name__}")
 

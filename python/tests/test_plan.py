@@ -90,6 +90,14 @@ class PlanTest(unittest.TestCase):
         with self.assertRaisesRegex(npumem.ParseError, "<records>"):
             npumem.plan.memory("12 3\n")
 
+    def test_a_misspelt_file_name_is_named_as_missing(self):
+        # It was read as the records' (or model's) text: "expected 3 fields, found 1".
+        with self.assertRaisesRegex(FileNotFoundError, "no file 'rec_okk.records'"):
+            npumem.plan.memory("rec_okk.records")
+        with self.assertRaisesRegex(FileNotFoundError, "no file 'models/modell.json'"):
+            npumem.plan.shard("models/modell.json", hbm="1MiB")
+        self.assertEqual(npumem.plan.memory("# nothing but a comment\n100 0 1").tensors, 1)
+
 
 if __name__ == "__main__":
     unittest.main()
