@@ -69,6 +69,13 @@ TEST(CmdPlanTest, MalformedRecordsExitTwoNamingTheLine) {
   }
   EXPECT_EQ(run_npumem("plan memory " + dir.file("missing.records").string(), dir).exit_code,
             cli::kExitBadInput);
+  // A file of no tensor is a mistake (an empty export, the wrong file), as an empty trace is.
+  for (const char* text : {"", "# a comment\n\n"}) {
+    cli::testing::write_text(dir.file("empty.records"), text);
+    const auto result = run_npumem("plan memory " + dir.file("empty.records").string(), dir);
+    EXPECT_EQ(result.exit_code, cli::kExitBadInput) << result.out;
+    EXPECT_NE(result.err.find("empty.records: no tensor"), std::string::npos) << result.err;
+  }
 }
 
 TEST(CmdPlanTest, BadOptionsExitTwo) {
