@@ -112,10 +112,15 @@ nlohmann::ordered_json comparison_json(const std::string& trace_path,
     item["latency_p99_ns"] = row.latency.p99_ns;
     item["latency_max_ns"] = row.latency.max_ns;
     if (row.strategy == Strategy::planned) {
-      item["plan_served"] = row.why_no_plan_served.empty();
-      item["steady_latency_p50_ns"] = row.steady_latency.p50_ns;
-      item["steady_latency_p99_ns"] = row.steady_latency.p99_ns;
-      item["steady_latency_max_ns"] = row.steady_latency.max_ns;
+      // None, not 0, when no plan served (a 0 read as the fastest).
+      const bool served = row.why_no_plan_served.empty();
+      const auto steady = [&](std::uint64_t ns) {
+        return served ? nlohmann::ordered_json(ns) : nlohmann::ordered_json(nullptr);
+      };
+      item["plan_served"] = served;
+      item["steady_latency_p50_ns"] = steady(row.steady_latency.p50_ns);
+      item["steady_latency_p99_ns"] = steady(row.steady_latency.p99_ns);
+      item["steady_latency_max_ns"] = steady(row.steady_latency.max_ns);
     }
     item["device_allocs"] = row.device_allocs;
     if (row.strategy == Strategy::static_arena) {

@@ -242,7 +242,17 @@ TEST(ReplayCliTest, NoSteadyRatioWhenNoPlanServed) {
   EXPECT_EQ(run.exit_code, 0) << run.err;
   const auto planned = nlohmann::json::parse(run.out).at("planned");
   EXPECT_TRUE(planned.at("steady_overhead_ratio").is_null()) << run.out;
+  EXPECT_TRUE(planned.at("first_served_iteration").is_null()) << run.out;
   EXPECT_TRUE(planned.contains("no_plan_served")) << run.out;
+  const auto compare = run_npumem("compare " + trace.path() + " --json");
+  for (const auto& row : nlohmann::json::parse(compare.out).at("strategies")) {
+    if (row.at("strategy") != "planned") continue;
+    EXPECT_EQ(row.at("plan_served"), false) << compare.out;
+    for (const char* field :
+         {"steady_latency_p50_ns", "steady_latency_p99_ns", "steady_latency_max_ns"}) {
+      EXPECT_TRUE(row.at(field).is_null()) << field << ": " << compare.out;
+    }
+  }
 }
 
 TEST(ReplayCliTest, CompareExitsOutOfMemoryWhenNoStrategyCompletes) {

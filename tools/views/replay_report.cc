@@ -128,7 +128,9 @@ nlohmann::ordered_json planned_json(const ReplayResult& result) {
       {"steady_peak_reserved_bytes", p.steady_peak_reserved_bytes},
       {"steady_peak_requested_bytes", p.steady_peak_requested_bytes},
       {"steady_overhead_ratio", ratio_json(result.steady_overhead_ratio())},
-      {"first_served_iteration", p.first_served_iteration},
+      {"first_served_iteration", p.first_served_iteration == 0
+                                     ? nlohmann::ordered_json(nullptr)
+                                     : nlohmann::ordered_json(p.first_served_iteration)},
       {"device_calls_after_arena", p.device_calls_after_arena},
       {"plans", plans}};
   if (const std::string why = result.why_no_plan_served(); !why.empty()) {
