@@ -71,5 +71,18 @@ TEST(ReplayReportTest, TextShowsReadableFigures) {
   EXPECT_EQ(text.find("min HBM capacity"), std::string::npos) << text;
 }
 
+TEST(ReplayReportTest, APlansLongKeyStaysApartFromItsFigures) {
+  ReplayReport report = sample_report();
+  report.result.strategy = Strategy::planned;
+  PlanInfo plan;
+  plan.requests = 2;
+  plan.planned_requests = 2;
+  plan.key = ~std::uint64_t{0};
+  report.result.planned.plans.push_back(plan);
+  const std::string text = replay_report_text(report);
+  EXPECT_NE(text.find("plan 0 (key 18446744073709551615) 2 of 2 requests"), std::string::npos)
+      << text;
+}
+
 }  // namespace
 }  // namespace npumem::cli

@@ -65,7 +65,8 @@ std::string padded(std::string text, std::size_t width) {
 }
 
 void add_line(std::ostringstream& out, const std::string& name, const std::string& value) {
-  out << "  " << padded(name, 22) << value << "\n";
+  // A name of the column's width or more (a plan's 20-digit key) still ends in a space.
+  out << "  " << padded(name + " ", 22) << value << "\n";
 }
 
 void add_tier_table(std::ostringstream& out, const ReplayResult& result) {
