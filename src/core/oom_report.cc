@@ -48,6 +48,27 @@ std::string advice(const OomContext& c) {
     return "Advice: the per-process memory fraction holds HBM below its capacity; raise it "
            "(set_per_process_memory_fraction) or free tensors.";
   }
+  for (const TierMemory* tier : {&hbm, &ddr}) {
+    // Enough is cached free, and the live tensors and this request fit within the
+    // limit: the free memory lies where this request cannot use it, in segments that
+    // live blocks keep from being released; unless the device said why it refused (the
+    // new segment, larger than the request, may pass the limit where the request would not).
+    if (tier->present && tier->free_cached_bytes >= c.rounded_bytes &&
+        tier->allocated_bytes + c.rounded_bytes <= tier->limit_bytes &&
+        (tier->reserved_bytes + c.rounded_bytes > tier->limit_bytes || c.device_error.empty())) {
+      const std::string free = format_bytes(tier->free_cached_bytes);
+      return c.strategy == "expandable"
+                 ? "Advice: the live tensors and this request fit within the limit, and " + free +
+                       " is cached free, but within granules that live blocks of other pools or "
+                       "of the other size class also use (mapping cannot gather it); free those "
+                       "tensors or empty the cache (empty_cache) between phases."
+                 : "Advice: the live tensors and this request fit within the limit, and " + free +
+                       " is cached free, but in segments this request cannot use (another "
+                       "pool's, or the other size class's: small or large pool) that live blocks "
+                       "keep from being released, or beside which its new segment does not fit; "
+                       "try expandable_segments:true, or free those tensors.";
+    }
+  }
   // The live tensors and this request fit within the limit, so something outside this
   // allocator (a device fault, another process on the device) withheld the memory.
   if (hbm.present && hbm.allocated_bytes + c.rounded_bytes <= hbm.limit_bytes &&

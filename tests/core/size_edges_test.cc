@@ -118,6 +118,76 @@ TEST(SizeEdges, DeviceRefusalIsNotBlamedOnTheLiveTensors) {
   }
 }
 
+std::string oom_message(Allocator& allocator, std::size_t bytes) {
+  try {
+    allocator.allocate(bytes);
+  } catch (const OutOfMemory& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "expected OutOfMemory for " << bytes << " bytes";
+  return {};
+}
+
+// Free memory cached where the request cannot use it (another pool's segment, the other
+// size class's) was blamed on the live tensors, or on the device.
+TEST(SizeEdges, FreeMemoryCachedOutOfReachIsNotBlamedOnTheLiveTensors) {
+  SimSpec spec;
+  spec.hbm_bytes = 30 * MiB;
+  spec.ddr_bytes = 0;
+  {
+    // Caching: pool a's 20 MiB segment holds a live 4 MiB block; pool b's 12 MiB needs
+    // a segment of its own, which does not fit beside it.
+    Allocator allocator(std::make_shared<SimDevice>(spec));
+    allocator.create_pool("a");
+    allocator.create_pool("b");
+    void* kept = nullptr;
+    {
+      PoolScope scope(allocator, "a");
+      kept = allocator.allocate(4 * MiB);
+    }
+    PoolScope scope(allocator, "b");
+    const std::string message = oom_message(allocator, 12 * MiB);
+    EXPECT_EQ(message.find("live tensors need more"), std::string::npos) << message;
+    EXPECT_NE(message.find("16.0 MiB is cached free, but in segments this request cannot use"),
+              std::string::npos)
+        << message;
+    allocator.deallocate(kept);
+  }
+  {
+    // Expandable, three pools on 16 MiB: the last small request finds the free space
+    // within granules other pools' live blocks use.
+    spec.hbm_bytes = 16 * MiB;
+    Allocator allocator(std::make_shared<SimDevice>(spec), parse_config("strategy:expandable"));
+    allocator.create_pool("a");
+    allocator.create_pool("b");
+    std::vector<void*> kept{allocator.allocate(1 * MiB)};
+    {
+      PoolScope scope(allocator, "a");
+      kept.push_back(allocator.allocate(4 * MiB));
+      kept.push_back(allocator.allocate(300000));
+    }
+    PoolScope scope(allocator, "b");
+    kept.push_back(allocator.allocate(8 * MiB));
+    const std::string message = oom_message(allocator, 1000);
+    EXPECT_EQ(message.find("live tensors need more"), std::string::npos) << message;
+    EXPECT_NE(message.find("is cached free, but within granules"), std::string::npos) << message;
+    for (void* p : kept) allocator.deallocate(p);
+  }
+  // Small requests when the free memory is a large segment's: the new small segment
+  // fits beside the reserved bytes' rounding only, not within the limit.
+  spec.hbm_bytes = 23 * MiB;
+  Allocator allocator(std::make_shared<SimDevice>(spec));
+  void* large = allocator.allocate(4 * MiB);  // a 20 MiB segment, 16 MiB of it free
+  std::vector<void*> small;
+  for (int i = 0; i < 4; ++i) small.push_back(allocator.allocate(512 * KiB));  // 2 MiB
+  const std::string message = oom_message(allocator, 512 * KiB);
+  EXPECT_EQ(message.find("live tensors need more"), std::string::npos) << message;
+  EXPECT_EQ(message.find("device refused"), std::string::npos) << message;
+  EXPECT_NE(message.find("cached free"), std::string::npos) << message;
+  for (void* p : small) allocator.deallocate(p);
+  allocator.deallocate(large);
+}
+
 TEST(SizeEdges, FragmentationAdviceFitsTheStrategy) {
   core::OomContext context;
   context.requested_bytes = context.rounded_bytes = 16 * MiB;
