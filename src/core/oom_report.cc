@@ -19,6 +19,11 @@ std::string advice(const OomContext& c) {
   const TierMemory& hbm = c.tiers[static_cast<int>(Tier::hbm)];
   const TierMemory& ddr = c.tiers[static_cast<int>(Tier::ddr)];
   if (c.arena_exhausted) {
+    // A named pool's arena is its quota; the default pool's is static_size.
+    if (c.pool_quota_bytes != 0) {
+      return "Advice: pool '" + c.pool + "''s static arena (its quota) is full; raise the pool's " +
+             "quota (npumem replay --advise measures each pool's) or allow static_fallback:true.";
+    }
     return "Advice: the static arena is full; raise static_size (npumem replay --advise "
            "measures it) or allow static_fallback:true.";
   }

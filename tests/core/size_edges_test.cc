@@ -188,6 +188,23 @@ TEST(SizeEdges, FreeMemoryCachedOutOfReachIsNotBlamedOnTheLiveTensors) {
   allocator.deallocate(large);
 }
 
+// Under the static strategy a named pool's arena is its quota: raising static_size
+// (what the advice said) changes nothing for it.
+TEST(SizeEdges, AFullStaticPoolIsToldToRaiseItsQuota) {
+  SimSpec spec;
+  spec.hbm_bytes = 256 * MiB;
+  spec.ddr_bytes = 0;
+  Allocator allocator(std::make_shared<SimDevice>(spec),
+                      parse_config("strategy:static,static_size:128MiB"));
+  allocator.create_pool("pa", 16 * MiB);
+  PoolScope scope(allocator, "pa");
+  void* kept = allocator.allocate(15 * MiB);
+  const std::string message = oom_message(allocator, 2 * MiB);
+  EXPECT_EQ(message.find("static_size"), std::string::npos) << message;
+  EXPECT_NE(message.find("raise the pool's quota"), std::string::npos) << message;
+  allocator.deallocate(kept);
+}
+
 TEST(SizeEdges, FragmentationAdviceFitsTheStrategy) {
   core::OomContext context;
   context.requested_bytes = context.rounded_bytes = 16 * MiB;
