@@ -190,10 +190,26 @@ TEST(ReplayCliTest, StaticWithoutASizeReplaysInTheAdvisedArena) {
 // HBM the minimum-capacity search tries (36 MiB live: the limit is below it, DDR takes the rest).
 TEST(ReplayCliTest, AnHbmLimitCapsTheStaticAdviceButNotTheMinimumHbmSearch) {
   const TempTrace trace(kThreeLarge);
+  // The replay completes (DDR takes the rest); no arena does: the report says so, exit 3
+  // (it withheld the report, exit 2).
   const auto advise = run_npumem("replay " + trace.path() + " --advise --conf hbm:16MiB");
-  EXPECT_EQ(advise.exit_code, 2);
-  EXPECT_NE(advise.err.find("no static arena up to the HBM limit (16.0 MiB)"), std::string::npos)
+  EXPECT_EQ(advise.exit_code, 3);
+  EXPECT_NE(advise.err.find("--advise: no static arena up to the HBM limit (16.0 MiB)"),
+            std::string::npos)
       << advise.err;
+  EXPECT_NE(advise.out.find("static_size advice    none: no static arena up to the HBM limit"),
+            std::string::npos)
+      << advise.out;
+  EXPECT_NE(advise.out.find("peak reserved"), std::string::npos) << advise.out;
+  const auto json = run_npumem("replay " + trace.path() + " --advise --conf hbm:16MiB --json");
+  EXPECT_EQ(json.exit_code, 3);
+  EXPECT_NE(nlohmann::json::parse(json.out)
+                .at("static_advice")
+                .at("failure")
+                .get<std::string>()
+                .find("no static arena"),
+            std::string::npos)
+      << json.out;
   const auto compare = run_npumem("compare " + trace.path() + " --conf hbm:16MiB --json");
   ASSERT_EQ(compare.exit_code, 0) << compare.err;
   const auto rows = nlohmann::json::parse(compare.out).at("strategies");

@@ -13,6 +13,7 @@
 #include "json_text.h"
 #include "min_capacity.h"
 #include "npumem/config.h"
+#include "npumem/errors.h"
 #include "npumem/units.h"
 #include "progress.h"
 #include "replay.h"
@@ -124,8 +125,16 @@ int run_replay(const ReplayCommandOptions& options) {
   if (options.min_capacity)
     report.min_hbm_capacity_bytes = find_min_capacity(trace, replay_options);
   if (options.advise_margin_percent && !report.static_advice) {
-    report.static_advice =
-        advise_static_size(trace, replay_options, *options.advise_margin_percent / 100.0);
+    // After a replay under another strategy, an arena that cannot be found is part of
+    // the report, not a reason to withhold it.
+    try {
+      report.static_advice =
+          advise_static_size(trace, replay_options, *options.advise_margin_percent / 100.0);
+    } catch (const ConfigError&) {
+      throw;
+    } catch (const Error& e) {
+      report.static_advice_failure = e.what();
+    }
   }
   if (options.json) {
     std::cout << json_text(replay_report_json(report)) << "\n";
@@ -145,6 +154,10 @@ int run_replay(const ReplayCommandOptions& options) {
   }
   if (report.result.out_of_memory) {
     std::cerr << "npumem: " << *report.result.out_of_memory << "\n";
+    return kExitOutOfMemory;
+  }
+  if (!report.static_advice_failure.empty()) {
+    std::cerr << "npumem: --advise: " << report.static_advice_failure << "\n";
     return kExitOutOfMemory;
   }
   return leaks && leaks->leaking ? kExitLeak : kExitOk;

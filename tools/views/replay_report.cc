@@ -245,6 +245,9 @@ nlohmann::ordered_json replay_report_json(const ReplayReport& report) {
                                                 {"recommended_quota", pool.recommended_bytes}});
     }
   }
+  if (!report.static_advice_failure.empty()) {
+    json["static_advice"] = {{"failure", report.static_advice_failure}};
+  }
   if (result.out_of_memory) json["out_of_memory"] = *result.out_of_memory;
   return json;
 }
@@ -296,6 +299,9 @@ std::string replay_report_text(const ReplayReport& report) {
                   << "; create_pool quota " << pool.recommended_bytes << ")";
       add_line(out, "pool quota advice", advice_line.str());
     }
+  }
+  if (!report.static_advice_failure.empty()) {
+    add_line(out, "static_size advice", "none: " + report.static_advice_failure);
   }
   add_tier_table(out, result);
   if (result.pools.size() > 1) add_pool_table(out, result.pools);

@@ -16,6 +16,8 @@ struct ReplayReport {
   ReplayResult result;
   std::optional<std::uint64_t> min_hbm_capacity_bytes;  // when --min-capacity was given
   std::optional<StaticAdvice> static_advice;            // when --advise was given
+  // When --advise found no static arena for the trace (the replay itself may complete).
+  std::string static_advice_failure;
 };
 
 // Keys in reading order; "pools" only when the trace used named pools.

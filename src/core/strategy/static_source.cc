@@ -40,8 +40,16 @@ void StaticSource::pool_created(PoolState& pool) {
                       bytes, pool.name);
   }
   if (reserved != GrowResult::ok) {
+    // What other arenas hold already: a 10 MiB arena refused by an 18 MiB limit reads as
+    // a contradiction without it.
+    const auto reserved_already = static_cast<std::uint64_t>(
+        allocator_.stats.reserved_bytes.by_tier[static_cast<std::size_t>(Tier::hbm)].current);
+    const std::string beside =
+        reserved_already == 0
+            ? ""
+            : " beside the " + format_bytes(reserved_already) + " reserved already";
     throw OutOfMemory("out of memory: the static arena of " + format_bytes(bytes) + " for pool '" +
-                          pool.name + "' does not fit in HBM (limit " +
+                          pool.name + "' does not fit in HBM" + beside + " (limit " +
                           format_bytes(allocator_.limit(Tier::hbm)) +
                           ").\nAdvice: lower static_size (npumem replay --advise measures what "
                           "a workload needs) or use a larger device.",

@@ -100,6 +100,22 @@ TEST_P(Static, NamedPoolsGetAnArenaOfTheirQuota) {
   EXPECT_EQ(allocator.stats().reserved_bytes.all.current, static_cast<std::int64_t>(48 * MiB));
 }
 
+// A pool's arena that does not fit beside the others says what they hold: "an arena of
+// 10 MiB does not fit in HBM (limit 18 MiB)" read as a contradiction.
+TEST_P(Static, AnArenaThatDoesNotFitBesideTheOthersSaysWhatTheyHold) {
+  Allocator allocator(device(), static_arena(768 * MiB));
+  try {
+    allocator.create_pool("model_b", 512 * MiB);
+    FAIL() << "expected OutOfMemory";
+  } catch (const OutOfMemory& e) {
+    const std::string message = e.what();
+    EXPECT_NE(message.find("the static arena of 512 MiB for pool 'model_b' does not fit in HBM "
+                           "beside the 768 MiB reserved already (limit 1.00 GiB)"),
+              std::string::npos)
+        << message;
+  }
+}
+
 // A quota that is not whole granules gives the granules within it.
 TEST_P(Static, ANamedPoolsArenaRoundsDownWithinItsQuota) {
   Allocator allocator(device(), static_arena(16 * MiB));
