@@ -172,5 +172,34 @@ TEST(VizCliTest, BadSnapshotsGetAClearError) {
   std::filesystem::remove_all(dir);
 }
 
+// An output that is one of the inputs (or the other output) was overwritten, exit 0: the
+// snapshot lost to the Chrome trace, the trace or the snapshot to the page.
+TEST(VizCliTest, OutputsThatWouldOverwriteAnInputOrEachOtherAreRefused) {
+  const auto dir = scratch();
+  const auto trace = dir / "t.trace";
+  std::ofstream(trace) << "a 1 4096\nf 1\n";
+  const auto snapshot = (dir / "s.json").string();
+  ASSERT_EQ(run_npumem("replay " + trace.string() + " --record " + snapshot).exit_code, 0);
+  const std::string recorded = read_file(snapshot);
+  const std::pair<std::string, std::string> cases[] = {
+      {"replay " + trace.string() + " --record " + (dir / "x.json").string() + " --chrome-trace " +
+           (dir / "." / "x.json").string(),
+       "--chrome-trace " + (dir / "." / "x.json").string() + " is the file of --record"},
+      {"replay " + trace.string() + " --record " + trace.string(),
+       "--record " + trace.string() + " is the file of the trace"},
+      {"replay " + trace.string() + " --record ''", "an empty path names no file to write"},
+      {"viz " + snapshot + " -o " + snapshot,
+       "--output " + snapshot + " is the file of a snapshot"},
+  };
+  for (const auto& [command, message] : cases) {
+    const auto run = run_npumem(command);
+    EXPECT_EQ(run.exit_code, 2) << command;
+    EXPECT_NE(run.err.find(message), std::string::npos) << command << "\n" << run.err;
+  }
+  EXPECT_EQ(read_file(trace), "a 1 4096\nf 1\n");
+  EXPECT_EQ(read_file(snapshot), recorded);
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace npumem::cli

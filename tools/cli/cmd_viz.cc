@@ -54,6 +54,9 @@ nlohmann::json read_snapshot(const std::string& path) {
 }
 
 int run_viz(const VizOptions& options) {
+  std::vector<std::pair<std::string, std::string>> inputs;
+  for (const std::string& path : options.snapshot_paths) inputs.emplace_back("a snapshot", path);
+  check_outputs_apart(inputs, {{"--output", options.output_path}});
   std::vector<nlohmann::json> snapshots;
   std::string title;
   for (const std::string& path : options.snapshot_paths) {

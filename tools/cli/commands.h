@@ -4,6 +4,9 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <string>
+#include <utility>
+#include <vector>
 
 namespace npumem::cli {
 
@@ -23,6 +26,12 @@ CLI::Validator nonnegative_check();
 CLI::Validator positive_check();
 // Digits only, at most 2^64-1: for unsigned options (CLI11 wraps -1 round).
 CLI::Validator whole_number_check();
+// An output file's path: not empty (it wrote nothing and said nothing).
+CLI::Validator output_path_check();
+// Throws ConfigError when `output` names the same file as one of `inputs` or another
+// output (each: option or role, path): written last, it would destroy what they hold.
+void check_outputs_apart(const std::vector<std::pair<std::string, std::string>>& inputs,
+                         const std::vector<std::pair<std::string, std::string>>& outputs);
 
 void add_replay_command(CLI::App& app, int& exit_code);
 void add_plan_command(CLI::App& app, int& exit_code);

@@ -1,6 +1,7 @@
 #include <bit>
 #include <charconv>
 #include <cmath>
+#include <filesystem>
 
 #include "commands.h"
 #include "npumem/errors.h"
@@ -72,6 +73,34 @@ CLI::Validator whole_number_check() {
     }
     return std::string();
   });
+}
+
+CLI::Validator output_path_check() {
+  return validator("FILE", [](const std::string& text) {
+    return text.empty() ? std::string("an empty path names no file to write") : std::string();
+  });
+}
+
+void check_outputs_apart(const std::vector<std::pair<std::string, std::string>>& inputs,
+                         const std::vector<std::pair<std::string, std::string>>& outputs) {
+  // Paths as they would be opened: "x" and "./x" are one file, also before it exists.
+  const auto file = [](const std::string& path) {
+    std::error_code error;
+    const std::filesystem::path resolved = std::filesystem::weakly_canonical(path, error);
+    return error ? std::filesystem::path(path).lexically_normal() : resolved;
+  };
+  for (std::size_t i = 0; i < outputs.size(); ++i) {
+    const auto& [name, path] = outputs[i];
+    if (path.empty()) continue;
+    std::vector<std::pair<std::string, std::string>> others = inputs;
+    others.insert(others.end(), outputs.begin(), outputs.begin() + static_cast<std::ptrdiff_t>(i));
+    for (const auto& [other_name, other_path] : others) {
+      if (!other_path.empty() && file(path) == file(other_path)) {
+        throw ConfigError(name + " " + path + " is the file of " + other_name +
+                          ": writing it would destroy what that holds");
+      }
+    }
+  }
 }
 
 CLI::Validator nonnegative_check() {

@@ -38,10 +38,14 @@ void write_file(const std::string& path, const char* what, Write write) {
 }  // namespace
 
 void add_replay_observer_options(CLI::App& command, ReplayObserverOptions& options) {
-  command.add_option("--record", options.record_path,
-                     "write a memory snapshot with the recorded history (JSON; see `npumem viz`)");
-  command.add_option("--chrome-trace", options.chrome_trace_path,
-                     "write the history as a Chrome Trace Event file (Perfetto, chrome://tracing)");
+  command
+      .add_option("--record", options.record_path,
+                  "write a memory snapshot with the recorded history (JSON; see `npumem viz`)")
+      ->check(output_path_check());
+  command
+      .add_option("--chrome-trace", options.chrome_trace_path,
+                  "write the history as a Chrome Trace Event file (Perfetto, chrome://tracing)")
+      ->check(output_path_check());
   command
       .add_option("--history-entries", options.history_entries,
                   "events the history keeps (the oldest are dropped)")
@@ -69,6 +73,9 @@ void add_replay_observer_options(CLI::App& command, ReplayObserverOptions& optio
 ReplayObservers::ReplayObservers(ReplayObserverOptions options, const Trace& trace)
     : options_(std::move(options)), trace_iterations_(trace.iterations) {
   // Fail before a long replay rather than after it.
+  check_outputs_apart(
+      {{"the trace", trace.source}},
+      {{"--record", options_.record_path}, {"--chrome-trace", options_.chrome_trace_path}});
   for (const std::string& path : {options_.record_path, options_.chrome_trace_path}) {
     if (!path.empty()) write_file(path, "output", [](std::ostream&) {});
   }
