@@ -146,6 +146,14 @@ class MemoryHistory:
     def __init__(
         self, device: DeviceLike = None, max_entries: int = 100_000, backtraces: bool = False
     ):
+        # Checked here: past the bindings' unsigned 64 bits it was a TypeError naming
+        # their signature; the recorder checks the rest (at most 10^9).
+        if isinstance(max_entries, bool) or not isinstance(max_entries, int):
+            raise TypeError(f"max_entries must be an int, not {type(max_entries).__name__}")
+        if not 1 <= max_entries < 2**64:
+            raise _core.ConfigError(f"history max_entries must be at least 1, got {max_entries}"
+                                    if max_entries < 1 else
+                                    f"history max_entries must be at most 10^9, got {max_entries}")
         self.device = get_device(device)
         self._recorder = _core.HistoryRecorder(self.device, max_entries, backtraces)
 

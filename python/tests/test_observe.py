@@ -118,6 +118,16 @@ class SizePatternsAndResizeTest(unittest.TestCase):
 
 
 class ExportTest(unittest.TestCase):
+    def test_a_history_size_out_of_range_is_a_config_error(self):
+        # -1 and 2**64 reached the bindings as a TypeError naming their signature.
+        device = fresh_device()
+        for entries in (0, -1, 2**64, 10**9 + 1):
+            with self.subTest(entries=entries):
+                with self.assertRaisesRegex(npumem.ConfigError, "max_entries"):
+                    npumem.MemoryHistory(device, max_entries=entries)
+        with self.assertRaisesRegex(TypeError, "max_entries"):
+            npumem.MemoryHistory(device, max_entries=1.5)
+
     def test_history_goes_into_the_snapshot_json_chrome_trace_and_timeline(self):
         device = fresh_device("sim:hbm=16MiB,ddr=64MiB")
         history = npumem.MemoryHistory(device, max_entries=1000)

@@ -65,9 +65,11 @@ def main(argv: Optional[list[str]] = None) -> int:
     options = parser().parse_args(argv)
     try:
         if options.command == "run":
-            if options.history_entries <= 0:
+            # The recorder refuses more than 10^9; past 2^64 the bindings' TypeError would
+            # end in a traceback.
+            if not 1 <= options.history_entries < 2**64:
                 raise _core.ConfigError(
-                    f"--history-entries must be positive, not {options.history_entries}"
+                    f"--history-entries must be from 1 to 10^9, not {options.history_entries}"
                 )
             return run(
                 options.script,

@@ -157,6 +157,16 @@ class CliTest(unittest.TestCase):
         with open(page, encoding="utf-8") as file:
             self.assertIn('"max_entries":10', file.read().replace(" ", ""))
 
+    def test_run_refuses_a_history_size_out_of_range(self):
+        script = self.script("never_runs.py", "print('ran')\n")
+        page = os.path.join(self.folder.name, "t.html")
+        for entries in ("99999999999999999999", "0"):
+            result = self.npumem_torch("run", "--html", page, "--history-entries", entries, script)
+            self.assertEqual(result.returncode, 2, result.stderr)
+            self.assertIn("--history-entries", result.stderr)
+            self.assertNotIn("Traceback", result.stderr)
+            self.assertNotIn("ran", result.stdout)
+
     def test_run_checks_html_and_conf_before_running(self):
         script = self.script("never_runs.py", "print('ran')\n")
         missing = os.path.join(self.folder.name, "no", "such", "folder", "t.html")
