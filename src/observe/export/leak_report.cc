@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <sstream>
@@ -57,8 +58,22 @@ std::string to_string(const LeakReport& report) {
            "of "
         << percent(report.threshold) << " of the baseline\n";
   } else {
-    out << "verdict: no leak: nothing made after warm-up stays alive iteration after "
-           "iteration\n";
+    out << "verdict: no leak: nothing made after warm-up stays alive iteration after iteration";
+    // Survivors that judged iterations left, too few of them to recur: a slow leak.
+    std::uint64_t left_bytes = 0;
+    std::size_t left_by = 0;
+    for (const LeakGroup& group : report.survivors) {
+      if (group.recurring || group.judged_iterations == 0) continue;
+      left_bytes += group.bytes;
+      left_by = std::max(left_by, group.judged_iterations);
+    }
+    if (left_bytes != 0) {
+      out << "; " << format_bytes(left_bytes) << " left by " << left_by << " of the "
+          << report.judged_iterations
+          << " judged iterations survives (below): a leak slower than one iteration in two "
+             "shows there";
+    }
+    out << "\n";
   }
   if (report.survivors.empty()) {
     out << "no allocation made since the baseline is still alive\n";

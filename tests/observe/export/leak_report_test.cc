@@ -89,6 +89,23 @@ TEST(LeakReport, SaysWhatStaysAliveWithinTheThreshold) {
       << text;
 }
 
+// A leak slower than every other iteration recurs in none of the groups: the verdict
+// said "nothing made after warm-up stays alive" beside +37% growth.
+TEST(LeakReport, SaysWhatJudgedIterationsLeftThatDoesNotRecur) {
+  LeakReport report = leaking_report();
+  report.leaking = false;
+  report.leaked_bytes = 0;
+  report.survivors[0].recurring = false;
+  report.survivors[0].judged_iterations = 3;
+  report.survivors[0].bytes = 192 * KiB;
+  const std::string text = to_string(report);
+  EXPECT_NE(text.find("verdict: no leak: nothing made after warm-up stays alive iteration after "
+                      "iteration; 192 KiB left by 3 of the 8 judged iterations survives (below): "
+                      "a leak slower than one iteration in two shows there"),
+            std::string::npos)
+      << text;
+}
+
 TEST(LeakReport, GrowthFromNothingIsInfinite) {
   LeakReport report = leaking_report();
   report.baseline_bytes = 0;
