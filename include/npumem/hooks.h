@@ -59,6 +59,7 @@ struct SizePatterns {
   std::vector<std::pair<std::uint64_t, std::uint64_t>> most_frequent;  // (size, count)
   // Per iteration after the first: the share of its requests whose size the
   // previous iteration also requested (as many times); 1.0 is a repeating loop.
+  // Iterations that requested nothing are left out.
   std::vector<double> repetition;
 };
 

@@ -117,12 +117,9 @@ void ReplayObservers::start(Allocator& allocator) {
 
 // The last `i` ends the check: what follows it is the iteration in progress.
 void ReplayObservers::iteration(Allocator& /*allocator*/) {
-  // Each `i` ends the iteration before it; what precedes the first one counts as an
-  // iteration only when it allocated something.
-  if (options_.patterns && (iterations_ended_ > 0 || analyser_.patterns(0).allocations > 0)) {
-    analyser_.tick();
-    ++iterations_ended_;
-  }
+  // Each `i` ends the iteration before it (the analyser leaves out those that allocated
+  // nothing, as what precedes the first `i` often is).
+  if (options_.patterns) analyser_.tick();
   if (!options_.leak_check) return;
   ++iterations_seen_;
   if (iterations_seen_ == trace_iterations_) leak_report_ = leaks_->report();

@@ -63,7 +63,6 @@ class ReplayObservers {
   std::optional<LeakReport> leak_report_;
   std::shared_ptr<Hooks> hooks_;
   SizePatternAnalyser analyser_;
-  std::size_t iterations_ended_ = 0;  // analyser_ ticks
   std::optional<SizePatterns> size_patterns_;
 };
 

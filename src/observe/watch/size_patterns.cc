@@ -37,6 +37,7 @@ void SizePatternAnalyser::record(std::uint64_t requested_bytes) {
 
 void SizePatternAnalyser::tick() {
   std::lock_guard lock(mutex_);
+  if (current_.empty()) return;  // no requests: nothing repeated, nothing to repeat
   if (has_previous_) repetition_.push_back(shared_share(current_, previous_));
   previous_ = std::move(current_);
   current_.clear();

@@ -30,6 +30,20 @@ TEST(SizePatterns, RepetitionComparesEachIterationWithThePrevious) {
   EXPECT_EQ(analyser.patterns().repetition, (std::vector<double>{1.0, 0.5}));
 }
 
+// An iteration that made nothing repeats nothing and gives the next nothing to repeat:
+// it read as 100% (and the one after it as 0%).
+TEST(SizePatterns, IterationsThatAllocateNothingAreLeftOut) {
+  SizePatternAnalyser analyser;
+  analyser.record(100);
+  analyser.tick();
+  analyser.tick();
+  analyser.tick();
+  analyser.record(100);
+  analyser.tick();
+  analyser.tick();
+  EXPECT_EQ(analyser.patterns().repetition, (std::vector<double>{1.0}));
+}
+
 TEST(SizePatterns, InstalledOnHooksCountsRequestedSizes) {
   Allocator allocator(make_device("sim:hbm=64MiB,ddr=0"));
   auto hooks = std::make_shared<Hooks>();
