@@ -173,6 +173,32 @@ TEST(ReplayCliTest, TracesWithPoolsRunUnderTheStaticStrategyAndGetPoolAdvice) {
   EXPECT_NE(compare.out.find("pool 'encoder'"), std::string::npos) << compare.out;
 }
 
+// A pool's quota from the command line: --advise recommended quotas the replay could
+// not apply. Over it, the pool runs out of memory; the table shows it.
+TEST(ReplayCliTest, QuotaGivesATracesPoolItsQuota) {
+  const TempTrace trace("a 1 1000\np encoder\na 2 3000000\na 3 3000000\nf 2\nf 3\nf 1\n");
+  const auto within = run_npumem("replay " + trace.path() + " --quota encoder=64MiB");
+  ASSERT_EQ(within.exit_code, 0) << within.err;
+  EXPECT_NE(within.out.find("64.0 MiB"), std::string::npos) << within.out;
+  const auto json = run_npumem("replay " + trace.path() + " --quota encoder=64MiB --json");
+  EXPECT_EQ(nlohmann::json::parse(json.out).at("pools").at("encoder").at("quota_bytes"), 64u << 20)
+      << json.out;
+  const auto over = run_npumem("replay " + trace.path() + " --quota encoder=4MiB");
+  EXPECT_EQ(over.exit_code, 3) << over.out;
+  EXPECT_NE(over.err.find("pool 'encoder'"), std::string::npos) << over.err;
+  const std::pair<std::string, std::string> bad[] = {
+      {"--quota decoder=1GiB", "--quota decoder: " + trace.path() + " has no pool of that name"},
+      {"--quota default=1GiB", "the default pool has no quota"},
+      {"--quota encoder", "expected NAME=SIZE"},
+      {"--quota encoder=lots", "lots"},
+  };
+  for (const auto& [option, message] : bad) {
+    const auto run = run_npumem("replay " + trace.path() + " " + option);
+    EXPECT_EQ(run.exit_code, 2) << option;
+    EXPECT_NE(run.err.find(message), std::string::npos) << option << ": " << run.err;
+  }
+}
+
 // --advise is how a static arena gets its size: with no static_size the replay uses it.
 TEST(ReplayCliTest, StaticWithoutASizeReplaysInTheAdvisedArena) {
   const TempTrace trace(kThreeLarge);

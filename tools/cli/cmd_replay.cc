@@ -1,8 +1,10 @@
 // `npumem replay TRACE`: replays an allocation trace through the allocator on a
 // device and reports peaks, overhead, tier use, spills, reclaims, OOMs and speed.
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -37,8 +39,38 @@ struct ReplayCommandOptions {
   bool min_capacity = false;
   bool latency = false;
   std::optional<double> advise_margin_percent;
+  std::vector<std::string> quotas;  // --quota NAME=SIZE
   ReplayObserverOptions observe;
 };
+
+// --quota NAME=SIZE for pools the trace switches to (`p` lines).
+std::map<std::string, std::uint64_t> parse_quotas(const std::vector<std::string>& given,
+                                                  const Trace& trace) {
+  std::map<std::string, std::uint64_t> quotas;
+  for (const std::string& text : given) {
+    const std::size_t equals = text.find('=');
+    if (equals == std::string::npos || equals == 0) {
+      throw ConfigError("--quota '" + text + "': expected NAME=SIZE, e.g. encoder=2GiB");
+    }
+    const std::string name = text.substr(0, equals);
+    if (name == kDefaultPoolName) {
+      throw ConfigError("--quota " + name +
+                        ": the default pool has no quota (static_size sizes "
+                        "its static arena)");
+    }
+    if (std::find(trace.pools.begin(), trace.pools.end(), name) == trace.pools.end()) {
+      std::string known;
+      for (const std::string& pool : trace.pools) {
+        if (pool != kDefaultPoolName) known += (known.empty() ? "" : ", ") + pool;
+      }
+      throw ConfigError(
+          "--quota " + name + ": " + trace.source + " has no pool of that name" +
+          (known.empty() ? " (no `p` line names one)" : " (its pools: " + known + ")"));
+    }
+    quotas[name] = parse_size(text.substr(equals + 1));
+  }
+  return quotas;
+}
 
 // "10%" or "10" (as the README writes it) to "10"; anything but a non-negative
 // number is an error naming the option.
@@ -99,6 +131,9 @@ int run_replay(const ReplayCommandOptions& options) {
     // A trace's pools need quotas to size their arenas: each gets the smallest arena
     // its own allocations complete in (the report's pool table shows them).
     replay_options.pool_quotas = pool_quotas(advise_pool_arenas(trace, replay_options, 0.0), false);
+  }
+  for (const auto& [pool, quota] : parse_quotas(options.quotas, trace)) {
+    replay_options.pool_quotas[pool] = quota;
   }
   ReplayReport report;
   report.trace_path = options.trace_path;
@@ -190,6 +225,9 @@ void add_replay_command(CLI::App& app, int& exit_code) {
       ->expected(0, 1)
       ->default_str("10")
       ->transform(percent_text, "MARGIN[%]");
+  command->add_option("--quota", options->quotas,
+                      "a pool's quota, NAME=SIZE (repeatable; pools are the trace's `p` lines; "
+                      "under the static strategy it is the pool's arena)");
   add_replay_observer_options(*command, options->observe);
   command->callback([options, &exit_code] { exit_code = run_replay(*options); });
 }

@@ -84,12 +84,13 @@ void add_tier_table(std::ostringstream& out, const ReplayResult& result) {
 
 void add_pool_table(std::ostringstream& out, const std::vector<PoolInfo>& pools) {
   out << "\n  " << padded("pool", 16) << padded("peak requested", 16)
-      << padded("peak allocated", 16) << "peak reserved\n";
+      << padded("peak allocated", 16) << padded("peak reserved", 16) << "quota\n";
   for (const PoolInfo& pool : pools) {
     out << "  " << padded(pool.name, 16)
         << padded(format_bytes(static_cast<std::uint64_t>(pool.stats.requested_bytes.all.peak)), 16)
         << padded(format_bytes(static_cast<std::uint64_t>(pool.stats.allocated_bytes.all.peak)), 16)
-        << format_bytes(static_cast<std::uint64_t>(pool.stats.reserved_bytes.all.peak)) << "\n";
+        << padded(format_bytes(static_cast<std::uint64_t>(pool.stats.reserved_bytes.all.peak)), 16)
+        << (pool.quota_bytes == 0 ? std::string("none") : format_bytes(pool.quota_bytes)) << "\n";
   }
 }
 
