@@ -166,8 +166,9 @@ window.addEventListener("error", function (e) {
   // The pool shown (null: all), from the selector or the page's #pool=NAME.
   var shown = null;
   (function () {
+    // Every pool an event names: one that only ran out of memory has no allocation.
     var select = document.getElementById("pool"), names = {};
-    allocs.forEach(function (a) { names[a.pool] = true; });
+    entries.forEach(function (e) { if (e.pool) names[e.pool] = true; });
     Object.keys(names).sort().forEach(function (name) {
       var option = document.createElement("option");
       option.value = option.textContent = name;
@@ -277,7 +278,7 @@ window.addEventListener("error", function (e) {
     var ooms = 0;
     ctx.fillStyle = "#d00";
     entries.forEach(function (e, at) {
-      if (e.kind !== "oom") return;
+      if (e.kind !== "oom" || (shown !== null && e.pool !== shown)) return;
       var ox = L + (at + 0.5) / n * pw;
       ctx.beginPath(); ctx.moveTo(ox, T); ctx.lineTo(ox - 5, T - 9); ctx.lineTo(ox + 5, T - 9);
       ctx.fill();

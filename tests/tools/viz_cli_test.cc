@@ -95,6 +95,31 @@ TEST(VizCliTest, APoolFilterDrawsThatPoolAlone) {
   std::filesystem::remove_all(dir);
 }
 
+// A pool whose only event is its out of memory: it was missing from the selector, and
+// its OOM mark was drawn over every other pool.
+TEST(VizCliTest, APoolThatOnlyRanOutOfMemoryIsListedAndItsOomIsItsOwn) {
+  if (!std::filesystem::exists(kChromium)) GTEST_SKIP() << "no " << kChromium;
+  const auto dir = scratch();
+  const auto trace = dir / "oom.trace";
+  std::ofstream(trace) << "p a\na 1 1024\np b\na 2 2000000000\n";
+  const auto snapshot = dir / "snapshot.json";
+  const auto page = dir / "timeline.html";
+  ASSERT_EQ(run_npumem("replay " + trace.string() + " --device sim:hbm=1GiB,ddr=0 --record " +
+                       snapshot.string())
+                .exit_code,
+            3);
+  ASSERT_EQ(run_npumem("viz " + snapshot.string() + " -o " + page.string()).exit_code, 0);
+  const std::string all = rendered_dom(page.string(), dir);
+  EXPECT_NE(all.find("<option value=\"b\">b</option>"), std::string::npos) << all.substr(0, 1500);
+  EXPECT_NE(all.find("data-ooms=\"1\""), std::string::npos) << all.substr(0, 1500);
+  const std::string pool_b = rendered_dom(page.string() + "#pool=b", dir);
+  EXPECT_NE(pool_b.find("data-pool=\"b\""), std::string::npos) << pool_b.substr(0, 1500);
+  EXPECT_NE(pool_b.find("data-ooms=\"1\""), std::string::npos) << pool_b.substr(0, 1500);
+  const std::string pool_a = rendered_dom(page.string() + "#pool=a", dir);
+  EXPECT_NE(pool_a.find("data-ooms=\"0\""), std::string::npos) << pool_a.substr(0, 1500);
+  std::filesystem::remove_all(dir);
+}
+
 TEST(VizCliTest, ADeviceSelectorDrawsOneSnapshotOfSeveral) {
   if (!std::filesystem::exists(kChromium)) GTEST_SKIP() << "no " << kChromium;
   const auto dir = scratch();
