@@ -443,6 +443,15 @@ void check_segments(const nlohmann::json& segments) {
       require_whole(blocks[b], "address", block_where);
       require_whole(blocks[b], "size", block_where);
       require(blocks[b], "state", Type::string, block_where);
+      // Subtracted, not added: sizes near 2^64 would wrap.
+      const auto begin = segment.at("address").get<std::uint64_t>();
+      const auto size = segment.at("size").get<std::uint64_t>();
+      const auto address = blocks[b].at("address").get<std::uint64_t>();
+      const auto bytes = blocks[b].at("size").get<std::uint64_t>();
+      if (address < begin || address - begin > size || bytes > size - (address - begin)) {
+        throw Error("not an npumem snapshot: " + where + "blocks[" + std::to_string(b) +
+                    "] lies outside its segment");
+      }
     }
   }
 }

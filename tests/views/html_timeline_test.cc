@@ -87,6 +87,16 @@ TEST(HtmlTimeline, RejectsSegmentsAndEntriesItCannotDraw) {
   EXPECT_NE(problem(negative).find("segments[0].'size' is missing or not a whole number"),
             std::string::npos)
       << problem(negative);
+  // A block past its segment was drawn as "allocated 909 TiB" in a 2 MiB segment.
+  nlohmann::json outside = snapshot;
+  ASSERT_FALSE(outside["segments"][0]["blocks"].empty());
+  outside["segments"][0]["blocks"][0]["size"] = std::uint64_t{1} << 50;
+  EXPECT_NE(problem(outside).find("segments[0].blocks[0] lies outside its segment"),
+            std::string::npos)
+      << problem(outside);
+  outside["segments"][0]["blocks"][0]["size"] = ~std::uint64_t{0};  // and wraps past 2^64
+  EXPECT_NE(problem(outside).find("lies outside its segment"), std::string::npos)
+      << problem(outside);
   nlohmann::json bogus = snapshot;
   ASSERT_FALSE(bogus["history"]["entries"].empty());
   bogus["history"]["entries"][0] = {{"bogus", 1}};
