@@ -49,8 +49,10 @@ struct PoolInfo {
 
 // One plan of the planned strategy.
 struct PlanInfo {
-  std::uint64_t requests = 0;          // requests of the iteration it was learned from
-  std::uint64_t planned_requests = 0;  // of those, the ones with an offset in the arena
+  std::uint64_t requests = 0;  // requests of the iteration it was learned from
+  // Of those, the ones it places: at an offset in the arena, or (hole_requests) in free
+  // space the fallback's segments hold beside what lasts.
+  std::uint64_t planned_requests = 0;
   std::uint64_t arena_bytes = 0;
   std::uint64_t lower_bound_bytes = 0;  // no layout of its planned requests is smaller
   // Iterations it served, the one in progress included, and those served by the plans
@@ -70,6 +72,9 @@ struct PlanInfo {
   // rest going to the fallback: not among iterations_served, though they made hits.
   // Those of the plans it replaced count too.
   std::uint64_t iterations_left = 0;
+  // Of planned_requests, those in the fallback's free space, not the arena: a plan may
+  // place them all there (arena 0 B).
+  std::uint64_t hole_requests = 0;
 };
 
 // What the planned strategy did (all zero under other strategies). Requests of the

@@ -80,8 +80,16 @@ TEST(ReplayReportTest, APlansLongKeyStaysApartFromItsFigures) {
   plan.key = ~std::uint64_t{0};
   report.result.planned.plans.push_back(plan);
   const std::string text = replay_report_text(report);
-  EXPECT_NE(text.find("plan 0 (key 18446744073709551615) 2 of 2 requests"), std::string::npos)
+  EXPECT_NE(text.find("plan 0 (key 18446744073709551615) 2 of 2 requests, arena"),
+            std::string::npos)
       << text;
+  // All in the fallback's free space: an arena of 0 B beside hits needs the word.
+  report.result.planned.plans[0].hole_requests = 2;
+  EXPECT_NE(replay_report_text(report).find(
+                "2 of 2 requests (2 in the fallback's free space, beside what lasts), arena 0 B"),
+            std::string::npos)
+      << replay_report_text(report);
+  EXPECT_EQ(replay_report_json(report)["planned"]["plans"][0]["hole_requests"], 2);
 }
 
 }  // namespace

@@ -102,6 +102,7 @@ nlohmann::ordered_json planned_json(const ReplayResult& result) {
     nlohmann::ordered_json item = {
         {"requests", plan.requests},
         {"planned_requests", plan.planned_requests},
+        {"hole_requests", plan.hole_requests},
         {"arena_bytes", plan.arena_bytes},
         {"lower_bound_bytes", plan.lower_bound_bytes},
         {"iterations_served", plan.iterations_served},
@@ -177,18 +178,22 @@ void add_planned_lines(std::ostringstream& out, const ReplayResult& result) {
     std::string name = "plan ";
     name += std::to_string(i);
     if (plan.key) name += " (key " + std::to_string(*plan.key) + ")";
-    add_line(out, name,
-             with_commas(plan.planned_requests) + " of " + with_commas(plan.requests) +
-                 " requests, arena " + format_bytes(plan.arena_bytes) + ", lower bound " +
-                 format_bytes(plan.lower_bound_bytes) + ", served " +
-                 counted(plan.iterations_served, "iteration") +
-                 (plan.iterations_left == 0 ? ""
-                                            : "; " + counted(plan.iterations_left, "iteration") +
-                                                  " began on it and left it") +
-                 (plan.declined ? ", declined: its arena beside what the fallback held would pass "
-                                  "the fallback's reserved peak of " +
-                                      format_bytes(plan.fallback_peak_reserved_bytes)
-                                : ""));
+    add_line(
+        out, name,
+        with_commas(plan.planned_requests) + " of " + with_commas(plan.requests) + " requests" +
+            (plan.hole_requests == 0 ? ""
+                                     : " (" + with_commas(plan.hole_requests) +
+                                           " in the fallback's free space, beside what lasts)") +
+            ", arena " + format_bytes(plan.arena_bytes) + ", lower bound " +
+            format_bytes(plan.lower_bound_bytes) + ", served " +
+            counted(plan.iterations_served, "iteration") +
+            (plan.iterations_left == 0
+                 ? ""
+                 : "; " + counted(plan.iterations_left, "iteration") + " began on it and left it") +
+            (plan.declined ? ", declined: its arena beside what the fallback held would pass "
+                             "the fallback's reserved peak of " +
+                                 format_bytes(plan.fallback_peak_reserved_bytes)
+                           : ""));
   }
 }
 

@@ -1205,9 +1205,12 @@ PlannedStats PlannedSource::stats() const {
     // of a trace, would otherwise say a plan that served every request served nothing.
     const std::uint64_t served =
         plan->served_before + plan->iterations_served + (plan.get() == served_ ? 1 : 0);
+    const auto in_holes = static_cast<std::uint64_t>(
+        std::count_if(plan->hole_address.begin(), plan->hole_address.end(),
+                      [](std::uintptr_t address) { return address != 0; }));
     out.plans.push_back({plan->sizes.size(), plan->planned_requests, plan->arena_bytes,
                          plan->lower_bound_bytes, served, plan->key, plan->fallback_peak_reserved,
-                         plan->declined, plan->left_before + plan->iterations_left});
+                         plan->declined, plan->left_before + plan->iterations_left, in_holes});
   }
   return out;
 }

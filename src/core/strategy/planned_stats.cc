@@ -30,6 +30,7 @@ std::map<std::string, std::int64_t> PlannedStats::as_map() const {
     const std::string prefix = "planned.plans." + std::to_string(i) + ".";
     out[prefix + "requests"] = value(plan.requests);
     out[prefix + "planned_requests"] = value(plan.planned_requests);
+    out[prefix + "hole_requests"] = value(plan.hole_requests);
     out[prefix + "arena_bytes"] = value(plan.arena_bytes);
     out[prefix + "lower_bound_bytes"] = value(plan.lower_bound_bytes);
     out[prefix + "iterations_served"] = value(plan.iterations_served);

@@ -628,6 +628,8 @@ TEST(Planned, KeepsWhatLastsOutOfTheHolesItPlansInto) {
   const PlannedStats stats = allocator.planned_stats();
   ASSERT_EQ(stats.plans.size(), 1u);
   EXPECT_EQ(stats.plans[0].arena_bytes, 0u) << "the activations fit in the weights' granule";
+  EXPECT_EQ(stats.plans[0].hole_requests, 3u);
+  EXPECT_EQ(stats.plans[0].planned_requests, 3u);
   EXPECT_GE(stats.lasting, 4u);  // one output per served iteration
   EXPECT_EQ(stats.fallbacks, 0u);
   EXPECT_EQ(stats.hits, stats.lasting * 3u);
@@ -661,6 +663,7 @@ TEST(Planned, GrowsAKeptInputFromTheFreeEndOfABlockThatLasts) {
   const PlannedStats stats = allocator.planned_stats();
   ASSERT_EQ(stats.plans.size(), 1u);
   EXPECT_EQ(stats.plans[0].arena_bytes, 4 * MiB);
+  EXPECT_EQ(stats.plans[0].hole_requests, 2u);  // the 1 MiB tensors
   EXPECT_EQ(stats.fallbacks, 0u);
   ASSERT_EQ(stats.first_served_iteration, 3u);
   // Served iterations 3 and 5 (indexes 2 and 4) find the free end unmapped: the
