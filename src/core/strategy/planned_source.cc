@@ -32,6 +32,11 @@ constexpr std::uint64_t kGrowingMissArenaShareDivisor = 64;
 // are chosen again only once an iteration repeats a kept plan's requests whole: shapes
 // that do not repeat (random lengths, a leak) then cost no arena beside the fallback.
 constexpr std::uint32_t kLeftIterations = 2;
+// A shape whose plan missed, was learned again, and missed again this many times in a
+// row is declined: learning cannot place it (two models served in turn, each output
+// kept into the other's iteration, re-learned one of them every iteration, 22 planner
+// runs in 40 iterations, at the fallback's memory all the same).
+constexpr std::uint32_t kMissedRelearns = 2;
 // After this many iterations in a row were learned and then served by no plan (shapes
 // that never repeat: every batch of another length), an iteration no plan served is
 // learned only when its requests repeat an iteration's of the last kRecentShapes, or
@@ -433,9 +438,15 @@ void PlannedSource::iteration_boundary(std::optional<std::uint64_t> key) {
       // when it was learned without the iteration before: that iteration shows which
       // of them outlive the iteration and which go in the next.
       const bool unproven_lasting = iteration_lasting_ != 0 && !served_->saw_previous;
-      learn_now =
-          too_many_misses() || served_->fallback_streak >= 2 ||
-          ((iteration_fallbacks_ != 0 || unproven_lasting) && served_->iterations_served == 1);
+      const bool missed_much = too_many_misses() || served_->fallback_streak >= 2;
+      learn_now = missed_much || ((iteration_fallbacks_ != 0 || unproven_lasting) &&
+                                  served_->iterations_served == 1);
+      served_->missed = missed_much || left_;
+      if (iteration_misses_ == 0 && !left_) served_->missed_relearns = 0;
+      if (served_->missed && served_->missed_relearns >= kMissedRelearns) {
+        served_->declined = true;
+        learn_now = false;
+      }
     } else {
       learn_now = !current_.requests.empty() && !repeats_a_declined_plan() && worth_learning();
     }
@@ -915,6 +926,11 @@ void PlannedSource::keep_plan(std::unique_ptr<Plan> plan) {
       plan->shape_served = kept->shape_served || kept->iterations_served != 0;
       plan->served_before = kept->served_before + kept->iterations_served;
       plan->left_before = kept->left_before + kept->iterations_left;
+      // A plan replaced before it served (learned again from an iteration no plan
+      // served) passes on its count untested.
+      plan->missed_relearns = kept->missed                   ? kept->missed_relearns + 1
+                              : kept->iterations_served == 0 ? kept->missed_relearns
+                                                             : 0;
       // Learned again from an iteration the plan served, of the same sizes: the
       // fallback's peak for them still bounds the arena (a checkpointed MLP's second
       // plan, with no bound, served 2 granules above expandable: 1.025x vs 1.008x).

@@ -94,7 +94,13 @@ class PlannedSource : public SegmentSource {
     // it again at each change of shape, 4 device calls in 3 served iterations).
     bool shape_served = false;
     std::uint32_t fallback_streak = 0;  // consecutive served iterations with fallbacks
-    std::uint64_t last_used = 0;        // iteration, for eviction
+    // Its last served iteration missed beyond a few strays, or left it.
+    bool missed = false;
+    // Times in a row its shape was learned again after the plan serving it missed, each
+    // new plan missing in turn (tensors of another shape's iterations, carried into its
+    // own, take its places): past kMissedRelearns it is declined.
+    std::uint32_t missed_relearns = 0;
+    std::uint64_t last_used = 0;  // iteration, for eviction
     // Learned with the iteration before on record: what it kept out of the arena had
     // the chance to show that it goes in the next iteration.
     bool saw_previous = false;
