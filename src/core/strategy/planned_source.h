@@ -203,6 +203,8 @@ class PlannedSource : public SegmentSource {
   // where the iteration's requests go and could raise the fallback's peak (a declined
   // plan cost an embedding model's training 2 granules: 1.031 against expandable's 1.010).
   bool arena_might_fit(const Plan& plan, std::uint64_t bytes) const;
+  // Whether `plan` served an iteration whole: its arena is reserved again untested.
+  static bool proven(const Plan& plan);
   // The serving plan's arena does not pay: the iteration is the fallback's.
   void decline_serving_plan();
   // Whether the iteration now ending made a declined plan's requests (or has its key):

@@ -612,6 +612,53 @@ TEST(Planned, LearnsTheNextIterationTooWhenTheFirstLeavesMuchLive) {
   allocator.deallocate(state);
 }
 
+// empty_cache() between iterations gives the arena back; the next iteration reserves
+// it again. The pay test compares with the fallback's peak in the learning iteration,
+// which a cache growing each iteration outgrew: the plan was declined for good, and
+// the fallback alone then reserved more than the plan had.
+TEST(Planned, APlanThatServedKeepsServingAfterEmptyCache) {
+  const auto workload = [](Allocator& allocator, bool empty_cache) {
+    void* weights = allocator.allocate(20 * MiB);
+    std::vector<void*> cache;
+    void* output = nullptr;
+    const std::vector<std::size_t> sizes = {3 * MiB, 512 * KiB, 3 * MiB,  6 * MiB, 100 * KiB,
+                                            6 * MiB, 1 * MiB,   12 * MiB, 4 * KiB, 2 * MiB};
+    allocator.mark_iteration();
+    for (int step = 0; step < 20; ++step) {
+      std::vector<void*> activations;
+      for (const std::size_t bytes : sizes) {
+        activations.push_back(allocator.allocate(bytes));
+        allocator.deallocate(allocator.allocate(bytes / 2 + 512));
+      }
+      for (auto it = activations.rbegin(); it != activations.rend(); ++it) {
+        void* gradient = allocator.allocate(allocator.allocation_size(*it));
+        allocator.deallocate(*it);
+        allocator.deallocate(gradient);
+      }
+      void* next_output = allocator.allocate(64 * KiB);
+      if (output != nullptr) allocator.deallocate(output);
+      output = next_output;
+      cache.push_back(allocator.allocate(256 * KiB));
+      allocator.mark_iteration();
+      if (empty_cache && step % 5 == 4) allocator.empty_cache();
+    }
+    const PlannedStats stats = allocator.planned_stats();
+    for (void* p : cache) allocator.deallocate(p);
+    allocator.deallocate(output);
+    allocator.deallocate(weights);
+    return stats;
+  };
+  Allocator allocator(device(), planned());
+  const PlannedStats stats = workload(allocator, true);
+  ASSERT_EQ(stats.plans.size(), 1u);
+  EXPECT_FALSE(stats.plans[0].declined);
+  EXPECT_EQ(stats.fallbacks, 0u);
+  EXPECT_GE(stats.plans[0].iterations_served, 17u);
+  Allocator without(device(), planned());
+  workload(without, false);
+  EXPECT_EQ(allocator.stats().reserved_bytes.all.peak, without.stats().reserved_bytes.all.peak);
+}
+
 // 2.5 MiB of weights leave 1.5 MiB free in their last granule, where the plan puts the
 // activations. The output each iteration keeps goes elsewhere, not into that hole: to
 // the free end of that granule, clear of the hole, not to a granule of the small kind's
