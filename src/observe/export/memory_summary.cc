@@ -80,6 +80,30 @@ std::string pool_section(const PoolInfo& pool) {
   return text + rule('=');
 }
 
+// The planned strategy's figures (memory_stats()'s "planned.*"), a line each.
+std::string planned_section(const PlannedStats& p) {
+  const auto bytes = [](std::uint64_t value) { return format_bytes(value); };
+  std::string text = centered("planned strategy");
+  text += centered("plans learned " + std::to_string(p.plans_learned) + " (" +
+                   std::to_string(p.plans.size()) + " kept), arena " + bytes(p.arena_bytes));
+  text += centered("hits " + std::to_string(p.hits) + " (" + bytes(p.hit_bytes) + "), fallbacks " +
+                   std::to_string(p.fallbacks) + " (" + bytes(p.fallback_bytes) + ")");
+  text +=
+      centered("kept out " + std::to_string(p.lasting) + ", while learning " +
+               std::to_string(p.learning) + ", before a new arena " + std::to_string(p.deferred));
+  if (p.steady_peak_requested_bytes != 0) {
+    char ratio[32];
+    std::snprintf(ratio, sizeof ratio, "%.3f",
+                  static_cast<double>(p.steady_peak_reserved_bytes) /
+                      static_cast<double>(p.steady_peak_requested_bytes));
+    text += centered("since a plan served: peak reserved " + bytes(p.steady_peak_reserved_bytes) +
+                     " / requested " + bytes(p.steady_peak_requested_bytes) + " = " + ratio);
+  } else {
+    text += centered("no plan has served an iteration yet");
+  }
+  return text + rule('=');
+}
+
 }  // namespace
 
 std::string memory_summary(const Allocator& allocator) {
@@ -95,6 +119,9 @@ std::string memory_summary(const Allocator& allocator) {
       << metric("Active allocs", stats.active, count_cell)
       << metric("Segments", stats.segment, count_cell) << rule('=');
   for (const PoolInfo& pool : allocator.pools()) out << pool_section(pool);
+  if (allocator.config().strategy == Strategy::planned) {
+    out << planned_section(allocator.planned_stats());
+  }
   return out.str();
 }
 

@@ -36,6 +36,32 @@ TEST(MemorySummary, ShowsCurrentPeakTotalsPerSplit) {
   allocator.deallocate(b);
 }
 
+// Under the planned strategy the summary says what the plans did (memory_stats() had
+// the figures, the summary none).
+TEST(MemorySummary, ShowsThePlannedStrategysFigures) {
+  Config config;
+  config.strategy = Strategy::planned;
+  Allocator allocator(make_device("sim:hbm=64MiB,ddr=0"), config);
+  for (int i = 0; i < 4; ++i) {
+    allocator.mark_iteration();
+    void* a = allocator.allocate(2 * MiB);
+    void* b = allocator.allocate(1 * MiB);
+    allocator.deallocate(a);
+    allocator.deallocate(b);
+  }
+  const std::string summary = memory_summary(allocator);
+  const PlannedStats stats = allocator.planned_stats();
+  EXPECT_NE(summary.find("planned strategy"), std::string::npos) << summary;
+  EXPECT_NE(summary.find("plans learned " + std::to_string(stats.plans_learned)), std::string::npos)
+      << summary;
+  EXPECT_NE(summary.find("hits " + std::to_string(stats.hits) + " ("), std::string::npos)
+      << summary;
+  EXPECT_GT(stats.hits, 0u);
+  EXPECT_NE(summary.find("since a plan served: peak reserved"), std::string::npos) << summary;
+  EXPECT_EQ(memory_summary(Allocator(make_device("sim:hbm=64MiB,ddr=0"))).find("planned"),
+            std::string::npos);
+}
+
 TEST(MemorySummary, CountsOomsAndListsEveryPool) {
   Allocator allocator(make_device("sim:hbm=64MiB,ddr=0"));
   allocator.create_pool("kv_cache", 32 * MiB);
