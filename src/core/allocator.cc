@@ -75,6 +75,7 @@ void Allocator::reset_accumulated_stats() {
   std::lock_guard lock(impl_->mutex);
   impl_->stats.reset_accumulated();
   for (auto& pool : impl_->pools) pool->stats.reset_accumulated();
+  if (impl_->planned != nullptr) impl_->planned->reset_accumulated();
 }
 
 void Allocator::set_memory_fraction(double fraction) {

@@ -1211,6 +1211,16 @@ std::int64_t PlannedSource::device_calls() const {
   return allocator_.stats.num_device_alloc + allocator_.stats.num_device_free;
 }
 
+void PlannedSource::reset_accumulated() {
+  for (std::uint64_t* count :
+       {&stats_.plans_learned, &stats_.hits, &stats_.hit_bytes, &stats_.fallbacks,
+        &stats_.fallback_bytes, &stats_.learning, &stats_.learning_bytes,
+        &stats_.iterations_not_learned, &stats_.lasting, &stats_.lasting_bytes, &stats_.deferred,
+        &stats_.deferred_bytes}) {
+    *count = 0;
+  }
+}
+
 void PlannedSource::reset_steady_peaks() {
   if (!steady_) return;
   const Stats& s = allocator_.stats;

@@ -49,6 +49,8 @@ class PlannedSource : public SegmentSource {
   PlannedStats stats() const;
   // reset_peak_stats(): the steady peaks become the current values (once a plan served).
   void reset_steady_peaks();
+  // reset_accumulated_stats(): the counts of requests and plans start again from 0.
+  void reset_accumulated();
 
  private:
   static constexpr std::uint32_t kOpen = ~std::uint32_t{0};

@@ -659,6 +659,27 @@ TEST(Planned, APlanThatServedKeepsServingAfterEmptyCache) {
   EXPECT_EQ(allocator.stats().reserved_bytes.all.peak, without.stats().reserved_bytes.all.peak);
 }
 
+// reset_accumulated_stats() starts the planned counts again, as it does allocations'.
+TEST(Planned, ResetAccumulatedStatsZeroesThePlannedCounts) {
+  Allocator allocator(device(), planned());
+  for (int i = 0; i < 4; ++i) {
+    allocator.mark_iteration();
+    run_chain(allocator, {1 * MiB, 2 * MiB, 1 * MiB});
+  }
+  ASSERT_GT(allocator.planned_stats().hits, 0u);
+  allocator.reset_accumulated_stats();
+  PlannedStats stats = allocator.planned_stats();
+  EXPECT_EQ(stats.hits + stats.fallbacks + stats.learning + stats.lasting + stats.deferred, 0u);
+  EXPECT_EQ(stats.hit_bytes + stats.learning_bytes, 0u);
+  EXPECT_EQ(stats.plans_learned, 0u);
+  EXPECT_EQ(stats.plans.size(), 1u) << "the plans themselves stay";
+  allocator.mark_iteration();
+  run_chain(allocator, {1 * MiB, 2 * MiB, 1 * MiB});
+  stats = allocator.planned_stats();
+  EXPECT_EQ(stats.hits, 3u);
+  EXPECT_EQ(stats.hit_bytes, 4 * MiB);
+}
+
 // 2.5 MiB of weights leave 1.5 MiB free in their last granule, where the plan puts the
 // activations. The output each iteration keeps goes elsewhere, not into that hole: to
 // the free end of that granule, clear of the hole, not to a granule of the small kind's
