@@ -148,11 +148,22 @@ class PlannedSource : public SegmentSource {
   bool clear_of_plans_holes(std::uintptr_t begin, std::size_t size) const;
   // The end of the kept plans' highest hole (0: none uses holes).
   std::uintptr_t plans_holes_end() const;
-  // A block of `size` at the start or end of any free block where clear(start) holds,
-  // or nullptr.
+  // The free block and the address, at its start or end, where a block of `size` would
+  // go with clear(start) holding; {nullptr, 0} when none.
+  template <typename Clear>
+  std::pair<Block*, std::uintptr_t> find_anywhere_clear(std::size_t size, Clear&& clear) const;
+  // That block, taken, or nullptr.
   template <typename Clear>
   Block* take_anywhere_clear(std::size_t size, Clear&& clear);
-  // The arena's place when no free block clear of the holes holds it: the range's end.
+  // The arena's place when no free block clear of the holes holds it: at `at` in the
+  // range's last segment, growing its unmapped last block `end` by `grow` bytes.
+  struct PastTheHoles {
+    Segment* last;
+    Block* end;
+    std::uintptr_t at;
+    std::size_t grow;
+  };
+  std::optional<PastTheHoles> past_the_holes(std::size_t size) const;
   Block* take_past_the_holes(std::size_t size);
   // Closes (while a plan serves) or opens the free space of the fallback's large
   // segments, so that fallbacks do not take the holes the plan uses.
