@@ -23,7 +23,7 @@ struct Unit {
 
 constexpr std::uint64_t kTiB = 1024 * GiB;
 
-constexpr std::array<Unit, 17> kSizeUnits = {{{"", 1},
+constexpr std::array<Unit, 20> kSizeUnits = {{{"", 1},
                                               {"b", 1},
                                               {"k", KiB},
                                               {"kb", KiB},
@@ -39,7 +39,11 @@ constexpr std::array<Unit, 17> kSizeUnits = {{{"", 1},
                                               {"tib", kTiB},
                                               {"p", 1024 * kTiB},
                                               {"pb", 1024 * kTiB},
-                                              {"pib", 1024 * kTiB}}};
+                                              {"pib", 1024 * kTiB},
+                                              // What format_bytes prints past 1024 PiB.
+                                              {"e", 1024 * 1024 * kTiB},
+                                              {"eb", 1024 * 1024 * kTiB},
+                                              {"eib", 1024 * 1024 * kTiB}}};
 
 constexpr std::array<Unit, 14> kRateUnits = {{{"", 1},
                                               {"b", 1},
@@ -65,7 +69,8 @@ struct Quantity {
 
 constexpr Quantity kSize = {
     "size",
-    "a number with an optional unit B, KiB, MiB, GiB, TiB, PiB, K/M/G/T/P or KB/MB/GB/TB/PB "
+    "a number with an optional unit B, KiB, MiB, GiB, TiB, PiB, EiB, K/M/G/T/P/E or "
+    "KB/MB/GB/TB/PB/EB "
     "(all binary), e.g. 16GiB, 1.5GiB, 4096",
     kSizeUnits};
 

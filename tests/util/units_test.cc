@@ -48,6 +48,14 @@ TEST(ParseSize, DecimalFractionsRoundDownToWholeBytes) {
   EXPECT_EQ(parse_size("2."), 2U);
 }
 
+// format_bytes prints sizes past 1024 PiB in EiB; they read back.
+TEST(ParseSize, ExbibytesReadBackWhatFormatBytesPrints) {
+  EXPECT_EQ(parse_size("1EiB"), 1ULL << 60);
+  EXPECT_EQ(parse_size("15E"), 15ULL << 60);
+  EXPECT_EQ(parse_size(format_bytes(8ULL << 60)), 8ULL << 60);
+  EXPECT_THROW(parse_size("16EiB"), ConfigError);
+}
+
 TEST(ParseSize, LargestValuesAndOverflow) {
   EXPECT_EQ(parse_size("18446744073709551615"), 18446744073709551615ULL);
   EXPECT_EQ(parse_size("16777215TiB"), 16777215ULL << 40);
