@@ -129,6 +129,12 @@ def _import_onnx():
     return onnx
 
 
+def _one_line(error: Exception) -> str:
+    """onnx's message on one line: it breaks lines mid-sentence ("input 'x' of node:
+    name: ..."), so its first line alone was cut off."""
+    return " ".join(str(error).split())
+
+
 def _load(onnx, path: str):
     if not os.path.isfile(path):
         raise OnnxModelError(f"{path}: no such file")
@@ -151,7 +157,7 @@ def _load(onnx, path: str):
                        for tensor in model.graph.initializer)
         onnx.checker.check_model(path if external else data)
     except onnx.checker.ValidationError as error:
-        problem = str(error).strip().splitlines()[0]
+        problem = _one_line(error)
         raise OnnxModelError(f"{path}: not a valid ONNX model: {problem}") from error
     return model
 
@@ -246,7 +252,7 @@ def _infer_shapes(onnx, path: str, model):
             model = onnx.shape_inference.infer_shapes(model, check_type=True, strict_mode=True,
                                                       data_prop=True)
         except Exception as error:  # InferenceError, ValidationError
-            problem = str(error).strip().splitlines()[0]
+            problem = _one_line(error)
             raise OnnxModelError(f"{path}: shape inference failed: {problem}") from error
         static = {name: tuple(dims) for name, (_, dims) in _value_shapes(model.graph).items()
                   if all(isinstance(size, int) for size in dims)}
