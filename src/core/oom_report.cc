@@ -21,8 +21,9 @@ std::string advice(const OomContext& c) {
   if (c.arena_exhausted) {
     // A named pool's arena is its quota; the default pool's is static_size.
     if (c.pool_quota_bytes != 0) {
-      return "Advice: pool '" + c.pool + "''s static arena (its quota) is full; raise the pool's " +
-             "quota (npumem replay --advise measures each pool's) or allow static_fallback:true.";
+      return "Advice: the static arena of pool '" + c.pool + "' (its quota) is full; raise the " +
+             "pool's quota (npumem replay --advise measures each pool's) or allow " +
+             "static_fallback:true.";
     }
     return "Advice: the static arena is full; raise static_size (npumem replay --advise "
            "measures it) or allow static_fallback:true.";
