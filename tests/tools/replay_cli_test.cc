@@ -287,7 +287,8 @@ TEST(ReplayCliTest, NoSteadyRatioWhenNoPlanServed) {
   EXPECT_TRUE(planned.at("first_served_iteration").is_null()) << run.out;
   EXPECT_TRUE(planned.contains("no_plan_served")) << run.out;
   const auto compare = run_npumem("compare " + trace.path() + " --json");
-  for (const auto& row : nlohmann::json::parse(compare.out).at("strategies")) {
+  const auto rows = nlohmann::json::parse(compare.out);
+  for (const auto& row : rows.at("strategies")) {
     if (row.at("strategy") != "planned") continue;
     EXPECT_EQ(row.at("plan_served"), false) << compare.out;
     for (const char* field :
