@@ -31,6 +31,7 @@ void BlockPool::file(Block* block, bool by_address, bool at_address) {
     if (!block->segment->closed) index_.insert(block);
     if (by_address && in_address_index(block)) by_address_.insert(block);
     if (at_address && in_at_address(block)) index_address(block);
+    if (block->segment->closed) closed_free_.insert(block->address, block);
     free_bytes_ += block->size;
     note_inactive_split(block, 1);
   } else {
@@ -43,6 +44,7 @@ void BlockPool::unfile(Block* block, bool by_address, bool at_address) {
     if (!block->segment->closed) index_.remove(block);
     if (by_address && in_address_index(block)) by_address_.remove(block);
     if (at_address && in_at_address(block)) unindex_address(block);
+    if (block->segment->closed) closed_free_.erase(block->address);
     free_bytes_ -= block->size;
     note_inactive_split(block, -1);
   } else {
@@ -185,15 +187,28 @@ std::uintptr_t BlockPool::granule_position(const Block& block, std::size_t size)
 
 // By address, the block's entry is found once: what stays free of it goes in right
 // before the entry that follows it (a hint std::map takes in constant time).
-Block* BlockPool::take_at(Segment& segment, std::uintptr_t address, std::size_t size) {
+Block* BlockPool::closed_block_at(Segment& segment, std::uintptr_t address,
+                                  std::uintptr_t from) const {
+  Block* block = closed_free_.find(address);
+  if (block == nullptr && from != 0) block = closed_free_.find(from);
+  if (block == nullptr || block->segment != &segment) block = segment.first;
+  while (block != nullptr && block->address > address) block = block->prev;
+  while (block != nullptr && block->address + block->size <= address) block = block->next;
+  return block;
+}
+
+Block* BlockPool::take_at(Segment& segment, std::uintptr_t address, std::size_t size,
+                          std::uintptr_t* from) {
   Block* block = nullptr;
-  const bool by_address = segment.closed || index_addresses_;
+  const bool by_address = index_addresses_ && !segment.closed;
   AddressMap::const_iterator after = at_address_.end();
   if (by_address) {
     after = at_address_.upper_bound(address);
     if (after == at_address_.begin()) return nullptr;
     block = std::prev(after)->second;
     if (block->segment != &segment) return nullptr;
+  } else if (segment.closed) {
+    block = closed_block_at(segment, address, from != nullptr ? *from : 0);
   } else {
     block = segment.first;
     while (block != nullptr && block->address + block->size <= address) block = block->next;
@@ -202,6 +217,7 @@ Block* BlockPool::take_at(Segment& segment, std::uintptr_t address, std::size_t 
       block->address + block->size < address + size) {
     return nullptr;
   }
+  if (from != nullptr) *from = block->address;
   if (by_address) unindex_address(std::prev(after));
   unfile(block, true, false);
   const auto refile = [&](Block* free) {

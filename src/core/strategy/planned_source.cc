@@ -323,10 +323,14 @@ Block* PlannedSource::take(PoolState& pool, std::size_t size) {
   }
   Block* block = nullptr;
   if (!abandoned_ && !unplanned && index < served_->sizes.size() && served_->sizes[index] == size) {
+    std::uintptr_t* const from = &served_->held_from[index];
     if (const std::uintptr_t hole = served_->hole_address[index]; hole != 0) {
-      if (Segment* segment = segment_at(hole)) block = arena_blocks().take_at(*segment, hole, size);
+      if (Segment* segment = segment_at(hole)) {
+        block = arena_blocks().take_at(*segment, hole, size, from);
+      }
     } else if (arena_ != nullptr && served_->offsets[index] + size <= arena_->size) {
-      block = arena_blocks().take_at(*arena_, arena_->address + served_->offsets[index], size);
+      block =
+          arena_blocks().take_at(*arena_, arena_->address + served_->offsets[index], size, from);
     }
   }
   if (block != nullptr) {
@@ -615,6 +619,7 @@ void PlannedSource::learn(bool fallback_served) {
     if (!planned[j] && plan->freed_next[j]) plan->kept_copy_bytes += rec.requests[j].size;
   }
   plan->hole_address.assign(n, 0);
+  plan->held_from.assign(n, 0);
   for (std::size_t i = 0, next = 0; i < owners.size(); ++i) {
     if (in_hole[i] != 0) {
       plan->hole_address[owners[i]] = in_hole[i];

@@ -82,6 +82,9 @@ class PlannedSource : public SegmentSource {
     std::vector<std::uintptr_t> hole_address;
     // The address ranges its requests in holes take, merged and in order.
     std::vector<std::pair<std::uintptr_t, std::uintptr_t>> hole_ranges;
+    // Where the free block that held each request began when it last hit: where
+    // BlockPool::take_at looks first next time.
+    std::vector<std::uintptr_t> held_from;
     std::uint64_t arena_bytes = 0;
     std::uint64_t lower_bound_bytes = 0;
     std::uint64_t planned_requests = 0;

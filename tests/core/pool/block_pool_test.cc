@@ -328,9 +328,11 @@ TEST(BlockPool, FirstFitFollowsTheBlocksUnderChurn) {
 }
 
 // The planned strategy's offsets: take_at carves exactly the range asked for whenever
-// it lies inside one free block, in a closed segment (found by address) and in an
-// open one of a pool that indexes addresses, under churn that splits blocks at their
-// head, middle and tail and merges them back. A range any live block overlaps is refused.
+// it lies inside one free block, in a closed segment (looked up where a free block
+// began at an earlier take, which may since have merged, split or been taken) and
+// in an open one of a pool that indexes addresses, under churn that splits blocks at
+// their head, middle and tail and merges them back. A range any live block overlaps
+// is refused.
 TEST(BlockPool, TakesExactRangesByAddressUnderChurn) {
   constexpr std::size_t kStep = 512;
   constexpr std::size_t kSteps = 4096;  // 2 MiB segments
@@ -348,6 +350,7 @@ TEST(BlockPool, TakesExactRangesByAddressUnderChurn) {
     ASSERT_NE(lasting, nullptr);
     std::vector<bool> used(kSteps, false);  // the reference: which steps are live
     std::vector<Block*> live;
+    std::vector<std::uintptr_t> held_before = {lasting->address};
     std::mt19937_64 rng(7);
     for (int round = 0; round < 20000; ++round) {
       if (!live.empty() && rng() % 2 == 0) {
@@ -364,9 +367,12 @@ TEST(BlockPool, TakesExactRangesByAddressUnderChurn) {
       bool free = true;
       for (std::size_t s = first; s < first + steps; ++s) free = free && !used[s];
       const std::uintptr_t address = segment->address + first * kStep;
-      Block* taken = pool.take_at(*segment, address, steps * kStep);
+      std::uintptr_t from = rng() % 4 == 0 ? 0 : held_before[rng() % held_before.size()];
+      Block* taken = pool.take_at(*segment, address, steps * kStep, &from);
       ASSERT_EQ(taken != nullptr, free) << "closed " << closed << " round " << round;
       if (taken == nullptr) continue;
+      ASSERT_LE(from, address);
+      held_before.push_back(from);
       ASSERT_EQ(taken->address, address);
       ASSERT_EQ(taken->size, steps * kStep);
       for (std::size_t s = first; s < first + steps; ++s) used[s] = true;
