@@ -189,8 +189,10 @@ std::uintptr_t BlockPool::granule_position(const Block& block, std::size_t size)
 // before the entry that follows it (a hint std::map takes in constant time).
 Block* BlockPool::closed_block_at(Segment& segment, std::uintptr_t address,
                                   std::uintptr_t from) const {
-  Block* block = closed_free_.find(address);
-  if (block == nullptr && from != 0) block = closed_free_.find(from);
+  // `from` first: in a repeating iteration it is where the block begins, and a probe
+  // for an address no block starts at runs to the table's next empty slot.
+  Block* block = from != 0 ? closed_free_.find(from) : nullptr;
+  if (block == nullptr && from != address) block = closed_free_.find(address);
   if (block == nullptr || block->segment != &segment) block = segment.first;
   while (block != nullptr && block->address > address) block = block->prev;
   while (block != nullptr && block->address + block->size <= address) block = block->next;
