@@ -185,8 +185,6 @@ std::uintptr_t BlockPool::granule_position(const Block& block, std::size_t size)
   return end_wins ? block.address + block.size - size : block.address;
 }
 
-// By address, the block's entry is found once: what stays free of it goes in right
-// before the entry that follows it (a hint std::map takes in constant time).
 Block* BlockPool::closed_block_at(Segment& segment, std::uintptr_t address,
                                   std::uintptr_t from) const {
   // `from` first: in a repeating iteration it is where the block begins, and a probe
@@ -199,6 +197,8 @@ Block* BlockPool::closed_block_at(Segment& segment, std::uintptr_t address,
   return block;
 }
 
+// By address, the block's entry is found once: what stays free of it goes in right
+// before the entry that follows it (a hint std::map takes in constant time).
 Block* BlockPool::take_at(Segment& segment, std::uintptr_t address, std::size_t size,
                           std::uintptr_t* from) {
   Block* block = nullptr;

