@@ -26,12 +26,11 @@ void BlockPool::set_mapping_granule(std::size_t granule) {
   first_fit_from_ = granule / kFirstFitGranuleShare;
 }
 
-void BlockPool::file(Block* block, bool by_address, bool at_address) {
+void BlockPool::file(Block* block, bool by_address) {
   if (block->mapped) {
     if (!block->segment->closed) index_.insert(block);
     if (by_address && in_address_index(block)) by_address_.insert(block);
-    if (at_address && in_at_address(block)) index_address(block);
-    if (block->segment->closed) closed_free_.insert(block->address, block);
+    if (by_start(block)) free_by_start_.insert(block->address, block);
     free_bytes_ += block->size;
     note_inactive_split(block, 1);
   } else {
@@ -39,41 +38,15 @@ void BlockPool::file(Block* block, bool by_address, bool at_address) {
   }
 }
 
-void BlockPool::unfile(Block* block, bool by_address, bool at_address) {
+void BlockPool::unfile(Block* block, bool by_address) {
   if (block->mapped) {
     if (!block->segment->closed) index_.remove(block);
     if (by_address && in_address_index(block)) by_address_.remove(block);
-    if (at_address && in_at_address(block)) unindex_address(block);
-    if (block->segment->closed) closed_free_.erase(block->address);
+    if (by_start(block)) free_by_start_.erase(block->address);
     free_bytes_ -= block->size;
     note_inactive_split(block, -1);
   } else {
     unmapped_.remove(block);
-  }
-}
-
-void BlockPool::index_address(Block* block, AddressMap::const_iterator before) {
-  if (spare_address_nodes_.empty()) {
-    at_address_.emplace_hint(before, block->address, block);
-    return;
-  }
-  auto node = std::move(spare_address_nodes_.back());
-  spare_address_nodes_.pop_back();
-  node.key() = block->address;
-  node.mapped() = block;
-  at_address_.insert(before, std::move(node));
-}
-
-void BlockPool::unindex_address(AddressMap::const_iterator at) {
-  auto node = at_address_.extract(at);
-  if (spare_address_nodes_.size() < kSpareAddressNodes) {
-    spare_address_nodes_.push_back(std::move(node));
-  }
-}
-
-void BlockPool::unindex_address(const Block* block) {
-  if (const auto at = at_address_.find(block->address); at != at_address_.end()) {
-    unindex_address(at);
   }
 }
 
@@ -185,53 +158,35 @@ std::uintptr_t BlockPool::granule_position(const Block& block, std::size_t size)
   return end_wins ? block.address + block.size - size : block.address;
 }
 
-Block* BlockPool::closed_block_at(Segment& segment, std::uintptr_t address,
-                                  std::uintptr_t from) const {
-  // `from` first: in a repeating iteration it is where the block begins, and a probe
-  // for an address no block starts at runs to the table's next empty slot.
-  Block* block = from != 0 ? closed_free_.find(from) : nullptr;
-  if (block == nullptr && from != address) block = closed_free_.find(address);
+Block* BlockPool::block_at(Segment& segment, std::uintptr_t address, std::uintptr_t from) const {
+  Block* block = nullptr;
+  if (segment.closed || index_addresses_) {
+    // `from` first: in a repeating iteration it is where the block begins, and a probe
+    // for an address no block starts at runs to the table's next empty slot.
+    block = from != 0 ? free_by_start_.find(from) : nullptr;
+    if (block == nullptr && from != address) block = free_by_start_.find(address);
+  }
   if (block == nullptr || block->segment != &segment) block = segment.first;
   while (block != nullptr && block->address > address) block = block->prev;
   while (block != nullptr && block->address + block->size <= address) block = block->next;
   return block;
 }
 
-// By address, the block's entry is found once: what stays free of it goes in right
-// before the entry that follows it (a hint std::map takes in constant time).
 Block* BlockPool::take_at(Segment& segment, std::uintptr_t address, std::size_t size,
                           std::uintptr_t* from) {
-  Block* block = nullptr;
-  const bool by_address = index_addresses_ && !segment.closed;
-  AddressMap::const_iterator after = at_address_.end();
-  if (by_address) {
-    after = at_address_.upper_bound(address);
-    if (after == at_address_.begin()) return nullptr;
-    block = std::prev(after)->second;
-    if (block->segment != &segment) return nullptr;
-  } else if (segment.closed) {
-    block = closed_block_at(segment, address, from != nullptr ? *from : 0);
-  } else {
-    block = segment.first;
-    while (block != nullptr && block->address + block->size <= address) block = block->next;
-  }
+  Block* block = block_at(segment, address, from != nullptr ? *from : 0);
   if (block == nullptr || block->allocated || !block->mapped || block->address > address ||
       block->address + block->size < address + size) {
     return nullptr;
   }
   if (from != nullptr) *from = block->address;
-  if (by_address) unindex_address(std::prev(after));
-  unfile(block, true, false);
-  const auto refile = [&](Block* free) {
-    file(free, true, false);
-    if (by_address) index_address(free, after);
-  };
+  unfile(block);
   if (block->address < address) {
     Block* tail = split(block, address - block->address);
-    refile(block);
+    file(block);
     block = tail;
   }
-  if (block->size > size) refile(split(block, size));
+  if (block->size > size) file(split(block, size));
   block->allocated = true;
   if (segment.allocated_blocks++ == 0) unlink_idle(&segment);
   publish_inactive_split();
@@ -273,9 +228,7 @@ void BlockPool::merge_into(Block* into, Block* absorbed) {
 
 // In the address index a free block before `block` keeps its node and grows; else
 // `block` takes the node of a free block after it, so only a block between two free
-// ones costs a treap restructuring (one node fewer). at_address_ likewise: a free block
-// before keeps its entry (its address stays), `block` takes over the entry of a free
-// block after it, found once and put back in the same place.
+// ones costs a treap restructuring (one node fewer).
 Block* BlockPool::settle_free(Block* block) {
   Block* next = block->next;
   Block* prev = block->prev;
@@ -283,19 +236,10 @@ Block* BlockPool::settle_free(Block* block) {
   const bool join_prev = prev != nullptr && !prev->allocated && prev->mapped == block->mapped;
   if (join_next && !join_prev) {
     const bool hand_over = in_address_index(next);
-    const bool keyed = next->mapped && in_at_address(next);
-    unfile(next, false, false);
+    unfile(next, false);
     if (hand_over) by_address_.replace(next, block);
-    if (keyed) {
-      const auto at = at_address_.find(next->address);
-      const auto after = std::next(at);
-      auto node = at_address_.extract(at);
-      node.key() = block->address;
-      node.mapped() = block;
-      at_address_.insert(after, std::move(node));
-    }
     merge_into(block, next);
-    file(block, !hand_over, false);
+    file(block, !hand_over);
     if (hand_over) by_address_.grew(block);
     return block;
   }
@@ -305,9 +249,9 @@ Block* BlockPool::settle_free(Block* block) {
   }
   if (join_prev) {
     const bool indexed = in_address_index(prev);
-    unfile(prev, false, false);
+    unfile(prev, false);
     merge_into(prev, block);
-    file(prev, !indexed, false);
+    file(prev, !indexed);
     if (indexed) by_address_.grew(prev);
     return prev;
   }

@@ -10,7 +10,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
-#include <map>
 #include <vector>
 
 #include "core/pool/address_index.h"
@@ -40,10 +39,11 @@ class BlockPool {
               std::size_t unsplittable_from);
   // Takes exactly [address, address + size) of `segment` (one of this pool's) when it
   // lies inside one free mapped block; nullptr otherwise. The planned strategy's offsets.
-  // In a closed segment that block is the free one starting at `address`, or at
-  // `*from` (where the block that held the range began at an earlier take): a lookup
-  // in a table by start address, O(1) for the same iteration's takes repeated; else
-  // one walked to. `*from` becomes this take's.
+  // In a closed segment, or an open one of a pool that indexes addresses, that block is
+  // the free one starting at `*from` (where the block that held the range began at an
+  // earlier take) or at `address`: a lookup by start address, one probe for the same
+  // iteration's takes repeated; else one walked to from the segment's first block.
+  // `*from` becomes this take's.
   Block* take_at(Segment& segment, std::uintptr_t address, std::size_t size,
                  std::uintptr_t* from = nullptr);
   // Indexes the free blocks of open segments by address too, for take_at (the planned
@@ -129,28 +129,17 @@ class BlockPool {
   // Marks [start, start + bytes) of a free block mapped or unmapped; returns the free
   // block it ends up in after merging.
   Block* set_mapped(Block* free_block, std::uintptr_t start, std::size_t bytes, bool mapped);
-  using AddressMap = std::map<std::uintptr_t, Block*>;
-  // by_address false: the caller keeps the address index right itself; at_address
-  // false: at_address_ too.
-  void file(Block* block, bool by_address = true, bool at_address = true);
-  void unfile(Block* block, bool by_address = true, bool at_address = true);
+  // by_address false: the caller keeps the address index right itself.
+  void file(Block* block, bool by_address = true);
+  void unfile(Block* block, bool by_address = true);
   bool in_address_index(const Block* block) const {
     return mapping_granule_ != 0 && block->mapped && !block->segment->closed &&
            block->size >= first_fit_from_;
   }
-  // Whether a free mapped block of its segment is in at_address_.
-  bool in_at_address(const Block* block) const {
-    return index_addresses_ && !block->segment->closed;
-  }
-  // The block of closed `segment` that holds `address` (see take_at).
-  Block* closed_block_at(Segment& segment, std::uintptr_t address, std::uintptr_t from) const;
-  // at_address_ entries; their nodes are reused, so that a take_at and the release
-  // after it (a split and a merge each) cost no heap allocation. `before`: the entry
-  // the new one goes right before, when known (constant time then).
-  void index_address(Block* block, AddressMap::const_iterator before);
-  void index_address(Block* block) { index_address(block, at_address_.end()); }
-  void unindex_address(AddressMap::const_iterator at);
-  void unindex_address(const Block* block);
+  // Whether a free mapped block of its segment is in free_by_start_.
+  bool by_start(const Block* block) const { return index_addresses_ || block->segment->closed; }
+  // The block of `segment` that holds `address` (see take_at).
+  Block* block_at(Segment& segment, std::uintptr_t address, std::uintptr_t from) const;
   // A filed block keeps its neighbours' presence until unfiled (splits and merges
   // unfile first), so file and unfile see the same answer.
   static bool is_split(const Block* block) {
@@ -180,14 +169,11 @@ class BlockPool {
   PoolState* pool_;
   Stats* totals_;
   FreeIndex index_;  // free mapped blocks of open segments
-  // With index_addresses(), free mapped blocks of open segments by address: take_at
-  // finds its block at once (a lookup by address, not the first fit by_address_ serves).
-  // Those of closed segments are in closed_free_ alone, by start address: a hash table,
-  // whose updates cost no tree walk (a planned hit's time a quarter lower).
-  AddressMap at_address_;
-  PointerMap closed_free_;
-  static constexpr std::size_t kSpareAddressNodes = 64;
-  std::vector<AddressMap::node_type> spare_address_nodes_;
+  // Free mapped blocks by start address, of closed segments and, with
+  // index_addresses(), of open ones too: take_at finds its block with a probe or two (a
+  // hash table; a std::map by address cost a tree walk and rebalancing on every split
+  // and merge, a planned hit's time a third more).
+  PointerMap free_by_start_;
   bool index_addresses_ = false;
   FreeIndex unmapped_;  // free unmapped blocks
   // Free mapped blocks of at least first_fit_from_, with a mapping granule only.

@@ -841,7 +841,9 @@ std::pair<Block*, std::uintptr_t> PlannedSource::find_anywhere_clear(std::size_t
 template <typename Clear>
 Block* PlannedSource::take_anywhere_clear(std::size_t size, Clear&& clear) {
   const auto [free, at] = find_anywhere_clear(size, clear);
-  return free != nullptr ? arena_blocks().take_at(*free->segment, at, size) : nullptr;
+  if (free == nullptr) return nullptr;
+  std::uintptr_t from = free->address;
+  return arena_blocks().take_at(*free->segment, at, size, &from);
 }
 
 std::optional<PlannedSource::PastTheHoles> PlannedSource::past_the_holes(std::size_t size) const {
@@ -857,7 +859,7 @@ std::optional<PlannedSource::PastTheHoles> PlannedSource::past_the_holes(std::si
   const std::uintptr_t at =
       std::max(start, round_up(plans_holes_end(), std::uintptr_t{allocator_.config.granule}));
   const std::size_t grow = at + size > end->address ? at + size - end->address : 0;
-  return PastTheHoles{last, end, at, grow};
+  return PastTheHoles{last, end, start, at, grow};
 }
 
 // At the range's unmapped end, from the holes' end on (over the free block before it,
@@ -872,7 +874,8 @@ Block* PlannedSource::take_past_the_holes(std::size_t size) {
       expandable_->grow_into(default_pool(), blocks, *place->end, place->grow) != GrowResult::ok) {
     return nullptr;
   }
-  return blocks.take_at(*place->last, place->at, size);
+  std::uintptr_t from = place->start;
+  return blocks.take_at(*place->last, place->at, size, &from);
 }
 
 Block* PlannedSource::take_clear_of_holes(std::size_t size) {

@@ -163,6 +163,7 @@ class PlannedSource : public SegmentSource {
   struct PastTheHoles {
     Segment* last;
     Block* end;
+    std::uintptr_t start;  // of the free space the arena goes in (once `end` has grown)
     std::uintptr_t at;
     std::size_t grow;
   };
