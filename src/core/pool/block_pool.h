@@ -173,7 +173,7 @@ class BlockPool {
   // index_addresses(), of open ones too: take_at finds its block with a probe or two (a
   // hash table; a std::map by address cost a tree walk and rebalancing on every split
   // and merge, a planned hit's time a third more).
-  PointerMap free_by_start_;
+  PointerMap free_by_start_{16};  // small until used: most pools index no address
   bool index_addresses_ = false;
   FreeIndex unmapped_;  // free unmapped blocks
   // Free mapped blocks of at least first_fit_from_, with a mapping granule only.

@@ -1,17 +1,14 @@
 #include "core/pool/pointer_map.h"
 
+#include <algorithm>
 #include <bit>
 
 namespace npumem::core {
 
-namespace {
-constexpr std::size_t kInitialSlots = 1024;
-}
-
-PointerMap::PointerMap()
-    : slots_(kInitialSlots),
-      mask_(kInitialSlots - 1),
-      shift_(64 - static_cast<unsigned>(std::countr_zero(kInitialSlots))) {}
+PointerMap::PointerMap(std::size_t initial_slots)
+    : slots_(std::bit_ceil(std::max<std::size_t>(initial_slots, 2))),
+      mask_(slots_.size() - 1),
+      shift_(64 - static_cast<unsigned>(std::countr_zero(slots_.size()))) {}
 
 void PointerMap::insert(std::uintptr_t address, Block* block) {
   if ((size_ + 1) * 2 > slots_.size()) grow();

@@ -13,7 +13,8 @@ namespace npumem::core {
 
 class PointerMap {
  public:
-  PointerMap();
+  // Its slots at first (rounded up to a power of two); it doubles as it fills.
+  explicit PointerMap(std::size_t initial_slots = 1024);
   void insert(std::uintptr_t address, Block* block);
   Block* find(std::uintptr_t address) const {
     if (address == 0) return nullptr;

@@ -23,26 +23,31 @@ TEST(PointerMap, InsertFindErase) {
   EXPECT_EQ(map.size(), 1u);
 }
 
+// Both a table of the usual size and one that starts at two slots (as the block pools'
+// free-block tables nearly do) and grows through every power of two.
 TEST(PointerMap, MatchesUnorderedMapUnderChurn) {
-  PointerMap map;
-  std::unordered_map<std::uintptr_t, Block*> reference;
-  std::vector<Block> blocks(50000);
-  std::mt19937_64 rng(11);
-  for (int step = 0; step < 200000; ++step) {
-    const std::uintptr_t address = 0x100000 + (rng() % 50000) * 512;
-    Block* block = &blocks[(address - 0x100000) / 512];
-    if (reference.count(address) != 0) {
-      ASSERT_EQ(map.erase(address), block);
-      reference.erase(address);
-    } else {
-      map.insert(address, block);
-      reference[address] = block;
+  for (const std::size_t initial_slots : {std::size_t{1024}, std::size_t{1}}) {
+    SCOPED_TRACE(initial_slots);
+    PointerMap map(initial_slots);
+    std::unordered_map<std::uintptr_t, Block*> reference;
+    std::vector<Block> blocks(50000);
+    std::mt19937_64 rng(11);
+    for (int step = 0; step < 200000; ++step) {
+      const std::uintptr_t address = 0x100000 + (rng() % 50000) * 512;
+      Block* block = &blocks[(address - 0x100000) / 512];
+      if (reference.count(address) != 0) {
+        ASSERT_EQ(map.erase(address), block);
+        reference.erase(address);
+      } else {
+        map.insert(address, block);
+        reference[address] = block;
+      }
+      const std::uintptr_t probe = 0x100000 + (rng() % 50000) * 512;
+      const auto it = reference.find(probe);
+      ASSERT_EQ(map.find(probe), it == reference.end() ? nullptr : it->second);
     }
-    const std::uintptr_t probe = 0x100000 + (rng() % 50000) * 512;
-    const auto it = reference.find(probe);
-    ASSERT_EQ(map.find(probe), it == reference.end() ? nullptr : it->second);
+    EXPECT_EQ(map.size(), reference.size());
   }
-  EXPECT_EQ(map.size(), reference.size());
 }
 
 // Address patterns that share or collide on slot runs: dense blocks of a fine granule
