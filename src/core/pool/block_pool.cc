@@ -26,11 +26,11 @@ void BlockPool::set_mapping_granule(std::size_t granule) {
   first_fit_from_ = granule / kFirstFitGranuleShare;
 }
 
-void BlockPool::file(Block* block, bool by_address) {
+void BlockPool::file(Block* block, bool by_address, bool by_start_entry) {
   if (block->mapped) {
     if (!block->segment->closed) index_.insert(block);
     if (by_address && in_address_index(block)) by_address_.insert(block);
-    if (by_start(block)) free_by_start_.insert(block->address, block);
+    if (by_start_entry && by_start(block)) free_by_start_.insert(block->address, block);
     free_bytes_ += block->size;
     note_inactive_split(block, 1);
   } else {
@@ -38,11 +38,11 @@ void BlockPool::file(Block* block, bool by_address) {
   }
 }
 
-void BlockPool::unfile(Block* block, bool by_address) {
+void BlockPool::unfile(Block* block, bool by_address, bool by_start_entry) {
   if (block->mapped) {
     if (!block->segment->closed) index_.remove(block);
     if (by_address && in_address_index(block)) by_address_.remove(block);
-    if (by_start(block)) free_by_start_.erase(block->address);
+    if (by_start_entry && by_start(block)) free_by_start_.erase(block->address);
     free_bytes_ -= block->size;
     note_inactive_split(block, -1);
   } else {
@@ -180,10 +180,12 @@ Block* BlockPool::take_at(Segment& segment, std::uintptr_t address, std::size_t 
     return nullptr;
   }
   if (from != nullptr) *from = block->address;
-  unfile(block);
-  if (block->address < address) {
+  // A head left free keeps the block's start, and so its entry by start.
+  const bool head = block->address < address;
+  unfile(block, true, !head);
+  if (head) {
     Block* tail = split(block, address - block->address);
-    file(block);
+    file(block, true, false);
     block = tail;
   }
   if (block->size > size) file(split(block, size));

@@ -129,9 +129,10 @@ class BlockPool {
   // Marks [start, start + bytes) of a free block mapped or unmapped; returns the free
   // block it ends up in after merging.
   Block* set_mapped(Block* free_block, std::uintptr_t start, std::size_t bytes, bool mapped);
-  // by_address false: the caller keeps the address index right itself.
-  void file(Block* block, bool by_address = true);
-  void unfile(Block* block, bool by_address = true);
+  // by_address false: the caller keeps the address index right itself; by_start_entry
+  // false: free_by_start_ too (a block that keeps its start keeps its entry).
+  void file(Block* block, bool by_address = true, bool by_start_entry = true);
+  void unfile(Block* block, bool by_address = true, bool by_start_entry = true);
   bool in_address_index(const Block* block) const {
     return mapping_granule_ != 0 && block->mapped && !block->segment->closed &&
            block->size >= first_fit_from_;
