@@ -251,9 +251,9 @@ Block* BlockPool::settle_free(Block* block) {
   }
   if (join_prev) {
     const bool indexed = in_address_index(prev);
-    unfile(prev, false);
+    unfile(prev, false, false);  // prev keeps its start, and so its entry by start
     merge_into(prev, block);
-    file(prev, !indexed);
+    file(prev, !indexed, false);
     if (indexed) by_address_.grew(prev);
     return prev;
   }
