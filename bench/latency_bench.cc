@@ -29,8 +29,10 @@ using cli::TraceOp;
 
 // `trace` with its last iteration (the events from its last `i` on) repeated `repeats`
 // more times, on new slots. A free in the last iteration of a slot the iteration before
-// made frees, in each repeat, the slot made at the same position of the repeat before;
-// one of a slot made earlier still is left out of the repeats (it is freed once). None
+// made frees, in each repeat, the slot made at the same position of the repeat before,
+// unless that slot is freed already (a last iteration that ends the run frees what it
+// made too); one of a slot made earlier still is left out of the repeats (it is freed
+// once). None
 // when the trace has fewer than two iterations or its last two differ in allocations.
 std::optional<Trace> with_last_iteration_repeated(const Trace& trace, int repeats) {
   std::vector<std::size_t> marks;
@@ -52,6 +54,10 @@ std::optional<Trace> with_last_iteration_repeated(const Trace& trace, int repeat
   for (std::size_t k = 0; k < before.size(); ++k) position_before[before[k]] = k;
 
   Trace repeated = trace;
+  std::vector<bool> freed(trace.allocations, false);
+  for (const TraceEvent& event : trace.events) {
+    if (event.op == TraceOp::free) freed[event.index] = true;
+  }
   std::vector<std::uint32_t> made_before = last;
   for (int r = 0; r < repeats; ++r) {
     std::unordered_map<std::uint32_t, std::uint32_t> renamed;
@@ -60,17 +66,20 @@ std::optional<Trace> with_last_iteration_repeated(const Trace& trace, int repeat
       TraceEvent event = trace.events[k];
       if (event.op == TraceOp::alloc) {
         const auto slot = static_cast<std::uint32_t>(repeated.allocations++);
+        freed.push_back(false);
         renamed[event.index] = slot;
         made.push_back(slot);
         event.index = slot;
       } else if (event.op == TraceOp::free) {
         if (const auto it = renamed.find(event.index); it != renamed.end()) {
           event.index = it->second;
-        } else if (const auto at = position_before.find(event.index); at != position_before.end()) {
+        } else if (const auto at = position_before.find(event.index);
+                   at != position_before.end() && !freed[made_before[at->second]]) {
           event.index = made_before[at->second];
         } else {
           continue;
         }
+        freed[event.index] = true;
         ++repeated.frees;
       } else if (event.op == TraceOp::iteration) {
         ++repeated.iterations;
