@@ -191,13 +191,18 @@ ThreadCache* Allocator::Impl::attach_new_cache() {
       caches->caches.front()->lock.lock();
       caches->caches.front()->keep_large = ThreadCache::LargeBlocks::all;
       solo.store(false, std::memory_order_relaxed);
+      own_lock.set_owner(nullptr);
       update_counting_apart();
     }
     if (!solo.load(std::memory_order_relaxed)) {
       cache->lock.lock();
       cache->keep_large = ThreadCache::LargeBlocks::all;
-    } else if (config.strategy == Strategy::caching || config.strategy == Strategy::static_arena) {
-      cache->keep_large = ThreadCache::LargeBlocks::one_apart;
+    } else {
+      // The first cache: its thread took the lock as any other (it had no cache).
+      own_lock.set_owner(cache);
+      if (config.strategy == Strategy::caching || config.strategy == Strategy::static_arena) {
+        cache->keep_large = ThreadCache::LargeBlocks::one_apart;
+      }
     }
   }
   if (!core::adopt_thread_cache(caches, cache)) {
@@ -427,7 +432,7 @@ void* Allocator::Impl::allocate(std::size_t bytes, StreamId stream) {
     if (!locked) cache->lock.unlock();
   }
   // solo: the cache is used under this lock alone, and kept blocks count apart.
-  if (!locked) mutex.lock_leaving_counts();
+  if (!locked) mutex.lock_leaving_counts(cache);
   // One call site, so backtraces taken below are the same whichever way came here.
   std::lock_guard lock(mutex, std::adopt_lock);
   if (const Block* block = take_solo(bytes, stream, cache)) {
@@ -800,7 +805,7 @@ void Allocator::Impl::deallocate(void* ptr) {
     if (!locked) cache->lock.unlock();
   }
   if (!locked) {
-    mutex.lock_leaving_counts();
+    mutex.lock_leaving_counts(cache);
     block = live.find(address);
   }
   std::lock_guard lock(mutex, std::adopt_lock);

@@ -22,8 +22,8 @@
 #include "core/strategy/planned_source.h"
 #include "core/strategy/segment_source.h"
 #include "core/stream_order.h"
+#include "core/threads/biased_lock.h"
 #include "core/threads/solo_counts.h"
-#include "core/threads/spin_lock.h"
 #include "core/threads/thread_cache_registry.h"
 #include "npumem/allocator.h"
 
@@ -42,7 +42,7 @@ struct Allocator::Impl {
    public:
     explicit ExclusiveLock(Impl& impl) : impl_(impl) {}
     void lock() {
-      lock_leaving_counts();
+      lock_leaving_counts(core::thread_cache(impl_.caches->id));
       if (impl_.solo.load(std::memory_order_relaxed)) {
         impl_.fold_solo_counts();
         if (!impl_.caches->caches.empty())
@@ -50,9 +50,9 @@ struct Allocator::Impl {
       }
     }
     // The lock without folding solo_counts, for allocate and deallocate: what they
-    // count goes there too (account_block).
-    void lock_leaving_counts() {
-      impl_.own_lock.lock();
+    // count goes there too (account_block). `cache`: the calling thread's.
+    void lock_leaving_counts(const core::ThreadCache* cache) {
+      impl_.own_lock.lock_as(cache);
       if (!impl_.solo.load(std::memory_order_relaxed)) lock_caches();
     }
     // The lock for a thread already holding its cache's lock (no waiting while it
@@ -253,10 +253,11 @@ struct Allocator::Impl {
   // cache's lock may read it. Mutable: returning kept blocks (flush_recycled, on
   // const reads too) holds them behind events once streams are ordered.
   mutable core::StreamOrder streams;
-  core::SpinLock own_lock;  // the first half of ExclusiveLock
+  // The first half of ExclusiveLock; biased towards the lone cache's thread while solo.
+  core::BiasedSpinLock own_lock;
   std::shared_ptr<core::CacheRegistry> caches;
   // At most one front cache so far: its thread's operations take the allocator's lock
-  // (one atomic exchange, as before front caches) and its allocations and frees
+  // (the owner's way of own_lock: no atomic exchange) and its allocations and frees
   // count in solo_counts. False for good once a second thread allocates or frees.
   std::atomic<bool> solo{true};
   // What the lone thread's allocations and frees counted since the last fold.

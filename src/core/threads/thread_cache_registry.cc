@@ -37,6 +37,9 @@ CacheRegistry::CacheRegistry(Allocator::Impl* allocator, Retire retire_cache)
       retire(retire_cache) {}
 
 ThreadCache* detail::find_thread_cache(std::uint64_t id) {
+  // An exiting thread's caches are retired, and `held` may be gone already (the main
+  // thread's, when a static object's destructor takes an allocator's lock at exit).
+  if (exiting) return nullptr;
   for (const auto& [registry, cache] : held.entries) {
     if (registry->id == id) {
       detail::last_id = id;

@@ -534,6 +534,66 @@ TEST_P(ThreadCache, CrossThreadFreesWithConcurrentReaders) {
   testing::expect_consistent(allocator, {});
 }
 
+// A lone thread's allocations and frees take the allocator's lock the owner's way
+// (biased_lock.h); a thread that never allocates reads statistics, snapshots and
+// empties the cache meanwhile. Each such call excludes the lone thread: every read is
+// consistent, the lone thread's memory keeps its marks, and the totals end exact.
+TEST_P(ThreadCache, LoneThreadChurnsWhileAnotherReadsAndEmptiesTheCache) {
+  SimSpec spec;
+  spec.hbm_bytes = 256 * MiB;
+  spec.ddr_bytes = 0;
+  spec.backing = Backing::host;
+  const std::shared_ptr<Device> device = testing::TestDevice(GetParam(), spec).device();
+  Allocator allocator(device);
+  std::atomic<bool> running{true};
+  constexpr int kSteps = 20000;
+  std::thread lone([&] {
+    std::vector<std::pair<unsigned char*, unsigned char>> mine;
+    for (int step = 0; step < kSteps; ++step) {
+      if (mine.size() > 24 || (!mine.empty() && step % 3 == 0)) {
+        const auto [p, mark] = mine[static_cast<std::size_t>(step) % mine.size()];
+        ASSERT_TRUE(testing::holds(*device, p, mark, 1)) << "step " << step;
+        allocator.deallocate(p);
+        std::erase_if(mine, [p = p](const auto& held) { return held.first == p; });
+      } else {
+        const std::size_t bytes = step % 50 == 0 ? 3 * MiB : 512 * (1 + step % 8);
+        auto* p = static_cast<unsigned char*>(allocator.allocate(bytes));
+        const auto mark = static_cast<unsigned char>(1 + step % 251);
+        testing::fill(*device, p, mark, 1);
+        mine.emplace_back(p, mark);
+      }
+    }
+    for (const auto& [p, mark] : mine) allocator.deallocate(p);
+    running.store(false);
+  });
+  int reads = 0;
+  while (running.load()) {
+    const Stats stats = allocator.stats();
+    ASSERT_GE(stats.allocated_bytes.all.current, 0);
+    ASSERT_GE(stats.allocated_bytes.all.peak, stats.allocated_bytes.all.current);
+    ASSERT_EQ(stats.allocation.all.current,
+              stats.allocation.all.allocated - stats.allocation.all.freed);
+    ASSERT_GE(stats.reserved_bytes.all.current, stats.allocated_bytes.all.current);
+    if (++reads % 16 == 0) allocator.empty_cache();
+    if (reads % 64 == 0) {
+      std::size_t live_blocks = 0;
+      for (const SegmentInfo& segment : allocator.snapshot()) {
+        live_blocks += static_cast<std::size_t>(
+            std::count_if(segment.blocks.begin(), segment.blocks.end(),
+                          [](const BlockInfo& block) { return block.allocated; }));
+      }
+      ASSERT_LE(live_blocks, 25u);  // the lone thread holds at most 25
+    }
+  }
+  lone.join();
+  const Stats stats = allocator.stats();
+  EXPECT_EQ(stats.allocated_bytes.all.current, 0);
+  EXPECT_EQ(stats.allocation.all.allocated, stats.allocation.all.freed);
+  testing::expect_consistent(allocator, {});
+  allocator.empty_cache();
+  EXPECT_EQ(allocator.stats().reserved_bytes.all.current, 0);
+}
+
 class CountingObserver : public AllocatorObserver {
  public:
   void on_event(const Event& event) override {
