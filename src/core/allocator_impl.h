@@ -51,7 +51,7 @@ struct Allocator::Impl {
     }
     // The lock without folding solo_counts, for allocate and deallocate: what they
     // count goes there too (account_block). `cache`: the calling thread's.
-    void lock_leaving_counts(const core::ThreadCache* cache) {
+    [[gnu::always_inline]] void lock_leaving_counts(const core::ThreadCache* cache) {
       impl_.own_lock.lock_as(cache);
       if (!impl_.solo.load(std::memory_order_relaxed)) lock_caches();
     }
