@@ -26,11 +26,12 @@ namespace {
 // On the virtual NPU and on acl:0 over the test double of libascendcl.so.
 class ThreadCache : public ::testing::TestWithParam<testing::Backend> {
  protected:
-  std::shared_ptr<Device> npu() const {
+  // Backing::host where a test writes into its memory.
+  std::shared_ptr<Device> npu(Backing backing = Backing::none) const {
     SimSpec spec;
     spec.hbm_bytes = 256 * MiB;
     spec.ddr_bytes = 0;
-    spec.backing = Backing::none;
+    spec.backing = backing;
     return testing::TestDevice(GetParam(), spec).device();
   }
 };
@@ -539,11 +540,7 @@ TEST_P(ThreadCache, CrossThreadFreesWithConcurrentReaders) {
 // empties the cache meanwhile. Each such call excludes the lone thread: every read is
 // consistent, the lone thread's memory keeps its marks, and the totals end exact.
 TEST_P(ThreadCache, LoneThreadChurnsWhileAnotherReadsAndEmptiesTheCache) {
-  SimSpec spec;
-  spec.hbm_bytes = 256 * MiB;
-  spec.ddr_bytes = 0;
-  spec.backing = Backing::host;
-  const std::shared_ptr<Device> device = testing::TestDevice(GetParam(), spec).device();
+  const std::shared_ptr<Device> device = npu(Backing::host);
   Allocator allocator(device);
   std::atomic<bool> running{true};
   constexpr int kSteps = 20000;
