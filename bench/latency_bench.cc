@@ -32,8 +32,8 @@ using cli::TraceOp;
 // made frees, in each repeat, the slot made at the same position of the repeat before,
 // unless that slot is freed already (a last iteration that ends the run frees what it
 // made too); one of a slot made earlier still is left out of the repeats (it is freed
-// once). None
-// when the trace has fewer than two iterations or its last two differ in allocations.
+// once). None when the trace has fewer than two iterations or its last two differ in
+// allocations.
 std::optional<Trace> with_last_iteration_repeated(const Trace& trace, int repeats) {
   std::vector<std::size_t> marks;
   for (std::size_t k = 0; k < trace.events.size(); ++k) {
