@@ -98,6 +98,10 @@ struct Allocator::Impl {
   // For the strategies: limits, accounting and events. Called with the lock held.
   std::uint64_t limit(Tier tier) const { return tier_limit[static_cast<int>(tier)]; }
   std::size_t granularity(Tier tier) const { return tier_granularity[static_cast<int>(tier)]; }
+  // The block a request of `bytes` takes: whole granules, at least one.
+  std::size_t block_size(std::size_t bytes) const {
+    return core::round_up_pow2(std::max<std::size_t>(bytes, 1), config.granule);
+  }
   core::GrowResult admit(const core::PoolState& pool, Tier tier, std::size_t bytes) const;
   // Whether `tier` could hold `bytes` more allocated bytes were all its free memory
   // theirs: a growth that fails this is refused before it creates anything.
@@ -151,10 +155,6 @@ struct Allocator::Impl {
   core::PoolState& current_pool();
   // Past this a request fails before its size is rounded (rounding would overflow).
   static constexpr std::size_t kLargestRequest = std::numeric_limits<std::size_t>::max() / 2;
-  // The block a request of `bytes` takes: whole granules, at least one.
-  std::size_t block_size(std::size_t bytes) const {
-    return core::round_up_pow2(std::max<std::size_t>(bytes, 1), config.granule);
-  }
   // With the lock held; `known`: the calling thread's cache when the caller has it.
   void* allocate_locked(std::size_t bytes, StreamId stream, core::ThreadCache* known);
   void deallocate_locked(std::uintptr_t address, core::Block* block, core::ThreadCache* known);

@@ -66,12 +66,19 @@ class PlannedSource : public SegmentSource {
     std::uint32_t index = 0;
     std::uint32_t time = 0;
   };
+  // A free, during the first iteration recorded, of a block made before the recording
+  // began: its size, as a request's, and the clock then.
+  struct EarlierFree {
+    std::size_t size = 0;
+    std::uint32_t time = 0;
+  };
   struct Recording {
     std::uint64_t iteration = 0;       // 0: before the first mark, nothing is recorded
     std::optional<std::uint64_t> key;  // the caller's, for the iteration
     std::vector<Request> requests;
     std::vector<CarriedFree> carried;
-    std::uint32_t clock = 0;  // recorded events so far: the time of lifetimes
+    std::vector<EarlierFree> earlier_frees;  // only with no iteration before on record
+    std::uint32_t clock = 0;                 // recorded events so far: the time of lifetimes
   };
   struct Plan {
     std::optional<std::uint64_t> key;    // of the learned iteration: keyed plans serve by it
@@ -129,6 +136,10 @@ class PlannedSource : public SegmentSource {
   bool arena_holds(std::size_t size) const;
   void leave_plan();
   void open_to_fallback();
+  // The requests still live at the end of this iteration that a block made before the
+  // recording, of their size, outlived (an input made while the last one lives): the
+  // next iteration's will be made so too. None when an iteration before is on record.
+  std::vector<bool> copies_shown_earlier(const std::vector<bool>& planned) const;
   // Whether the iteration now ending made unkeyed `plan`'s requests, size for size.
   bool made_requests_of(const Plan& plan) const;
   // Whether the iteration now ending made a kept unkeyed plan's requests, size for size.
