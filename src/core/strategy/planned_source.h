@@ -55,6 +55,7 @@ class PlannedSource : public SegmentSource {
  private:
   static constexpr std::uint32_t kOpen = ~std::uint32_t{0};
   static constexpr std::uint64_t kNoSlot = ~std::uint64_t{0};
+  using Extents = std::vector<std::pair<std::uintptr_t, std::uintptr_t>>;
 
   struct Request {
     std::size_t size = 0;
@@ -92,6 +93,10 @@ class PlannedSource : public SegmentSource {
     // Where the free block that held each request began when it last hit: where
     // BlockPool::take_at looks first next time.
     std::vector<std::uintptr_t> held_from;
+    // Before a first hit: where that block begins, in an arena that starts empty (an
+    // offset) or in its hole (an address), when the learned iteration's requests come
+    // again in order; kNoSlot: not known.
+    std::vector<std::uint64_t> first_from;
     std::uint64_t arena_bytes = 0;
     std::uint64_t lower_bound_bytes = 0;
     std::uint64_t planned_requests = 0;
@@ -136,6 +141,9 @@ class PlannedSource : public SegmentSource {
   bool arena_holds(std::size_t size) const;
   void leave_plan();
   void open_to_fallback();
+  // Plan::first_from for `plan`, learned from this iteration; `holes`: the extents of
+  // the holes it places requests in.
+  void simulate_first_hits(Plan& plan, const Extents& holes) const;
   // The requests still live at the end of this iteration that a block made before the
   // recording, of their size, outlived (an input made while the last one lives): the
   // next iteration's will be made so too. None when an iteration before is on record.
@@ -148,8 +156,9 @@ class PlannedSource : public SegmentSource {
   // fallback's (beside an idle arena, if one was kept), the figure the plan's arena
   // must not pass.
   void learn(bool fallback_served);
+  // The address of each tensor placed in a hole (0: none); `holes` gets the holes' extents.
   std::vector<std::uintptr_t> place_in_holes(const std::vector<TensorLifetime>& tensors,
-                                             std::uint64_t period);
+                                             std::uint64_t period, Extents& holes);
   // `block` is live and stays so through this iteration, as far as the serving plan
   // knows: made before the previous iteration, or in it and not freed in this one.
   bool lasts(const Block& block) const;
