@@ -42,14 +42,19 @@ TEST(FreeBlockStarts, NamesNoBlockForARangeThatIsNotFree) {
   EXPECT_EQ(starts[2], kNoFreeBlock) << "past the free blocks";
 }
 
-// Random plans replayed through a BlockPool segment with take_at and release: every
-// start is where take_at found the request's free block.
+// Random plans made and freed, in time order, on a closed BlockPool segment with
+// take_at and release: every start is where take_at found the request's free block.
 TEST(FreeBlockStarts, AgreesWithTheBlockPool) {
   constexpr std::uint64_t kSteps = 256;
   constexpr std::uintptr_t kBase = 0x10000000;
   std::mt19937_64 random(7);
   for (int plan = 0; plan < 20; ++plan) {
+    BlockPool pool(Tier::hbm, PoolKind::large, nullptr);
+    Segment* segment = pool.add_segment(kBase, kSteps * kStep);
+    pool.set_closed(*segment, true);
     std::vector<PlacedRequest> requests;
+    std::vector<std::uint64_t> found;  // where take_at found each request's free block
+    std::vector<Block*> blocks;
     std::vector<bool> used(kSteps, false);
     std::vector<std::size_t> live;
     for (std::uint32_t time = 0; time < 2000; ++time) {
@@ -60,6 +65,7 @@ TEST(FreeBlockStarts, AgreesWithTheBlockPool) {
         for (std::uint64_t s = r.begin / kStep; s < (r.begin + r.bytes) / kStep; ++s) {
           used[s] = false;
         }
+        pool.release(blocks[live[k]]);
         live[k] = live.back();
         live.pop_back();
         continue;
@@ -70,41 +76,15 @@ TEST(FreeBlockStarts, AgreesWithTheBlockPool) {
       for (std::uint64_t s = first; s < first + steps; ++s) free = free && !used[s];
       if (!free) continue;
       for (std::uint64_t s = first; s < first + steps; ++s) used[s] = true;
+      std::uintptr_t from = 0;
+      blocks.push_back(pool.take_at(*segment, kBase + first * kStep, steps * kStep, &from));
+      ASSERT_NE(blocks.back(), nullptr);
+      found.push_back(from - kBase);
       live.push_back(requests.size());
       requests.push_back({first * kStep, steps * kStep, time, std::nullopt});
     }
-    const std::vector<std::uint64_t> starts = free_block_starts(requests, {{0, kSteps * kStep}});
-
-    BlockPool pool(Tier::hbm, PoolKind::large, nullptr);
-    Segment* segment = pool.add_segment(kBase, kSteps * kStep);
-    pool.set_closed(*segment, true);
-    struct Event {
-      std::uint32_t time;
-      std::size_t index;
-      bool made;
-    };
-    std::vector<Event> events;
-    for (std::size_t i = 0; i < requests.size(); ++i) {
-      events.push_back({requests[i].made, i, true});
-      if (requests[i].freed) events.push_back({*requests[i].freed, i, false});
-    }
-    std::sort(events.begin(), events.end(),
-              [](const Event& a, const Event& b) { return a.time < b.time; });
-    std::vector<Block*> blocks(requests.size(), nullptr);
-    for (const Event& e : events) {
-      if (!e.made) {
-        pool.release(blocks[e.index]);
-        continue;
-      }
-      std::uintptr_t from = 0;
-      blocks[e.index] =
-          pool.take_at(*segment, kBase + requests[e.index].begin, requests[e.index].bytes, &from);
-      ASSERT_NE(blocks[e.index], nullptr);
-      ASSERT_EQ(from - kBase, starts[e.index]) << "plan " << plan << " request " << e.index;
-    }
-    for (std::size_t i = 0; i < requests.size(); ++i) {
-      if (!requests[i].freed) pool.release(blocks[i]);
-    }
+    EXPECT_EQ(free_block_starts(requests, {{0, kSteps * kStep}}), found) << "plan " << plan;
+    for (const std::size_t k : live) pool.release(blocks[k]);
   }
 }
 
