@@ -158,12 +158,16 @@ std::uintptr_t BlockPool::granule_position(const Block& block, std::size_t size)
   return end_wins ? block.address + block.size - size : block.address;
 }
 
-Block* BlockPool::block_at(Segment& segment, std::uintptr_t address, std::uintptr_t from) const {
+Block* BlockPool::block_at(Segment& segment, std::uintptr_t address, std::uintptr_t from,
+                           std::uintptr_t also_from) const {
   Block* block = nullptr;
   if (segment.closed || index_addresses_) {
     // `from` first: in a repeating iteration it is where the block begins, and a probe
     // for an address no block starts at runs to the table's next empty slot.
     block = from != 0 ? free_by_start_.find(from) : nullptr;
+    if (block == nullptr && also_from != 0 && also_from != from) {
+      block = free_by_start_.find(also_from);
+    }
     if (block == nullptr && from != address) block = free_by_start_.find(address);
   }
   if (block == nullptr || block->segment != &segment) block = segment.first;
@@ -173,8 +177,8 @@ Block* BlockPool::block_at(Segment& segment, std::uintptr_t address, std::uintpt
 }
 
 Block* BlockPool::take_at(Segment& segment, std::uintptr_t address, std::size_t size,
-                          std::uintptr_t* from) {
-  Block* block = block_at(segment, address, from != nullptr ? *from : 0);
+                          std::uintptr_t* from, std::uintptr_t also_from) {
+  Block* block = block_at(segment, address, from != nullptr ? *from : 0, also_from);
   if (block == nullptr || block->allocated || !block->mapped || block->address > address ||
       block->address + block->size < address + size) {
     return nullptr;

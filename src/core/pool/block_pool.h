@@ -41,11 +41,12 @@ class BlockPool {
   // lies inside one free mapped block; nullptr otherwise. The planned strategy's offsets.
   // In a closed segment, or an open one of a pool that indexes addresses, that block is
   // the free one starting at `*from` (where the block that held the range began at an
-  // earlier take) or at `address`: a lookup by start address, one probe for the same
-  // iteration's takes repeated; else one walked to from the segment's first block.
-  // `*from` becomes this take's.
+  // earlier take), at `also_from` (where it began the take before, for ranges whose
+  // block alternates between two starts) or at `address`: a lookup by start address,
+  // one probe for the same iteration's takes repeated; else one walked to from the
+  // segment's first block. `*from` becomes this take's.
   Block* take_at(Segment& segment, std::uintptr_t address, std::size_t size,
-                 std::uintptr_t* from = nullptr);
+                 std::uintptr_t* from = nullptr, std::uintptr_t also_from = 0);
   // Indexes the free blocks of open segments by address too, for take_at (the planned
   // strategy's holes); before the first segment is added.
   void index_addresses() { index_addresses_ = true; }
@@ -140,7 +141,8 @@ class BlockPool {
   // Whether a free mapped block of its segment is in free_by_start_.
   bool by_start(const Block* block) const { return index_addresses_ || block->segment->closed; }
   // The block of `segment` that holds `address` (see take_at).
-  Block* block_at(Segment& segment, std::uintptr_t address, std::uintptr_t from) const;
+  Block* block_at(Segment& segment, std::uintptr_t address, std::uintptr_t from,
+                  std::uintptr_t also_from) const;
   // A filed block keeps its neighbours' presence until unfiled (splits and merges
   // unfile first), so file and unfile see the same answer.
   static bool is_split(const Block* block) {

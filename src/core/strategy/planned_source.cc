@@ -326,18 +326,21 @@ Block* PlannedSource::take(PoolState& pool, std::size_t size) {
   Block* block = nullptr;
   if (!abandoned_ && !unplanned && index < served_->sizes.size() && served_->sizes[index] == size) {
     std::uintptr_t* const from = &served_->held_from[index];
+    const std::uintptr_t last = *from;
+    const std::uintptr_t before = served_->held_before[index];
     if (const std::uintptr_t hole = served_->hole_address[index]; hole != 0) {
       if (*from == 0 && served_->first_from[index] != kNoSlot) *from = served_->first_from[index];
       if (Segment* segment = segment_at(hole)) {
-        block = arena_blocks().take_at(*segment, hole, size, from);
+        block = arena_blocks().take_at(*segment, hole, size, from, before);
       }
     } else if (arena_ != nullptr && served_->offsets[index] + size <= arena_->size) {
       if (*from == 0 && served_->first_from[index] != kNoSlot) {
         *from = arena_->address + served_->first_from[index];
       }
-      block =
-          arena_blocks().take_at(*arena_, arena_->address + served_->offsets[index], size, from);
+      block = arena_blocks().take_at(*arena_, arena_->address + served_->offsets[index], size, from,
+                                     before);
     }
+    if (block != nullptr && last != 0 && *from != last) served_->held_before[index] = last;
   }
   if (block != nullptr) {
     ++stats_.hits;
@@ -636,6 +639,7 @@ void PlannedSource::learn(bool fallback_served) {
   }
   plan->hole_address.assign(n, 0);
   plan->held_from.assign(n, 0);
+  plan->held_before.assign(n, 0);
   for (std::size_t i = 0, next = 0; i < owners.size(); ++i) {
     if (in_hole[i] != 0) {
       plan->hole_address[owners[i]] = in_hole[i];

@@ -93,6 +93,9 @@ class PlannedSource : public SegmentSource {
     // Where the free block that held each request began when it last hit: where
     // BlockPool::take_at looks first next time.
     std::vector<std::uintptr_t> held_from;
+    // Where it began the time before, when that differed (a hole request whose block
+    // alternated between two starts walked 545 blocks every other iteration).
+    std::vector<std::uintptr_t> held_before;
     // Before a first hit: where that block begins, in an arena that starts empty (an
     // offset) or in its hole (an address), when the learned iteration's requests come
     // again in order; kNoSlot: not known.

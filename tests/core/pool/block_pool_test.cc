@@ -328,8 +328,8 @@ TEST(BlockPool, FirstFitFollowsTheBlocksUnderChurn) {
 }
 
 // The planned strategy's offsets: take_at carves exactly the range asked for whenever
-// it lies inside one free block, in a closed segment (looked up where a free block
-// began at an earlier take, which may since have merged, split or been taken) and
+// it lies inside one free block, in a closed segment (looked up where free blocks
+// began at earlier takes, which may since have merged, split or been taken) and
 // in an open one of a pool that indexes addresses, under churn that splits blocks at
 // their head, middle and tail and merges them back. A range any live block overlaps
 // is refused.
@@ -368,7 +368,8 @@ TEST(BlockPool, TakesExactRangesByAddressUnderChurn) {
       for (std::size_t s = first; s < first + steps; ++s) free = free && !used[s];
       const std::uintptr_t address = segment->address + first * kStep;
       std::uintptr_t from = rng() % 4 == 0 ? 0 : held_before[rng() % held_before.size()];
-      Block* taken = pool.take_at(*segment, address, steps * kStep, &from);
+      const std::uintptr_t also_from = rng() % 2 == 0 ? 0 : held_before[rng() % held_before.size()];
+      Block* taken = pool.take_at(*segment, address, steps * kStep, &from, also_from);
       ASSERT_EQ(taken != nullptr, free) << "closed " << closed << " round " << round;
       if (taken == nullptr) continue;
       ASSERT_LE(from, address);
