@@ -94,7 +94,7 @@ class PlannedSource : public SegmentSource {
     // BlockPool::take_at looks first next time.
     std::vector<std::uintptr_t> held_from;
     // Where it began the time before, when that differed (a hole request whose block
-    // alternated between two starts walked 545 blocks every other iteration).
+    // alternated between two starts walked 545 blocks in every iteration).
     std::vector<std::uintptr_t> held_before;
     // Before a first hit: where that block begins, in an arena that starts empty (an
     // offset) or in its hole (an address), when the learned iteration's requests come
