@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <limits>
+#include <set>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "core/allocator_impl.h"
@@ -729,17 +731,19 @@ void PlannedSource::simulate_first_hits(Plan& plan, const Extents& holes) const 
 // passed the pay test with no room to spare, then the next input took a granule more
 // (1.024x against expandable's 1.011x). The step before the mark shows the pattern.
 std::vector<bool> PlannedSource::copies_shown_earlier(const std::vector<bool>& planned) const {
-  std::vector<EarlierFree> frees = current_.earlier_frees;
+  // By size, the times of the frees not yet matched: each shows one request.
+  std::unordered_map<std::size_t, std::multiset<std::uint32_t>> frees;
+  for (const EarlierFree& f : current_.earlier_frees) frees[f.size].insert(f.time);
   std::vector<bool> copied(current_.requests.size(), false);
-  for (std::size_t j = 0; j < current_.requests.size(); ++j) {
+  for (std::size_t j = 0; j < current_.requests.size() && !frees.empty(); ++j) {
     const Request& r = current_.requests[j];
     if (planned[j] || r.free_time != kOpen) continue;
-    const auto outlived = std::find_if(frees.begin(), frees.end(), [&](const EarlierFree& f) {
-      return f.size == r.size && f.time > r.alloc_time;
-    });
-    if (outlived == frees.end()) continue;
+    const auto of_size = frees.find(r.size);
+    if (of_size == frees.end()) continue;
+    const auto outlived = of_size->second.upper_bound(r.alloc_time);
+    if (outlived == of_size->second.end()) continue;
     copied[j] = true;
-    frees.erase(outlived);
+    of_size->second.erase(outlived);
   }
   return copied;
 }
