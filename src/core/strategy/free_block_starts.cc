@@ -23,7 +23,6 @@ std::vector<std::uint64_t> free_block_starts(std::span<const PlacedRequest> requ
   std::sort(events.begin(), events.end(),
             [](const Event& a, const Event& b) { return a.time < b.time; });
   std::vector<std::uint64_t> starts(requests.size(), kNoFreeBlock);
-  std::vector<bool> taken(requests.size(), false);
   for (const Event& e : events) {
     const std::uint64_t begin = requests[e.index].begin;
     const std::uint64_t end = begin + requests[e.index].bytes;
@@ -33,11 +32,10 @@ std::vector<std::uint64_t> free_block_starts(std::span<const PlacedRequest> requ
       --block;
       const auto [start, stop] = *block;
       starts[e.index] = start;
-      taken[e.index] = true;
       free.erase(block);
       if (start < begin) free.emplace(start, begin);
       if (end < stop) free.emplace(end, stop);
-    } else if (taken[e.index]) {
+    } else if (starts[e.index] != kNoFreeBlock) {  // freed what it took
       std::uint64_t start = begin;
       std::uint64_t stop = end;
       if (const auto after = free.find(end); after != free.end()) {

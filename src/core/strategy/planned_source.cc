@@ -327,22 +327,26 @@ Block* PlannedSource::take(PoolState& pool, std::size_t size) {
   }
   Block* block = nullptr;
   if (!abandoned_ && !unplanned && index < served_->sizes.size() && served_->sizes[index] == size) {
-    std::uintptr_t* const from = &served_->held_from[index];
-    const std::uintptr_t last = *from;
-    const std::uintptr_t before = served_->held_before[index];
-    if (const std::uintptr_t hole = served_->hole_address[index]; hole != 0) {
-      if (*from == 0 && served_->first_from[index] != kNoSlot) *from = served_->first_from[index];
-      if (Segment* segment = segment_at(hole)) {
-        block = arena_blocks().take_at(*segment, hole, size, from, before);
-      }
+    // In a hole at its address, else in the arena at its offset (first_from likewise).
+    const std::uintptr_t hole = served_->hole_address[index];
+    Segment* segment = nullptr;
+    std::uintptr_t base = 0;
+    if (hole != 0) {
+      segment = segment_at(hole);
     } else if (arena_ != nullptr && served_->offsets[index] + size <= arena_->size) {
-      if (*from == 0 && served_->first_from[index] != kNoSlot) {
-        *from = arena_->address + served_->first_from[index];
-      }
-      block = arena_blocks().take_at(*arena_, arena_->address + served_->offsets[index], size, from,
-                                     before);
+      segment = arena_;
+      base = arena_->address;
     }
-    if (block != nullptr && last != 0 && *from != last) served_->held_before[index] = last;
+    if (segment != nullptr) {
+      std::uintptr_t* const from = &served_->held_from[index];
+      const std::uintptr_t last = *from;
+      if (last == 0 && served_->first_from[index] != kNoSlot) {
+        *from = base + served_->first_from[index];
+      }
+      const std::uintptr_t address = hole != 0 ? hole : base + served_->offsets[index];
+      block = arena_blocks().take_at(*segment, address, size, from, served_->held_before[index]);
+      if (block != nullptr && last != 0 && *from != last) served_->held_before[index] = last;
+    }
   }
   if (block != nullptr) {
     ++stats_.hits;
