@@ -230,20 +230,21 @@ TEST(ReplayTest, IterationKeysChooseThePlannedStrategysPlans) {
   EXPECT_FALSE(bare.planned.plans.at(0).key.has_value());
 }
 
-// Two models in turn, each output kept into the other's iteration, where it takes
-// places the other's plan gave its own tensors: learning that model again could not
-// help and ran every iteration (22 plans learned in 41 iterations). Its shape is
-// declined after a few such plans; the memory is the fallback's either way.
-TEST(ReplayTest, AShapeWhosePlansKeepMissingIsDeclined) {
+// Two models in turn, each output kept into the other's iteration. Their plans once
+// gave the other's output's place to their own tensors, missed, and were learned
+// again every iteration (22 plans learned in 41 iterations); planned into the weights'
+// holes below 1 MiB too, each shape's plan serves all its iterations.
+// (Planned.DeclinesAKeyedShapeWhosePlansKeepMissing covers a shape re-learning cannot help.)
+TEST(ReplayTest, TwoModelsInTurnKeepTheirPlans) {
   const Trace trace = read_trace(std::string(NPUMEM_REPLAY_DATA_DIR) + "/alt_two_models.trace");
   ReplayOptions options;
   options.config.strategy = Strategy::planned;
   const ReplayResult planned = replay_trace(trace, options);
   ASSERT_TRUE(planned.completed());
-  EXPECT_LE(planned.planned.plans_learned, 8u);
-  EXPECT_LT(planned.planned.fallbacks, 200u);
-  EXPECT_TRUE(std::any_of(planned.planned.plans.begin(), planned.planned.plans.end(),
-                          [](const PlanInfo& plan) { return plan.declined; }));
+  EXPECT_LE(planned.planned.plans_learned, 4u);
+  EXPECT_EQ(planned.planned.fallbacks, 0u);
+  EXPECT_TRUE(std::none_of(planned.planned.plans.begin(), planned.planned.plans.end(),
+                           [](const PlanInfo& plan) { return plan.declined; }));
   options.config.strategy = Strategy::expandable;
   const ReplayResult expandable = replay_trace(trace, options);
   EXPECT_LE(planned.peak_reserved_bytes(), expandable.peak_reserved_bytes());
@@ -255,6 +256,23 @@ TEST(ReplayTest, AShapeWhosePlansKeepMissingIsDeclined) {
 // 2 MiB above the fallback's peak, 1.024x against expandable's 1.011x.
 TEST(ReplayTest, APlansArenaPastItsHolesIsCountedWhereItGoes) {
   const Trace trace = read_trace(std::string(NPUMEM_REPLAY_DATA_DIR) + "/resnet_sgd.trace");
+  ReplayOptions options;
+  options.config.strategy = Strategy::planned;
+  const ReplayResult planned = replay_trace(trace, options);
+  options.config.strategy = Strategy::expandable;
+  const ReplayResult expandable = replay_trace(trace, options);
+  ASSERT_TRUE(planned.completed());
+  EXPECT_LE(planned.peak_reserved_bytes(), expandable.peak_reserved_bytes());
+}
+
+// resnet18 SGD steps, batch 2: the plan puts activations in holes below 1 MiB, so its
+// arena goes past them, from a granule boundary, and the input each step keeps into
+// the next needs a granule of its own: the arena does not pay. The test before the
+// release had counted two granules its neighbours could share and the kept input in
+// free space the release would unmap: it passed, the release ran, the plan was declined
+// after it, and the steps rebuilt on a granule more (1.019x against expandable's 1.007x).
+TEST(ReplayTest, APlanPastItsHolesIsDeclinedBeforeTheRelease) {
+  const Trace trace = read_trace(std::string(NPUMEM_REPLAY_DATA_DIR) + "/resnet_sgd_b2.trace");
   ReplayOptions options;
   options.config.strategy = Strategy::planned;
   const ReplayResult planned = replay_trace(trace, options);

@@ -192,6 +192,18 @@ class PlannedSource : public SegmentSource {
   };
   std::optional<PastTheHoles> past_the_holes(std::size_t size) const;
   Block* take_past_the_holes(std::size_t size);
+  // The bytes an arena of `size` past the holes maps once the fallback's free memory is
+  // released: the free blocks before the range's unmapped end join it, but for the
+  // granule the first of them begins in.
+  std::optional<std::uint64_t> growth_past_the_holes_once_released(std::size_t size) const;
+  // Whether `plan`'s iteration makes a request of at least `bytes` that goes to the
+  // fallback before its first planned one (and so before its arena): placed past the
+  // holes, it may take the arena's first granule and share it.
+  static bool made_before_its_arena(const Plan& plan, std::size_t bytes);
+  // With `plan`'s holes: the free space that stays mapped, once the fallback's free
+  // memory is released, right after blocks that last and clear of the holes, where its
+  // kept copies go (take_clear_of_holes); past it they take granules of their own.
+  std::uint64_t room_after_lasting_once_released(const Plan& plan) const;
   // Closes (while a plan serves) or opens the free space of the fallback's large
   // segments, so that fallbacks do not take the holes the plan uses.
   void close_fallback_segments(bool closed);

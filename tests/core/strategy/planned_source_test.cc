@@ -118,7 +118,7 @@ TEST(Planned, ServesRepeatedIterationsFromOnePlanAtTheLowerBound) {
 TEST(Planned, CarvesTheArenaOutOfTheExpandableRange) {
   auto sim = device();
   Allocator allocator(sim, planned());
-  // 3.25 MiB: the free 0.75 MiB of its last granule is below a hole's 1 MiB.
+  // 3.25 MiB: the free 0.75 MiB of its last granule holds neither tensor.
   void* weights = allocator.allocate(3 * MiB + 256 * KiB);
   const std::vector<std::size_t> chain = {4 * MiB, 4 * MiB + 512 * KiB};
   for (int i = 0; i < 4; ++i) {
@@ -358,6 +358,25 @@ TEST(Planned, StopsChoosingPlansByTheirFirstRequestsWhenIterationsKeepLeavingThe
   allocator.mark_iteration();
   run_chain(allocator, kChainA);
   EXPECT_EQ(allocator.planned_stats().hits, hits + 4u);
+}
+
+// A keyed shape whose requests change in every iteration: each plan learned for it
+// misses in the next. Re-learning cannot help, so after kMissedRelearns (2) re-learned
+// plans in a row missed, the shape is declined and the fallback serves it, learning
+// no more.
+TEST(Planned, DeclinesAKeyedShapeWhosePlansKeepMissing) {
+  Allocator allocator(device(), planned());
+  for (std::size_t i = 0; i < 10; ++i) {
+    allocator.mark_iteration(7);
+    const std::size_t grown = (i + 1) * 256 * KiB;
+    run_chain(allocator, {4 * MiB + grown, 6 * MiB + grown, 2 * MiB + grown, 5 * MiB + grown});
+  }
+  const PlannedStats stats = allocator.planned_stats();
+  ASSERT_EQ(stats.plans.size(), 1u);
+  EXPECT_TRUE(stats.plans[0].declined);
+  EXPECT_LE(stats.plans_learned, 4u) << "no planner run once the shape is declined";
+  EXPECT_EQ(stats.hits, 0u);
+  testing::expect_consistent(allocator, {});
 }
 
 TEST(Planned, KeepsOnePlanPerShapeInOneArena) {
@@ -726,6 +745,36 @@ TEST(Planned, KeepsWhatLastsOutOfTheHolesItPlansInto) {
   EXPECT_EQ(allocator.stats().reserved_bytes.by_kind[static_cast<int>(PoolKind::small)].peak, 0);
   for (void* output : outputs) allocator.deallocate(output);
   allocator.deallocate(weights);
+}
+
+// Weights with a free quarter MiB between them (a 1.25 MiB gap that a lasting 1 MiB
+// tensor took most of): a 256 KiB activation goes in that hole, and the arena carved
+// after the weights ends on a granule, one fewer than an arena that holds it too.
+TEST(Planned, PlansIntoHolesSmallerThanAGranule) {
+  Allocator allocator(device(), planned());
+  void* first_weight = allocator.allocate(5 * MiB / 2);
+  void* gap = allocator.allocate(5 * MiB / 4);
+  void* second_weight = allocator.allocate(5 * MiB / 2);
+  allocator.deallocate(gap);
+  void* lasting = allocator.allocate(1 * MiB);
+  ASSERT_EQ(lasting, gap) << "the lasting tensor takes the gap's first MiB";
+  for (int i = 0; i < 4; ++i) {
+    allocator.mark_iteration();
+    run_chain(allocator, {15 * MiB / 4, 256 * KiB, 15 * MiB / 4});
+  }
+  const PlannedStats stats = allocator.planned_stats();
+  ASSERT_EQ(stats.plans.size(), 1u);
+  EXPECT_EQ(stats.plans[0].hole_requests, 1u);
+  EXPECT_EQ(stats.plans[0].arena_bytes, 15 * MiB / 4);
+  EXPECT_EQ(stats.fallbacks, 0u);
+  EXPECT_EQ(stats.steady_peak_requested_bytes, 10 * MiB);
+  EXPECT_EQ(stats.steady_peak_reserved_bytes, 10 * MiB);
+  testing::expect_consistent(allocator, {{first_weight, 5 * MiB / 2},
+                                         {second_weight, 5 * MiB / 2},
+                                         {lasting, 1 * MiB}});
+  allocator.deallocate(lasting);
+  allocator.deallocate(second_weight);
+  allocator.deallocate(first_weight);
 }
 
 // Two weights, the first's last granule a hole the activations are planned into, the
