@@ -72,14 +72,49 @@ void BlockPool::publish_split_change() {
 
 // In the address index the taken block hands its node to what stays free of it, so a
 // take that leaves a remainder restructures nothing.
+// Small blocks come in runs (a layer's bias, its statistics, their gradients and
+// optimizer moments) with a freed one now and then between them: two blocks either side.
+bool BlockPool::near_small_block(const Block& free) const {
+  constexpr int kReach = 2;
+  const auto small = [&](const Block* b) { return b->allocated && b->size < first_fit_from_; };
+  const Block* before = free.prev;
+  const Block* after = free.next;
+  for (int i = 0; i < kReach; ++i) {
+    if (before != nullptr) {
+      if (small(before)) return true;
+      before = before->prev;
+    }
+    if (after != nullptr) {
+      if (small(after)) return true;
+      after = after->next;
+    }
+  }
+  return false;
+}
+
+Block* BlockPool::near_small_fit(std::size_t size, std::size_t max_block) const {
+  std::size_t visited = 0;
+  Block* const found = index_.find_first(size, [&](const Block& free) {
+    return ++visited > kSmallScanLimit || (free.size <= max_block && near_small_block(free));
+  });
+  return visited > kSmallScanLimit ? nullptr : found;
+}
+
 Block* BlockPool::take(std::size_t size, std::size_t max_block, std::size_t split_remainder,
                        std::size_t unsplittable_from) {
-  // Expandable ranges take the lowest fit (see set_mapping_granule); an upper bound on
-  // the block (max_split_size) needs the size-ordered index.
-  Block* const found =
-      mapping_granule_ != 0 && max_block == ~std::size_t{0} && size >= first_fit_from_
-          ? by_address_.lowest(size)
-          : index_.find(size, max_block);
+  // Expandable ranges take the lowest fit for large requests and a fit near small
+  // blocks for small ones (see set_mapping_granule); an upper bound on the block
+  // (max_split_size) needs the size-ordered index.
+  Block* found = nullptr;
+  if (mapping_granule_ != 0 && size < first_fit_from_) {
+    found = near_small_fit(size, max_block);
+  } else if (mapping_granule_ != 0 && max_block == ~std::size_t{0}) {
+    found = by_address_.lowest(size);
+  }
+  if (found == nullptr && (mapping_granule_ == 0 || size < first_fit_from_ ||
+                           max_block != ~std::size_t{0})) {
+    found = index_.find(size, max_block);
+  }
   if (found == nullptr) return nullptr;
   const bool found_indexed = in_address_index(found);
   unfile(found, false);

@@ -83,8 +83,13 @@ class BlockPool {
   // start they leave free space gathered in whole granules at its end (unmapped and
   // reused for any size) instead of slivers between live blocks that drift from one
   // training iteration to the next (under best fit resnet50_train's peak was 464
-  // granules after two steps, 467 after three). Smaller requests best-fit into the
-  // slivers there are. Throws std::logic_error once blocks are mapped.
+  // granules after two steps, 467 after three). Smaller requests take a free block
+  // near live small blocks when one is among the first kSmallScanLimit fits, else the
+  // best fit: small blocks that outlive an iteration (optimizer moments, statistics,
+  // biases' gradients) then gather beside each other, not in slivers between
+  // activations where each keeps a granule mapped (31 captured workloads: 74 granules
+  // above the floor of whole granules in all, 66 now; a CNN under AdamW with gradient
+  // accumulation 1.178x -> 1.075x). Throws std::logic_error once blocks are mapped.
   void set_mapping_granule(std::size_t granule);
   std::size_t mapping_granule() const { return mapping_granule_; }
   // Expandable ranges: the best-fitting unmapped block of at least `size`.
@@ -188,7 +193,14 @@ class BlockPool {
   std::int64_t inactive_split_change_ = 0;  // not yet published (blocks)
   std::int64_t inactive_split_bytes_change_ = 0;
   std::size_t reserved_bytes_ = 0;
+  // Whether a live block below first_fit_from_ lies within two blocks of `free`.
+  bool near_small_block(const Block& free) const;
+  // The first free block of at least `size` (and at most max_block) near small blocks
+  // among the first kSmallScanLimit that hold `size`, smaller size classes first.
+  Block* near_small_fit(std::size_t size, std::size_t max_block) const;
+
   static constexpr std::size_t kFirstFitGranuleShare = 8;
+  static constexpr std::size_t kSmallScanLimit = 16;
   std::size_t mapping_granule_ = 0;
   std::size_t first_fit_from_ = 0;  // requests and free blocks in the address index
 };

@@ -282,6 +282,41 @@ TEST(BlockPool, TakesTheLowestFitWithAMappingGranule) {
   }
 }
 
+// With a mapping granule, a small request takes a free block within two blocks of a
+// live small one (a run of biases and statistics) over a better fit between large
+// blocks, where a small block that lasts keeps a granule mapped; without a small block
+// near any candidate it best-fits.
+TEST(BlockPool, GathersSmallBlocksNearSmallBlocksWithAMappingGranule) {
+  constexpr std::uintptr_t kBase = 0x10000000;
+  constexpr std::size_t kMiB = 1 << 20;
+  constexpr std::size_t kKiB = 1 << 10;
+  for (const bool with_granule : {false, true}) {
+    BlockPool pool(Tier::hbm, PoolKind::large, nullptr);
+    pool.add_segment(kBase, 32 * kMiB, false);
+    if (with_granule) pool.set_mapping_granule(2 * kMiB);
+    pool.map_range(pool.find_unmapped(16 * kMiB), kBase, 16 * kMiB);
+    // [bias 0.5][gap 8][large 1 MiB][large 1 MiB][slot 4][large 1 MiB][free...]
+    Block* bias = pool.take(512, kAny, 512, kAny);
+    Block* gap = pool.take(8 * kKiB, kAny, 512, kAny);
+    std::vector<Block*> large;
+    large.push_back(pool.take(kMiB, kAny, 512, kAny));
+    large.push_back(pool.take(kMiB, kAny, 512, kAny));
+    Block* slot = pool.take(4 * kKiB, kAny, 512, kAny);
+    large.push_back(pool.take(kMiB, kAny, 512, kAny));
+    ASSERT_EQ(gap->address, bias->address + 512);
+    ASSERT_EQ(slot->address, large[1]->address + kMiB);
+    const std::uintptr_t gap_at = gap->address;
+    const std::uintptr_t slot_at = slot->address;
+    pool.release(gap);
+    pool.release(slot);
+    Block* kept = pool.take(4 * kKiB, kAny, 512, kAny);
+    EXPECT_EQ(kept->address, with_granule ? gap_at : slot_at);
+    pool.release(kept);
+    pool.release(bias);  // no small block left: the best fit again
+    EXPECT_EQ(pool.take(4 * kKiB, kAny, 512, kAny)->address, slot_at);
+  }
+}
+
 // Takes and releases at random keep the address index in step with the blocks: every
 // request of an eighth of a granule or more lands in the lowest free block that fits
 // it (found here by walking the range), through splits at either end and merges.
