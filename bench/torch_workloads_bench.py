@@ -1,11 +1,16 @@
 """Captures small PyTorch workloads unlike the shared traces (gradient accumulation,
-activation checkpointing, a GAN, an LSTM, segmentation, token-by-token decoding,
-variable sequence lengths, two models served in turn, a small GPT, an MLP under Adam, a
-U-Net, encoder inference at two batch sizes) with `python3 -m npumem.torch
+activation checkpointing, a GAN, LSTMs and a GRU, segmentation, token-by-token decoding,
+variable sequence lengths, two models served in turn, a small GPT, MLPs under Adam, a
+U-Net, encoder inference at two batch sizes, training with evaluation between steps,
+a small ViT with gradient clipping, convolutional inference at several batch sizes, an
+autoencoder on three image sizes, a transformer decoder, a 1-D CNN, DenseNet,
+EfficientNet, MobileNetV3, SqueezeNet and ShuffleNet) with `python3 -m npumem.torch
 capture`, then prints every strategy's overhead ratio (peak reserved / peak requested)
 from `npumem compare` beside the model of PyTorch's caching policy in
 ../shared/tools/torch_policy_sim.py, and whether planned is at most the best of caching
-and expandable. Random weights and inputs (no download), CPU tensors.
+and expandable. The last line sums, per strategy, the 2 MiB granules each peak reserved
+holds above the fewest whole granules that hold the peak requested. Random weights and
+inputs (no download), CPU tensors.
 
     /usr/bin/python3 bench/torch_workloads_bench.py [--npumem build/bin/npumem] [--keep DIR]
         [NAME ...]
@@ -253,9 +258,263 @@ def encoder_infer() -> None:
             encoder(torch.randn(batch, 128, 768))
 
 
+def train_eval() -> None:
+    """ResNet-18 SGD steps with an evaluation batch every third step."""
+    import torch
+    import torchvision
+
+    model = torchvision.models.resnet18(num_classes=10)
+    optimizer = torch.optim.SGD(model.parameters(), 0.05, momentum=0.9)
+    for step in range(9):
+        model.train()
+        x, y = torch.randn(4, 3, 64, 64), torch.randint(0, 10, (4,))
+        optimizer.zero_grad()
+        torch.nn.functional.cross_entropy(model(x), y).backward()
+        optimizer.step()
+        if step % 3 == 2:
+            model.eval()
+            with torch.no_grad():
+                model(torch.randn(8, 3, 64, 64))
+
+
+def gru_varlen_train() -> None:
+    """A two-layer GRU under Adam on sequences of three lengths."""
+    import torch
+
+    rnn, head = torch.nn.GRU(64, 128, num_layers=2, batch_first=True), torch.nn.Linear(128, 32)
+    optimizer = torch.optim.Adam([*rnn.parameters(), *head.parameters()], 1e-3)
+    for step in range(10):
+        x = torch.randn(8, [20, 35, 50, 35, 20][step % 5], 64)
+        loss = head(rnn(x)[0]).pow(2).mean()
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+
+
+def vit_tiny_train() -> None:
+    """A four-layer ViT on 64x64 images, AdamW with gradient clipping."""
+    import torch
+    from torch import nn
+
+    class ViT(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.patches = nn.Conv2d(3, 192, 8, 8)
+            self.cls = nn.Parameter(torch.zeros(1, 1, 192))
+            self.encoder = nn.TransformerEncoder(
+                nn.TransformerEncoderLayer(192, 3, 768, batch_first=True), 4)
+            self.head = nn.Linear(192, 10)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            tokens = self.patches(x).flatten(2).transpose(1, 2)
+            tokens = torch.cat([self.cls.expand(x.shape[0], -1, -1), tokens], 1)
+            return self.head(self.encoder(tokens)[:, 0])
+
+    model = ViT()
+    optimizer = torch.optim.AdamW(model.parameters(), 1e-3)
+    for _ in range(6):
+        x, y = torch.randn(8, 3, 64, 64), torch.randint(0, 10, (8,))
+        optimizer.zero_grad()
+        nn.functional.cross_entropy(model(x), y).backward()
+        nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+
+
+def batches_infer() -> None:
+    """ResNet-18 inference at batch sizes 1, 2, 4 and 8 in turn, each an iteration."""
+    import torch
+    import torchvision
+
+    import npumem.torch as npumem_torch
+
+    model = torchvision.models.resnet18().eval()
+    with torch.no_grad():
+        for step in range(12):
+            npumem_torch.iteration()
+            model(torch.randn([1, 2, 4, 8][step % 4], 3, 96, 96))
+
+
+def autoencoder_train() -> None:
+    """A convolutional autoencoder under Adam on images of three sizes in turn."""
+    import torch
+    from torch import nn
+
+    encoder = nn.Sequential(nn.Conv2d(1, 16, 3, 2, 1), nn.ReLU(), nn.Conv2d(16, 32, 3, 2, 1),
+                            nn.ReLU())
+    decoder = nn.Sequential(nn.ConvTranspose2d(32, 16, 4, 2, 1), nn.ReLU(),
+                            nn.ConvTranspose2d(16, 1, 4, 2, 1))
+    optimizer = torch.optim.Adam([*encoder.parameters(), *decoder.parameters()], 1e-3)
+    for step in range(8):
+        side = [64, 96, 128][step % 3]
+        x = torch.randn(6, 1, side, side)
+        optimizer.zero_grad()
+        (decoder(encoder(x)) - x).pow(2).mean().backward()
+        optimizer.step()
+
+
+def mobilenet_v3_train() -> None:
+    """MobileNetV3-small SGD steps on 64x64 images."""
+    import torch
+    import torchvision
+
+    model = torchvision.models.mobilenet_v3_small(num_classes=10)
+    optimizer = torch.optim.SGD(model.parameters(), 0.05, momentum=0.9)
+    for _ in range(6):
+        x, y = torch.randn(8, 3, 64, 64), torch.randint(0, 10, (8,))
+        optimizer.zero_grad()
+        torch.nn.functional.cross_entropy(model(x), y).backward()
+        optimizer.step()
+
+
+def efficientnet_infer() -> None:
+    """EfficientNet-B0 inference, each batch an iteration."""
+    import torch
+    import torchvision
+
+    import npumem.torch as npumem_torch
+
+    model = torchvision.models.efficientnet_b0().eval()
+    with torch.no_grad():
+        for _ in range(5):
+            npumem_torch.iteration()
+            model(torch.randn(2, 3, 96, 96))
+
+
+def lstm_adam_train() -> None:
+    """A two-layer LSTM language model on a 2,000-word vocabulary, next-token loss."""
+    import torch
+    from torch import nn
+
+    embedding, rnn = nn.Embedding(2000, 128), nn.LSTM(128, 256, 2, batch_first=True)
+    head = nn.Linear(256, 2000)
+    optimizer = torch.optim.Adam([*embedding.parameters(), *rnn.parameters(),
+                                  *head.parameters()], 1e-3)
+    for _ in range(6):
+        tokens = torch.randint(0, 2000, (16, 33))
+        hidden = rnn(embedding(tokens[:, :-1]))[0]
+        loss = nn.functional.cross_entropy(head(hidden).reshape(-1, 2000),
+                                           tokens[:, 1:].reshape(-1))
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+
+
+def decoder_train() -> None:
+    """A three-layer transformer decoder with a causal mask, AdamW."""
+    import torch
+    from torch import nn
+
+    decoder = nn.TransformerDecoder(nn.TransformerDecoderLayer(128, 4, 512, batch_first=True), 3)
+    head = nn.Linear(128, 500)
+    optimizer = torch.optim.AdamW([*decoder.parameters(), *head.parameters()], 1e-3)
+    mask = nn.Transformer.generate_square_subsequent_mask(48)
+    for _ in range(6):
+        target, memory = torch.randn(8, 48, 128), torch.randn(8, 40, 128)
+        loss = head(decoder(target, memory, tgt_mask=mask)).logsumexp(-1).mean()
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+
+
+def resnet_adam_train() -> None:
+    """ResNet-18 steps under Adam: two moments per parameter."""
+    import torch
+    import torchvision
+
+    model = torchvision.models.resnet18(num_classes=10)
+    optimizer = torch.optim.Adam(model.parameters(), 1e-3)
+    for _ in range(5):
+        x, y = torch.randn(4, 3, 64, 64), torch.randint(0, 10, (4,))
+        optimizer.zero_grad()
+        torch.nn.functional.cross_entropy(model(x), y).backward()
+        optimizer.step()
+
+
+def mlp_norm_accum_train() -> None:
+    """An MLP with LayerNorm and dropout, AdamW, two micro-batches per step."""
+    import torch
+    from torch import nn
+
+    model = nn.Sequential(nn.Linear(256, 1024), nn.LayerNorm(1024), nn.GELU(), nn.Dropout(0.1),
+                          nn.Linear(1024, 1024), nn.LayerNorm(1024), nn.GELU(),
+                          nn.Linear(1024, 10))
+    optimizer = torch.optim.AdamW(model.parameters(), 1e-3)
+    for _ in range(6):
+        for _ in range(2):
+            x, y = torch.randn(64, 256), torch.randint(0, 10, (64,))
+            (nn.functional.cross_entropy(model(x), y) / 2).backward()
+        optimizer.step()
+        optimizer.zero_grad()
+
+
+def conv1d_train() -> None:
+    """A 1-D CNN on 8,000-sample signals (audio-like), Adam."""
+    import torch
+    from torch import nn
+
+    model = nn.Sequential(nn.Conv1d(1, 32, 9, 2, 4), nn.BatchNorm1d(32), nn.ReLU(),
+                          nn.Conv1d(32, 64, 9, 2, 4), nn.BatchNorm1d(64), nn.ReLU(),
+                          nn.Conv1d(64, 128, 9, 2, 4), nn.ReLU(), nn.AdaptiveAvgPool1d(1),
+                          nn.Flatten(), nn.Linear(128, 12))
+    optimizer = torch.optim.Adam(model.parameters(), 1e-3)
+    for _ in range(6):
+        x, y = torch.randn(16, 1, 8000), torch.randint(0, 12, (16,))
+        optimizer.zero_grad()
+        nn.functional.cross_entropy(model(x), y).backward()
+        optimizer.step()
+
+
+def densenet_infer() -> None:
+    """DenseNet-121 inference (every layer's output concatenated), each batch an iteration."""
+    import torch
+    import torchvision
+
+    import npumem.torch as npumem_torch
+
+    model = torchvision.models.densenet121().eval()
+    with torch.no_grad():
+        for _ in range(4):
+            npumem_torch.iteration()
+            model(torch.randn(2, 3, 64, 64))
+
+
+def squeezenet_train() -> None:
+    """SqueezeNet 1.1 SGD steps on 96x96 images."""
+    import torch
+    import torchvision
+
+    model = torchvision.models.squeezenet1_1(num_classes=10)
+    optimizer = torch.optim.SGD(model.parameters(), 0.01, momentum=0.9)
+    for _ in range(6):
+        x, y = torch.randn(8, 3, 96, 96), torch.randint(0, 10, (8,))
+        optimizer.zero_grad()
+        torch.nn.functional.cross_entropy(model(x), y).backward()
+        optimizer.step()
+
+
+def shufflenet_infer() -> None:
+    """ShuffleNetV2 x0.5 inference at batch sizes 1, 3 and 5 in turn, each an iteration."""
+    import torch
+    import torchvision
+
+    import npumem.torch as npumem_torch
+
+    model = torchvision.models.shufflenet_v2_x0_5().eval()
+    with torch.no_grad():
+        for step in range(9):
+            npumem_torch.iteration()
+            model(torch.randn([1, 3, 5][step % 3], 3, 112, 112))
+
+
 WORKLOADS = {f.__name__: f for f in (accum_train, ckpt_train, gan_train, lstm_train, seg_infer,
                                      decode_infer, varlen_train, two_models, gpt_train,
-                                     mlp_adam_train, unet_train, encoder_infer)}
+                                     mlp_adam_train, unet_train, encoder_infer, train_eval,
+                                     gru_varlen_train, vit_tiny_train, batches_infer,
+                                     autoencoder_train, mobilenet_v3_train, efficientnet_infer,
+                                     lstm_adam_train, decoder_train, resnet_adam_train,
+                                     mlp_norm_accum_train, conv1d_train, densenet_infer,
+                                     squeezenet_train, shufflenet_infer)}
+GRANULE = 2 << 20  # the expandable strategy's default
 STRATEGIES = ("caching", "expandable", "static", "planned")
 
 
@@ -311,8 +570,9 @@ def main() -> int:
 
 def report(arguments: argparse.Namespace) -> int:
     """Captures each workload and prints its row."""
-    print(f"{'workload':<14}{'peak req':>12}" + "".join(f"{s:>12}" for s in STRATEGIES) +
+    print(f"{'workload':<22}{'peak req':>12}" + "".join(f"{s:>12}" for s in STRATEGIES) +
           f"{'pytorch':>10}  planned <= best of caching, expandable")
+    over_floor = dict.fromkeys(STRATEGIES, 0)
     with tempfile.TemporaryDirectory() as scratch:
         directory = arguments.keep or scratch
         os.makedirs(directory, exist_ok=True)
@@ -325,10 +585,16 @@ def report(arguments: argparse.Namespace) -> int:
             pytorch = pytorch_policy_ratio(trace, arguments.shared)
             best = min(ratios["caching"], ratios["expandable"])
             peak = next(iter(rows.values()))["peak_requested_bytes"]
-            print(f"{name:<14}{peak / 2**20:>9.1f} MiB" +
+            print(f"{name:<22}{peak / 2**20:>9.1f} MiB" +
                   "".join(f"{ratios.get(s, float('nan')):>12.3f}" for s in STRATEGIES) +
                   (f"{pytorch:>10.3f}" if pytorch is not None else f"{'-':>10}") +
                   f"  {'yes' if ratios['planned'] <= best + 1e-9 else 'no'}", flush=True)
+            floor = -(-peak // GRANULE)
+            for strategy in over_floor:
+                if strategy in rows:
+                    over_floor[strategy] += round(rows[strategy]["peak_reserved_bytes"] / GRANULE) - floor
+    print(f"{'granules over floor':<22}{'':>12}" +
+          "".join(f"{over_floor[s]:>12}" for s in STRATEGIES))
     return 0
 
 

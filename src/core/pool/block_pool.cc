@@ -70,8 +70,6 @@ void BlockPool::publish_split_change() {
   inactive_split_bytes_change_ = 0;
 }
 
-// In the address index the taken block hands its node to what stays free of it, so a
-// take that leaves a remainder restructures nothing.
 // Small blocks come in runs (a layer's bias, its statistics, their gradients and
 // optimizer moments) with a freed one now and then between them: two blocks either side.
 bool BlockPool::near_small_block(const Block& free) const {
@@ -100,21 +98,23 @@ Block* BlockPool::near_small_fit(std::size_t size, std::size_t max_block) const 
   return visited > kSmallScanLimit ? nullptr : found;
 }
 
+// Expandable ranges take the lowest fit for large requests and a fit near small blocks
+// for small ones (see set_mapping_granule); an upper bound on the block (max_split_size)
+// needs the size-ordered index.
+Block* BlockPool::find_for(std::size_t size, std::size_t max_block) const {
+  if (mapping_granule_ != 0 && size < first_fit_from_) {
+    if (Block* near = near_small_fit(size, max_block)) return near;
+  } else if (mapping_granule_ != 0 && max_block == ~std::size_t{0}) {
+    return by_address_.lowest(size);
+  }
+  return index_.find(size, max_block);
+}
+
+// In the address index the taken block hands its node to what stays free of it, so a
+// take that leaves a remainder restructures nothing.
 Block* BlockPool::take(std::size_t size, std::size_t max_block, std::size_t split_remainder,
                        std::size_t unsplittable_from) {
-  // Expandable ranges take the lowest fit for large requests and a fit near small
-  // blocks for small ones (see set_mapping_granule); an upper bound on the block
-  // (max_split_size) needs the size-ordered index.
-  Block* found = nullptr;
-  if (mapping_granule_ != 0 && size < first_fit_from_) {
-    found = near_small_fit(size, max_block);
-  } else if (mapping_granule_ != 0 && max_block == ~std::size_t{0}) {
-    found = by_address_.lowest(size);
-  }
-  if (found == nullptr && (mapping_granule_ == 0 || size < first_fit_from_ ||
-                           max_block != ~std::size_t{0})) {
-    found = index_.find(size, max_block);
-  }
+  Block* const found = find_for(size, max_block);
   if (found == nullptr) return nullptr;
   const bool found_indexed = in_address_index(found);
   unfile(found, false);

@@ -198,6 +198,8 @@ class BlockPool {
   // The first free block of at least `size` (and at most max_block) near small blocks
   // among the first kSmallScanLimit that hold `size`, smaller size classes first.
   Block* near_small_fit(std::size_t size, std::size_t max_block) const;
+  // The free block take() splits for a request of `size`, or nullptr.
+  Block* find_for(std::size_t size, std::size_t max_block) const;
 
   static constexpr std::size_t kFirstFitGranuleShare = 8;
   static constexpr std::size_t kSmallScanLimit = 16;
