@@ -281,5 +281,13 @@ TEST(ReplayTest, APlanPastItsHolesIsDeclinedBeforeTheRelease) {
   expect_planned_within_expandable("resnet_sgd_b2.trace");
 }
 
+// A small ViT under AdamW: the plan puts activations in holes, and each step's input and
+// labels come before its first planned request, after the release, where no room beside
+// what lasts holds the input: it took a granule of its own, and the plan, declined only
+// then, left the steps at 1.082x against expandable's 1.053x.
+TEST(ReplayTest, APlansLeadingRequestsNeedRoomAfterTheRelease) {
+  expect_planned_within_expandable("vit_tiny_adamw.trace");
+}
+
 }  // namespace
 }  // namespace npumem::cli

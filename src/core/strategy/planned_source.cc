@@ -1,6 +1,8 @@
 #include "core/strategy/planned_source.h"
 
 #include <algorithm>
+#include <functional>
+#include <numeric>
 #include <limits>
 #include <set>
 #include <unordered_map>
@@ -656,6 +658,10 @@ void PlannedSource::learn(bool fallback_served) {
       plan->offsets[owners[i]] = layout.offsets[next++];
     }
   }
+  for (std::size_t j = 0; j < n && plan->offsets[j] == kNoSlot && plan->hole_address[j] == 0;
+       ++j) {
+    plan->leading_kept.push_back(plan->sizes[j]);
+  }
   simulate_first_hits(*plan, holes);
   for (std::size_t j = 0; j < n; ++j) {
     if (plan->hole_address[j] != 0) {
@@ -1305,32 +1311,37 @@ bool PlannedSource::arena_might_fit(const Plan& plan, std::uint64_t bytes) const
   }
   const std::uint64_t granule = expandable_->granule_for(arena_blocks());
   const std::uint64_t granules = round_up(bytes, granule) / granule;
+  // Past the plans' holes, with no request before it that could take its first granule,
+  // it maps what growth_past_the_holes_once_released says.
   std::uint64_t least_growth = granules > 2 ? (granules - 2) * granule : 0;
-  if (plans_holes_end() != 0 && !made_before_its_arena(plan, granule)) {
+  const bool shares_first_granule =
+      std::any_of(plan.leading_kept.begin(), plan.leading_kept.end(),
+                  [&](std::size_t size) { return size >= granule; });
+  if (plans_holes_end() != 0 && !shares_first_granule) {
     if (const std::optional<std::uint64_t> growth = growth_past_the_holes_once_released(bytes)) {
       least_growth = *growth;
     }
   }
   const std::uint64_t free = arena_blocks().free_bytes();
-  const std::uint64_t free_after = plan.hole_ranges.empty() ? free - std::min(free, releasable)
-                                                             : room_after_lasting_once_released(plan);
+  std::uint64_t kept_growth = 0;
+  if (plan.hole_ranges.empty()) {
+    kept_growth = kept_copy_growth(plan, free - std::min(free, releasable));
+  } else {
+    std::vector<std::size_t> rooms = rooms_after_lasting_once_released(plan);
+    const std::uint64_t room = std::accumulate(rooms.begin(), rooms.end(), std::uint64_t{0});
+    kept_growth = std::max(kept_copy_growth(plan, room),
+                           round_up(bytes_beyond(plan.leading_kept, std::move(rooms)),
+                                    allocator_.granularity(Tier::hbm)));
+  }
   const auto reserved = static_cast<std::uint64_t>(allocator_.stats.reserved_bytes.all.current);
-  return reserved - std::min(reserved, releasable) + least_growth +
-             kept_copy_growth(plan, free_after) <=
+  return reserved - std::min(reserved, releasable) + least_growth + kept_growth <=
          plan.fallback_peak_reserved;
 }
 
-bool PlannedSource::made_before_its_arena(const Plan& plan, std::size_t bytes) {
-  for (std::size_t j = 0; j < plan.sizes.size(); ++j) {
-    if (plan.offsets[j] != kNoSlot) return false;
-    if (plan.hole_address[j] == 0 && plan.sizes[j] >= bytes) return true;
-  }
-  return false;
-}
-
-std::uint64_t PlannedSource::room_after_lasting_once_released(const Plan& plan) const {
+std::vector<std::size_t> PlannedSource::rooms_after_lasting_once_released(
+    const Plan& plan) const {
   const std::size_t granule = arena_blocks().mapping_granule();
-  std::uint64_t room = 0;
+  std::vector<std::size_t> rooms;
   for (const Segment* s = arena_blocks().segments(); s != nullptr; s = s->next) {
     if (is_arena(*s)) continue;
     for (const Block* b = s->first; b != nullptr; b = b->next) {
@@ -1338,10 +1349,26 @@ std::uint64_t PlannedSource::room_after_lasting_once_released(const Plan& plan) 
       const std::uintptr_t granule_end =
           s->granule_base + round_up(b->address - s->granule_base, granule);
       const std::size_t kept = std::min(b->address + b->size, granule_end) - b->address;
-      if (kept != 0 && clear_of(plan.hole_ranges, b->address, kept)) room += kept;
+      if (kept != 0 && clear_of(plan.hole_ranges, b->address, kept)) rooms.push_back(kept);
     }
   }
-  return room;
+  return rooms;
+}
+
+std::uint64_t PlannedSource::bytes_beyond(std::vector<std::size_t> sizes,
+                                          std::vector<std::size_t> rooms) {
+  std::sort(sizes.begin(), sizes.end(), std::greater<>());
+  std::uint64_t beyond = 0;
+  for (const std::size_t size : sizes) {
+    const auto room = std::find_if(rooms.begin(), rooms.end(),
+                                   [&](std::size_t space) { return space >= size; });
+    if (room == rooms.end()) {
+      beyond += size;
+    } else {
+      *room -= size;
+    }
+  }
+  return beyond;
 }
 
 std::uint64_t PlannedSource::arena_growth(std::uint64_t bytes) const {

@@ -129,6 +129,9 @@ class PlannedSource : public SegmentSource {
     // lives (an output kept until the next exists): the fallback holds both copies
     // beside the arena, so the test of the arena counts these bytes again.
     std::uint64_t kept_copy_bytes = 0;
+    // The sizes of the requests kept out of the arena and its holes that come before its
+    // first planned one: made between the release and the arena, they need room then.
+    std::vector<std::size_t> leading_kept;
     bool declined = false;  // its arena does not pay (reserve_arena)
   };
 
@@ -196,14 +199,15 @@ class PlannedSource : public SegmentSource {
   // released: the free blocks before the range's unmapped end join it, but for the
   // granule the first of them begins in.
   std::optional<std::uint64_t> growth_past_the_holes_once_released(std::size_t size) const;
-  // Whether `plan`'s iteration makes a request of at least `bytes` that goes to the
-  // fallback before its first planned one (and so before its arena): placed past the
-  // holes, it may take the arena's first granule and share it.
-  static bool made_before_its_arena(const Plan& plan, std::size_t bytes);
-  // With `plan`'s holes: the free space that stays mapped, once the fallback's free
-  // memory is released, right after blocks that last and clear of the holes, where its
-  // kept copies go (take_clear_of_holes); past it they take granules of their own.
-  std::uint64_t room_after_lasting_once_released(const Plan& plan) const;
+  // With `plan`'s holes: the free blocks' pieces that stay mapped, once the fallback's
+  // free memory is released, right after blocks that last and clear of the holes, where
+  // what it keeps out of the arena goes (take_clear_of_holes); past them that takes
+  // granules of its own.
+  std::vector<std::size_t> rooms_after_lasting_once_released(const Plan& plan) const;
+  // The bytes of `sizes` that `rooms` do not hold, each placed (largest first) in the
+  // first room with space left.
+  static std::uint64_t bytes_beyond(std::vector<std::size_t> sizes,
+                                    std::vector<std::size_t> rooms);
   // Closes (while a plan serves) or opens the free space of the fallback's large
   // segments, so that fallbacks do not take the holes the plan uses.
   void close_fallback_segments(bool closed);
