@@ -87,9 +87,10 @@ class BlockPool {
   // near live small blocks when one is among the first kSmallScanLimit fits, else the
   // best fit: small blocks that outlive an iteration (optimizer moments, statistics,
   // biases' gradients) then gather beside each other, not in slivers between
-  // activations where each keeps a granule mapped (31 captured workloads: 74 granules
-  // above the floor of whole granules in all, 66 now; a CNN under AdamW with gradient
-  // accumulation 1.178x -> 1.075x). Throws std::logic_error once blocks are mapped.
+  // activations where each keeps a granule mapped (granules above the fewest whole ones
+  // that hold the peak: the 4 shared traces 47 -> 40, bench/torch_workloads_bench.py's
+  // 27 workloads 27 -> 26; a CNN under AdamW with gradient accumulation 1.178x ->
+  // 1.075x). Throws std::logic_error once blocks are mapped.
   void set_mapping_granule(std::size_t granule);
   std::size_t mapping_granule() const { return mapping_granule_; }
   // Expandable ranges: the best-fitting unmapped block of at least `size`.
