@@ -258,6 +258,29 @@ def encoder_infer() -> None:
             encoder(torch.randn(batch, 128, 768))
 
 
+def vision_steps(model, optimizer, steps: int, batch: int, side: int) -> None:
+    """Classification steps (10 classes) on random side x side images."""
+    import torch
+
+    for _ in range(steps):
+        x, y = torch.randn(batch, 3, side, side), torch.randint(0, 10, (batch,))
+        optimizer.zero_grad()
+        torch.nn.functional.cross_entropy(model(x), y).backward()
+        optimizer.step()
+
+
+def vision_infer(model, batches: list[int], side: int) -> None:
+    """Inference on random side x side images, one iteration per batch."""
+    import torch
+
+    import npumem.torch as npumem_torch
+
+    with torch.no_grad():
+        for batch in batches:
+            npumem_torch.iteration()
+            model(torch.randn(batch, 3, side, side))
+
+
 def train_eval() -> None:
     """ResNet-18 SGD steps with an evaluation batch every third step."""
     import torch
@@ -267,10 +290,7 @@ def train_eval() -> None:
     optimizer = torch.optim.SGD(model.parameters(), 0.05, momentum=0.9)
     for step in range(9):
         model.train()
-        x, y = torch.randn(4, 3, 64, 64), torch.randint(0, 10, (4,))
-        optimizer.zero_grad()
-        torch.nn.functional.cross_entropy(model(x), y).backward()
-        optimizer.step()
+        vision_steps(model, optimizer, 1, 4, 64)
         if step % 3 == 2:
             model.eval()
             with torch.no_grad():
@@ -322,16 +342,9 @@ def vit_tiny_train() -> None:
 
 def batches_infer() -> None:
     """ResNet-18 inference at batch sizes 1, 2, 4 and 8 in turn, each an iteration."""
-    import torch
     import torchvision
 
-    import npumem.torch as npumem_torch
-
-    model = torchvision.models.resnet18().eval()
-    with torch.no_grad():
-        for step in range(12):
-            npumem_torch.iteration()
-            model(torch.randn([1, 2, 4, 8][step % 4], 3, 96, 96))
+    vision_infer(torchvision.models.resnet18().eval(), [1, 2, 4, 8] * 3, 96)
 
 
 def autoencoder_train() -> None:
@@ -358,26 +371,14 @@ def mobilenet_v3_train() -> None:
     import torchvision
 
     model = torchvision.models.mobilenet_v3_small(num_classes=10)
-    optimizer = torch.optim.SGD(model.parameters(), 0.05, momentum=0.9)
-    for _ in range(6):
-        x, y = torch.randn(8, 3, 64, 64), torch.randint(0, 10, (8,))
-        optimizer.zero_grad()
-        torch.nn.functional.cross_entropy(model(x), y).backward()
-        optimizer.step()
+    vision_steps(model, torch.optim.SGD(model.parameters(), 0.05, momentum=0.9), 6, 8, 64)
 
 
 def efficientnet_infer() -> None:
     """EfficientNet-B0 inference, each batch an iteration."""
-    import torch
     import torchvision
 
-    import npumem.torch as npumem_torch
-
-    model = torchvision.models.efficientnet_b0().eval()
-    with torch.no_grad():
-        for _ in range(5):
-            npumem_torch.iteration()
-            model(torch.randn(2, 3, 96, 96))
+    vision_infer(torchvision.models.efficientnet_b0().eval(), [2] * 5, 96)
 
 
 def lstm_adam_train() -> None:
@@ -422,12 +423,7 @@ def resnet_adam_train() -> None:
     import torchvision
 
     model = torchvision.models.resnet18(num_classes=10)
-    optimizer = torch.optim.Adam(model.parameters(), 1e-3)
-    for _ in range(5):
-        x, y = torch.randn(4, 3, 64, 64), torch.randint(0, 10, (4,))
-        optimizer.zero_grad()
-        torch.nn.functional.cross_entropy(model(x), y).backward()
-        optimizer.step()
+    vision_steps(model, torch.optim.Adam(model.parameters(), 1e-3), 5, 4, 64)
 
 
 def mlp_norm_accum_train() -> None:
@@ -466,16 +462,9 @@ def conv1d_train() -> None:
 
 def densenet_infer() -> None:
     """DenseNet-121 inference (every layer's output concatenated), each batch an iteration."""
-    import torch
     import torchvision
 
-    import npumem.torch as npumem_torch
-
-    model = torchvision.models.densenet121().eval()
-    with torch.no_grad():
-        for _ in range(4):
-            npumem_torch.iteration()
-            model(torch.randn(2, 3, 64, 64))
+    vision_infer(torchvision.models.densenet121().eval(), [2] * 4, 64)
 
 
 def squeezenet_train() -> None:
@@ -484,26 +473,14 @@ def squeezenet_train() -> None:
     import torchvision
 
     model = torchvision.models.squeezenet1_1(num_classes=10)
-    optimizer = torch.optim.SGD(model.parameters(), 0.01, momentum=0.9)
-    for _ in range(6):
-        x, y = torch.randn(8, 3, 96, 96), torch.randint(0, 10, (8,))
-        optimizer.zero_grad()
-        torch.nn.functional.cross_entropy(model(x), y).backward()
-        optimizer.step()
+    vision_steps(model, torch.optim.SGD(model.parameters(), 0.01, momentum=0.9), 6, 8, 96)
 
 
 def shufflenet_infer() -> None:
     """ShuffleNetV2 x0.5 inference at batch sizes 1, 3 and 5 in turn, each an iteration."""
-    import torch
     import torchvision
 
-    import npumem.torch as npumem_torch
-
-    model = torchvision.models.shufflenet_v2_x0_5().eval()
-    with torch.no_grad():
-        for step in range(9):
-            npumem_torch.iteration()
-            model(torch.randn([1, 3, 5][step % 3], 3, 112, 112))
+    vision_infer(torchvision.models.shufflenet_v2_x0_5().eval(), [1, 3, 5] * 3, 112)
 
 
 WORKLOADS = {f.__name__: f for f in (accum_train, ckpt_train, gan_train, lstm_train, seg_infer,
