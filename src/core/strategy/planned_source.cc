@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <functional>
-#include <numeric>
 #include <limits>
+#include <numeric>
 #include <set>
 #include <unordered_map>
 #include <unordered_set>
@@ -658,8 +658,7 @@ void PlannedSource::learn(bool fallback_served) {
       plan->offsets[owners[i]] = layout.offsets[next++];
     }
   }
-  for (std::size_t j = 0; j < n && plan->offsets[j] == kNoSlot && plan->hole_address[j] == 0;
-       ++j) {
+  for (std::size_t j = 0; j < n && plan->offsets[j] == kNoSlot && plan->hole_address[j] == 0; ++j) {
     plan->leading_kept.push_back(plan->sizes[j]);
   }
   simulate_first_hits(*plan, holes);
@@ -961,9 +960,9 @@ std::optional<std::uint64_t> PlannedSource::growth_past_the_holes_once_released(
   while (first_free->prev != nullptr && !first_free->prev->allocated) first_free = first_free->prev;
   const std::size_t granule = arena_blocks().mapping_granule();
   const std::uintptr_t base = place->last->granule_base;
-  const std::uintptr_t mapped_end =
-      first_free->mapped ? base + round_up(first_free->address - base, granule)
-                         : first_free->address;
+  const std::uintptr_t mapped_end = first_free->mapped
+                                        ? base + round_up(first_free->address - base, granule)
+                                        : first_free->address;
   const std::uintptr_t at = std::max(
       first_free->address, round_up(plans_holes_end(), std::uintptr_t{allocator_.config.granule}));
   const std::uintptr_t arena_end = at + size;
@@ -1311,12 +1310,9 @@ bool PlannedSource::arena_might_fit(const Plan& plan, std::uint64_t bytes) const
   }
   const std::uint64_t granule = expandable_->granule_for(arena_blocks());
   const std::uint64_t granules = round_up(bytes, granule) / granule;
-  // Past the plans' holes, with no request before it that could take its first granule,
-  // it maps what growth_past_the_holes_once_released says.
   std::uint64_t least_growth = granules > 2 ? (granules - 2) * granule : 0;
-  const bool shares_first_granule =
-      std::any_of(plan.leading_kept.begin(), plan.leading_kept.end(),
-                  [&](std::size_t size) { return size >= granule; });
+  const bool shares_first_granule = std::any_of(plan.leading_kept.begin(), plan.leading_kept.end(),
+                                                [&](std::size_t size) { return size >= granule; });
   if (plans_holes_end() != 0 && !shares_first_granule) {
     if (const std::optional<std::uint64_t> growth = growth_past_the_holes_once_released(bytes)) {
       least_growth = *growth;
@@ -1338,8 +1334,7 @@ bool PlannedSource::arena_might_fit(const Plan& plan, std::uint64_t bytes) const
          plan.fallback_peak_reserved;
 }
 
-std::vector<std::size_t> PlannedSource::rooms_after_lasting_once_released(
-    const Plan& plan) const {
+std::vector<std::size_t> PlannedSource::rooms_after_lasting_once_released(const Plan& plan) const {
   const std::size_t granule = arena_blocks().mapping_granule();
   std::vector<std::size_t> rooms;
   for (const Segment* s = arena_blocks().segments(); s != nullptr; s = s->next) {
@@ -1360,8 +1355,8 @@ std::uint64_t PlannedSource::bytes_beyond(std::vector<std::size_t> sizes,
   std::sort(sizes.begin(), sizes.end(), std::greater<>());
   std::uint64_t beyond = 0;
   for (const std::size_t size : sizes) {
-    const auto room = std::find_if(rooms.begin(), rooms.end(),
-                                   [&](std::size_t space) { return space >= size; });
+    const auto room =
+        std::find_if(rooms.begin(), rooms.end(), [&](std::size_t space) { return space >= size; });
     if (room == rooms.end()) {
       beyond += size;
     } else {

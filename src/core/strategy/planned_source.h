@@ -206,8 +206,7 @@ class PlannedSource : public SegmentSource {
   std::vector<std::size_t> rooms_after_lasting_once_released(const Plan& plan) const;
   // The bytes of `sizes` that `rooms` do not hold, each placed (largest first) in the
   // first room with space left.
-  static std::uint64_t bytes_beyond(std::vector<std::size_t> sizes,
-                                    std::vector<std::size_t> rooms);
+  static std::uint64_t bytes_beyond(std::vector<std::size_t> sizes, std::vector<std::size_t> rooms);
   // Closes (while a plan serves) or opens the free space of the fallback's large
   // segments, so that fallbacks do not take the holes the plan uses.
   void close_fallback_segments(bool closed);

@@ -769,9 +769,8 @@ TEST(Planned, PlansIntoHolesSmallerThanAGranule) {
   EXPECT_EQ(stats.fallbacks, 0u);
   EXPECT_EQ(stats.steady_peak_requested_bytes, 10 * MiB);
   EXPECT_EQ(stats.steady_peak_reserved_bytes, 10 * MiB);
-  testing::expect_consistent(allocator, {{first_weight, 5 * MiB / 2},
-                                         {second_weight, 5 * MiB / 2},
-                                         {lasting, 1 * MiB}});
+  testing::expect_consistent(
+      allocator, {{first_weight, 5 * MiB / 2}, {second_weight, 5 * MiB / 2}, {lasting, 1 * MiB}});
   allocator.deallocate(lasting);
   allocator.deallocate(second_weight);
   allocator.deallocate(first_weight);
