@@ -74,6 +74,13 @@ std::uint32_t request_index(const Block& block) {
   return static_cast<std::uint32_t>(block.sequence & 0xffffffffu);
 }
 
+// The end of the granule of segment `s` that `address` lies in (`address` itself on a
+// boundary): of a free block starting there, the piece a release leaves mapped when a
+// neighbour keeps that granule.
+std::uintptr_t granule_end(const Segment& s, std::uintptr_t address, std::size_t granule) {
+  return s.granule_base + round_up(address - s.granule_base, granule);
+}
+
 }  // namespace
 
 PlannedSource::PlannedSource(Allocator::Impl& allocator,
@@ -814,8 +821,7 @@ std::vector<std::uintptr_t> PlannedSource::place_in_holes(
         add_hole(b->address, end);
         continue;
       }
-      const std::uintptr_t head_end =
-          s->granule_base + round_up(b->address - s->granule_base, granule);
+      const std::uintptr_t head_end = granule_end(*s, b->address, granule);
       const std::uintptr_t tail_begin = s->granule_base + granule_of(end) * granule;
       if (head_end >= tail_begin) {
         add_kept(b->address, end);
@@ -959,9 +965,8 @@ std::optional<std::uint64_t> PlannedSource::growth_past_the_holes_once_released(
   const Block* first_free = place->end;
   while (first_free->prev != nullptr && !first_free->prev->allocated) first_free = first_free->prev;
   const std::size_t granule = arena_blocks().mapping_granule();
-  const std::uintptr_t base = place->last->granule_base;
   const std::uintptr_t mapped_end = first_free->mapped
-                                        ? base + round_up(first_free->address - base, granule)
+                                        ? granule_end(*place->last, first_free->address, granule)
                                         : first_free->address;
   const std::uintptr_t at = std::max(
       first_free->address, round_up(plans_holes_end(), std::uintptr_t{allocator_.config.granule}));
@@ -1341,9 +1346,8 @@ std::vector<std::size_t> PlannedSource::rooms_after_lasting_once_released(const 
     if (is_arena(*s)) continue;
     for (const Block* b = s->first; b != nullptr; b = b->next) {
       if (b->allocated || !b->mapped || b->prev == nullptr || !lasts(*b->prev)) continue;
-      const std::uintptr_t granule_end =
-          s->granule_base + round_up(b->address - s->granule_base, granule);
-      const std::size_t kept = std::min(b->address + b->size, granule_end) - b->address;
+      const std::size_t kept =
+          std::min(b->address + b->size, granule_end(*s, b->address, granule)) - b->address;
       if (kept != 0 && clear_of(plan.hole_ranges, b->address, kept)) rooms.push_back(kept);
     }
   }
