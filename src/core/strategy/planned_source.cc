@@ -665,9 +665,6 @@ void PlannedSource::learn(bool fallback_served) {
       plan->offsets[owners[i]] = layout.offsets[next++];
     }
   }
-  for (std::size_t j = 0; j < n && plan->offsets[j] == kNoSlot && plan->hole_address[j] == 0; ++j) {
-    plan->leading_kept.push_back(plan->sizes[j]);
-  }
   simulate_first_hits(*plan, holes);
   for (std::size_t j = 0; j < n; ++j) {
     if (plan->hole_address[j] != 0) {
@@ -1316,7 +1313,8 @@ bool PlannedSource::arena_might_fit(const Plan& plan, std::uint64_t bytes) const
   const std::uint64_t granule = expandable_->granule_for(arena_blocks());
   const std::uint64_t granules = round_up(bytes, granule) / granule;
   std::uint64_t least_growth = granules > 2 ? (granules - 2) * granule : 0;
-  const bool shares_first_granule = std::any_of(plan.leading_kept.begin(), plan.leading_kept.end(),
+  const std::vector<std::size_t> leading = leading_kept(plan);
+  const bool shares_first_granule = std::any_of(leading.begin(), leading.end(),
                                                 [&](std::size_t size) { return size >= granule; });
   if (plans_holes_end() != 0 && !shares_first_granule) {
     if (const std::optional<std::uint64_t> growth = growth_past_the_holes_once_released(bytes)) {
@@ -1330,13 +1328,22 @@ bool PlannedSource::arena_might_fit(const Plan& plan, std::uint64_t bytes) const
   } else {
     std::vector<std::size_t> rooms = rooms_after_lasting_once_released(plan);
     const std::uint64_t room = std::accumulate(rooms.begin(), rooms.end(), std::uint64_t{0});
-    kept_growth = std::max(kept_copy_growth(plan, room),
-                           round_up(bytes_beyond(plan.leading_kept, std::move(rooms)),
-                                    allocator_.granularity(Tier::hbm)));
+    kept_growth = std::max(
+        kept_copy_growth(plan, room),
+        round_up(bytes_beyond(leading, std::move(rooms)), allocator_.granularity(Tier::hbm)));
   }
   const auto reserved = static_cast<std::uint64_t>(allocator_.stats.reserved_bytes.all.current);
   return reserved - std::min(reserved, releasable) + least_growth + kept_growth <=
          plan.fallback_peak_reserved;
+}
+
+std::vector<std::size_t> PlannedSource::leading_kept(const Plan& plan) {
+  std::vector<std::size_t> sizes;
+  for (std::size_t j = 0;
+       j < plan.sizes.size() && plan.offsets[j] == kNoSlot && plan.hole_address[j] == 0; ++j) {
+    sizes.push_back(plan.sizes[j]);
+  }
+  return sizes;
 }
 
 std::vector<std::size_t> PlannedSource::rooms_after_lasting_once_released(const Plan& plan) const {

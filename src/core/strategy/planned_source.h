@@ -129,9 +129,6 @@ class PlannedSource : public SegmentSource {
     // lives (an output kept until the next exists): the fallback holds both copies
     // beside the arena, so the test of the arena counts these bytes again.
     std::uint64_t kept_copy_bytes = 0;
-    // The sizes of the requests kept out of the arena and its holes that come before its
-    // first planned one: made between the release and the arena, they need room then.
-    std::vector<std::size_t> leading_kept;
     bool declined = false;  // its arena does not pay (reserve_arena)
   };
 
@@ -199,6 +196,9 @@ class PlannedSource : public SegmentSource {
   // released: the free blocks before the range's unmapped end join it, but for the
   // granule the first of them begins in.
   std::optional<std::uint64_t> growth_past_the_holes_once_released(std::size_t size) const;
+  // The sizes of `plan`'s requests kept out of the arena and its holes that come before
+  // its first planned one: made between the release and the arena, they need room then.
+  static std::vector<std::size_t> leading_kept(const Plan& plan);
   // With `plan`'s holes: the free blocks' pieces that stay mapped, once the fallback's
   // free memory is released, right after blocks that last and clear of the holes, where
   // what it keeps out of the arena goes (take_clear_of_holes); past them that takes
