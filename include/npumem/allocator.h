@@ -105,7 +105,8 @@ struct PlannedStats {
   // iteration before to free what the arena's space is planned for (a change of plan).
   std::uint64_t deferred = 0;
   std::uint64_t deferred_bytes = 0;
-  // The iteration (1: the one after the first mark) in which a plan first served; 0: none.
+  std::uint64_t iterations = 0;  // iteration marks seen: iteration k began at the k-th
+  // The iteration in which a plan first served; 0: none.
   std::uint64_t first_served_iteration = 0;
   // Device calls (creations and releases) since the arena was first reserved: only
   // fallbacks and a re-sized arena need any.

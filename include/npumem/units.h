@@ -18,6 +18,9 @@ std::uint64_t parse_size(std::string_view text);
 // "1.50 GiB", "512 B": three significant digits, binary units.
 std::string format_bytes(std::uint64_t bytes);
 
+// "1,234,567": a count with its thousands marked.
+std::string format_count(std::uint64_t count);
+
 // Parses a bandwidth in bytes per second: "<number>[unit][/s]", e.g. "1200GB/s", "1.2TB/s".
 // Bandwidths are quoted in decimal units, so here K/KB, M/MB, G/GB, T/TB are powers of
 // 1000; KiB, MiB, GiB, TiB stay powers of 1024. Throws ConfigError naming the text.

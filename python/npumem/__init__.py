@@ -45,6 +45,7 @@ from npumem.observe import (
     chrome_trace,
     html_timeline,
     memory_summary,
+    planned_report,
     snapshot_json,
 )
 from npumem.scopes import create_pool, pool, pools, tag
@@ -85,6 +86,7 @@ __all__ = [
     "memory_stats_as_nested_dict",
     "record_stream",
     "memory_summary",
+    "planned_report",
     "pool",
     "pools",
     "reset_accumulated_memory_stats",

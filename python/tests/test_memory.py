@@ -97,8 +97,27 @@ class StatsTest(unittest.TestCase):
         self.assertEqual(stats["planned.fallbacks"], 0)
         self.assertEqual(stats["planned.arena_bytes"], 10 * MiB)
         self.assertEqual(stats["reserved_bytes.all.current"], 10 * MiB)
+        self.assertEqual(stats["planned.iterations"], 3)
         self.assertEqual(list(stats), sorted(stats))
         self.assertNotIn("planned.hits", npumem.memory_stats(fresh_device()))
+
+    def test_planned_report_says_what_the_plans_did_or_why_none_served(self):
+        device = fresh_device(spec="sim:hbm=1GiB", conf="strategy:planned")
+        self.assertIn(
+            "no iterations were marked with optimizer.step() or npumem.torch.iteration()",
+            npumem.planned_report(device),
+        )
+        for _ in range(3):
+            npumem.get_device(device).mark_iteration()
+            blocks = [npumem.caching_allocator_alloc(size, device) for size in (4 * MiB, 6 * MiB)]
+            for ptr in blocks:
+                npumem.caching_allocator_delete(ptr, device)
+        report = npumem.planned_report(device)
+        self.assertRegex(report, r"(?m)^  plans learned +1 \(1 kept\), arena 10.0 MiB$")
+        self.assertRegex(report, r"(?m)^  planned requests +4 hits \(20.0 MiB\), 0 fallbacks")
+        self.assertRegex(report, r"(?m)^  steady overhead +1.000 \(.*from iteration 2\)")
+        self.assertRegex(report, r"(?m)^  plan 0 +2 of 2 requests, arena 10.0 MiB")
+        self.assertEqual(npumem.planned_report(fresh_device()), "")
 
     def test_empty_cache_returns_free_segments_to_the_device(self):
         device = fresh_device()

@@ -10,6 +10,7 @@
 
 #include "npumem/allocator.h"
 #include "npumem/errors.h"
+#include "npumem/planned_report.h"
 
 namespace npumem::cli {
 namespace {
@@ -204,18 +205,8 @@ std::optional<double> ReplayResult::steady_overhead_ratio() const {
 }
 
 std::string ReplayResult::why_no_plan_served() const {
-  if (strategy != Strategy::planned || planned.first_served_iteration != 0) return {};
-  if (iterations == 0) return "the trace marks no iterations with `i` lines";
-  if (std::any_of(planned.plans.begin(), planned.plans.end(),
-                  [](const PlanInfo& plan) { return plan.declined; })) {
-    return "its plans were declined: an arena beside what the fallback held would have "
-           "reserved more than the fallback did";
-  }
-  if (planned.plans_learned == 0 && planned.learning == 0) {
-    return "no request after the first `i` was in the default pool, the only one plans are "
-           "learned for";
-  }
-  return "no iteration repeated the requests of a learned one";
+  if (strategy != Strategy::planned) return {};
+  return npumem::why_no_plan_served(planned, "`i` lines");
 }
 
 std::vector<std::uint64_t> ReplayResult::steady_latencies_ns() const {

@@ -228,6 +228,16 @@ std::string format_bytes(std::uint64_t bytes) {
   return three_digits(bytes, 1024.0, kNames);
 }
 
+std::string format_count(std::uint64_t count) {
+  const std::string digits = std::to_string(count);
+  std::string out;
+  for (std::size_t i = 0; i < digits.size(); ++i) {
+    if (i != 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
+}
+
 std::string format_bandwidth(std::uint64_t bytes_per_s) {
   static constexpr std::array<const char*, 7> kNames = {"B/s",  "KB/s", "MB/s", "GB/s",
                                                         "TB/s", "PB/s", "EB/s"};

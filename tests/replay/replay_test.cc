@@ -140,13 +140,13 @@ TEST(ReplayTest, SaysWhyNoPlanServed) {
   const auto why = [&](const std::string& text) {
     return replay_trace(parse_trace(text, "t.trace"), options).why_no_plan_served();
   };
-  EXPECT_EQ(why("a 1 4096\nf 1\na 2 4096\nf 2\n"), "the trace marks no iterations with `i` lines");
+  EXPECT_EQ(why("a 1 4096\nf 1\na 2 4096\nf 2\n"), "no iterations were marked with `i` lines");
   EXPECT_EQ(why("i\na 1 4096\nf 1\ni\na 2 8192\nf 2\ni\na 3 12288\nf 3\n"),
             "no iteration repeated the requests of a learned one");
   EXPECT_EQ(why("i\na 1 4096\nf 1\ni\na 2 4096\nf 2\ni\na 3 4096\nf 3\n"), "");
   EXPECT_EQ(why("p model\ni\na 1 4096\nf 1\ni\na 2 4096\nf 2\n"),
-            "no request after the first `i` was in the default pool, the only one plans are "
-            "learned for");
+            "no request after the first iteration mark was in the default pool, the only one "
+            "plans are learned for");
   // Steps whose 8 MiB output lives into the next: expandable packs them in 16 MiB, the
   // plan's arena would need more beside the deferred 2 MiB input.
   std::string carried;

@@ -140,5 +140,13 @@ TEST(FormatBandwidth, DecimalUnits) {
   EXPECT_EQ(format_bandwidth(50'000'000'000), "50.0 GB/s");
 }
 
+TEST(FormatCount, MarksThousands) {
+  EXPECT_EQ(format_count(0), "0");
+  EXPECT_EQ(format_count(999), "999");
+  EXPECT_EQ(format_count(1000), "1,000");
+  EXPECT_EQ(format_count(1234567), "1,234,567");
+  EXPECT_EQ(format_count(18446744073709551615ULL), "18,446,744,073,709,551,615");
+}
+
 }  // namespace
 }  // namespace npumem

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <sstream>
 
+#include "npumem/planned_report.h"
 #include "npumem/units.h"
 
 namespace npumem::cli {
@@ -32,20 +33,9 @@ nlohmann::ordered_json pools_json(const std::vector<PoolInfo>& pools) {
   return json;
 }
 
-// 1234567 -> "1,234,567"
-std::string with_commas(std::uint64_t value) {
-  const std::string digits = std::to_string(value);
-  std::string out;
-  for (std::size_t i = 0; i < digits.size(); ++i) {
-    if (i != 0 && (digits.size() - i) % 3 == 0) out += ',';
-    out += digits[i];
-  }
-  return out;
-}
-
 // "1 iteration", "2 iterations".
 std::string counted(std::uint64_t count, const std::string& noun) {
-  return with_commas(count) + " " + noun + (count == 1 ? "" : "s");
+  return format_count(count) + " " + noun + (count == 1 ? "" : "s");
 }
 
 std::string fixed(double value, int decimals) {
@@ -143,57 +133,16 @@ nlohmann::ordered_json planned_json(const ReplayResult& result) {
 }
 
 void add_planned_lines(std::ostringstream& out, const ReplayResult& result) {
-  const PlannedStats& p = result.planned;
-  std::string learned = with_commas(p.plans_learned) + " (" + with_commas(p.plans.size()) +
-                        " kept), arena " + format_bytes(p.arena_bytes);
-  if (p.iterations_not_learned != 0) {
-    learned += "; " + counted(p.iterations_not_learned, "iteration") +
-               " not learned (new shapes after learned ones went unserved)";
-  }
-  add_line(out, "plans learned", learned);
-  add_line(out, "planned requests",
-           with_commas(p.hits) + " hits (" + format_bytes(p.hit_bytes) + "), " +
-               with_commas(p.fallbacks) + " fallbacks (" + format_bytes(p.fallback_bytes) + "), " +
-               with_commas(p.learning) + " while learning, " + with_commas(p.lasting) +
-               " kept out of the arena (they outlive the iteration), " + with_commas(p.deferred) +
-               " before a new arena (" + format_bytes(p.deferred_bytes) + ")");
-  if (const std::string why = result.why_no_plan_served(); !why.empty()) {
-    add_line(out, "steady overhead", "none: no plan served, it ran as its fallback (" + why + ")");
-  } else {
-    add_line(out, "steady overhead",
-             ratio_text(result.steady_overhead_ratio(), "n/a (no byte requested)") +
-                 " (peak reserved / peak requested since a plan served, from iteration " +
-                 with_commas(p.first_served_iteration) + "); " +
-                 with_commas(p.device_calls_after_arena) + " device calls after the arena");
-  }
-  if (const std::vector<std::uint64_t> steady = result.steady_latencies_ns(); !steady.empty()) {
-    const LatencySummary latency = summarize_latencies(steady);
-    add_line(out, "steady latency",
-             "p50 " + with_commas(latency.p50_ns) + " ns, p99 " + with_commas(latency.p99_ns) +
-                 " ns, max " + with_commas(latency.max_ns) +
-                 " ns (allocations since a plan served)");
-  }
-  for (std::size_t i = 0; i < p.plans.size(); ++i) {
-    const PlanInfo& plan = p.plans[i];
-    std::string name = "plan ";
-    name += std::to_string(i);
-    if (plan.key) name += " (key " + std::to_string(*plan.key) + ")";
-    add_line(
-        out, name,
-        with_commas(plan.planned_requests) + " of " + with_commas(plan.requests) + " requests" +
-            (plan.hole_requests == 0 ? ""
-                                     : " (" + with_commas(plan.hole_requests) +
-                                           " in the fallback's free space, beside what lasts)") +
-            ", arena " + format_bytes(plan.arena_bytes) + ", lower bound " +
-            format_bytes(plan.lower_bound_bytes) + ", served " +
-            counted(plan.iterations_served, "iteration") +
-            (plan.iterations_left == 0
-                 ? ""
-                 : "; " + counted(plan.iterations_left, "iteration") + " began on it and left it") +
-            (plan.declined ? ", declined: its arena beside what the fallback held would pass "
-                             "the fallback's reserved peak of " +
-                                 format_bytes(plan.fallback_peak_reserved_bytes)
-                           : ""));
+  for (const ReportLine& line : planned_report_lines(result.planned, "`i` lines")) {
+    add_line(out, line.name, line.value);
+    if (line.name != "steady overhead") continue;
+    if (const std::vector<std::uint64_t> steady = result.steady_latencies_ns(); !steady.empty()) {
+      const LatencySummary latency = summarize_latencies(steady);
+      add_line(out, "steady latency",
+               "p50 " + format_count(latency.p50_ns) + " ns, p99 " + format_count(latency.p99_ns) +
+                   " ns, max " + format_count(latency.max_ns) +
+                   " ns (allocations since a plan served)");
+    }
   }
 }
 
@@ -265,7 +214,7 @@ std::string replay_report_text(const ReplayReport& report) {
       << strategy_name(result.strategy) << ")"
       << (result.completed() ? "" : ": stopped by out of memory") << "\n";
   add_line(out, "events",
-           with_commas(result.events_replayed) + " of " + with_commas(result.events) +
+           format_count(result.events_replayed) + " of " + format_count(result.events) +
                " (the trace's " + counted(result.allocations, "allocation") + "; " +
                counted(result.iterations, "iteration") +
                (result.completed() ? "" : " passed before it stopped") + ")");
@@ -275,21 +224,21 @@ std::string replay_report_text(const ReplayReport& report) {
   add_line(out, "peak allocated", format_bytes(result.peak_allocated_bytes()));
   add_line(out, "peak reserved", format_bytes(result.peak_reserved_bytes()));
   add_line(out, "overhead ratio", ratio_text(result.overhead_ratio(), "n/a (no byte requested)"));
-  add_line(out, "spills", with_commas(static_cast<std::uint64_t>(result.stats.num_spills)));
-  add_line(out, "reclaims", with_commas(static_cast<std::uint64_t>(result.stats.num_reclaims)));
-  add_line(out, "OOMs", with_commas(static_cast<std::uint64_t>(result.stats.num_ooms)));
+  add_line(out, "spills", format_count(static_cast<std::uint64_t>(result.stats.num_spills)));
+  add_line(out, "reclaims", format_count(static_cast<std::uint64_t>(result.stats.num_reclaims)));
+  add_line(out, "OOMs", format_count(static_cast<std::uint64_t>(result.stats.num_ooms)));
   add_line(out, "ns per event", fixed(result.ns_per_event, 1));
   if (result.strategy == Strategy::planned) add_planned_lines(out, result);
   if (!result.allocation_latencies_ns.empty()) {
     const LatencySummary latency = summarize_latencies(result.allocation_latencies_ns);
     add_line(out, "allocation latency",
-             "p50 " + with_commas(latency.p50_ns) + " ns, p99 " + with_commas(latency.p99_ns) +
-                 " ns, max " + with_commas(latency.max_ns) + " ns");
+             "p50 " + format_count(latency.p50_ns) + " ns, p99 " + format_count(latency.p99_ns) +
+                 " ns, max " + format_count(latency.max_ns) + " ns");
   }
   if (report.min_hbm_capacity_bytes) {
     add_line(out, "min HBM capacity",
              format_bytes(*report.min_hbm_capacity_bytes) + " (" +
-                 with_commas(*report.min_hbm_capacity_bytes) + " bytes, no DDR)");
+                 format_count(*report.min_hbm_capacity_bytes) + " bytes, no DDR)");
   }
   if (report.static_advice) {
     const StaticAdvice& advice = *report.static_advice;

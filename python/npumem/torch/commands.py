@@ -26,7 +26,7 @@ def run(
     history_entries: int = 1_000_000,
 ) -> int:
     """Runs the script with npumem behind its CPU tensors; prints the monitor report,
-    the peaks and a leak check (and writes the HTML timeline); returns its status, or
+    the peaks, what the plans did under strategy:planned, and a leak check (and writes the HTML timeline); returns its status, or
     EXIT_LEAK when it exited 0 and the leak check found a leak. The timeline keeps the
     last `history_entries` events (it says so when it dropped older ones). Every optimizer.step()
     is an iteration boundary, and memory is tagged with the module that made it."""
@@ -60,6 +60,9 @@ def run(
         )
         out.write(monitor.report())
         out.write(peaks_text(npumem.memory_stats(device)))
+        planned = npumem.planned_report(device)
+        if planned:
+            out.write("planned strategy\n" + planned)
         out.write(leak_report["text"])
         if history is not None and page is not None:
             page.write(history.html_timeline(title=f"npumem run {script}"))

@@ -1,6 +1,6 @@
 // The observe layer for Python: Monitor (labelled snapshots and their report),
-// LeakDetector, history recording, memory_summary, and the snapshot as JSON and as a
-// Chrome trace. Each object works on one device of the registry.
+// LeakDetector, history recording, memory_summary, the planned strategy's report, and the snapshot
+// as JSON and as a Chrome trace. Each object works on one device of the registry.
 #include <pybind11/stl.h>
 
 #include <chrono>
@@ -14,6 +14,7 @@
 #include "npumem/hooks.h"
 #include "npumem/leak_detector.h"
 #include "npumem/monitor.h"
+#include "npumem/planned_report.h"
 #include "npumem/snapshot.h"
 #include "npumem/stats_page.h"
 
@@ -250,6 +251,14 @@ void bind_observe(py::module_& module) {
   module.def(
       "memory_summary", [](const DeviceEntry& device) { return memory_summary(*device.allocator); },
       py::arg("device"));
+  module.def(
+      "planned_report",
+      [](const DeviceEntry& device, const std::string& marks) {
+        const Allocator& allocator = *device.allocator;
+        if (allocator.config().strategy != Strategy::planned) return std::string();
+        return planned_report(allocator.planned_stats(), marks);
+      },
+      py::arg("device"), py::arg("marks"));
   module.def(
       "snapshot_json",
       [](const DeviceEntry& device, const PythonHistory* history) {

@@ -157,6 +157,45 @@ class CliTest(unittest.TestCase):
         with open(page, encoding="utf-8") as file:
             self.assertIn('"max_entries":10', file.read().replace(" ", ""))
 
+    def test_run_reports_what_the_plans_did_under_the_planned_strategy(self):
+        loop = self.script(
+            "steps.py",
+            """
+            import torch
+            model = torch.nn.Sequential(torch.nn.Linear(64, 256), torch.nn.ReLU(),
+                                        torch.nn.Linear(256, 10))
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            for step in range(5):
+                optimizer.zero_grad()
+                model(torch.randn(32, 64)).sum().backward()
+                optimizer.step()
+            """,
+        )
+        result = self.npumem_torch("run", "--conf", "strategy:planned", loop)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        out = result.stdout
+        self.assertIn("planned strategy\n", out)
+        learned = re.search(r"(?m)^  plans learned +([\d,]+) \(", out)
+        self.assertIsNotNone(learned, out)
+        self.assertGreaterEqual(int(learned.group(1)), 1)
+        hits = re.search(r"(?m)^  planned requests +([\d,]+) hits", out)
+        self.assertIsNotNone(hits, out)
+        self.assertGreater(int(hits.group(1).replace(",", "")), 0)
+        self.assertRegex(out, r"(?m)^  steady overhead +\d\.\d{3} \(peak reserved")
+        self.assertRegex(out, r"(?m)^  plan 0 +[\d,]+ of [\d,]+ requests")
+
+        unmarked = self.script("no_steps.py", "import torch\nx = torch.ones(1000)\n")
+        result = self.npumem_torch("run", "--conf", "strategy:planned", unmarked)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertIn(
+            "no plan served, it ran as its fallback (no iterations were marked with "
+            "optimizer.step() or npumem.torch.iteration())",
+            result.stdout,
+        )
+        result = self.npumem_torch("run", loop)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertNotIn("planned strategy", result.stdout)
+
     def test_run_refuses_a_history_size_out_of_range(self):
         script = self.script("never_runs.py", "print('ran')\n")
         page = os.path.join(self.folder.name, "t.html")

@@ -1430,6 +1430,7 @@ void PlannedSource::reset_steady_peaks() {
 
 PlannedStats PlannedSource::stats() const {
   PlannedStats out = stats_;
+  out.iterations = current_.iteration;
   if (device_calls_at_arena_) {
     out.device_calls_after_arena =
         static_cast<std::uint64_t>(device_calls() - *device_calls_at_arena_);

@@ -20,6 +20,7 @@ std::map<std::string, std::int64_t> PlannedStats::as_map() const {
       {"planned.lasting_bytes", value(lasting_bytes)},
       {"planned.deferred", value(deferred)},
       {"planned.deferred_bytes", value(deferred_bytes)},
+      {"planned.iterations", value(iterations)},
       {"planned.first_served_iteration", value(first_served_iteration)},
       {"planned.device_calls_after_arena", value(device_calls_after_arena)},
       {"planned.steady_peak_reserved_bytes", value(steady_peak_reserved_bytes)},

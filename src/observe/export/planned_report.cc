@@ -1,0 +1,114 @@
+#include "npumem/planned_report.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "npumem/units.h"
+
+namespace npumem {
+namespace {
+
+// "1 iteration", "2 iterations".
+std::string counted(std::uint64_t count, const std::string& noun) {
+  return format_count(count) + " " + noun + (count == 1 ? "" : "s");
+}
+
+std::string learned_line(const PlannedStats& p) {
+  std::string text = format_count(p.plans_learned) + " (" + format_count(p.plans.size()) +
+                     " kept), arena " + format_bytes(p.arena_bytes);
+  if (p.iterations_not_learned != 0) {
+    text += "; " + counted(p.iterations_not_learned, "iteration") +
+            " not learned (new shapes after learned ones went unserved)";
+  }
+  return text;
+}
+
+std::string requests_line(const PlannedStats& p) {
+  return format_count(p.hits) + " hits (" + format_bytes(p.hit_bytes) + "), " +
+         format_count(p.fallbacks) + " fallbacks (" + format_bytes(p.fallback_bytes) + "), " +
+         format_count(p.learning) + " while learning, " + format_count(p.lasting) +
+         " kept out of the arena (they outlive the iteration), " + format_count(p.deferred) +
+         " before a new arena (" + format_bytes(p.deferred_bytes) + ")";
+}
+
+std::string steady_line(const PlannedStats& p, std::string_view marks) {
+  if (const std::string why = why_no_plan_served(p, marks); !why.empty()) {
+    return "none: no plan served, it ran as its fallback (" + why + ")";
+  }
+  std::string ratio = "n/a (no byte requested)";
+  if (p.steady_peak_requested_bytes != 0) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.3f",
+                  static_cast<double>(p.steady_peak_reserved_bytes) /
+                      static_cast<double>(p.steady_peak_requested_bytes));
+    ratio = text;
+  }
+  return ratio + " (peak reserved / peak requested since a plan served, from iteration " +
+         format_count(p.first_served_iteration) + "); " + format_count(p.device_calls_after_arena) +
+         " device calls after the arena";
+}
+
+std::string plan_line(const PlanInfo& plan) {
+  std::string text =
+      format_count(plan.planned_requests) + " of " + format_count(plan.requests) + " requests";
+  if (plan.hole_requests != 0) {
+    text += " (" + format_count(plan.hole_requests) +
+            " in the fallback's free space, beside what lasts)";
+  }
+  text += ", arena " + format_bytes(plan.arena_bytes) + ", lower bound " +
+          format_bytes(plan.lower_bound_bytes) + ", served " +
+          counted(plan.iterations_served, "iteration");
+  if (plan.iterations_left != 0) {
+    text += "; " + counted(plan.iterations_left, "iteration") + " began on it and left it";
+  }
+  if (plan.declined) {
+    text +=
+        ", declined: its arena beside what the fallback held would pass the fallback's "
+        "reserved peak of " +
+        format_bytes(plan.fallback_peak_reserved_bytes);
+  }
+  return text;
+}
+
+}  // namespace
+
+std::string why_no_plan_served(const PlannedStats& stats, std::string_view marks) {
+  if (stats.first_served_iteration != 0) return {};
+  if (stats.iterations == 0) return "no iterations were marked with " + std::string(marks);
+  if (std::any_of(stats.plans.begin(), stats.plans.end(),
+                  [](const PlanInfo& plan) { return plan.declined; })) {
+    return "its plans were declined: an arena beside what the fallback held would have "
+           "reserved more than the fallback did";
+  }
+  if (stats.plans_learned == 0 && stats.learning == 0) {
+    return "no request after the first iteration mark was in the default pool, the only one "
+           "plans are learned for";
+  }
+  return "no iteration repeated the requests of a learned one";
+}
+
+std::vector<ReportLine> planned_report_lines(const PlannedStats& stats, std::string_view marks) {
+  std::vector<ReportLine> lines = {{"plans learned", learned_line(stats)},
+                                   {"planned requests", requests_line(stats)},
+                                   {"steady overhead", steady_line(stats, marks)}};
+  for (std::size_t i = 0; i < stats.plans.size(); ++i) {
+    const PlanInfo& plan = stats.plans[i];
+    std::string name = "plan " + std::to_string(i);
+    if (plan.key) name += " (key " + std::to_string(*plan.key) + ")";
+    lines.push_back({std::move(name), plan_line(plan)});
+  }
+  return lines;
+}
+
+std::string planned_report(const PlannedStats& stats, std::string_view marks) {
+  const std::vector<ReportLine> lines = planned_report_lines(stats, marks);
+  std::size_t width = 0;
+  for (const ReportLine& line : lines) width = std::max(width, line.name.size());
+  std::string text;
+  for (const ReportLine& line : lines) {
+    text += "  " + line.name + std::string(width + 2 - line.name.size(), ' ') + line.value + "\n";
+  }
+  return text;
+}
+
+}  // namespace npumem

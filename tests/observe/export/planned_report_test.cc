@@ -1,0 +1,82 @@
+#include "npumem/planned_report.h"
+
+#include <gtest/gtest.h>
+
+#include "npumem/units.h"
+
+namespace npumem {
+namespace {
+
+PlannedStats served_stats() {
+  PlannedStats stats;
+  stats.iterations = 4;
+  stats.plans_learned = 2;
+  stats.arena_bytes = 10 * MiB;
+  stats.hits = 1234;
+  stats.hit_bytes = 3 * GiB;
+  stats.first_served_iteration = 2;
+  stats.steady_peak_reserved_bytes = 1010;
+  stats.steady_peak_requested_bytes = 1000;
+  PlanInfo keyed;
+  keyed.requests = 12;
+  keyed.planned_requests = 10;
+  keyed.arena_bytes = 10 * MiB;
+  keyed.lower_bound_bytes = 9 * MiB;
+  keyed.iterations_served = 3;
+  keyed.key = 7;
+  keyed.hole_requests = 2;
+  PlanInfo declined;
+  declined.requests = 5;
+  declined.planned_requests = 5;
+  declined.arena_bytes = 4 * MiB;
+  declined.declined = true;
+  declined.fallback_peak_reserved_bytes = 6 * MiB;
+  stats.plans = {keyed, declined};
+  return stats;
+}
+
+TEST(PlannedReport, NamesEachFigureAndEachPlan) {
+  const std::vector<ReportLine> lines = planned_report_lines(served_stats(), "`i` lines");
+  ASSERT_EQ(lines.size(), 5u);
+  EXPECT_EQ(lines[0].name, "plans learned");
+  EXPECT_EQ(lines[0].value, "2 (2 kept), arena 10.0 MiB");
+  EXPECT_EQ(lines[1].value.substr(0, 27), "1,234 hits (3.00 GiB), 0 fa");
+  EXPECT_EQ(lines[2].name, "steady overhead");
+  EXPECT_EQ(lines[2].value.substr(0, 5), "1.010");
+  EXPECT_NE(lines[2].value.find("from iteration 2"), std::string::npos) << lines[2].value;
+  EXPECT_EQ(lines[3].name, "plan 0 (key 7)");
+  EXPECT_EQ(lines[3].value,
+            "10 of 12 requests (2 in the fallback's free space, beside what lasts), arena "
+            "10.0 MiB, lower bound 9.00 MiB, served 3 iterations");
+  EXPECT_EQ(lines[4].name, "plan 1");
+  EXPECT_NE(lines[4].value.find("declined: its arena beside what the fallback held would pass "
+                                "the fallback's reserved peak of 6.00 MiB"),
+            std::string::npos)
+      << lines[4].value;
+}
+
+TEST(PlannedReport, SaysWhyNoPlanServedInTheRunsOwnTermsOfIterations) {
+  PlannedStats stats;
+  EXPECT_EQ(why_no_plan_served(stats, "npumem_iteration()"),
+            "no iterations were marked with npumem_iteration()");
+  stats.iterations = 3;
+  stats.learning = 6;
+  stats.plans_learned = 1;
+  EXPECT_EQ(why_no_plan_served(stats, "`i` lines"),
+            "no iteration repeated the requests of a learned one");
+  EXPECT_EQ(why_no_plan_served(served_stats(), "`i` lines"), "");
+  const std::string text = planned_report(stats, "`i` lines");
+  EXPECT_NE(text.find("\n  steady overhead   none: no plan served, it ran as its fallback (no "
+                      "iteration repeated"),
+            std::string::npos)
+      << text;
+}
+
+TEST(PlannedReport, LinesShareOneValueColumn) {
+  const std::string text = planned_report(served_stats(), "`i` lines");
+  EXPECT_TRUE(text.starts_with("  plans learned     2 (2 kept)")) << text;
+  EXPECT_NE(text.find("\n  plan 0 (key 7)    10 of 12"), std::string::npos) << text;
+}
+
+}  // namespace
+}  // namespace npumem
