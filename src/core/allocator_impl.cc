@@ -445,7 +445,7 @@ void* Allocator::Impl::allocate(std::size_t bytes, StreamId stream) {
 // one size takes this path on nearly every allocation. A kept block's stream was
 // noted when the block was first allocated, so there is none to note here.
 inline Block* Allocator::Impl::take_solo(std::size_t bytes, StreamId stream, ThreadCache* cache) {
-  if (cache == nullptr || !counting_apart() || bytes > kLargestRequest) {
+  if (cache == nullptr || !serving_apart() || bytes > kLargestRequest) {
     return nullptr;
   }
   const std::size_t size = block_size(bytes);
@@ -469,8 +469,8 @@ void* Allocator::Impl::allocate_locked(std::size_t bytes, StreamId stream, Threa
   if (block != nullptr) {
     live.insert(block->address, block);
     block->owner = cache;
-  } else if (cache != nullptr && !counting_apart()) {  // else take_solo found none
-    block = cache->take(size, &pool, stream);          // still in `live`
+  } else if (cache != nullptr && !serving_apart()) {  // else take_solo found none
+    block = cache->take(size, &pool, stream);         // still in `live`
   }
   if (block == nullptr) {
     // A miss: this thread's kept blocks that best fit could use (as large as the
@@ -817,7 +817,7 @@ void Allocator::Impl::deallocate(void* ptr) {
 // Inline in deallocate, as take_solo is in allocate.
 inline bool Allocator::Impl::keep_solo(Block* block, ThreadCache* cache) {
   if (cache == nullptr || block == nullptr || block->owner != cache || block->cached ||
-      !counting_apart() || streams.shared(block) || !cacheable(*block) || !cache->keep(block)) {
+      !serving_apart() || streams.shared(block) || !cacheable(*block) || !cache->keep(block)) {
     return false;
   }
   count_apart(*block, false);

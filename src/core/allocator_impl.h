@@ -146,6 +146,12 @@ struct Allocator::Impl {
   // at iteration marks); nullptr otherwise.
   core::PlannedSource* planned = nullptr;
 
+  // The requested bytes in all pools now, solo_counts' share counted in (the planned
+  // strategy's hooks read it while counting apart).
+  std::int64_t requested_bytes_now() const {
+    return stats.requested_bytes.all.current + solo_counts.requested_net();
+  }
+
  private:
   struct Refusal {
     bool quota = false;
@@ -158,20 +164,24 @@ struct Allocator::Impl {
   // With the lock held; `known`: the calling thread's cache when the caller has it.
   void* allocate_locked(std::size_t bytes, StreamId stream, core::ThreadCache* known);
   void deallocate_locked(std::uintptr_t address, core::Block* block, core::ThreadCache* known);
-  // While counting_apart(), with the lock held: a block of `cache` (the calling
+  // While serving_apart(), with the lock held: a block of `cache` (the calling
   // thread's) for the request, counted apart; nullptr when allocate_locked must serve it.
   core::Block* take_solo(std::size_t bytes, StreamId stream, core::ThreadCache* cache);
   // While solo, with the lock held: keeps `block` (what `live` holds for the freed
   // address) in `cache`, the calling thread's; false when deallocate_locked must free
   // it (or report the free invalid).
   bool keep_solo(core::Block* block, core::ThreadCache* cache);
-  // Whether allocations and frees count in solo_counts now: solo, no observer to tell
-  // of each event, and not the planned strategy (its hooks read the statistics). A
-  // flag (count_apart_now), asked several times on every lone-thread operation.
+  // Whether allocations and frees count in solo_counts now: solo, and no observer to
+  // tell of each event. Flags (count_apart_now, serve_apart_now), asked several times on
+  // every lone-thread operation.
   bool counting_apart() const { return count_apart_now; }
+  // Whether, counting apart, allocations and frees may also skip allocate_locked and
+  // deallocate_locked for the front cache (take_solo, keep_solo): not under the planned
+  // strategy, whose hooks there see every request in order.
+  bool serving_apart() const { return serve_apart_now; }
   void update_counting_apart() {
-    count_apart_now =
-        solo.load(std::memory_order_relaxed) && observers.empty() && planned == nullptr;
+    count_apart_now = solo.load(std::memory_order_relaxed) && observers.empty();
+    serve_apart_now = count_apart_now && planned == nullptr;
   }
   // The calling thread's front cache (`known` when given), made (or a retired one
   // taken over) if it has none.
@@ -263,6 +273,7 @@ struct Allocator::Impl {
   // What the lone thread's allocations and frees counted since the last fold.
   core::SoloCounts solo_counts;
   bool count_apart_now = false;  // counting_apart(); changed under the lock
+  bool serve_apart_now = false;  // serving_apart(); likewise
   Tier cached_tier = Tier::hbm;  // front caches keep the first tier's blocks only
   // The limit the config and the device give a tier (before any memory fraction).
   std::uint64_t configured_limit(Tier tier) const;

@@ -405,15 +405,13 @@ void PlannedSource::allocated(Block& block) {
     iteration_peak_reserved_ = reserved;
     iteration_peak_time_ = current_.clock;
   }
-  iteration_peak_requested_ = std::max(iteration_peak_requested_,
-                                       static_cast<std::uint64_t>(s.requested_bytes.all.current));
+  const auto requested = static_cast<std::uint64_t>(allocator_.requested_bytes_now());
+  iteration_peak_requested_ = std::max(iteration_peak_requested_, requested);
   if (steady_) {
     stats_.steady_peak_reserved_bytes =
         std::max(stats_.steady_peak_reserved_bytes,
                  static_cast<std::uint64_t>(s.reserved_bytes.all.current));
-    stats_.steady_peak_requested_bytes =
-        std::max(stats_.steady_peak_requested_bytes,
-                 static_cast<std::uint64_t>(s.requested_bytes.all.current));
+    stats_.steady_peak_requested_bytes = std::max(stats_.steady_peak_requested_bytes, requested);
   }
 }
 

@@ -45,6 +45,8 @@ class SoloCounts {
     subtract(kind, kRequestedBytes, static_cast<std::int64_t>(block.requested));
     subtract(kind, kAllocations, 1);
   }
+  // The requested bytes allocated less those freed since the last fold.
+  std::int64_t requested_net() const { return both_net_[kRequestedBytes]; }
   // The pool whose statistics (beside the allocator's) the counts are for.
   PoolState* pool() const { return pool_; }
   // Adds the counts to `stats` (the allocator's, then the pool's when kept apart);
