@@ -12,6 +12,15 @@ from support import fresh_device, run_python
 MiB = 1 << 20
 
 
+def run_two_tensor_steps(device, steps: int) -> None:
+    """`steps` iterations, each marked, of a 4 MiB and a 6 MiB tensor live together."""
+    for _ in range(steps):
+        npumem.get_device(device).mark_iteration()
+        blocks = [npumem.caching_allocator_alloc(size, device) for size in (4 * MiB, 6 * MiB)]
+        for ptr in blocks:
+            npumem.caching_allocator_delete(ptr, device)
+
+
 class StatsTest(unittest.TestCase):
     def test_keys_are_pytorch_memory_stats_keys(self):
         stats = npumem.memory_stats(fresh_device())
@@ -85,11 +94,7 @@ class StatsTest(unittest.TestCase):
 
     def test_planned_strategy_figures_join_memory_stats(self):
         device = fresh_device(spec="sim:hbm=1GiB", conf="strategy:planned")
-        for _ in range(3):
-            npumem.get_device(device).mark_iteration()
-            blocks = [npumem.caching_allocator_alloc(size, device) for size in (4 * MiB, 6 * MiB)]
-            for ptr in blocks:
-                npumem.caching_allocator_delete(ptr, device)
+        run_two_tensor_steps(device, 3)
         stats = npumem.memory_stats(device)
         self.assertEqual(stats["planned.plans_learned"], 1)
         self.assertEqual(stats["planned.learning"], 2, "the first iteration is learned")
@@ -107,11 +112,7 @@ class StatsTest(unittest.TestCase):
             "no iterations were marked with optimizer.step() or npumem.torch.iteration()",
             npumem.planned_report(device),
         )
-        for _ in range(3):
-            npumem.get_device(device).mark_iteration()
-            blocks = [npumem.caching_allocator_alloc(size, device) for size in (4 * MiB, 6 * MiB)]
-            for ptr in blocks:
-                npumem.caching_allocator_delete(ptr, device)
+        run_two_tensor_steps(device, 3)
         report = npumem.planned_report(device)
         self.assertRegex(report, r"(?m)^  plans learned +1 \(1 kept\), arena 10.0 MiB$")
         self.assertRegex(report, r"(?m)^  planned requests +4 hits \(20.0 MiB\), 0 fallbacks")
