@@ -117,6 +117,8 @@ struct PlannedStats {
   std::uint64_t steady_peak_requested_bytes = 0;
   std::vector<PlanInfo> plans;  // the plans kept now
 
+  // Hits over every request counted above (0 when none was): the share plans served.
+  double hit_share() const;
   // The figures above but the plans under "planned.<name>" keys, beside Stats::as_map()'s.
   std::map<std::string, std::int64_t> as_map() const;
 };

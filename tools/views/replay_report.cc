@@ -86,7 +86,6 @@ void add_pool_table(std::ostringstream& out, const std::vector<PoolInfo>& pools)
 
 nlohmann::ordered_json planned_json(const ReplayResult& result) {
   const PlannedStats& p = result.planned;
-  const std::uint64_t requests = p.hits + p.fallbacks + p.learning + p.lasting + p.deferred;
   nlohmann::ordered_json plans = nlohmann::ordered_json::array();
   for (const PlanInfo& plan : p.plans) {
     nlohmann::ordered_json item = {
@@ -116,8 +115,7 @@ nlohmann::ordered_json planned_json(const ReplayResult& result) {
       {"lasting_bytes", p.lasting_bytes},
       {"deferred", p.deferred},
       {"deferred_bytes", p.deferred_bytes},
-      {"hit_share",
-       requests == 0 ? 0.0 : static_cast<double>(p.hits) / static_cast<double>(requests)},
+      {"hit_share", p.hit_share()},
       {"steady_peak_reserved_bytes", p.steady_peak_reserved_bytes},
       {"steady_peak_requested_bytes", p.steady_peak_requested_bytes},
       {"steady_overhead_ratio", ratio_json(result.steady_overhead_ratio())},

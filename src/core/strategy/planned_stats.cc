@@ -1,7 +1,12 @@
-// PlannedStats as flat keys, for npumem_stat() and Python's memory_stats().
+// PlannedStats as flat keys, for npumem_stat() and Python's memory_stats(), and the hit share.
 #include "npumem/allocator.h"
 
 namespace npumem {
+
+double PlannedStats::hit_share() const {
+  const std::uint64_t requests = hits + fallbacks + learning + lasting + deferred;
+  return requests == 0 ? 0.0 : static_cast<double>(hits) / static_cast<double>(requests);
+}
 
 std::map<std::string, std::int64_t> PlannedStats::as_map() const {
   const auto value = [](std::uint64_t v) { return static_cast<std::int64_t>(v); };

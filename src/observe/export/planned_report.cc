@@ -24,11 +24,13 @@ std::string learned_line(const PlannedStats& p) {
 }
 
 std::string requests_line(const PlannedStats& p) {
-  return format_count(p.hits) + " hits (" + format_bytes(p.hit_bytes) + "), " +
-         format_count(p.fallbacks) + " fallbacks (" + format_bytes(p.fallback_bytes) + "), " +
-         format_count(p.learning) + " while learning, " + format_count(p.lasting) +
-         " kept out of the arena (they outlive the iteration), " + format_count(p.deferred) +
-         " before a new arena (" + format_bytes(p.deferred_bytes) + ")";
+  char share[16];
+  std::snprintf(share, sizeof share, "%.1f%%", 100 * p.hit_share());
+  return format_count(p.hits) + " hits (" + format_bytes(p.hit_bytes) + "; " + share +
+         " of the requests), " + format_count(p.fallbacks) + " fallbacks (" +
+         format_bytes(p.fallback_bytes) + "), " + format_count(p.learning) + " while learning, " +
+         format_count(p.lasting) + " kept out of the arena (they outlive the iteration), " +
+         format_count(p.deferred) + " before a new arena (" + format_bytes(p.deferred_bytes) + ")";
 }
 
 std::string steady_line(const PlannedStats& p, std::string_view marks) {

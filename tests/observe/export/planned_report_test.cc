@@ -14,6 +14,9 @@ PlannedStats served_stats() {
   stats.arena_bytes = 10 * MiB;
   stats.hits = 1234;
   stats.hit_bytes = 3 * GiB;
+  stats.fallbacks = 300;
+  stats.learning = 8;
+  stats.lasting = 1;
   stats.first_served_iteration = 2;
   stats.steady_peak_reserved_bytes = 1010;
   stats.steady_peak_requested_bytes = 1000;
@@ -40,7 +43,8 @@ TEST(PlannedReport, NamesEachFigureAndEachPlan) {
   ASSERT_EQ(lines.size(), 5u);
   EXPECT_EQ(lines[0].name, "plans learned");
   EXPECT_EQ(lines[0].value, "2 (2 kept), arena 10.0 MiB");
-  EXPECT_EQ(lines[1].value.substr(0, 27), "1,234 hits (3.00 GiB), 0 fa");
+  EXPECT_EQ(lines[1].value.substr(0, 57),
+            "1,234 hits (3.00 GiB; 80.0% of the requests), 300 fallbac");
   EXPECT_EQ(lines[2].name, "steady overhead");
   EXPECT_EQ(lines[2].value.substr(0, 5), "1.010");
   EXPECT_NE(lines[2].value.find("from iteration 2"), std::string::npos) << lines[2].value;
