@@ -1,7 +1,7 @@
 // The planned strategy's account in words, one text for every report that shows it
-// (npumem replay and compare, memory_summary, python3 -m npumem.torch run): what the
-// plans did, the steady overhead or why no plan served, and each plan, with why it was
-// declined. `marks` names how the run marks iterations ("`i` lines",
+// (npumem replay and compare, python3 -m npumem.torch run, npumem.planned_report()):
+// what the plans did, the steady overhead or why no plan served, and each plan, with why
+// it was declined. `marks` names how the run marks iterations ("`i` lines",
 // "optimizer.step() or npumem.torch.iteration()"), for the reason no plan served.
 #pragma once
 

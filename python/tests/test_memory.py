@@ -115,7 +115,9 @@ class StatsTest(unittest.TestCase):
         run_two_tensor_steps(device, 3)
         report = npumem.planned_report(device)
         self.assertRegex(report, r"(?m)^  plans learned +1 \(1 kept\), arena 10.0 MiB$")
-        self.assertRegex(report, r"(?m)^  planned requests +4 hits \(20.0 MiB; 66.7% of the requests\), 0 fallbacks")
+        self.assertRegex(
+            report, r"(?m)^  planned requests +4 hits \(20.0 MiB; 66.7% of the requests\), 0 fallbacks"
+        )
         self.assertRegex(report, r"(?m)^  steady overhead +1.000 \(.*from iteration 2\)")
         self.assertRegex(report, r"(?m)^  plan 0 +2 of 2 requests, arena 10.0 MiB")
         self.assertEqual(npumem.planned_report(fresh_device()), "")
