@@ -492,6 +492,7 @@ void* Allocator::Impl::allocate_locked(std::size_t bytes, StreamId stream, Threa
         block = allocate_block(pool, size, source->kind_for(size), refusal);
       }
       if (block == nullptr) fail(pool, bytes, size, refusal);
+      block = own_record(block, cache);
     }
     live.insert(block->address, block);
     block->owner = cache;
@@ -822,6 +823,14 @@ inline bool Allocator::Impl::keep_solo(Block* block, ThreadCache* cache) {
   }
   count_apart(*block, false);
   return true;
+}
+
+Block* Allocator::Impl::own_record(Block* block, const ThreadCache* cache) {
+  if (cache == nullptr || solo.load(std::memory_order_relaxed) || planned != nullptr) return block;
+  auto& records = thread_records[cache];
+  if (records == nullptr) records = std::make_unique<core::ObjectPool<Block>>();
+  const Segment& segment = *block->segment;
+  return segment.pool->block_pool(segment.tier, segment.kind).move_record(block, *records);
 }
 
 // With the lock held; `block` is what `live` holds for the address.

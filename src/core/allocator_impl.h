@@ -13,10 +13,12 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "core/oom_report.h"
 #include "core/pool/align.h"
+#include "core/pool/object_pool.h"
 #include "core/pool/pointer_map.h"
 #include "core/pool/pool_state.h"
 #include "core/strategy/planned_source.h"
@@ -130,6 +132,13 @@ struct Allocator::Impl {
   std::shared_ptr<Device> device;
   Config config;
   mutable ExclusiveLock mutex{*this};
+  // While several threads allocate, the records of the blocks each front cache's thread
+  // takes from the pools, in memory of that thread's own (by cache): not interleaved
+  // with another thread's records, whose writes on every call then cost this thread
+  // nothing (the CPUs' prefetchers fetch neighbouring lines). Before pools: their blocks
+  // may hold these records until the pools are gone.
+  std::unordered_map<const core::ThreadCache*, std::unique_ptr<core::ObjectPool<core::Block>>>
+      thread_records;
   Stats stats;  // before pools: their block pools count into it until destroyed
   std::vector<std::unique_ptr<core::PoolState>> pools;  // pools[0] is "default"
   // Live blocks and the blocks front caches keep (a cached block stays here, so its
@@ -203,6 +212,10 @@ struct Allocator::Impl {
   core::Block* reuse_held(core::PoolState& pool, std::size_t size, StreamId stream);
   core::Block* allocate_block(core::PoolState& pool, std::size_t size, PoolKind kind,
                               Refusal& refusal);
+  // `block`, just taken from the pools for `cache`'s thread, with its record moved into
+  // that thread's thread_records while several threads allocate (not under the planned
+  // strategy, whose blocks stay where its plans found them).
+  core::Block* own_record(core::Block* block, const core::ThreadCache* cache);
   // Inline, with the rest apart (grow_and_take): most allocations the tier's free
   // blocks serve, and that path then saves the big frame of growth and reclaim.
   core::Block* allocate_on_tier(core::PoolState& pool, Tier tier, std::size_t size, PoolKind kind,

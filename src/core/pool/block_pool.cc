@@ -260,6 +260,19 @@ Block* BlockPool::split(Block* block, std::size_t size) {
   return tail;
 }
 
+Block* BlockPool::move_record(Block* block, ObjectPool<Block>& records) {
+  Block* moved = records.make();
+  *moved = *block;
+  if (moved->prev != nullptr) {
+    moved->prev->next = moved;
+  } else {
+    moved->segment->first = moved;
+  }
+  if (moved->next != nullptr) moved->next->prev = moved;
+  block_records_.recycle(block);
+  return moved;
+}
+
 void BlockPool::merge_into(Block* into, Block* absorbed) {
   into->size += absorbed->size;
   into->next = absorbed->next;

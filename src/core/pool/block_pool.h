@@ -47,6 +47,9 @@ class BlockPool {
   // segment's first block. `*from` becomes this take's.
   Block* take_at(Segment& segment, std::uintptr_t address, std::size_t size,
                  std::uintptr_t* from = nullptr, std::uintptr_t also_from = 0);
+  // Moves allocated `block`'s record into `records` and returns the new record; its
+  // neighbours and segment point to it, and the old record is recycled here.
+  Block* move_record(Block* block, ObjectPool<Block>& records);
   // Indexes the free blocks of open segments by address too, for take_at (the planned
   // strategy's holes); before the first segment is added.
   void index_addresses() { index_addresses_ = true; }

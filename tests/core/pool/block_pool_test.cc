@@ -31,6 +31,33 @@ TEST(BlockPool, SplitsTakesAndMergesBack) {
   EXPECT_EQ(pool.free_bytes(), 1u << 20);
 }
 
+// A thread's block record moved into memory of its own stays the same block to the pool:
+// its neighbours and segment point to it, and it merges back when released.
+TEST(BlockPool, MovesAnAllocatedBlocksRecordAndMergesItBack) {
+  ObjectPool<Block> records;  // outlives the pool, whose blocks may keep its records
+  BlockPool pool(Tier::hbm, PoolKind::large, nullptr);
+  const Segment* segment = pool.add_segment(0x100000, 1 << 20);
+  Block* first = pool.take(4096, kAny, 512, kAny);
+  Block* middle = pool.take(8192, kAny, 512, kAny);
+  Block* moved_first = pool.move_record(first, records);
+  Block* moved_middle = pool.move_record(middle, records);
+  ASSERT_NE(moved_first, first);
+  EXPECT_EQ(segment->first, moved_first);
+  EXPECT_EQ(moved_first->address, 0x100000u);
+  EXPECT_TRUE(moved_first->allocated);
+  EXPECT_EQ(moved_first->next, moved_middle);
+  EXPECT_EQ(moved_middle->prev, moved_first);
+  ASSERT_NE(moved_middle->next, nullptr);
+  EXPECT_EQ(moved_middle->next->prev, moved_middle);
+  EXPECT_EQ(moved_middle->size, 8192u);
+  pool.release(moved_middle);
+  Block* merged = pool.release(moved_first);
+  EXPECT_EQ(merged->address, 0x100000u);
+  EXPECT_EQ(merged->size, 1u << 20);
+  EXPECT_EQ(segment->first, merged);
+  EXPECT_EQ(pool.free_bytes(), 1u << 20);
+}
+
 TEST(BlockPool, KeepsSmallRemaindersAttached) {
   BlockPool pool(Tier::hbm, PoolKind::small, nullptr);
   pool.add_segment(0x200000, 8192);
