@@ -133,10 +133,10 @@ struct Allocator::Impl {
   Config config;
   mutable ExclusiveLock mutex{*this};
   // While several threads allocate, the records of the blocks each front cache's thread
-  // takes from the pools, in memory of that thread's own (by cache): not interleaved
-  // with another thread's records, whose writes on every call then cost this thread
-  // nothing (the CPUs' prefetchers fetch neighbouring lines). Before pools: their blocks
-  // may hold these records until the pools are gone.
+  // takes from the pools, in memory of that thread's own (by cache): interleaved with
+  // another thread's records, which it writes on every call, they slowed both threads
+  // (docs/DESIGN.md, "Several threads"). Before pools: their blocks may hold these
+  // records until the pools are gone.
   std::unordered_map<const core::ThreadCache*, std::unique_ptr<core::ObjectPool<core::Block>>>
       thread_records;
   Stats stats;  // before pools: their block pools count into it until destroyed
