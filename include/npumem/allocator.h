@@ -119,6 +119,8 @@ struct PlannedStats {
 
   // Hits over every request counted above (0 when none was): the share plans served.
   double hit_share() const;
+  // The steady peaks' ratio, reserved over requested; none before a plan served.
+  std::optional<double> steady_overhead_ratio() const;
   // The figures above but the plans under "planned.<name>" keys, beside Stats::as_map()'s.
   std::map<std::string, std::int64_t> as_map() const;
 };

@@ -198,12 +198,6 @@ std::optional<double> ReplayResult::overhead_ratio() const {
   return static_cast<double>(peak_reserved_bytes()) / static_cast<double>(peak_requested_bytes);
 }
 
-std::optional<double> ReplayResult::steady_overhead_ratio() const {
-  if (planned.steady_peak_requested_bytes == 0) return std::nullopt;
-  return static_cast<double>(planned.steady_peak_reserved_bytes) /
-         static_cast<double>(planned.steady_peak_requested_bytes);
-}
-
 std::string ReplayResult::why_no_plan_served() const {
   if (strategy != Strategy::planned) return {};
   return npumem::why_no_plan_served(planned, "`i` lines");

@@ -77,9 +77,6 @@ struct ReplayResult {
   // Peak reserved over peak requested bytes; none when no byte was requested (a
   // trace of zero-byte allocations: any ratio would mislead).
   std::optional<double> overhead_ratio() const;
-  // Planned strategy: peak reserved over peak requested since a plan first served;
-  // none when none did (a 0 read as a perfect result).
-  std::optional<double> steady_overhead_ratio() const;
   // Planned strategy: why no plan served (the trace marks no iterations, or none
   // repeated a learned one); empty when one did, and under other strategies.
   std::string why_no_plan_served() const;

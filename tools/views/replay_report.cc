@@ -118,7 +118,7 @@ nlohmann::ordered_json planned_json(const ReplayResult& result) {
       {"hit_share", p.hit_share()},
       {"steady_peak_reserved_bytes", p.steady_peak_reserved_bytes},
       {"steady_peak_requested_bytes", p.steady_peak_requested_bytes},
-      {"steady_overhead_ratio", ratio_json(result.steady_overhead_ratio())},
+      {"steady_overhead_ratio", ratio_json(p.steady_overhead_ratio())},
       {"first_served_iteration", p.first_served_iteration == 0
                                      ? nlohmann::ordered_json(nullptr)
                                      : nlohmann::ordered_json(p.first_served_iteration)},

@@ -1,4 +1,5 @@
-// PlannedStats as flat keys, for npumem_stat() and Python's memory_stats(), and the hit share.
+// PlannedStats as flat keys, for npumem_stat() and Python's memory_stats(), and the
+// ratios derived from them.
 #include "npumem/allocator.h"
 
 namespace npumem {
@@ -6,6 +7,12 @@ namespace npumem {
 double PlannedStats::hit_share() const {
   const std::uint64_t requests = hits + fallbacks + learning + lasting + deferred;
   return requests == 0 ? 0.0 : static_cast<double>(hits) / static_cast<double>(requests);
+}
+
+std::optional<double> PlannedStats::steady_overhead_ratio() const {
+  if (steady_peak_requested_bytes == 0) return std::nullopt;
+  return static_cast<double>(steady_peak_reserved_bytes) /
+         static_cast<double>(steady_peak_requested_bytes);
 }
 
 std::map<std::string, std::int64_t> PlannedStats::as_map() const {

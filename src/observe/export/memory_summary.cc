@@ -1,4 +1,5 @@
 #include <cstdio>
+#include <optional>
 #include <sstream>
 #include <string>
 
@@ -91,11 +92,9 @@ std::string planned_section(const PlannedStats& p) {
   text +=
       centered("kept out " + std::to_string(p.lasting) + ", while learning " +
                std::to_string(p.learning) + ", before a new arena " + std::to_string(p.deferred));
-  if (p.steady_peak_requested_bytes != 0) {
+  if (const std::optional<double> steady = p.steady_overhead_ratio()) {
     char ratio[32];
-    std::snprintf(ratio, sizeof ratio, "%.3f",
-                  static_cast<double>(p.steady_peak_reserved_bytes) /
-                      static_cast<double>(p.steady_peak_requested_bytes));
+    std::snprintf(ratio, sizeof ratio, "%.3f", *steady);
     text += centered("since a plan served: peak reserved " + bytes(p.steady_peak_reserved_bytes) +
                      " / requested " + bytes(p.steady_peak_requested_bytes) + " = " + ratio);
   } else {

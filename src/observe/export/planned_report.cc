@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <optional>
 
 #include "npumem/units.h"
 
@@ -38,11 +39,9 @@ std::string steady_line(const PlannedStats& p, std::string_view marks) {
     return "none: no plan served, it ran as its fallback (" + why + ")";
   }
   std::string ratio = "n/a (no byte requested)";
-  if (p.steady_peak_requested_bytes != 0) {
+  if (const std::optional<double> steady = p.steady_overhead_ratio()) {
     char text[32];
-    std::snprintf(text, sizeof text, "%.3f",
-                  static_cast<double>(p.steady_peak_reserved_bytes) /
-                      static_cast<double>(p.steady_peak_requested_bytes));
+    std::snprintf(text, sizeof text, "%.3f", *steady);
     ratio = text;
   }
   return ratio + " (peak reserved / peak requested since a plan served, from iteration " +
