@@ -20,6 +20,8 @@ std::string format_bytes(std::uint64_t bytes);
 
 // "1,234,567": a count with its thousands marked.
 std::string format_count(std::uint64_t count);
+// "1 iteration", "2,000 iterations": the count and its noun, plural but for 1.
+std::string format_count(std::uint64_t count, std::string_view noun);
 
 // Parses a bandwidth in bytes per second: "<number>[unit][/s]", e.g. "1200GB/s", "1.2TB/s".
 // Bandwidths are quoted in decimal units, so here K/KB, M/MB, G/GB, T/TB are powers of

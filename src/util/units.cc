@@ -238,6 +238,10 @@ std::string format_count(std::uint64_t count) {
   return out;
 }
 
+std::string format_count(std::uint64_t count, std::string_view noun) {
+  return format_count(count) + " " + std::string(noun) + (count == 1 ? "" : "s");
+}
+
 std::string format_bandwidth(std::uint64_t bytes_per_s) {
   static constexpr std::array<const char*, 7> kNames = {"B/s",  "KB/s", "MB/s", "GB/s",
                                                         "TB/s", "PB/s", "EB/s"};

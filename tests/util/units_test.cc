@@ -146,6 +146,9 @@ TEST(FormatCount, MarksThousands) {
   EXPECT_EQ(format_count(1000), "1,000");
   EXPECT_EQ(format_count(1234567), "1,234,567");
   EXPECT_EQ(format_count(18446744073709551615ULL), "18,446,744,073,709,551,615");
+  EXPECT_EQ(format_count(1, "iteration"), "1 iteration");
+  EXPECT_EQ(format_count(0, "iteration"), "0 iterations");
+  EXPECT_EQ(format_count(2000, "plan"), "2,000 plans");
 }
 
 }  // namespace

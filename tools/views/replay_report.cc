@@ -33,11 +33,6 @@ nlohmann::ordered_json pools_json(const std::vector<PoolInfo>& pools) {
   return json;
 }
 
-// "1 iteration", "2 iterations".
-std::string counted(std::uint64_t count, const std::string& noun) {
-  return format_count(count) + " " + noun + (count == 1 ? "" : "s");
-}
-
 std::string fixed(double value, int decimals) {
   char text[64];
   std::snprintf(text, sizeof text, "%.*f", decimals, value);
@@ -213,8 +208,8 @@ std::string replay_report_text(const ReplayReport& report) {
       << (result.completed() ? "" : ": stopped by out of memory") << "\n";
   add_line(out, "events",
            format_count(result.events_replayed) + " of " + format_count(result.events) +
-               " (the trace's " + counted(result.allocations, "allocation") + "; " +
-               counted(result.iterations, "iteration") +
+               " (the trace's " + format_count(result.allocations, "allocation") + "; " +
+               format_count(result.iterations, "iteration") +
                (result.completed() ? "" : " passed before it stopped") + ")");
   add_line(out, "peak requested",
            format_bytes(result.peak_requested_bytes) +

@@ -9,16 +9,11 @@
 namespace npumem {
 namespace {
 
-// "1 iteration", "2 iterations".
-std::string counted(std::uint64_t count, const std::string& noun) {
-  return format_count(count) + " " + noun + (count == 1 ? "" : "s");
-}
-
 std::string learned_line(const PlannedStats& p) {
   std::string text = format_count(p.plans_learned) + " (" + format_count(p.plans.size()) +
                      " kept), arena " + format_bytes(p.arena_bytes);
   if (p.iterations_not_learned != 0) {
-    text += "; " + counted(p.iterations_not_learned, "iteration") +
+    text += "; " + format_count(p.iterations_not_learned, "iteration") +
             " not learned (new shapes after learned ones went unserved)";
   }
   return text;
@@ -58,9 +53,9 @@ std::string plan_line(const PlanInfo& plan) {
   }
   text += ", arena " + format_bytes(plan.arena_bytes) + ", lower bound " +
           format_bytes(plan.lower_bound_bytes) + ", served " +
-          counted(plan.iterations_served, "iteration");
+          format_count(plan.iterations_served, "iteration");
   if (plan.iterations_left != 0) {
-    text += "; " + counted(plan.iterations_left, "iteration") + " began on it and left it";
+    text += "; " + format_count(plan.iterations_left, "iteration") + " began on it and left it";
   }
   if (plan.declined) {
     text +=
