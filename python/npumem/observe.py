@@ -25,13 +25,15 @@ def memory_summary(device: DeviceLike = None) -> str:
 def planned_report(device: DeviceLike = None) -> str:
     """Under strategy:planned, what the plans did, a line each: plans learned and the
     arena, hits and fallbacks, the steady overhead (or why no plan served: the iteration
-    marks are optimizer.step() under npumem.torch and npumem.torch.iteration()), and each
-    plan, with why it was declined. Empty under other strategies or before the device is
-    made."""
+    marks are optimizer.step() under npumem.torch, npumem.torch.iteration() and the
+    device's mark_iteration()), and each plan, with why it was declined. Empty under
+    other strategies or before the device is made."""
     made = existing_device(device)
     if made is None:
         return ""
-    return _core.planned_report(made, "optimizer.step() or npumem.torch.iteration()")
+    return _core.planned_report(
+        made, "optimizer.step() or npumem.torch.iteration() (or the device's mark_iteration())"
+    )
 
 
 class Monitor:

@@ -109,7 +109,8 @@ class StatsTest(unittest.TestCase):
     def test_planned_report_says_what_the_plans_did_or_why_none_served(self):
         device = fresh_device(spec="sim:hbm=1GiB", conf="strategy:planned")
         self.assertIn(
-            "no iterations were marked with optimizer.step() or npumem.torch.iteration()",
+            "no iterations were marked with optimizer.step() or npumem.torch.iteration() "
+            "(or the device's mark_iteration())",
             npumem.planned_report(device),
         )
         run_two_tensor_steps(device, 3)

@@ -189,7 +189,7 @@ class CliTest(unittest.TestCase):
         self.assertEqual(result.returncode, 0, result.stderr)
         self.assertIn(
             "no plan served, it ran as its fallback (no iterations were marked with "
-            "optimizer.step() or npumem.torch.iteration())",
+            "optimizer.step() or npumem.torch.iteration() (or the device's mark_iteration()))",
             result.stdout,
         )
         result = self.npumem_torch("run", loop)
