@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "npumem/allocator.h"
@@ -41,8 +42,11 @@ struct CacheRelease {
 // A table like torch.cuda.memory_summary(): current, peak, total allocated and
 // total freed of allocated / active / requested / reserved memory and of the
 // allocation, active and segment counts, split by pool kind and tier, then one
-// section per named pool, headed by the OOM, retry, spill and reclaim counts.
-std::string memory_summary(const Allocator& allocator);
+// section per named pool, headed by the OOM, retry, spill and reclaim counts; under
+// the planned strategy, then the planned report (planned_report.h), whose reason no
+// plan served names `marks`, how the caller marks iterations.
+std::string memory_summary(const Allocator& allocator,
+                           std::string_view marks = "mark_iteration() (npumem_iteration() in C)");
 
 // Releases every cached free segment (Allocator::empty_cache) and reports it.
 CacheRelease release_cache(Allocator& allocator);

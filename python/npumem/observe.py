@@ -11,15 +11,21 @@ from typing import Any, Optional
 from npumem import _core
 from npumem.devices import DeviceLike, device_index, existing_device, get_device
 
+# How Python marks iterations, for the planned report's reason no plan served.
+_ITERATION_MARKS = (
+    "optimizer.step() or npumem.torch.iteration() (or the device's mark_iteration())"
+)
+
 
 def memory_summary(device: DeviceLike = None) -> str:
     """A table like torch.cuda.memory_summary(): current, peak, total allocated and
-    freed bytes and counts, split by pool kind and tier, then one section per pool; one
-    line for a device not made yet (making it would refuse a later init())."""
+    freed bytes and counts, split by pool kind and tier, then one section per pool and,
+    under strategy:planned, the planned report; one line for a device not made yet
+    (making it would refuse a later init())."""
     made = existing_device(device)
     if made is None:
         return f"npumem device {device_index(device)}: not made yet, no memory used"
-    return _core.memory_summary(made)
+    return _core.memory_summary(made, _ITERATION_MARKS)
 
 
 def planned_report(device: DeviceLike = None) -> str:
@@ -31,9 +37,7 @@ def planned_report(device: DeviceLike = None) -> str:
     made = existing_device(device)
     if made is None:
         return ""
-    return _core.planned_report(
-        made, "optimizer.step() or npumem.torch.iteration() (or the device's mark_iteration())"
-    )
+    return _core.planned_report(made, _ITERATION_MARKS)
 
 
 class Monitor:
@@ -61,7 +65,7 @@ class Monitor:
         return self._monitor.report()
 
     def memory_summary(self) -> str:
-        return self._monitor.memory_summary()
+        return _core.memory_summary(self.device, _ITERATION_MARKS)
 
     def empty_cache(self) -> str:
         """Releases the device's cache; says what it gave back and the fragmentation

@@ -123,6 +123,20 @@ class StatsTest(unittest.TestCase):
         self.assertRegex(report, r"(?m)^  plan 0 +2 of 2 requests, arena 10.0 MiB")
         self.assertEqual(npumem.planned_report(fresh_device()), "")
 
+    def test_memory_summary_shows_the_planned_report_in_its_table(self):
+        device = fresh_device(spec="sim:hbm=1GiB", conf="strategy:planned")
+        words = " ".join(w for w in npumem.memory_summary(device).split() if w != "|")
+        self.assertIn(
+            "no iterations were marked with optimizer.step() or npumem.torch.iteration() "
+            "(or the device's mark_iteration())",
+            words,
+        )
+        self.assertEqual(npumem.Monitor(device).memory_summary(), npumem.memory_summary(device))
+        run_two_tensor_steps(device, 3)
+        summary = npumem.memory_summary(device)
+        self.assertRegex(summary, r"(?m)^\| plans learned: 1 \(1 kept\), arena 10.0 MiB +\|$")
+        self.assertRegex(summary, r"(?m)^\| steady overhead: 1.000 \(")
+
     def test_empty_cache_returns_free_segments_to_the_device(self):
         device = fresh_device()
         ptr = npumem.caching_allocator_alloc(5 * MiB, device)

@@ -122,7 +122,6 @@ class PythonMonitor {
     return result;
   }
   std::string report() const { return monitor_.report(); }
-  std::string memory_summary() const { return monitor_.memory_summary(); }
   std::string empty_cache() { return to_string(monitor_.empty_cache()); }
 
  private:
@@ -216,7 +215,6 @@ void bind_observe(py::module_& module) {
       .def("snapshot", &PythonMonitor::snapshot, py::arg("label"))
       .def("snapshots", &PythonMonitor::snapshots)
       .def("report", &PythonMonitor::report)
-      .def("memory_summary", &PythonMonitor::memory_summary)
       .def("empty_cache", &PythonMonitor::empty_cache,
            "Releases the cache; returns what it gave back, before and after");
 
@@ -249,8 +247,11 @@ void bind_observe(py::module_& module) {
       .def_property_readonly("dropped", &PythonHistory::dropped);
 
   module.def(
-      "memory_summary", [](const DeviceEntry& device) { return memory_summary(*device.allocator); },
-      py::arg("device"));
+      "memory_summary",
+      [](const DeviceEntry& device, const std::string& marks) {
+        return memory_summary(*device.allocator, marks);
+      },
+      py::arg("device"), py::arg("marks"));
   module.def(
       "planned_report",
       [](const DeviceEntry& device, const std::string& marks) {

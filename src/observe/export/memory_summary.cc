@@ -1,9 +1,10 @@
+#include <algorithm>
 #include <cstdio>
-#include <optional>
 #include <sstream>
 #include <string>
 
 #include "npumem/monitor.h"
+#include "npumem/planned_report.h"
 #include "npumem/units.h"
 
 namespace npumem {
@@ -81,31 +82,35 @@ std::string pool_section(const PoolInfo& pool) {
   return text + rule('=');
 }
 
-// The planned strategy's figures (memory_stats()'s "planned.*"), a line each.
-std::string planned_section(const PlannedStats& p) {
-  const auto bytes = [](std::uint64_t value) { return format_bytes(value); };
+// One line of the table, left-aligned, wrapped at spaces to fit within the bars; the
+// lines it continues on are indented.
+std::string wrapped(const std::string& text) {
+  constexpr std::size_t kInside = kWidth - 2;  // a space inside each bar
+  std::string out;
+  std::string line;
+  std::istringstream words(text);
+  for (std::string word; words >> word;) {
+    if (!line.empty() && line.size() + 1 + word.size() > kInside) {
+      out += "| " + line + std::string(kInside - std::min(line.size(), kInside), ' ') + " |\n";
+      line = "   ";
+    }
+    line += (line.empty() || line == "   " ? "" : " ") + word;
+  }
+  return out + "| " + line + std::string(kInside - std::min(line.size(), kInside), ' ') + " |\n";
+}
+
+// The planned report (planned_report.h), the account every report of the plans shows.
+std::string planned_section(const PlannedStats& stats, std::string_view marks) {
   std::string text = centered("planned strategy");
-  text += centered("plans learned " + std::to_string(p.plans_learned) + " (" +
-                   std::to_string(p.plans.size()) + " kept), arena " + bytes(p.arena_bytes));
-  text += centered("hits " + std::to_string(p.hits) + " (" + bytes(p.hit_bytes) + "), fallbacks " +
-                   std::to_string(p.fallbacks) + " (" + bytes(p.fallback_bytes) + ")");
-  text +=
-      centered("kept out " + std::to_string(p.lasting) + ", while learning " +
-               std::to_string(p.learning) + ", before a new arena " + std::to_string(p.deferred));
-  if (const std::optional<double> steady = p.steady_overhead_ratio()) {
-    char ratio[32];
-    std::snprintf(ratio, sizeof ratio, "%.3f", *steady);
-    text += centered("since a plan served: peak reserved " + bytes(p.steady_peak_reserved_bytes) +
-                     " / requested " + bytes(p.steady_peak_requested_bytes) + " = " + ratio);
-  } else {
-    text += centered("no plan has served an iteration yet");
+  for (const ReportLine& line : planned_report_lines(stats, marks)) {
+    text += wrapped(line.name + ": " + line.value);
   }
   return text + rule('=');
 }
 
 }  // namespace
 
-std::string memory_summary(const Allocator& allocator) {
+std::string memory_summary(const Allocator& allocator, std::string_view marks) {
   const Stats stats = allocator.stats();
   std::ostringstream out;
   out << rule('=') << centered("npumem memory summary, device " + allocator.device().name())
@@ -119,7 +124,7 @@ std::string memory_summary(const Allocator& allocator) {
       << metric("Segments", stats.segment, count_cell) << rule('=');
   for (const PoolInfo& pool : allocator.pools()) out << pool_section(pool);
   if (allocator.config().strategy == Strategy::planned) {
-    out << planned_section(allocator.planned_stats());
+    out << planned_section(allocator.planned_stats(), marks);
   }
   return out.str();
 }

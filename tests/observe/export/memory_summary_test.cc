@@ -1,7 +1,11 @@
 #include <gtest/gtest.h>
 
+#include <sstream>
+#include <string>
+
 #include "npumem/errors.h"
 #include "npumem/monitor.h"
+#include "npumem/planned_report.h"
 #include "npumem/units.h"
 
 namespace npumem {
@@ -36,9 +40,10 @@ TEST(MemorySummary, ShowsCurrentPeakTotalsPerSplit) {
   allocator.deallocate(b);
 }
 
-// Under the planned strategy the summary says what the plans did (memory_stats() had
-// the figures, the summary none).
-TEST(MemorySummary, ShowsThePlannedStrategysFigures) {
+// Under the planned strategy the summary says what the plans did, in the words of the
+// planned report (memory_stats() had the figures, the summary none; then its own
+// compact lines, without why no plan served), each line within the table's bars.
+TEST(MemorySummary, ShowsThePlannedStrategysReport) {
   Config config;
   config.strategy = Strategy::planned;
   Allocator allocator(make_device("sim:hbm=64MiB,ddr=0"), config);
@@ -51,15 +56,39 @@ TEST(MemorySummary, ShowsThePlannedStrategysFigures) {
   }
   const std::string summary = memory_summary(allocator);
   const PlannedStats stats = allocator.planned_stats();
-  EXPECT_NE(summary.find("planned strategy"), std::string::npos) << summary;
-  EXPECT_NE(summary.find("plans learned " + std::to_string(stats.plans_learned)), std::string::npos)
-      << summary;
-  EXPECT_NE(summary.find("hits " + std::to_string(stats.hits) + " ("), std::string::npos)
-      << summary;
   EXPECT_GT(stats.hits, 0u);
-  EXPECT_NE(summary.find("since a plan served: peak reserved"), std::string::npos) << summary;
+  EXPECT_NE(summary.find("planned strategy"), std::string::npos) << summary;
+  for (const ReportLine& line : planned_report_lines(stats, "")) {
+    EXPECT_NE(summary.find("| " + line.name + ": "), std::string::npos) << line.name << summary;
+  }
+  EXPECT_NE(summary.find("planned requests: " + std::to_string(stats.hits) + " hits"),
+            std::string::npos)
+      << summary;
+  std::istringstream lines(summary);
+  for (std::string line; std::getline(lines, line);) {
+    EXPECT_EQ(line.size(), 77u) << line;
+  }
   EXPECT_EQ(memory_summary(Allocator(make_device("sim:hbm=64MiB,ddr=0"))).find("planned"),
             std::string::npos);
+}
+
+// With no plan serving, the summary says why, naming how the caller marks iterations.
+TEST(MemorySummary, SaysWhyNoPlanServed) {
+  Config config;
+  config.strategy = Strategy::planned;
+  Allocator allocator(make_device("sim:hbm=64MiB,ddr=0"), config);
+  allocator.deallocate(allocator.allocate(1 * MiB));
+  const std::string summary = memory_summary(allocator, "npumem_iteration()");
+  std::string joined;  // the words, whatever lines they were wrapped over
+  std::istringstream lines(summary);
+  for (std::string line; std::getline(lines, line);) {
+    std::istringstream words(line);
+    for (std::string word; words >> word;) {
+      if (word != "|") joined += word + " ";
+    }
+  }
+  EXPECT_NE(joined.find("no iterations were marked with npumem_iteration()"), std::string::npos)
+      << summary;
 }
 
 TEST(MemorySummary, CountsOomsAndListsEveryPool) {
