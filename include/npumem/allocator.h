@@ -115,12 +115,18 @@ struct PlannedStats {
   // or since reset_peak_stats() when that came later.
   std::uint64_t steady_peak_reserved_bytes = 0;
   std::uint64_t steady_peak_requested_bytes = 0;
+  // The granule device memory is reserved in (the arena's tier): the steady peak reserved
+  // is at least the requested peak rounded up to it. 0: not known.
+  std::uint64_t granule_bytes = 0;
   std::vector<PlanInfo> plans;  // the plans kept now
 
   // Hits over every request counted above (0 when none was): the share plans served.
   double hit_share() const;
   // The steady peaks' ratio, reserved over requested; none before a plan served.
   std::optional<double> steady_overhead_ratio() const;
+  // The least steady_overhead_ratio() whole granules allow: the requested peak rounded
+  // up to granule_bytes, over that peak; none before a plan served or with no granule.
+  std::optional<double> steady_floor_ratio() const;
   // The figures above but the plans under "planned.<name>" keys, beside Stats::as_map()'s.
   std::map<std::string, std::int64_t> as_map() const;
 };

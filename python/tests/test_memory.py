@@ -119,7 +119,11 @@ class StatsTest(unittest.TestCase):
         self.assertRegex(
             report, r"(?m)^  planned requests +4 hits \(20.0 MiB; 66.7% of the requests\), 0 fallbacks"
         )
-        self.assertRegex(report, r"(?m)^  steady overhead +1.000 \(.*from iteration 2\)")
+        self.assertRegex(
+            report,
+            r"(?m)^  steady overhead +1.000 \(.*from iteration 2; "
+            r"whole granules of 2.00 MiB allow 1.000 at least\)",
+        )
         self.assertRegex(report, r"(?m)^  plan 0 +2 of 2 requests, arena 10.0 MiB")
         self.assertEqual(npumem.planned_report(fresh_device()), "")
 

@@ -114,6 +114,8 @@ nlohmann::ordered_json planned_json(const ReplayResult& result) {
       {"steady_peak_reserved_bytes", p.steady_peak_reserved_bytes},
       {"steady_peak_requested_bytes", p.steady_peak_requested_bytes},
       {"steady_overhead_ratio", ratio_json(p.steady_overhead_ratio())},
+      {"granule_bytes", p.granule_bytes},
+      {"steady_floor_ratio", ratio_json(p.steady_floor_ratio())},
       {"first_served_iteration", p.first_served_iteration == 0
                                      ? nlohmann::ordered_json(nullptr)
                                      : nlohmann::ordered_json(p.first_served_iteration)},

@@ -1429,6 +1429,7 @@ void PlannedSource::reset_steady_peaks() {
 PlannedStats PlannedSource::stats() const {
   PlannedStats out = stats_;
   out.iterations = current_.iteration;
+  out.granule_bytes = allocator_.granularity(Tier::hbm);
   if (device_calls_at_arena_) {
     out.device_calls_after_arena =
         static_cast<std::uint64_t>(device_calls() - *device_calls_at_arena_);

@@ -15,6 +15,13 @@ std::optional<double> PlannedStats::steady_overhead_ratio() const {
          static_cast<double>(steady_peak_requested_bytes);
 }
 
+std::optional<double> PlannedStats::steady_floor_ratio() const {
+  if (steady_peak_requested_bytes == 0 || granule_bytes == 0) return std::nullopt;
+  const std::uint64_t granules = (steady_peak_requested_bytes + granule_bytes - 1) / granule_bytes;
+  return static_cast<double>(granules * granule_bytes) /
+         static_cast<double>(steady_peak_requested_bytes);
+}
+
 std::map<std::string, std::int64_t> PlannedStats::as_map() const {
   const auto value = [](std::uint64_t v) { return static_cast<std::int64_t>(v); };
   std::map<std::string, std::int64_t> out = {
@@ -36,7 +43,8 @@ std::map<std::string, std::int64_t> PlannedStats::as_map() const {
       {"planned.first_served_iteration", value(first_served_iteration)},
       {"planned.device_calls_after_arena", value(device_calls_after_arena)},
       {"planned.steady_peak_reserved_bytes", value(steady_peak_reserved_bytes)},
-      {"planned.steady_peak_requested_bytes", value(steady_peak_requested_bytes)}};
+      {"planned.steady_peak_requested_bytes", value(steady_peak_requested_bytes)},
+      {"planned.granule_bytes", value(granule_bytes)}};
   // Each kept plan under "planned.plans.<i>."; a key of 2^63 or more reads negative.
   for (std::size_t i = 0; i < plans.size(); ++i) {
     const PlanInfo& plan = plans[i];

@@ -39,9 +39,15 @@ std::string steady_line(const PlannedStats& p, std::string_view marks) {
     std::snprintf(text, sizeof text, "%.3f", *steady);
     ratio = text;
   }
+  std::string floor;
+  if (const std::optional<double> least = p.steady_floor_ratio()) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.3f", *least);
+    floor = "; whole granules of " + format_bytes(p.granule_bytes) + " allow " + text + " at least";
+  }
   return ratio + " (peak reserved / peak requested since a plan served, from iteration " +
-         format_count(p.first_served_iteration) + "); " + format_count(p.device_calls_after_arena) +
-         " device calls after the arena";
+         format_count(p.first_served_iteration) + floor + "); " +
+         format_count(p.device_calls_after_arena) + " device calls after the arena";
 }
 
 std::string plan_line(const PlanInfo& plan) {

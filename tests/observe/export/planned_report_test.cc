@@ -59,6 +59,24 @@ TEST(PlannedReport, NamesEachFigureAndEachPlan) {
       << lines[4].value;
 }
 
+// Reserved memory comes in whole granules: the steady line says the least ratio they
+// allow, so a small model's 1.07 reads as the granules' and not the plan's.
+TEST(PlannedReport, SteadyLineGivesTheLeastRatioWholeGranulesAllow) {
+  PlannedStats stats = served_stats();
+  stats.granule_bytes = 2 * MiB;
+  stats.steady_peak_requested_bytes = 9 * MiB + 318 * KiB;
+  stats.steady_peak_reserved_bytes = 10 * MiB;
+  ASSERT_TRUE(stats.steady_floor_ratio().has_value());
+  EXPECT_DOUBLE_EQ(*stats.steady_floor_ratio(), 10.0 * 1024 / (9 * 1024 + 318));
+  const std::string steady = planned_report_lines(stats, "`i` lines")[2].value;
+  EXPECT_EQ(steady.substr(0, 5), "1.074") << steady;
+  EXPECT_NE(steady.find("whole granules of 2.00 MiB allow 1.074 at least"), std::string::npos)
+      << steady;
+  stats.granule_bytes = 0;  // not known: no floor
+  EXPECT_FALSE(stats.steady_floor_ratio().has_value());
+  EXPECT_EQ(planned_report_lines(stats, "`i` lines")[2].value.find("granules"), std::string::npos);
+}
+
 TEST(PlannedReport, SaysWhyNoPlanServedInTheRunsOwnTermsOfIterations) {
   PlannedStats stats;
   EXPECT_EQ(why_no_plan_served(stats, "npumem_iteration()"),
