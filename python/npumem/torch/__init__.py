@@ -88,15 +88,22 @@ def _host_device(index: int, spec: Optional[str], conf: Optional[str]) -> _core.
             raise _core.ConfigError(
                 f"npumem device {index} exists already; its config cannot change to '{conf}'"
             )
-    else:
-        chosen = init(spec or os.environ.get("NPUMEM_DEVICE") or DEFAULT_SPEC, conf, index)
-    if not chosen.host_accessible:
-        raise _core.ConfigError(
-            f"npumem device {index} ('{chosen.spec}') has no host memory behind it; "
-            f"PyTorch's CPU tensors need 'host' or a sim device with backing=host, "
-            f"e.g. '{DEFAULT_SPEC}'"
-        )
-    return chosen
+        if not chosen.host_accessible:
+            raise _no_host_memory(index, chosen.spec)
+        return chosen
+    wanted = spec or os.environ.get("NPUMEM_DEVICE") or DEFAULT_SPEC
+    # Checked before the device is made: made, it would keep the refused spec.
+    if not _core.spec_is_host_accessible(wanted):
+        raise _no_host_memory(index, wanted)
+    return init(wanted, conf, index)
+
+
+def _no_host_memory(index: int, spec: str) -> _core.ConfigError:
+    return _core.ConfigError(
+        f"npumem device {index} ('{spec}') has no host memory behind it; "
+        f"PyTorch's CPU tensors need 'host' or a sim device with backing=host, "
+        f"e.g. '{DEFAULT_SPEC}'"
+    )
 
 
 def installed_device(device: Optional[int] = None) -> _core.Device:

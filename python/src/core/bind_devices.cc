@@ -252,6 +252,8 @@ void bind_devices(py::module_& module) {
   module.def("find_device", &find_device, py::arg("index"), py::return_value_policy::reference,
              "The device at `index`, or None");
   module.def("device_indices", &device_indices);
+  module.def("spec_is_host_accessible", &spec_is_host_accessible, py::arg("spec"),
+             "Whether a device of this spec has host memory behind it (PyTorch's CPU tensors)");
   module.attr("MAX_DEVICES") = kMaxProcessAllocators;
   module.def("publish_after_fork", &npumem_publish_after_fork,
              "In a forked child: its inherited devices on a stats page of its own (npumem smi)");

@@ -92,6 +92,14 @@ class DevicesTest(unittest.TestCase):
         with self.assertRaisesRegex(npumem.ConfigError, "device index 3 is out of range"):
             npumem.torch.install(SPEC, device=3, devices=2)
 
+    def test_a_refused_install_makes_no_device(self):
+        # Refused for want of host memory, it had made the device already, with the
+        # refused spec: every later install on that index failed.
+        with self.assertRaisesRegex(npumem.ConfigError, "device 5 .* has no host memory behind"):
+            npumem.torch.install("sim:hbm=64MiB", device=5)
+        self.assertFalse(npumem.is_initialized(5))
+        self.assertEqual(npumem.torch.installed_device().index, 0)
+
     def test_model_sharded_across_two_devices_equals_the_plain_run(self):
         torch.manual_seed(0)
         # The plain run's tensors stay in DDR: HBM figures are then the runner's own.
