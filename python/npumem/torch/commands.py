@@ -84,13 +84,21 @@ def capture(script: str, args: list[str], output: str) -> int:
     """Runs the script under PyTorch's own allocator, recording every CPU allocation
     and free, and an `i` line at every optimizer.step() and npumem.torch.iteration();
     writes the trace (allocations alive at the end stay unfreed in it)."""
-    mark_optimizer_steps()
+    # Opened before the script runs, as run's --html: a bad path costs nothing.
     try:
-        with record() as recording:
-            status = run_script(script, args)
-    finally:
-        mark_optimizer_steps(False)
-    recording.write(output, what=" ".join(shlex.quote(part) for part in ["python3", script, *args]))
+        trace = open(output, "w", encoding="ascii")  # noqa: SIM115 - closed below
+    except OSError as problem:
+        raise OSError(f"-o: cannot write {output}: {problem.strerror}") from None
+    with trace:
+        mark_optimizer_steps()
+        try:
+            with record() as recording:
+                status = run_script(script, args)
+        finally:
+            mark_optimizer_steps(False)
+        recording.write(
+            trace, what=" ".join(shlex.quote(part) for part in ["python3", script, *args])
+        )
     sys.stdout.write(
         f"npumem: wrote {output}: {recording.allocations} allocations, {recording.memory_events} "
         f"events, peak live {_core.format_bytes(recording.peak_live_bytes())} "

@@ -9,7 +9,7 @@ from __future__ import annotations
 import platform
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import Iterable, Optional
+from typing import Iterable, Optional, TextIO, Union
 
 import torch
 
@@ -39,8 +39,9 @@ class Recording:
         """The largest sum of live requested bytes at any point of the recording."""
         return peak_live_bytes(self.events)
 
-    def write(self, path: str, what: str) -> None:
-        """Writes the trace file with a header naming `what` was run."""
+    def write(self, path: Union[str, TextIO], what: str) -> None:
+        """Writes the trace file (a path, or a file open for writing) with a header
+        naming `what` was run."""
         write_trace(path, self.events, what)
 
 
@@ -80,21 +81,28 @@ def peak_live_bytes(events: Iterable[Event]) -> int:
     return peak
 
 
-def write_trace(path: str, events: Iterable[Event], what: str) -> None:
+def write_trace(target: Union[str, TextIO], events: Iterable[Event], what: str) -> None:
+    """Writes the trace to `target`, a path or a file open for writing."""
+    if isinstance(target, str):
+        with open(target, "w", encoding="ascii") as file:
+            write_trace(file, events, what)
+        return
+    # One ASCII comment line whatever `what` holds: a line break in it began a line
+    # replay refused, and a character past ASCII failed the write.
+    what = what.encode("unicode_escape").decode("ascii")
     header = (
         f"# what: {what}; PyTorch {torch.__version__} CPU, "
         f"{torch.get_num_threads()} intra-op threads, Python {platform.python_version()}\n"
         "# format: 'a <id> <bytes>' allocates, 'f <id>' frees, 'i' starts an iteration; "
         "'#' lines are comments/phase markers\n"
     )
-    with open(path, "w", encoding="ascii") as out:
-        out.write(header)
-        for kind, ident, size in events:
-            if kind == "a":
-                out.write(f"a {ident} {size}\n")
-            elif kind == "f":
-                out.write(f"f {ident}\n")
-            elif ident:
-                out.write(f"i {size}\n")
-            else:
-                out.write("i\n")
+    target.write(header)
+    for kind, ident, size in events:
+        if kind == "a":
+            target.write(f"a {ident} {size}\n")
+        elif kind == "f":
+            target.write(f"f {ident}\n")
+        elif ident:
+            target.write(f"i {size}\n")
+        else:
+            target.write("i\n")

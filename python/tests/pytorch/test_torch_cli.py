@@ -218,6 +218,27 @@ class CliTest(unittest.TestCase):
         self.assertIn("--conf: bad value 'x' for key 'granule'", result.stderr)
         self.assertNotIn("ran", result.stdout)
 
+    def test_capture_checks_its_output_before_running(self):
+        script = self.script("never_runs.py", "print('ran')\n")
+        missing = os.path.join(self.folder.name, "no", "such", "folder", "t.trace")
+        result = self.npumem_torch("capture", "-o", missing, script)
+        self.assertEqual(result.returncode, 2)
+        self.assertIn(f"-o: cannot write {missing}", result.stderr)
+        self.assertNotIn("ran", result.stdout)
+
+    def test_capture_header_stays_one_comment_line_whatever_the_arguments(self):
+        # An argument with a line break, or not ASCII, was written into the header as is:
+        # a trace replay refused ("unknown op"), or no trace at all.
+        trace = os.path.join(self.folder.name, "args.trace")
+        script = self.script("argv.py", "import torch\nkept = torch.ones(10)\n")
+        result = self.npumem_torch("capture", "-o", trace, script, "two\nlines", "caf\u00e9")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        with open(trace, encoding="ascii") as file:
+            lines = file.read().splitlines()
+        self.assertTrue(lines[0].startswith("# what: python3 "), lines[0])
+        self.assertIn("two\\nlines", lines[0])
+        self.assertTrue(all(line.startswith(("#", "a ", "f ", "i")) for line in lines), lines)
+
     def test_ctrl_c_ends_the_script_and_keeps_the_report(self):
         script = self.script(
             "interrupted.py",
