@@ -136,6 +136,8 @@ def _one_line(error: Exception) -> str:
 
 
 def _load(onnx, path: str):
+    if os.path.isdir(path):
+        raise OnnxModelError(f"{path}: is a directory, not an ONNX model")
     if not os.path.isfile(path):
         raise OnnxModelError(f"{path}: no such file")
     # Weights' data is not needed, only their shapes: external data stays where it is.

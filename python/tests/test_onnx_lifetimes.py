@@ -250,6 +250,8 @@ class OnnxLifetimesTest(unittest.TestCase):
                     read(self.write(data, name))
         with self.assertRaisesRegex(OnnxModelError, "missing.onnx: no such file"):
             read(os.path.join(self.directory.name, "missing.onnx"))
+        with self.assertRaisesRegex(OnnxModelError, "is a directory, not an ONNX model"):
+            read(self.directory.name)
 
     def test_reads_a_missing_producer_as_invalid(self):
         model = chain_model()

@@ -5,6 +5,7 @@
 #include <charconv>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <sstream>
@@ -212,6 +213,11 @@ Trace parse_trace(std::string_view text, std::string source) {
 }
 
 Trace read_trace(const std::string& path) {
+  // A directory opens, and reads as an empty file.
+  std::error_code ignored;
+  if (std::filesystem::is_directory(path, ignored)) {
+    throw Error("cannot read trace " + path + ": it is a directory");
+  }
   std::ifstream file(path, std::ios::binary);
   if (!file) throw Error("cannot read trace " + path + ": " + std::strerror(errno));
   std::ostringstream text;

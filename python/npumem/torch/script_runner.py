@@ -15,6 +15,8 @@ def run_script(path: str, args: list[str]) -> int:
     goes to stderr). The script's globals are dropped and garbage collected before
     returning, so only what something else keeps alive survives it. Ctrl-C ends the
     script with status 130 and returns."""
+    if os.path.isdir(path):
+        raise IsADirectoryError(f"{path} is a directory, not a script")
     if not os.path.isfile(path):
         raise FileNotFoundError(f"no script {path}")
     saved_argv, saved_path = sys.argv, list(sys.path)

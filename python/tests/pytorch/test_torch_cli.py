@@ -284,6 +284,9 @@ class CliTest(unittest.TestCase):
         result = self.npumem_torch("run", os.path.join(self.folder.name, "absent.py"))
         self.assertEqual(result.returncode, 2)
         self.assertIn("no script", result.stderr)
+        result = self.npumem_torch("run", self.folder.name)
+        self.assertEqual(result.returncode, 2)
+        self.assertIn(f"{self.folder.name} is a directory, not a script", result.stderr)
 
     def test_capture_writes_a_trace_that_replays_to_the_same_peak(self):
         trace = os.path.join(self.folder.name, "resnet18.trace")
