@@ -2,12 +2,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "json_text.h"
 #include "npumem/errors.h"
+#include "npumem/units.h"
 
 namespace npumem::cli {
 namespace {
@@ -16,6 +18,8 @@ using nlohmann::json;
 
 constexpr const char* kModelKeys[] = {"model", "input_bytes", "layers"};
 constexpr const char* kLayerKeys[] = {"name", "weight_bytes", "activation_bytes", "compute_ms"};
+// The most bytes a model's input, weights and activations may hold together.
+constexpr std::uint64_t kMaxModelBytes = std::uint64_t{1} << 63;
 
 // Errors name the file and where in the document the problem is.
 class ModelReader {
@@ -29,13 +33,31 @@ class ModelReader {
     if (document.contains("model")) model.name = string_field(document, "model", "");
     if (document.contains("input_bytes")) {
       model.input_bytes = bytes_field(document, "input_bytes", "");
+      if (model.input_bytes > kMaxModelBytes) {
+        fail("input_bytes",
+             "is past 2^63 (" + format_bytes(kMaxModelBytes) + "), more than any plan can count");
+      }
     }
     if (!document.contains("layers") || !document["layers"].is_array()) {
       fail("layers", "must be an array of layers");
     }
     const json& layers = document["layers"];
+    // Plans sum the model's bytes and times: the sums must stay exact and finite.
+    std::uint64_t bytes = model.input_bytes;
+    double seconds = 0;
     for (std::size_t i = 0; i < layers.size(); ++i) {
-      model.layers.push_back(read_layer(layers[i], "layers[" + std::to_string(i) + "]"));
+      const std::string where = "layers[" + std::to_string(i) + "]";
+      const plan::Layer& layer = model.layers.emplace_back(read_layer(layers[i], where));
+      if (layer.weight_bytes > kMaxModelBytes - bytes ||
+          layer.activation_bytes > kMaxModelBytes - bytes - layer.weight_bytes) {
+        fail(where, "brings the model's bytes past 2^63 (" + format_bytes(kMaxModelBytes) +
+                        "), more than any plan can count");
+      }
+      bytes += layer.weight_bytes + layer.activation_bytes;
+      seconds += layer.compute_seconds.value_or(0.0);
+      if (!std::isfinite(seconds * 1000.0)) {
+        fail(where + ".compute_ms", "brings the model's compute time past what a double holds");
+      }
     }
     return model;
   }

@@ -71,6 +71,21 @@ TEST(PlanModelJsonTest, SchemaErrorsNameTheField) {
             "m.json: input_bytes must be a non-negative integer, got 1.5");
 }
 
+// Plans sum a model's bytes and times: sums past what they are counted in were shown as
+// figures ("needs 16.0 EiB", "total inf ms").
+TEST(PlanModelJsonTest, RefusesTotalsPastWhatAPlanCounts) {
+  EXPECT_EQ(error_of(R"({"input_bytes": 4611686018427387904, "layers": [
+      {"name": "a", "weight_bytes": 4611686018427387904, "activation_bytes": 0},
+      {"name": "b", "weight_bytes": 0, "activation_bytes": 1}]})"),
+            "m.json: layers[1] brings the model's bytes past 2^63 (8.00 EiB), more than any "
+            "plan can count");
+  EXPECT_EQ(error_of(R"({"layers": [
+      {"name": "a", "weight_bytes": 1, "activation_bytes": 1, "compute_ms": 1e308},
+      {"name": "b", "weight_bytes": 1, "activation_bytes": 1, "compute_ms": 1e308}]})"),
+            "m.json: layers[1].compute_ms brings the model's compute time past what a double "
+            "holds");
+}
+
 TEST(PlanModelJsonTest, UnreadableFileIsAnError) {
   EXPECT_THROW(read_model_json("/nonexistent/model.json"), Error);
 }

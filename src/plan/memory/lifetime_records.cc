@@ -7,11 +7,14 @@
 
 #include "npumem/errors.h"
 #include "npumem/plan.h"
+#include "npumem/units.h"
 
 namespace npumem::plan {
 namespace {
 
 constexpr std::size_t kFields = 3;
+// The most bytes all records may hold together.
+constexpr std::uint64_t kMaxTotalBytes = std::uint64_t{1} << 63;
 
 bool is_blank(char c) {
   return c == ' ' || c == '\t' || c == '\r';
@@ -91,6 +94,7 @@ class RecordParser {
 std::vector<TensorLifetime> parse_lifetime_records(std::string_view text, const std::string& source,
                                                    std::vector<std::size_t>* lines) {
   std::vector<TensorLifetime> tensors;
+  std::uint64_t total_bytes = 0;
   std::size_t line_number = 0;
   while (!text.empty()) {
     ++line_number;
@@ -100,6 +104,14 @@ std::vector<TensorLifetime> parse_lifetime_records(std::string_view text, const 
     const std::size_t start = line.find_first_not_of(" \t\r");
     if (start == std::string_view::npos || line[start] == '#') continue;
     tensors.push_back(RecordParser(source, line_number).parse(line));
+    // Sums of sizes (the naive total, a plan's bounds) then stay exact, with room for
+    // alignment.
+    if (tensors.back().bytes > kMaxTotalBytes - total_bytes) {
+      throw ParseError(source, line_number,
+                       "the tensors' bytes sum past 2^63 (" + format_bytes(kMaxTotalBytes) +
+                           "), more than any plan can count");
+    }
+    total_bytes += tensors.back().bytes;
     if (lines != nullptr) lines->push_back(line_number);
   }
   return tensors;

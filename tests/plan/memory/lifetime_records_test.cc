@@ -32,10 +32,10 @@ TEST(LifetimeRecordsTest, ParsesRecordsSkippingCommentsAndBlankLines) {
 }
 
 TEST(LifetimeRecordsTest, AcceptsTabsCarriageReturnsAndNoFinalNewline) {
-  const auto tensors = parse_lifetime_records("1\t2  3\r\n18446744073709551615 0 0", "m");
+  const auto tensors = parse_lifetime_records("1\t2  3\r\n9223372036854775807 0 0", "m");
   ASSERT_EQ(tensors.size(), 2u);
   EXPECT_EQ(tensors[0].last_op, 3u);
-  EXPECT_EQ(tensors[1].bytes, 18446744073709551615u);
+  EXPECT_EQ(tensors[1].bytes, 9223372036854775807u);
 }
 
 TEST(LifetimeRecordsTest, EmptyTextHasNoTensors) {
@@ -60,6 +60,18 @@ TEST(LifetimeRecordsTest, ErrorsNameTheFileLineAndProblem) {
   EXPECT_EQ(parse_error("# a trace\na 0 4096\nf 0\n"),
             "m.records:2: 'a' starts an allocation trace's line, not a lifetime record "
             "'<bytes> <first_op> <last_op>' (plan a trace with `plan memory --trace`)");
+}
+
+// Plans sum sizes: past 2^63 bytes in all, their figures saturated and were shown as
+// values ("16.0 EiB").
+TEST(LifetimeRecordsTest, RefusesSizesSummingPastTwoToThe63) {
+  EXPECT_EQ(parse_error("4611686018427387904 0 1\n4611686018427387904 2 3\n"), "");
+  EXPECT_EQ(parse_error("4611686018427387904 0 1\n4611686018427387904 2 3\n1 4 4\n"),
+            "m.records:3: the tensors' bytes sum past 2^63 (8.00 EiB), more than any plan "
+            "can count");
+  EXPECT_EQ(parse_error("18446744073709551615 0 0\n"),
+            "m.records:1: the tensors' bytes sum past 2^63 (8.00 EiB), more than any plan "
+            "can count");
 }
 
 TEST(LifetimeRecordsTest, ParseErrorCarriesTheLine) {
