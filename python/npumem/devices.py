@@ -32,6 +32,10 @@ def init(spec: Optional[str] = None, conf: Optional[str] = None, device: int = 0
     index = device_index(device)
     if spec is None:
         spec = os.environ.get("NPUMEM_DEVICE", DEFAULT_SPEC)
+    if not isinstance(spec, str):
+        raise TypeError(f"a device spec is a string such as 'sim', not {spec!r}")
+    if conf is not None and not isinstance(conf, str):
+        raise TypeError(f"a config is a string such as 'strategy:expandable', not {conf!r}")
     with _creation_lock:
         made = _core.create_device(index, spec, conf or "")
     _warn(made)

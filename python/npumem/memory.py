@@ -175,7 +175,7 @@ def record_stream(ptr: int, stream: StreamLike, device: DeviceLike = None) -> No
     `stream` uses it too, so once freed it serves no stream until the work queued on
     all its streams by then has run. Raises InvalidPointerError for an address the
     device does not hold."""
-    get_device(device).record_stream(ptr, stream_id(stream))
+    get_device(device).record_stream(_address(ptr), stream_id(stream))
 
 
 def stream_id(stream: StreamLike) -> int:
@@ -209,7 +209,16 @@ def caching_allocator_resize(ptr: int, size: int, device: DeviceLike = None) -> 
 def caching_allocator_delete(ptr: int, device: DeviceLike = None) -> None:
     """Frees an address caching_allocator_alloc() returned. Raises InvalidPointerError
     for an address the device does not hold."""
-    get_device(device).deallocate(ptr)
+    get_device(device).deallocate(_address(ptr))
+
+
+def _address(ptr: int) -> int:
+    """`ptr` checked here, as sizes are (_byte_count)."""
+    if isinstance(ptr, bool) or not isinstance(ptr, int):
+        raise TypeError(f"an address is an int, not {ptr!r}")
+    if ptr < 0 or ptr >= 1 << 64:
+        raise ValueError(f"address {ptr} is not one an allocation returned (0 to 2**64 - 1)")
+    return ptr
 
 
 def copy(dst: int, src: int, nbytes: int, device: DeviceLike = None) -> float:
@@ -218,4 +227,4 @@ def copy(dst: int, src: int, nbytes: int, device: DeviceLike = None) -> float:
     model in seconds. memory_stats() counts copies per direction: num_copies.ddr_to_hbm,
     copy_bytes.ddr_to_hbm, copy_modelled_ns.ddr_to_hbm, ... Raises InvalidPointerError
     for an address that is not live, Error when nbytes overruns either allocation."""
-    return get_device(device).copy(dst, src, _byte_count(nbytes))
+    return get_device(device).copy(_address(dst), _address(src), _byte_count(nbytes))

@@ -89,6 +89,12 @@ class LeakDetector:
         backtraces: bool = False,
         warmup_iterations: int = 1,
     ):
+        if (
+            isinstance(warmup_iterations, bool)
+            or not isinstance(warmup_iterations, int)
+            or warmup_iterations < 0
+        ):
+            raise ValueError(f"warmup_iterations is a count >= 0, not {warmup_iterations!r}")
         self.device = get_device(device)
         self._detector: Optional[_core.LeakDetector] = _core.LeakDetector(
             self.device, threshold, backtraces, warmup_iterations

@@ -113,6 +113,8 @@ class tag:  # noqa: N801 - a context, like torch.autograd.profiler.record_functi
     tag comes back on exit."""
 
     def __init__(self, name: str):
+        if not isinstance(name, str):
+            raise TypeError(f"a memory tag is a string, not {name!r}")
         self.name = name
         self._previous: Optional[str] = None
 

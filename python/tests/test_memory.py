@@ -384,6 +384,24 @@ class ErrorTest(unittest.TestCase):
         with self.assertRaisesRegex(npumem.ConfigError, "unknown tier 'l2'"):
             fresh_device().largest_free_block("l2")
 
+    def test_wrong_arguments_are_named_not_read_as_a_signature_mismatch(self):
+        # Each reached pybind11, which answered "incompatible function arguments" with
+        # the C++ signatures.
+        device = fresh_device()
+        with self.assertRaisesRegex(ValueError, "address -1 is not one an allocation returned"):
+            npumem.caching_allocator_delete(-1, device)
+        with self.assertRaisesRegex(TypeError, "an address is an int, not 'x'"):
+            npumem.record_stream("x", 0, device)
+        with self.assertRaisesRegex(TypeError, "a device spec is a string such as 'sim', not 123"):
+            npumem.init(123, device=40)
+        with self.assertRaisesRegex(TypeError, "a config is a string .*, not 5"):
+            npumem.init("sim", 5, device=40)
+        self.assertFalse(npumem.is_initialized(40))
+        with self.assertRaisesRegex(TypeError, "a memory tag is a string, not 5"):
+            npumem.tag(5)
+        with self.assertRaisesRegex(ValueError, "warmup_iterations is a count >= 0, not -1"):
+            npumem.LeakDetector(device, warmup_iterations=-1)
+
 
 class StreamTest(unittest.TestCase):
     """Streams as PyTorch passes them (the ordering itself is tested in C++, where the
