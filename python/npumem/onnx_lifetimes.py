@@ -31,6 +31,7 @@ import argparse
 import json
 import math
 import os
+import re
 import sys
 import warnings
 from dataclasses import dataclass, field
@@ -235,7 +236,27 @@ def _tensor_bytes(path: str, name: str, what: str, elem_type: int, shape: list) 
     return size
 
 
-def _infer_shapes(onnx, path: str, model):
+def _inference_failure(error: Exception, dims: Mapping[str, int]) -> str:
+    """What onnx's shape inference said, cut to the first node that failed: the nodes
+    after it fail for want of its output's type, and onnx lists each of them."""
+    text = _one_line(error)
+    nodes = re.split(r" ?\(op_type:(\w+), node name: ([^)]*)\): ", text)
+    if len(nodes) < 4:  # not a list of node errors: as onnx said it
+        problem = f"shape inference failed: {text}"
+    else:
+        # nodes: [preamble, op, name, message, op, name, message, ...]
+        problem = f"shape inference failed at node '{nodes[2]}' ({nodes[1]}): {nodes[3]}"
+        after = (len(nodes) - 1) // 3 - 1
+        if after:
+            problem += f"; {after} node{'s' if after != 1 else ''} after it failed too"
+    zeros = [key for key, size in dims.items() if size == 0]
+    if zeros:
+        problem += (f" (--dim {zeros[0]}=0 gave a dimension of 0, which operators such as "
+                    f"Reshape read as 'keep the input's size'; a size of 1 or more may infer)")
+    return problem
+
+
+def _infer_shapes(onnx, path: str, model, dims: Mapping[str, int]):
     """onnx's shape inference, then constant folding of what it found (npumem.onnx_folding),
     again until nothing more folds: a shape computed in the graph can depend on a tensor
     whose size the previous round found."""
@@ -254,8 +275,7 @@ def _infer_shapes(onnx, path: str, model):
             model = onnx.shape_inference.infer_shapes(model, check_type=True, strict_mode=True,
                                                       data_prop=True)
         except Exception as error:  # InferenceError, ValidationError
-            problem = _one_line(error)
-            raise OnnxModelError(f"{path}: shape inference failed: {problem}") from error
+            raise OnnxModelError(f"{path}: {_inference_failure(error, dims)}") from error
         static = {name: tuple(dims) for name, (_, dims) in _value_shapes(model.graph).items()
                   if all(isinstance(size, int) for size in dims)}
         if fold_constants(model.graph, static) == 0:
@@ -313,7 +333,7 @@ def read(path: str, dims: Optional[Mapping[str, int]] = None) -> OnnxLifetimes:
     graph = model.graph
     _reject_subgraphs(onnx, path, graph)
     _set_input_dims(path, graph, {tensor.name for tensor in graph.initializer}, dims)
-    model = _infer_shapes(onnx, path, model)
+    model = _infer_shapes(onnx, path, model, dims)
     graph = model.graph
     shapes = _value_shapes(graph)
     initializers = {tensor.name: tensor for tensor in graph.initializer}

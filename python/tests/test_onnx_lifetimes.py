@@ -183,6 +183,27 @@ class OnnxLifetimesTest(unittest.TestCase):
                 r".*unknown after shape inference"):
             read(path)
 
+    def test_shape_inference_names_the_first_node_that_failed(self):
+        # Every node after it failed for want of its input's type: the message listed
+        # them all, one line of kilobytes.
+        nodes = [helper.make_node("Add", ["x", "w"], ["a"], name="add")]
+        nodes += [helper.make_node("Relu", ["a" if i == 0 else f"r{i - 1}"],
+                                   [f"r{i}" if i < 19 else "y"], name=f"relu{i}")
+                  for i in range(20)]
+        graph = helper.make_graph(
+            nodes, "cascade", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 32])],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 32])],
+            [weight("w", 3, 32)])
+        path = self.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]))
+        with self.assertRaises(OnnxModelError) as raised:
+            read(path, {"batch": 2})
+        message = str(raised.exception)
+        self.assertRegex(message, r"shape inference failed at node 'add' \(Add\): "
+                                  r".*Incompatible dimensions; 20 nodes after it failed too$")
+        self.assertNotIn("relu", message)
+        with self.assertRaisesRegex(OnnxModelError, r"--dim batch=0 .* Reshape"):
+            read(path, {"batch": 0})
+
     def test_shapes_computed_in_the_graph_are_folded(self):
         # y = Relu(x[:, :x.shape[1] // 2]) the way torch.onnx writes it: Shape, Gather and
         # Div compute the Slice's end, which shape inference alone leaves unknown.
