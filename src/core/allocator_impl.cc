@@ -52,7 +52,11 @@ Allocator::Impl::Impl(std::shared_ptr<Device> dev, Config conf,
       config(conf),
       caches(std::make_shared<core::CacheRegistry>(this, &Impl::retire_cache)) {
   if (!device) throw ConfigError("allocator needs a device");
-  validate(config);
+  try {
+    validate(config);
+  } catch (const ConfigError& error) {
+    throw ConfigError(std::string("config: ") + error.what());  // built in code: say so
+  }
   for (Tier tier : kAllTiers) {
     tier_limit[index(tier)] = configured_limit(tier);
     tier_granularity[index(tier)] =

@@ -262,7 +262,7 @@ void validate(const Config& config) {
   for (const SizeKey& key : kSizeKeys) {
     const std::uint64_t bytes = config.*key.field;
     if (!in_range(key, bytes)) {
-      throw ConfigError("config: " + std::string(key.name) + " is " + std::to_string(bytes) +
+      throw ConfigError(std::string(key.name) + " is " + std::to_string(bytes) +
                         " bytes (accepted: " + accepted_range(key) + ")");
     }
   }
@@ -270,7 +270,7 @@ void validate(const Config& config) {
   // large segment must be below it to serve the requests it is made for (PyTorch asks
   // max_split_size_mb > 20 for its 20 MiB segments).
   if (config.max_split_size <= config.large_segment) {
-    throw ConfigError("config: max_split_size (" + format_bytes(config.max_split_size) +
+    throw ConfigError("max_split_size (" + format_bytes(config.max_split_size) +
                       ") must be larger than large_segment (" + format_bytes(config.large_segment) +
                       "): a new large segment would be too big to serve the requests it is made "
                       "for (with max_split_size_mb, more than " +

@@ -92,9 +92,22 @@ TEST(Config, MaxSplitSizeMustExceedTheLargeSegment) {
         << what;
     EXPECT_NE(what.find("more than 20"), std::string::npos) << what;
   }
-  EXPECT_THROW(Allocator(make_device("sim"), config), ConfigError);
+  // Built in code, the config is named as the source; read from text, the caller names
+  // it ("--conf: ", "NPUMEM_ALLOC_CONF: "), and a second prefix read "--conf: config: ".
+  try {
+    Allocator allocator(make_device("sim"), config);
+    FAIL() << "max_split_size below large_segment accepted";
+  } catch (const ConfigError& error) {
+    EXPECT_EQ(std::string(error.what()).rfind("config: max_split_size (16.0 MiB)", 0), 0u)
+        << error.what();
+  }
   // What parses is valid: the text is refused as it is read.
   expect_error("max_split_size_mb:20", "must be larger than large_segment");
+  try {
+    parse_config("max_split_size_mb:20");
+  } catch (const ConfigError& error) {
+    EXPECT_EQ(std::string(error.what()).rfind("max_split_size (20.0 MiB)", 0), 0u) << error.what();
+  }
   EXPECT_NO_THROW(validate(parse_config("max_split_size_mb:21")));
   EXPECT_NO_THROW(validate(parse_config("large_segment:4MiB,max_split_size_mb:8")));
 }
