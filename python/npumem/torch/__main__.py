@@ -47,7 +47,7 @@ def parser() -> argparse.ArgumentParser:
         help="events the timeline keeps (the oldest are dropped; default 1000000)",
     )
     run_parser.add_argument("script", help="the Python script")
-    run_parser.add_argument("args", nargs=argparse.REMAINDER, help="the script's arguments")
+    _script_arguments(run_parser)
 
     capture_parser = commands.add_parser(
         "capture", help="record a script's CPU allocations as an allocation trace"
@@ -56,8 +56,16 @@ def parser() -> argparse.ArgumentParser:
         "-o", "--output", metavar="OUT.trace", help="trace file (default: SCRIPT's name .trace)"
     )
     capture_parser.add_argument("script", help="the Python script")
-    capture_parser.add_argument("args", nargs=argparse.REMAINDER, help="the script's arguments")
+    _script_arguments(capture_parser)
     return top
+
+
+def _script_arguments(command: argparse.ArgumentParser) -> None:
+    """The script's arguments, everything after it. argparse counts a REMAINDER as
+    required, and a missing script was reported as "required: script, args"."""
+    command.add_argument("args", nargs=argparse.REMAINDER, help="the script's arguments").required = (
+        False
+    )
 
 
 def main(argv: Optional[list[str]] = None) -> int:

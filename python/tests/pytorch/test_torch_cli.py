@@ -281,6 +281,9 @@ class CliTest(unittest.TestCase):
         self.assertNotIn("Traceback", result.stderr)
 
     def test_run_names_a_missing_script(self):
+        result = self.npumem_torch("run")
+        self.assertEqual(result.returncode, 2)
+        self.assertIn("the following arguments are required: script\n", result.stderr)
         result = self.npumem_torch("run", os.path.join(self.folder.name, "absent.py"))
         self.assertEqual(result.returncode, 2)
         self.assertIn("no script", result.stderr)
