@@ -63,9 +63,8 @@ def parser() -> argparse.ArgumentParser:
 def _script_arguments(command: argparse.ArgumentParser) -> None:
     """The script's arguments, everything after it. argparse counts a REMAINDER as
     required, and a missing script was reported as "required: script, args"."""
-    command.add_argument("args", nargs=argparse.REMAINDER, help="the script's arguments").required = (
-        False
-    )
+    arguments = command.add_argument("args", nargs=argparse.REMAINDER, help="the script's arguments")
+    arguments.required = False
 
 
 def main(argv: Optional[list[str]] = None) -> int:
