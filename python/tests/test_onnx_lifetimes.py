@@ -191,7 +191,8 @@ class OnnxLifetimesTest(unittest.TestCase):
                                    [f"r{i}" if i < 19 else "y"], name=f"relu{i}")
                   for i in range(20)]
         graph = helper.make_graph(
-            nodes, "cascade", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 32])],
+            nodes, "cascade",
+            [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 32])],
             [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 32])],
             [weight("w", 3, 32)])
         path = self.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]))

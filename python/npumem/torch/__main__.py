@@ -63,7 +63,9 @@ def parser() -> argparse.ArgumentParser:
 def _script_arguments(command: argparse.ArgumentParser) -> None:
     """The script's arguments, everything after it. argparse counts a REMAINDER as
     required, and a missing script was reported as "required: script, args"."""
-    arguments = command.add_argument("args", nargs=argparse.REMAINDER, help="the script's arguments")
+    arguments = command.add_argument(
+        "args", nargs=argparse.REMAINDER, help="the script's arguments"
+    )
     arguments.required = False
 
 
