@@ -1023,6 +1023,7 @@ core::OomContext Allocator::Impl::oom_context(PoolState& pool, std::size_t bytes
   core::OomContext c;
   c.requested_bytes = bytes;
   c.rounded_bytes = size;
+  c.past_largest_block = bytes > kLargestRequest;
   c.pool = pool.name;
   c.pinned_tier = pool.pinned_tier;
   c.pool_quota_bytes = pool.quota_bytes;

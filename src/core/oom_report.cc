@@ -15,6 +15,12 @@ std::string percent(double fraction) {
   return text;
 }
 
+// Whether `more` bytes beside `held` stay within `limit`, without the sum wrapping (a
+// request near 2^64 beside live tensors passed as fitting).
+bool fits(std::uint64_t held, std::uint64_t more, std::uint64_t limit) {
+  return more <= limit && held <= limit - more;
+}
+
 std::string advice(const OomContext& c) {
   const TierMemory& hbm = c.tiers[static_cast<int>(Tier::hbm)];
   const TierMemory& ddr = c.tiers[static_cast<int>(Tier::ddr)];
@@ -50,7 +56,7 @@ std::string advice(const OomContext& c) {
     }
   }
   if (c.memory_fraction < 1.0 && hbm.limit_bytes < hbm.capacity_bytes &&
-      hbm.reserved_bytes + c.rounded_bytes > hbm.limit_bytes) {
+      !fits(hbm.reserved_bytes, c.rounded_bytes, hbm.limit_bytes)) {
     return "Advice: the per-process memory fraction holds HBM below its capacity; raise it "
            "(set_per_process_memory_fraction) or free tensors.";
   }
@@ -60,8 +66,9 @@ std::string advice(const OomContext& c) {
     // live blocks keep from being released; unless the device said why it refused (the
     // new segment, larger than the request, may pass the limit where the request would not).
     if (tier->present && tier->free_cached_bytes >= c.rounded_bytes &&
-        tier->allocated_bytes + c.rounded_bytes <= tier->limit_bytes &&
-        (tier->reserved_bytes + c.rounded_bytes > tier->limit_bytes || c.device_error.empty())) {
+        fits(tier->allocated_bytes, c.rounded_bytes, tier->limit_bytes) &&
+        (!fits(tier->reserved_bytes, c.rounded_bytes, tier->limit_bytes) ||
+         c.device_error.empty())) {
       const std::string free = format_bytes(tier->free_cached_bytes);
       return c.strategy == "expandable"
                  ? "Advice: the live tensors and this request fit within the limit, and " + free +
@@ -77,13 +84,15 @@ std::string advice(const OomContext& c) {
   }
   // The live tensors and this request fit within the limit, so something outside this
   // allocator (a device fault, another process on the device) withheld the memory.
-  if (hbm.present && hbm.allocated_bytes + c.rounded_bytes <= hbm.limit_bytes &&
-      hbm.reserved_bytes + c.rounded_bytes <= hbm.limit_bytes) {
+  if (hbm.present && fits(hbm.allocated_bytes, c.rounded_bytes, hbm.limit_bytes) &&
+      fits(hbm.reserved_bytes, c.rounded_bytes, hbm.limit_bytes)) {
     return "Advice: the live tensors and this request fit within the HBM limit, but the device "
            "refused the memory (another process on the device, or a device fault); check "
            "npumem smi.";
   }
-  if (!c.spill_to_ddr && ddr.present && ddr.limit_bytes > ddr.reserved_bytes + c.rounded_bytes) {
+  if (!c.spill_to_ddr && ddr.present &&
+      fits(ddr.reserved_bytes, c.rounded_bytes, ddr.limit_bytes) &&
+      ddr.reserved_bytes + c.rounded_bytes != ddr.limit_bytes) {
     return "Advice: DDR has room; allow spilling with spill_to_ddr:true.";
   }
   return "Advice: the live tensors need more than the device holds; reduce the batch size, "
@@ -95,8 +104,13 @@ std::string advice(const OomContext& c) {
 std::string explain_out_of_memory(const OomContext& c) {
   std::ostringstream out;
   out << "out of memory: cannot allocate " << format_bytes(c.requested_bytes) << " ("
-      << c.requested_bytes << " bytes requested, " << c.rounded_bytes << " rounded) in pool '"
-      << c.pool << "'";
+      << c.requested_bytes << " bytes requested, ";
+  if (c.past_largest_block) {
+    out << "more than any block can hold)";
+  } else {
+    out << c.rounded_bytes << " rounded)";
+  }
+  out << " in pool '" << c.pool << "'";
   if (c.pinned_tier) out << " pinned to " << tier_name(*c.pinned_tier);
   out << " (strategy " << c.strategy << ")";
   if (c.pool_quota_bytes != 0) {

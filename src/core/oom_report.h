@@ -25,6 +25,7 @@ struct TierMemory {
 struct OomContext {
   std::uint64_t requested_bytes = 0;
   std::uint64_t rounded_bytes = 0;
+  bool past_largest_block = false;  // too large to round: rounded_bytes is the request
   std::string pool;
   std::optional<Tier> pinned_tier;  // the pool allocates from this tier only
   std::uint64_t pool_quota_bytes = 0;

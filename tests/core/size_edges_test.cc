@@ -128,6 +128,25 @@ std::string oom_message(Allocator& allocator, std::size_t bytes) {
   return {};
 }
 
+// A request near 2^64 beside live tensors: their sum wrapped in the advice's checks, which
+// then blamed the device; and the "rounded" size, which cannot be, was the request again.
+TEST(SizeEdges, ARequestPastAnyBlockIsBlamedOnItsSize) {
+  Allocator allocator(sim(1 * GiB));
+  void* live = allocator.allocate(1 * KiB);
+  for (const std::size_t bytes :
+       {std::numeric_limits<std::size_t>::max(), std::numeric_limits<std::size_t>::max() - 100}) {
+    const std::string message = oom_message(allocator, bytes);
+    EXPECT_EQ(message.find("device refused"), std::string::npos) << message;
+    EXPECT_NE(message.find("live tensors need more than the device holds"), std::string::npos)
+        << message;
+    EXPECT_NE(
+        message.find(std::to_string(bytes) + " bytes requested, more than any block can hold)"),
+        std::string::npos)
+        << message;
+  }
+  allocator.deallocate(live);
+}
+
 // Free memory cached where the request cannot use it (another pool's segment, the other
 // size class's) was blamed on the live tensors, or on the device.
 TEST(SizeEdges, FreeMemoryCachedOutOfReachIsNotBlamedOnTheLiveTensors) {
