@@ -556,7 +556,8 @@ Block* Allocator::Impl::allocate_block(PoolState& pool, std::size_t size, PoolKi
   if (pool.pinned_tier) return allocate_on_tier(pool, *pool.pinned_tier, size, kind, refusal);
   for (Tier tier : kAllTiers) {
     if (tier == Tier::ddr && !config.spill_to_ddr) break;
-    if (tier_limit[index(tier)] == 0) continue;
+    // A limit of 0 from a memory fraction of 0 still leaves what is reserved to serve.
+    if (!device->has_tier(tier)) continue;
     Block* block = allocate_on_tier(pool, tier, size, kind, refusal);
     if (block == nullptr) continue;
     // A spill: HBM was there to try (a memory fraction of 0 leaves none to this

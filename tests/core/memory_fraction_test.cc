@@ -6,6 +6,7 @@
 
 #include "device/sim/sim_device.h"
 #include "npumem/allocator.h"
+#include "npumem/config.h"
 #include "npumem/errors.h"
 #include "npumem/units.h"
 
@@ -59,6 +60,26 @@ TEST(MemoryFraction, AFractionOfZeroSpillsEveryRequest) {
   EXPECT_EQ(allocator.tier_of(spilled), Tier::ddr);
   EXPECT_EQ(allocator.stats().num_spills, 1);
   allocator.deallocate(spilled);
+}
+
+// The fraction caps what is reserved anew; memory reserved already stays and serves, as
+// PyTorch reuses its cached blocks under any fraction. A fraction of 0 skipped HBM
+// altogether: a free static arena answered "the static arena is full".
+TEST(MemoryFraction, AFractionOfZeroStillServesFromMemoryReservedAlready) {
+  Allocator caching(sim(100 * MiB, 256 * MiB));
+  caching.deallocate(caching.allocate(8 * MiB));
+  caching.set_memory_fraction(0.0);
+  void* reused = caching.allocate(8 * MiB);
+  EXPECT_EQ(caching.tier_of(reused), Tier::hbm);
+  EXPECT_EQ(caching.stats().num_spills, 0);
+  caching.deallocate(reused);
+
+  Allocator fixed(sim(512 * MiB, 1 * GiB), parse_config("strategy:static,static_size:256MiB"));
+  fixed.deallocate(fixed.allocate(64 * MiB));
+  fixed.set_memory_fraction(0.0);
+  void* in_arena = fixed.allocate(32 * MiB);
+  EXPECT_EQ(fixed.tier_of(in_arena), Tier::hbm);
+  fixed.deallocate(in_arena);
 }
 
 TEST(MemoryFraction, StaysWithinTheHbmSetting) {
