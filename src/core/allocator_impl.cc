@@ -913,10 +913,17 @@ void Allocator::Impl::invalid_pointer(std::uintptr_t address, std::string_view o
              s = s->next) {
           if (address < s->address || address >= s->address + s->size) continue;
           for (const Block* b = s->first; b != nullptr; b = b->next) {
+            const std::string what = operation == "free" ? "double free: pointer " : invalid;
+            const std::string where = "pool '" + pool->name + "', " + std::string(tier_name(tier));
+            if (address == b->address && streams.holds(b)) {
+              throw InvalidPointer(what + std::string(text) + " was already freed (" + where +
+                                   "; it waits for its streams' work before reuse)");
+            }
+            // The pools cannot tell a block freed from the rest of a split one.
             if (address == b->address && !b->allocated) {
-              const std::string what = operation == "free" ? "double free: pointer " : invalid;
-              throw InvalidPointer(what + std::string(text) + " was already freed (pool '" +
-                                   pool->name + "', " + std::string(tier_name(tier)) + ")");
+              throw InvalidPointer(what + std::string(text) +
+                                   " is free: freed already, or never returned by allocate() (" +
+                                   where + ")");
             }
             if (address > b->address && address < b->address + b->size) {
               throw InvalidPointer(invalid + std::string(text) + " is " +

@@ -13,6 +13,11 @@ void StreamOrder::add_use(const Block* block, StreamId stream) {
   }
 }
 
+bool StreamOrder::holds(const Block* block) const {
+  return std::any_of(held_.begin(), held_.end(),
+                     [block](const Held& held) { return held.block == block; });
+}
+
 bool StreamOrder::hold_ordered(Device& device, Block* block) {
   std::vector<StreamId> streams{block->stream};
   bool shared = false;

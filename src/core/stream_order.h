@@ -62,6 +62,8 @@ class StreamOrder {
   void drop(Device& device);
   // Whether any block is held (cheaper than counting them: asked on every allocation).
   bool holds_any() const { return !held_.empty(); }
+  // Whether `block` is held: freed, waiting for its streams' work (a scan: for errors).
+  bool holds(const Block* block) const;
 
  private:
   struct Held {

@@ -236,6 +236,16 @@ TEST_P(AllocatorOn, ForeignAndInteriorPointersAreRejected) {
   }
   EXPECT_THROW(allocator.deallocate(nullptr), InvalidPointer);
   EXPECT_THROW(allocator.tier_of(&on_stack), InvalidPointer);
+  // Where the rest of p's segment begins, free and never handed out: "double free" alone
+  // named a free that never happened.
+  try {
+    allocator.deallocate(static_cast<char*>(p) + 4096);
+    FAIL() << "expected InvalidPointer";
+  } catch (const InvalidPointer& e) {
+    EXPECT_NE(std::string(e.what()).find("freed already, or never returned by allocate()"),
+              std::string::npos)
+        << e.what();
+  }
   expect_consistent(allocator, {{p, 4096}});
   allocator.deallocate(p);
 }

@@ -11,6 +11,7 @@
 
 #include "acl/test_device.h"
 #include "npumem/allocator.h"
+#include "npumem/errors.h"
 #include "npumem/units.h"
 
 namespace npumem {
@@ -83,6 +84,25 @@ TEST_P(StreamOrder, RecordStreamMakesEvenItsOwnStreamWait) {
   EXPECT_TRUE(c == a || d == a) << "free again once the copy finished";
   allocator.deallocate(c);
   allocator.deallocate(d);
+}
+
+// A block freed behind its streams' work is freed: a second free was "not allocated by
+// this allocator".
+TEST_P(StreamOrder, ASecondFreeOfAHeldBlockIsADoubleFree) {
+  const TestDevice device = npu();
+  Allocator allocator(device.device());
+  void* a = allocator.allocate(8 * MiB, kCompute);
+  allocator.record_stream(a, kCopy);
+  device.launch_kernel(kCopy);
+  allocator.deallocate(a);
+  try {
+    allocator.deallocate(a);
+    FAIL() << "expected InvalidPointer";
+  } catch (const InvalidPointer& e) {
+    EXPECT_NE(std::string(e.what()).find("double free"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("waits for its streams"), std::string::npos) << e.what();
+  }
+  device.finish_kernel(kCopy);
 }
 
 // Until a second stream allocates no event is recorded, so a block the first stream
