@@ -115,6 +115,10 @@ class tag:  # noqa: N801 - a context, like torch.autograd.profiler.record_functi
     def __init__(self, name: str):
         if not isinstance(name, str):
             raise TypeError(f"a memory tag is a string, not {name!r}")
+        try:
+            name.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ValueError(f"a memory tag is text UTF-8 can hold, not {name!r}") from None
         self.name = name
         self._previous: Optional[str] = None
 

@@ -401,6 +401,15 @@ class ErrorTest(unittest.TestCase):
             npumem.tag(5)
         with self.assertRaisesRegex(ValueError, "warmup_iterations is a count >= 0, not -1"):
             npumem.LeakDetector(device, warmup_iterations=-1)
+        with self.assertRaisesRegex(ValueError, "a memory tag is text UTF-8 can hold"):
+            npumem.tag("\udcff")
+        made = npumem.get_device(device)
+        for key in (-1, 2**64):
+            with self.assertRaisesRegex(ValueError, "an iteration key is an int from 0 to 2"):
+                made.mark_iteration(key=key)
+        with self.assertRaisesRegex(TypeError, "an iteration key is an int"):
+            made.mark_iteration(key="3")
+        made.mark_iteration(key=2**64 - 1)
 
 
 class StreamTest(unittest.TestCase):

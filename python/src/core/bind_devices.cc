@@ -20,6 +20,22 @@ namespace py = pybind11;
 namespace npumem::python {
 namespace {
 
+// A key checked here: pybind11 answered a negative or 2^64 one with its signatures.
+std::optional<std::uint64_t> iteration_key(const py::object& key) {
+  if (key.is_none()) return std::nullopt;
+  const std::string problem =
+      "an iteration key is an int from 0 to 2**64 - 1, not " + py::repr(key).cast<std::string>();
+  if (!py::isinstance<py::int_>(key) || py::isinstance<py::bool_>(key)) {
+    throw py::type_error(problem);
+  }
+  const unsigned long long value = PyLong_AsUnsignedLongLong(key.ptr());
+  if (PyErr_Occurred() != nullptr) {
+    PyErr_Clear();
+    throw py::value_error(problem);
+  }
+  return value;
+}
+
 Tier parse_tier(const std::string& name) {
   for (const Tier tier : kAllTiers) {
     if (tier_name(tier) == name) return tier;
@@ -160,7 +176,7 @@ void bind_devices(py::module_& module) {
                              [](const Entry& e) { return e.allocator->memory_fraction(); })
       .def(
           "mark_iteration",
-          [](Entry& e, std::optional<std::uint64_t> key) { e.allocator->mark_iteration(key); },
+          [](Entry& e, const py::object& key) { e.allocator->mark_iteration(iteration_key(key)); },
           py::arg("key") = py::none(),
           "Marks the start of an iteration: observers (leak check) and strategies see it; "
           "strategy:planned serves a keyed iteration by its key's plan")
