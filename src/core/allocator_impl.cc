@@ -9,6 +9,7 @@
 #include "core/strategy/caching_source.h"
 #include "core/strategy/expandable_source.h"
 #include "core/strategy/static_source.h"
+#include "device/os/process_fence.h"
 #include "npumem/errors.h"
 #include "npumem/units.h"
 
@@ -52,6 +53,9 @@ Allocator::Impl::Impl(std::shared_ptr<Device> dev, Config conf,
       config(conf),
       caches(std::make_shared<core::CacheRegistry>(this, &Impl::retire_cache)) {
   if (!device) throw ConfigError("allocator needs a device");
+  // The biased lock's fence registers once per process, 10-20 ms in a process with
+  // threads (the kernel waits for a grace period): here, not in the first allocation.
+  os::process_fence_available();
   try {
     validate(config);
   } catch (const ConfigError& error) {
