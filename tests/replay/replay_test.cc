@@ -250,6 +250,41 @@ TEST(ReplayTest, TwoModelsInTurnKeepTheirPlans) {
   EXPECT_LE(planned.peak_reserved_bytes(), expandable.peak_reserved_bytes());
 }
 
+// Each plan counts an iteration once, as served or as left, and an iteration abandoned
+// for its misses counts as left.
+PlannedStats planned_figures_of(const std::string& file) {
+  const Trace trace = read_trace(std::string(NPUMEM_REPLAY_DATA_DIR) + "/" + file);
+  ReplayOptions options;
+  options.config.strategy = Strategy::planned;
+  const ReplayResult result = replay_trace(trace, options);
+  EXPECT_TRUE(result.completed()) << file;
+  for (const PlanInfo& plan : result.planned.plans) {
+    EXPECT_LE(plan.iterations_served + plan.iterations_left, result.planned.iterations) << file;
+  }
+  return result.planned;
+}
+
+// The longer of two shapes that begin alike "left" 40 iterations of 12: chosen and
+// left again at each of its first requests.
+TEST(ReplayTest, APlanLeftOverAndOverInOneIterationCountsItOnce) {
+  planned_figures_of("alternating_tail.trace");
+}
+
+// An LSTM over varying lengths: its plan "served" the iteration in which 412 of 418
+// requests fell back, and the iteration was abandoned after the first few.
+TEST(ReplayTest, AnIterationAbandonedForItsMissesCountsAsLeft) {
+  const PlannedStats planned = planned_figures_of("lstm_varlen.trace");
+  ASSERT_GT(planned.fallbacks, 400u);
+  std::uint64_t served = 0;
+  std::uint64_t left = 0;
+  for (const PlanInfo& plan : planned.plans) {
+    served += plan.iterations_served;
+    left += plan.iterations_left;
+  }
+  EXPECT_EQ(served, 0u);
+  EXPECT_GE(left, 1u);
+}
+
 // A captured trace of the replay tests' data: under the planned strategy it completes
 // and reserves no more at its peak than under expandable, its fallback.
 void expect_planned_within_expandable(const std::string& file) {

@@ -211,11 +211,17 @@ PlannedSource::Plan* PlannedSource::keyed_plan(std::uint64_t key) const {
 // once: waiting for too_many_misses() let the fallback grow beside an idle arena
 // (mobilenet_v3 train+eval capture: 1.191 against expandable's 1.026).
 void PlannedSource::leave_plan() {
-  if (served_ != nullptr) ++served_->iterations_left;
+  if (served_ != nullptr) count_left(*served_);
   served_ = nullptr;
   left_ = true;
   arena_wanted_ = 0;
   open_to_fallback();
+}
+
+void PlannedSource::count_left(Plan& plan) {
+  if (std::find(left_plans_.begin(), left_plans_.end(), &plan) != left_plans_.end()) return;
+  left_plans_.push_back(&plan);
+  ++plan.iterations_left;
 }
 
 // The arena's free space and the fallback's segments are the fallback's again.
@@ -465,6 +471,10 @@ void PlannedSource::iteration_boundary(std::optional<std::uint64_t> key) {
     bool learn_now = false;
     if (served_ != nullptr) {
       ++served_->iterations_served;
+      if (left_) {  // abandoned for its misses
+        ++served_->iterations_abandoned;
+        count_left(*served_);
+      }
       served_->fallback_streak = iteration_fallbacks_ == 0 ? 0 : served_->fallback_streak + 1;
       // Re-learn when fallbacks are more than a few strays, keep happening, or come
       // in the plan's first iteration; so too requests it kept out of the arena, once,
@@ -495,6 +505,7 @@ void PlannedSource::iteration_boundary(std::optional<std::uint64_t> key) {
   served_ = nullptr;
   abandoned_ = false;
   left_ = false;
+  left_plans_.clear();
   awaiting_ = 0;
   deferred_bytes_ = 0;
   arena_wanted_ = 0;
@@ -1052,7 +1063,8 @@ void PlannedSource::keep_plan(std::unique_ptr<Plan> plan) {
     const bool twin = plan->key ? kept->key == plan->key : !kept->key && kept->sizes == plan->sizes;
     if (kept.get() == served_ || twin) {
       plan->shape_served = kept->shape_served || kept->iterations_served != 0;
-      plan->served_before = kept->served_before + kept->iterations_served;
+      plan->served_before =
+          kept->served_before + kept->iterations_served - kept->iterations_abandoned;
       plan->left_before = kept->left_before + kept->iterations_left;
       // A plan replaced before it served (learned again from an iteration no plan
       // served) passes on its count untested.
@@ -1438,14 +1450,19 @@ PlannedStats PlannedSource::stats() const {
   for (const auto& plan : plans_) {
     // The iteration it serves now counts too: a report read mid-iteration, or at the end
     // of a trace, would otherwise say a plan that served every request served nothing.
-    const std::uint64_t served =
-        plan->served_before + plan->iterations_served + (plan.get() == served_ ? 1 : 0);
+    const bool serving = plan.get() == served_;
+    const bool left_now =
+        std::find(left_plans_.begin(), left_plans_.end(), plan.get()) != left_plans_.end();
+    const std::uint64_t served = plan->served_before + plan->iterations_served -
+                                 plan->iterations_abandoned + (serving && !left_ ? 1 : 0);
+    const std::uint64_t left =
+        plan->left_before + plan->iterations_left + (serving && left_ && !left_now ? 1 : 0);
     const auto in_holes = static_cast<std::uint64_t>(
         std::count_if(plan->hole_address.begin(), plan->hole_address.end(),
                       [](std::uintptr_t address) { return address != 0; }));
     out.plans.push_back({plan->sizes.size(), plan->planned_requests, plan->arena_bytes,
                          plan->lower_bound_bytes, served, plan->key, plan->fallback_peak_reserved,
-                         plan->declined, plan->left_before + plan->iterations_left, in_holes});
+                         plan->declined, left, in_holes});
   }
   return out;
 }

@@ -104,7 +104,9 @@ class PlannedSource : public SegmentSource {
     std::uint64_t lower_bound_bytes = 0;
     std::uint64_t planned_requests = 0;
     std::uint64_t iterations_served = 0;
-    std::uint64_t iterations_left = 0;  // began on it, then left it (leave_plan)
+    std::uint64_t iterations_left = 0;  // began on it, then left it (count_left)
+    // Of iterations_served, those abandoned for their misses: reported as left, not served.
+    std::uint64_t iterations_abandoned = 0;
     // Of the plans it replaced, learned again for its shape (keep_plan): reported with
     // its own, so that the plans' counts add up to the iterations plans served.
     std::uint64_t served_before = 0;
@@ -143,6 +145,8 @@ class PlannedSource : public SegmentSource {
   // Whether a free block of the arena holds `size` bytes (a miss that would fit there).
   bool arena_holds(std::size_t size) const;
   void leave_plan();
+  // Counts this iteration as left by `plan`, once however often it leaves.
+  void count_left(Plan& plan);
   void open_to_fallback();
   // Plan::first_from for `plan`, learned from this iteration; `holes`: the extents of
   // the holes it places requests in.
@@ -290,6 +294,8 @@ class PlannedSource : public SegmentSource {
   bool plans_expected_ = false;
   bool abandoned_ = false;  // this iteration left its plan (too many fallbacks)
   bool left_ = false;       // this iteration left the plan it chose (abandoned or leave_plan)
+  // The plans this iteration counted as left (count_left): each counts it once.
+  std::vector<const Plan*> left_plans_;
   std::uint32_t left_streak_ = 0;  // iterations in a row that left their plan
   bool pending_ = false;           // take() recorded a request not yet allocated
   // The request take() saw last is one the serving plan keeps out of the arena and no

@@ -360,6 +360,30 @@ TEST(Planned, StopsChoosingPlansByTheirFirstRequestsWhenIterationsKeepLeavingThe
   EXPECT_EQ(allocator.planned_stats().hits, hits + 4u);
 }
 
+// Shapes served in turn whose iterations begin alike, the second longer (a forward
+// making more tensors on alternate steps). Each iteration of the longer one chose the
+// shorter's plan by its first request, then the longer's, left it (its arena too small
+// beside the blocks taken), chose it again at the next request...: the longer plan
+// "left" 40 iterations of 12. Each plan counts an iteration once, as served or as left.
+TEST(Planned, CountsEachIterationOnceAsServedOrLeftPerPlan) {
+  Allocator allocator(device(), planned());
+  const std::vector<std::size_t> longer = {4 * MiB, 6 * MiB, 2 * MiB, 5 * MiB, 9 * MiB,
+                                           9 * MiB, 3 * MiB, 7 * MiB, 1 * MiB, 2 * MiB};
+  constexpr int kIterations = 12;
+  for (int i = 0; i < kIterations; ++i) {
+    allocator.mark_iteration();
+    run_chain(allocator, i % 2 == 0 ? kChainA : longer);
+  }
+  allocator.mark_iteration();
+  const PlannedStats stats = allocator.planned_stats();
+  std::uint64_t counted = 0;
+  for (const PlanInfo& plan : stats.plans) {
+    EXPECT_LE(plan.iterations_served + plan.iterations_left, kIterations);
+    counted += plan.iterations_served + plan.iterations_left;
+  }
+  EXPECT_LE(counted, kIterations);
+}
+
 // A keyed shape whose requests change in every iteration: each plan learned for it
 // misses in the next. Re-learning cannot help, so after kMissedRelearns (2) re-learned
 // plans in a row missed, the shape is declined and the fallback serves it, learning
