@@ -24,8 +24,8 @@ from npumem.devices import DeviceLike, existing_device, initialized_devices, is_
 def iteration(device: DeviceLike = None, key: Optional[int] = None) -> None:
     """Marks an iteration boundary on `device` (None: every npumem device made so far)
     and in a running recording; a device not made yet is left alone. `key` (an int
-    >= 0, e.g. the batch size or the sequence-length bucket) names the iteration's
-    shape: strategy:planned keeps a plan per key and serves the iteration by it (an
+    >= 0, e.g. the batch size or the sequence-length bucket) names the shape of the
+    iteration that begins here (call it before the step): strategy:planned keeps a plan per key and serves the iteration by it (an
     `i <key>` line in a recording)."""
     if key is not None and (isinstance(key, bool) or not isinstance(key, int) or
                             not 0 <= key < 1 << 64):
