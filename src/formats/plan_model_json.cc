@@ -42,6 +42,7 @@ class ModelReader {
       fail("layers", "must be an array of layers");
     }
     const json& layers = document["layers"];
+    if (layers.empty()) fail("layers", "is empty: a model needs at least one layer");
     // Plans sum the model's bytes and times: the sums must stay exact and finite.
     std::uint64_t bytes = model.input_bytes;
     double seconds = 0;

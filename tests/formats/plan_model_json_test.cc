@@ -33,10 +33,16 @@ TEST(PlanModelJsonTest, ReadsAModel) {
 }
 
 TEST(PlanModelJsonTest, OptionalFieldsMayBeMissing) {
-  const ModelFile model = parse_model_json(R"({"layers": []})", "m.json");
+  const ModelFile model = parse_model_json(
+      R"({"layers": [{"name": "a", "weight_bytes": 1, "activation_bytes": 2}]})", "m.json");
   EXPECT_EQ(model.name, "");
   EXPECT_EQ(model.input_bytes, 0u);
-  EXPECT_TRUE(model.layers.empty());
+  ASSERT_EQ(model.layers.size(), 1u);
+  EXPECT_FALSE(model.layers[0].compute_seconds.has_value());
+  // No layer at all is a mistake (another file, a truncated export), not a model that
+  // needs nothing: `plan shard` and `plan recompute` answered with an empty plan.
+  EXPECT_EQ(error_of(R"({"layers": []})"),
+            "m.json: layers is empty: a model needs at least one layer");
 }
 
 TEST(PlanModelJsonTest, MalformedJsonNamesTheLine) {
