@@ -62,6 +62,10 @@ std::string plan_line(const PlanInfo& plan) {
           format_count(plan.iterations_served, "iteration");
   if (plan.iterations_left != 0) {
     text += "; " + format_count(plan.iterations_left, "iteration") + " began on it and left it";
+    // Unkeyed iterations are matched to plans by their first requests.
+    if (plan.iterations_served == 0 && !plan.key) {
+      text += " (shapes that begin alike are told apart by iteration keys)";
+    }
   }
   if (plan.declined) {
     text +=

@@ -77,6 +77,28 @@ TEST(PlannedReport, SteadyLineGivesTheLeastRatioWholeGranulesAllow) {
   EXPECT_EQ(planned_report_lines(stats, "`i` lines")[2].value.find("granules"), std::string::npos);
 }
 
+// An unkeyed plan left and never served is a shape that begins as another does: its
+// iterations are chosen by their first requests, so keys are the way to tell them apart.
+TEST(PlannedReport, APlanOnlyEverLeftPointsToIterationKeys) {
+  PlannedStats stats = served_stats();
+  PlanInfo left;
+  left.requests = 72;
+  left.planned_requests = 63;
+  left.iterations_left = 4;
+  stats.plans = {left};
+  const std::string line = planned_report_lines(stats, "`i` lines")[3].value;
+  EXPECT_NE(line.find("served 0 iterations; 4 iterations began on it and left it (shapes that "
+                      "begin alike are told apart by iteration keys)"),
+            std::string::npos)
+      << line;
+  stats.plans[0].iterations_served = 1;
+  EXPECT_EQ(planned_report_lines(stats, "`i` lines")[3].value.find("keys"), std::string::npos);
+  stats.plans[0].iterations_served = 0;
+  stats.plans[0].key = 3;
+  EXPECT_EQ(planned_report_lines(stats, "`i` lines")[3].value.find("told apart"),
+            std::string::npos);
+}
+
 TEST(PlannedReport, SaysWhyNoPlanServedInTheRunsOwnTermsOfIterations) {
   PlannedStats stats;
   EXPECT_EQ(why_no_plan_served(stats, "npumem_iteration()"),
