@@ -25,8 +25,8 @@ def iteration(device: DeviceLike = None, key: Optional[int] = None) -> None:
     """Marks an iteration boundary on `device` (None: every npumem device made so far)
     and in a running recording; a device not made yet is left alone. `key` (an int
     >= 0, e.g. the batch size or the sequence-length bucket) names the shape of the
-    iteration that begins here (call it before the step): strategy:planned keeps a plan per key and serves the iteration by it (an
-    `i <key>` line in a recording)."""
+    iteration that begins here (call it before the step): strategy:planned keeps a plan
+    per key and serves the iteration by it (an `i <key>` line in a recording)."""
     if key is not None and (isinstance(key, bool) or not isinstance(key, int) or
                             not 0 <= key < 1 << 64):
         raise ValueError(f"an iteration key is an int from 0 to 2**64 - 1, not {key!r}")
@@ -40,14 +40,40 @@ def iteration(device: DeviceLike = None, key: Optional[int] = None) -> None:
         made.mark_iteration(key)
 
 
+def _devices_holding(optimizer: Any) -> list[_core.Device]:
+    """The npumem devices that hold any of the optimizer's parameters."""
+    pointers = [
+        param.data_ptr()
+        for group in optimizer.param_groups
+        for param in group["params"]
+        if param.data_ptr() != 0
+    ]
+    held = []
+    for made in initialized_devices():
+        for pointer in pointers:
+            try:
+                made.tier_of(pointer)
+            except _core.InvalidPointerError:
+                continue
+            held.append(made)
+            break
+    return held
+
+
 class _OptimizerSteps:
-    """optimizer.step() ends an iteration. PyTorch 1.13 has no step hook; every step
-    calls Optimizer._optimizer_step_code() (the profiler's hook point), which is
+    """optimizer.step() ends an iteration on the devices that hold its parameters
+    (every device when none does): with a model per device, each device's iterations
+    are its own model's steps, not every model's. PyTorch 1.13 has no step hook; every
+    step calls Optimizer._optimizer_step_code() (the profiler's hook point), which is
     wrapped here. Newer PyTorch has register_optimizer_step_post_hook."""
 
     def __init__(self) -> None:
         self.active = False
         self._installed = False
+        # Found at an optimizer's first step: its parameters stay where they were made.
+        self._devices: "weakref.WeakKeyDictionary[Any, list[_core.Device]]" = (
+            weakref.WeakKeyDictionary()
+        )
 
     def start(self) -> None:
         self.active = True
@@ -55,20 +81,30 @@ class _OptimizerSteps:
             return
         register = getattr(optimizer_module, "register_optimizer_step_post_hook", None)
         if register is not None:
-            register(lambda *_: self._step())
+            register(lambda optimizer, *_: self._step(optimizer))
         else:
             original: Callable[[Any], None] = torch.optim.Optimizer._optimizer_step_code
 
             def step_code(optimizer: Any) -> None:
                 original(optimizer)
-                self._step()
+                self._step(optimizer)
 
             torch.optim.Optimizer._optimizer_step_code = step_code
         self._installed = True
 
-    def _step(self) -> None:
-        if self.active:
+    def _step(self, optimizer: Any) -> None:
+        if not self.active:
+            return
+        devices = self._devices.get(optimizer)
+        if devices is None:
+            devices = _devices_holding(optimizer)
+            self._devices[optimizer] = devices
+        if not devices:
             iteration()
+            return
+        _torch.record_iteration(None)
+        for made in devices:
+            made.mark_iteration()
 
 
 _optimizer_steps = _OptimizerSteps()

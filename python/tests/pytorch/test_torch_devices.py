@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import gc
 import os
+import subprocess
+import sys
+import textwrap
 import threading
 import unittest
 
@@ -99,6 +102,37 @@ class DevicesTest(unittest.TestCase):
             npumem.torch.install("sim:hbm=64MiB", device=5)
         self.assertFalse(npumem.is_initialized(5))
         self.assertEqual(npumem.torch.installed_device().index, 0)
+
+    def test_an_optimizer_step_marks_the_devices_holding_its_parameters(self):
+        # A model per device, each with its optimizer: every step marked every device,
+        # so each device counted 12 iterations for its 6 steps. A fresh process, for
+        # strategy:planned, whose statistics count the marks.
+        script = textwrap.dedent(
+            """
+            import torch
+            import npumem, npumem.torch
+            npumem.torch.install("sim:hbm=256MiB,ddr=512MiB,backing=host",
+                                 "strategy:planned", devices=2)
+            models, optimizers = [], []
+            for index in range(2):
+                with npumem.torch.device(index):
+                    model = torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.ReLU(),
+                                                torch.nn.Linear(128, 8))
+                    models.append(model)
+                    optimizers.append(torch.optim.SGD(model.parameters(), lr=0.1))
+            for step in range(6):
+                for index in range(2):
+                    with npumem.torch.device(index):
+                        optimizers[index].zero_grad(set_to_none=True)
+                        models[index](torch.randn(16, 64)).sum().backward()
+                        optimizers[index].step()
+            print([npumem.memory_stats(i)["planned.iterations"] for i in range(2)])
+            """
+        )
+        result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                                timeout=300, check=False)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertEqual(result.stdout.strip(), "[6, 6]")
 
     def test_model_sharded_across_two_devices_equals_the_plain_run(self):
         torch.manual_seed(0)
