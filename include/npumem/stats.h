@@ -93,8 +93,11 @@ struct Stats {
   std::int64_t num_ooms = 0;
   std::int64_t num_device_alloc = 0;  // device segment/chunk creations
   std::int64_t num_device_free = 0;
-  std::int64_t num_spills = 0;    // allocations served by DDR because HBM could not
-  std::int64_t num_reclaims = 0;  // cache releases made to satisfy a request
+  std::int64_t num_spills = 0;  // allocations served by DDR because HBM could not
+  // Cache releases made for a request: after a refusal, and before a growth past the
+  // reserved high-water mark (so the reserved peak follows the live one), which makes
+  // them routine, not a sign of pressure.
+  std::int64_t num_reclaims = 0;
   // [from][to] by Tier; not reset with the peaks.
   std::array<std::array<CopyStat, kTierCount>, kTierCount> copies{};
   // The max_split_size setting, -1 when unset (PyTorch prints SIZE_MAX so).
