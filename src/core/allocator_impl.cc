@@ -910,15 +910,15 @@ void Allocator::Impl::invalid_pointer(std::uintptr_t address, std::string_view o
   char text[64];
   std::snprintf(text, sizeof text, "0x%llx", static_cast<unsigned long long>(address));
   flush_recycled();  // so a recycled block reads as free: a double free
+  const std::string what = operation == "free" ? "double free: pointer " : invalid;
   for (const auto& pool : pools) {
     for (Tier tier : kAllTiers) {
+      const std::string where = "pool '" + pool->name + "', " + std::string(tier_name(tier));
       for (PoolKind kind : {PoolKind::small, PoolKind::large}) {
         for (const Segment* s = pool->block_pool(tier, kind).segments(); s != nullptr;
              s = s->next) {
           if (address < s->address || address >= s->address + s->size) continue;
           for (const Block* b = s->first; b != nullptr; b = b->next) {
-            const std::string what = operation == "free" ? "double free: pointer " : invalid;
-            const std::string where = "pool '" + pool->name + "', " + std::string(tier_name(tier));
             if (address == b->address && streams.holds(b)) {
               throw InvalidPointer(what + std::string(text) + " was already freed (" + where +
                                    "; it waits for its streams' work before reuse)");

@@ -90,9 +90,9 @@ std::string advice(const OomContext& c) {
            "refused the memory (another process on the device, or a device fault); check "
            "npumem smi.";
   }
-  if (!c.spill_to_ddr && ddr.present &&
-      fits(ddr.reserved_bytes, c.rounded_bytes, ddr.limit_bytes) &&
-      ddr.reserved_bytes + c.rounded_bytes != ddr.limit_bytes) {
+  // Room to spare: the request and what is reserved stay below the limit.
+  if (!c.spill_to_ddr && ddr.present && c.rounded_bytes < ddr.limit_bytes &&
+      ddr.reserved_bytes < ddr.limit_bytes - c.rounded_bytes) {
     return "Advice: DDR has room; allow spilling with spill_to_ddr:true.";
   }
   return "Advice: the live tensors need more than the device holds; reduce the batch size, "

@@ -30,13 +30,17 @@ def iteration(device: DeviceLike = None, key: Optional[int] = None) -> None:
     if key is not None and (isinstance(key, bool) or not isinstance(key, int) or
                             not 0 <= key < 1 << 64):
         raise ValueError(f"an iteration key is an int from 0 to 2**64 - 1, not {key!r}")
-    _torch.record_iteration(key)
-    if device is not None:
-        made = existing_device(device)  # a device made later learns from its own start
-        if made is not None:
-            made.mark_iteration(key)
+    if device is None:
+        _mark(initialized_devices(), key)
         return
-    for made in initialized_devices():
+    made = existing_device(device)  # a device made later learns from its own start
+    _mark([made] if made is not None else [], key)
+
+
+def _mark(devices: list[_core.Device], key: Optional[int]) -> None:
+    """One boundary: an `i` line in a running recording, and a mark on each device."""
+    _torch.record_iteration(key)
+    for made in devices:
         made.mark_iteration(key)
 
 
@@ -99,12 +103,7 @@ class _OptimizerSteps:
         if devices is None:
             devices = _devices_holding(optimizer)
             self._devices[optimizer] = devices
-        if not devices:
-            iteration()
-            return
-        _torch.record_iteration(None)
-        for made in devices:
-            made.mark_iteration()
+        _mark(devices or initialized_devices(), None)
 
 
 _optimizer_steps = _OptimizerSteps()

@@ -1451,12 +1451,13 @@ PlannedStats PlannedSource::stats() const {
     // The iteration it serves now counts too: a report read mid-iteration, or at the end
     // of a trace, would otherwise say a plan that served every request served nothing.
     const bool serving = plan.get() == served_;
-    const bool left_now =
-        std::find(left_plans_.begin(), left_plans_.end(), plan.get()) != left_plans_.end();
+    // Abandoned now, and not yet counted as left (iteration_boundary will).
+    const bool abandoned_now =
+        serving && left_ &&
+        std::find(left_plans_.begin(), left_plans_.end(), plan.get()) == left_plans_.end();
     const std::uint64_t served = plan->served_before + plan->iterations_served -
                                  plan->iterations_abandoned + (serving && !left_ ? 1 : 0);
-    const std::uint64_t left =
-        plan->left_before + plan->iterations_left + (serving && left_ && !left_now ? 1 : 0);
+    const std::uint64_t left = plan->left_before + plan->iterations_left + (abandoned_now ? 1 : 0);
     const auto in_holes = static_cast<std::uint64_t>(
         std::count_if(plan->hole_address.begin(), plan->hole_address.end(),
                       [](std::uintptr_t address) { return address != 0; }));

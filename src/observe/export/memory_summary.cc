@@ -82,21 +82,29 @@ std::string pool_section(const PoolInfo& pool) {
   return text + rule('=');
 }
 
-// One line of the table, left-aligned, wrapped at spaces to fit within the bars; the
-// lines it continues on are indented.
-std::string wrapped(const std::string& text) {
+// One line of the table, left-aligned between the bars.
+std::string left_aligned(const std::string& text) {
   constexpr std::size_t kInside = kWidth - 2;  // a space inside each bar
+  return "| " + text + std::string(kInside - std::min(text.size(), kInside), ' ') + " |\n";
+}
+
+// `text` as lines of the table, wrapped at spaces; the lines it continues on are indented.
+std::string wrapped(const std::string& text) {
+  constexpr std::size_t kInside = kWidth - 2;
   std::string out;
   std::string line;
   std::istringstream words(text);
   for (std::string word; words >> word;) {
-    if (!line.empty() && line.size() + 1 + word.size() > kInside) {
-      out += "| " + line + std::string(kInside - std::min(line.size(), kInside), ' ') + " |\n";
-      line = "   ";
+    if (line.empty()) {
+      line = word;
+    } else if (line.size() + 1 + word.size() > kInside) {
+      out += left_aligned(line);
+      line = "   " + word;
+    } else {
+      line += " " + word;
     }
-    line += (line.empty() || line == "   " ? "" : " ") + word;
   }
-  return out + "| " + line + std::string(kInside - std::min(line.size(), kInside), ' ') + " |\n";
+  return out + left_aligned(line);
 }
 
 // The planned report (planned_report.h), the account every report of the plans shows.
