@@ -62,9 +62,13 @@ std::string plan_line(const PlanInfo& plan) {
           format_count(plan.iterations_served, "iteration");
   if (plan.iterations_left != 0) {
     text += "; " + format_count(plan.iterations_left, "iteration") + " began on it and left it";
-    // Unkeyed iterations are matched to plans by their first requests.
+    // Unkeyed iterations are matched to plans by their first requests. Left, they went
+    // on otherwise: another shape that begins alike, or requests the learned iteration
+    // lacked (optimizer state made in the first step).
     if (plan.iterations_served == 0 && !plan.key) {
-      text += " (shapes that begin alike are told apart by iteration keys)";
+      text +=
+          " (they began as it does, then differed; if they are other shapes, iteration "
+          "keys tell them apart)";
     }
   }
   if (plan.declined) {
