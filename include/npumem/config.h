@@ -86,5 +86,10 @@ void validate(const Config& config);
 std::string to_string(const Config& config);
 // Reads NPUMEM_ALLOC_CONF from the environment (defaults when unset).
 Config config_from_environment();
+// `conf` over NPUMEM_ALLOC_CONF. A key `conf` sets is not read from the environment, so
+// a bad value there does not stand in the way of the setting that replaces it. A bad
+// setting throws ConfigError that begins with where it came from: "NPUMEM_ALLOC_CONF: "
+// or `conf_name` (e.g. "--conf: ").
+Config config_over_environment(std::string_view conf, std::string_view conf_name);
 
 }  // namespace npumem

@@ -531,12 +531,18 @@ class DefaultDeviceTest(unittest.TestCase):
             "npumem.init('sim', conf='granule:1024')\n"
             "npumem.caching_allocator_alloc(1)\n"
             "print(npumem.memory_allocated(), npumem.get_device().config)\n",
-            {"NPUMEM_ALLOC_CONF": "granule:4096,spill_to_ddr:false"},
+            {"NPUMEM_ALLOC_CONF": "granule:bogus,spill_to_ddr:false"},
         )
         self.assertEqual(result.returncode, 0, result.stderr)
         allocated, config = result.stdout.split()
         self.assertEqual(allocated, "1024")
         self.assertIn("spill_to_ddr:false", config)
+
+    def test_a_bad_environment_setting_init_does_not_replace_is_named(self):
+        result = run_python("import npumem\nnpumem.init('sim', conf='granule:1024')\n",
+                            {"NPUMEM_ALLOC_CONF": "granule:4096,strategy:bogus"})
+        self.assertNotEqual(result.returncode, 0)
+        self.assertIn("NPUMEM_ALLOC_CONF: bad value 'bogus' for key 'strategy'", result.stderr)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 // NPUMEM_ALLOC_CONF: "key:value,key:value", read in this one place.
 #include "npumem/config.h"
 
+#include <algorithm>
 #include <array>
 #include <charconv>
 #include <cstdlib>
@@ -8,6 +9,7 @@
 #include <limits>
 #include <map>
 #include <sstream>
+#include <vector>
 
 #include "npumem/errors.h"
 #include "npumem/units.h"
@@ -232,20 +234,47 @@ std::string_view trim(std::string_view text) {
   return text;
 }
 
-}  // namespace
-
-Config parse_config(std::string_view text, Config base) {
+// Calls visit(item) for each non-empty "key:value" item of a config string.
+template <typename Visit>
+void for_each_item(std::string_view text, Visit visit) {
   while (!text.empty()) {
     const std::size_t comma = text.find(',');
     const std::string_view item = trim(text.substr(0, comma));
     text = comma == std::string_view::npos ? std::string_view{} : text.substr(comma + 1);
-    if (item.empty()) continue;
+    if (!item.empty()) visit(item);
+  }
+}
+
+// The key of an item (the whole item when it has no ':', which parse_config refuses).
+std::string_view item_key(std::string_view item) {
+  return trim(item.substr(0, item.find(':')));
+}
+
+// `text` less the items whose key `overrides` sets.
+std::string without_keys_of(std::string_view text, std::string_view overrides) {
+  std::vector<std::string_view> replaced;
+  for_each_item(overrides, [&](std::string_view item) { replaced.push_back(item_key(item)); });
+  std::string kept;
+  for_each_item(text, [&](std::string_view item) {
+    if (item.find(':') != std::string_view::npos &&
+        std::find(replaced.begin(), replaced.end(), item_key(item)) != replaced.end()) {
+      return;
+    }
+    kept.append(kept.empty() ? "" : ",").append(item);
+  });
+  return kept;
+}
+
+}  // namespace
+
+Config parse_config(std::string_view text, Config base) {
+  for_each_item(text, [&](std::string_view item) {
     const std::size_t colon = item.find(':');
     if (colon == std::string_view::npos) {
       throw ConfigError("'" + std::string(item) + "' is not key:value (keys: " + known_keys() +
                         ")");
     }
-    const std::string_view key = trim(item.substr(0, colon));
+    const std::string_view key = item_key(item);
     const std::string_view value = trim(item.substr(colon + 1));
     const auto setter = setters().find(key);
     if (setter == setters().end()) {
@@ -253,7 +282,7 @@ Config parse_config(std::string_view text, Config base) {
                         " (keys: " + known_keys() + ")");
     }
     setter->second(base, key, value);
-  }
+  });
   validate(base);  // settings that are fine alone but not together (max_split_size)
   return base;
 }
@@ -303,12 +332,21 @@ std::string to_string(const Config& c) {
 }
 
 Config config_from_environment() {
-  const char* text = std::getenv("NPUMEM_ALLOC_CONF");
-  if (text == nullptr) return Config{};
+  return config_over_environment("", "");
+}
+
+Config config_over_environment(std::string_view conf, std::string_view conf_name) {
+  const char* environment = std::getenv("NPUMEM_ALLOC_CONF");
+  Config base;
   try {
-    return parse_config(text);
+    if (environment != nullptr) base = parse_config(without_keys_of(environment, conf));
   } catch (const ConfigError& error) {
     throw ConfigError(std::string("NPUMEM_ALLOC_CONF: ") + error.what());
+  }
+  try {
+    return parse_config(conf, base);
+  } catch (const ConfigError& error) {
+    throw ConfigError(std::string(conf_name) + ": " + error.what());
   }
 }
 

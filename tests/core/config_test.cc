@@ -144,5 +144,35 @@ TEST(Config, ReadsTheEnvironment) {
   EXPECT_EQ(config_from_environment().granule, 512u);
 }
 
+// A setting given over the environment replaces the environment's setting of that key,
+// bad or not: a bad NPUMEM_ALLOC_CONF must not stand in the way of the --conf that
+// corrects it. Its other entries are still read and still checked, and each error says
+// where the bad setting came from.
+TEST(Config, SettingsOverTheEnvironmentReplaceItsKeys) {
+  const auto error_of = [](std::string_view conf) {
+    try {
+      config_over_environment(conf, "--conf");
+    } catch (const ConfigError& error) {
+      return std::string(error.what());
+    }
+    return std::string("no error");
+  };
+  ::setenv("NPUMEM_ALLOC_CONF", "strategy:bogus,granule:2048", 1);
+  const Config config = config_over_environment("strategy:expandable", "--conf");
+  EXPECT_EQ(config.strategy, Strategy::expandable);
+  EXPECT_EQ(config.granule, 2048u);
+  EXPECT_EQ(error_of(" granule : 4096"),
+            "NPUMEM_ALLOC_CONF: bad value 'bogus' for key "
+            "'strategy' (accepted: caching, expandable, static, "
+            "planned)");
+  EXPECT_EQ(error_of("strategy:caching,granule:y").rfind("--conf: bad value 'y'", 0), 0u);
+  ::setenv("NPUMEM_ALLOC_CONF", "granule:x,oops", 1);
+  EXPECT_EQ(error_of("granule:1024").rfind("NPUMEM_ALLOC_CONF: 'oops' is not key:value", 0), 0u);
+  ::setenv("NPUMEM_ALLOC_CONF", "granule:x", 1);
+  EXPECT_EQ(config_over_environment("granule:1024,granule:4096", "--conf").granule, 4096u);
+  ::unsetenv("NPUMEM_ALLOC_CONF");
+  EXPECT_EQ(config_over_environment("", "--conf").granule, 512u);
+}
+
 }  // namespace
 }  // namespace npumem

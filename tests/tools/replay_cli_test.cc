@@ -351,6 +351,26 @@ TEST(ReplayCliTest, ConfErrorsNameTheOptionTheyCameFrom) {
       << from_environment.err;
 }
 
+// The options replace the environment's setting of the keys they set, bad or not.
+TEST(ReplayCliTest, OptionsOverrideABadEnvironmentSetting) {
+  const TempTrace trace("a 1 100\n");
+  const std::string bad_environment = "NPUMEM_ALLOC_CONF=strategy:bogus,granule:4096";
+  const auto conf =
+      run_npumem("replay --json " + trace.path() + " --conf strategy:planned", bad_environment);
+  ASSERT_EQ(conf.exit_code, 0) << conf.err;
+  EXPECT_EQ(nlohmann::json::parse(conf.out)["strategy"], "planned");
+  EXPECT_EQ(nlohmann::json::parse(conf.out)["peak_allocated_bytes"], 4096) << "granule:4096";
+  const auto strategy =
+      run_npumem("replay --json " + trace.path() + " --strategy expandable", bad_environment);
+  ASSERT_EQ(strategy.exit_code, 0) << strategy.err;
+  EXPECT_EQ(nlohmann::json::parse(strategy.out)["strategy"], "expandable");
+  const auto not_overridden =
+      run_npumem("replay " + trace.path() + " --conf granule:512", bad_environment);
+  EXPECT_EQ(not_overridden.exit_code, 2);
+  EXPECT_NE(not_overridden.err.find("NPUMEM_ALLOC_CONF: bad value 'bogus'"), std::string::npos)
+      << not_overridden.err;
+}
+
 TEST(ReplayCliTest, AdviseTakesAPercentSignAndNamesItselfOnBadInput) {
   const TempTrace trace(kThreeLarge);
   const auto with_sign = run_npumem("replay --json --advise 10% " + trace.path());

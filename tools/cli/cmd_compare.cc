@@ -4,7 +4,6 @@
 #include <string>
 
 #include "commands.h"
-#include "conf_option.h"
 #include "json_text.h"
 #include "replay.h"
 #include "strategy_comparison.h"
@@ -32,7 +31,7 @@ void add_compare_command(CLI::App& app, int& exit_code) {
     const Trace trace = read_trace(options->trace_path);
     ReplayOptions replay;
     replay.device_spec = options->device_spec;
-    replay.config = config_from_conf_option(options->conf);
+    replay.config = config_over_environment(options->conf, "--conf");
     const auto rows = compare_strategies(trace, replay);
     if (options->json) {
       std::cout << json_text(comparison_json(options->trace_path, rows)) << "\n";

@@ -11,7 +11,6 @@
 #include <vector>
 
 #include "commands.h"
-#include "conf_option.h"
 #include "json_text.h"
 #include "min_capacity.h"
 #include "npumem/config.h"
@@ -98,15 +97,11 @@ std::vector<std::string> strategy_names() {
   return names;
 }
 
-// NPUMEM_ALLOC_CONF, then --conf over it, then --strategy over both.
+// NPUMEM_ALLOC_CONF, then --conf over it, then --strategy over both (a key's last
+// setting wins; CLI11 has checked the strategy's name).
 Config build_config(const ReplayCommandOptions& options) {
-  Config config = config_from_conf_option(options.conf);
-  if (options.strategy) {
-    for (const Strategy strategy : kStrategies) {
-      if (strategy_name(strategy) == *options.strategy) config.strategy = strategy;
-    }
-  }
-  return config;
+  const std::string strategy = options.strategy ? ",strategy:" + *options.strategy : "";
+  return config_over_environment(options.conf + strategy, "--conf");
 }
 
 std::uint64_t find_min_capacity(const Trace& trace, const ReplayOptions& options) {

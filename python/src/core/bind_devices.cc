@@ -275,9 +275,7 @@ void bind_devices(py::module_& module) {
              "In a forked child: its inherited devices on a stats page of its own (npumem smi)");
   module.def(
       "check_config",
-      [](const std::string& conf) {
-        return to_string(parse_config(conf, config_from_environment()));
-      },
+      [](const std::string& conf) { return to_string(config_over_environment(conf, "conf")); },
       py::arg("conf"),
       "The settings `conf` over NPUMEM_ALLOC_CONF as a config string; ConfigError names a bad "
       "key or value");

@@ -129,7 +129,7 @@ DeviceEntry& add_entry(Registry& reg, int index, std::string spec, Allocator& al
 
 DeviceEntry& create_device(int index, const std::string& spec, const std::string& conf) {
   if (index < 0) throw ConfigError("device index " + std::to_string(index) + " is negative");
-  const Config config = parse_config(conf, config_from_environment());
+  const Config config = config_over_environment(conf, "conf");
   Registry& reg = registry();
   std::lock_guard lock(reg.mutex);
   Allocator& allocator = init_process_allocator(index, spec, config);
