@@ -32,10 +32,7 @@ def run(
     last `history_entries` events (it says so when it dropped older ones). Every optimizer.step()
     is an iteration boundary, and memory is tagged with the module that made it."""
     if conf:
-        try:
-            _core.check_config(conf)
-        except _core.ConfigError as problem:
-            raise _core.ConfigError(f"--conf: {problem}") from None
+        _core.check_config(conf, "--conf")
     # Opened before the script runs, so a bad path costs nothing.
     try:
         page = open(html, "w", encoding="utf-8") if html else None  # noqa: SIM115 - closed below

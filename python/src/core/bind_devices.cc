@@ -275,10 +275,12 @@ void bind_devices(py::module_& module) {
              "In a forked child: its inherited devices on a stats page of its own (npumem smi)");
   module.def(
       "check_config",
-      [](const std::string& conf) { return to_string(config_over_environment(conf, "conf")); },
-      py::arg("conf"),
+      [](const std::string& conf, const std::string& name) {
+        return to_string(config_over_environment(conf, name));
+      },
+      py::arg("conf"), py::arg("name") = "conf",
       "The settings `conf` over NPUMEM_ALLOC_CONF as a config string; ConfigError names a bad "
-      "key or value");
+      "key or value and where it came from (`name` or NPUMEM_ALLOC_CONF)");
   module.def(
       "parse_size", [](const std::string& text) { return parse_size(text); }, py::arg("text"),
       "Bytes from a size such as '512MiB' or '4096'");

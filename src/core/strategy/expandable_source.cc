@@ -277,7 +277,20 @@ std::size_t ExpandableSource::release(PoolState& pool, BlockPool& blocks) {
     blocks.unmap_range(run.block, run.start, run.bytes);
     released += run.bytes;
   }
+  if (released != 0) release_if_empty(pool, blocks, range);
   return released;
+}
+
+void ExpandableSource::release_if_empty(PoolState& pool, BlockPool& blocks, const Range& range) {
+  const Segment* only = blocks.segments();
+  if (empty_ranges_ == EmptyRanges::kept || blocks.reserved_bytes() != 0 || only == nullptr ||
+      only->next != nullptr || only->address != range.base || only->size != range.size) {
+    return;
+  }
+  allocator_.device->release_address(reinterpret_cast<void*>(range.base), range.size);
+  allocator_.add_segments(pool, blocks.tier(), blocks.kind(), -1, range.size);
+  blocks.clear();
+  ranges_.erase(&blocks);
 }
 
 void ExpandableSource::release_all(PoolState& pool, BlockPool& blocks) {

@@ -4,7 +4,8 @@
 // large request with no contiguous free block first takes whole free granules from
 // anywhere in the range and maps them side by side in an unmapped stretch
 // ("stitching", as in GMLake), creating new physical memory only for the rest.
-// Reclaim unmaps whole free granules and releases their memory.
+// Reclaim unmaps whole free granules and releases their memory, and gives back a range
+// left with nothing mapped.
 #pragma once
 
 #include <map>
@@ -17,7 +18,12 @@ namespace npumem::core {
 
 class ExpandableSource : public SegmentSource {
  public:
-  explicit ExpandableSource(Allocator::Impl& allocator) : allocator_(allocator) {}
+  // Whether a range left with nothing mapped is given back: not under the planned
+  // strategy, whose plans hold addresses in the range (its holes).
+  enum class EmptyRanges { released, kept };
+  explicit ExpandableSource(Allocator::Impl& allocator,
+                            EmptyRanges empty_ranges = EmptyRanges::released)
+      : allocator_(allocator), empty_ranges_(empty_ranges) {}
   GrowResult grow(PoolState& pool, BlockPool& blocks, std::size_t size) override;
   std::size_t release(PoolState& pool, BlockPool& blocks) override;
   void release_all(PoolState& pool, BlockPool& blocks) override;
@@ -64,6 +70,8 @@ class ExpandableSource : public SegmentSource {
   };
 
   Range* range_for(PoolState& pool, BlockPool& blocks);
+  // Gives back the range of `blocks` when nothing in it is mapped (and it is whole).
+  void release_if_empty(PoolState& pool, BlockPool& blocks, const Range& range);
   Placement placement(const BlockPool& blocks, const Range& range, std::size_t size) const;
   GrowResult grow_at(PoolState& pool, BlockPool& blocks, Range& range, const Placement& place);
   // Unmaps one whole free granule of `donor` and hands over its chunk, re-accounting
@@ -92,6 +100,7 @@ class ExpandableSource : public SegmentSource {
   }
 
   Allocator::Impl& allocator_;
+  EmptyRanges empty_ranges_;
   std::map<const BlockPool*, Range> ranges_;
 };
 

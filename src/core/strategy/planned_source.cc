@@ -94,7 +94,8 @@ PlannedSource::PlannedSource(Allocator::Impl& allocator,
                       allocator.device->name() + " has none (use caching or auto)");
   }
   if (wanted == PlannedFallback::expandable || (wanted == PlannedFallback::automatic && maps)) {
-    expandable_ = std::make_unique<ExpandableSource>(allocator);
+    expandable_ =
+        std::make_unique<ExpandableSource>(allocator, ExpandableSource::EmptyRanges::kept);
   }
 }
 

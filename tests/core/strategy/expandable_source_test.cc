@@ -116,6 +116,34 @@ TEST_P(Expandable, DefaultsPutSmallBlocksInTheLargeBlocksGranules) {
   allocator.deallocate(large);
 }
 
+// A range with nothing mapped after a release is given back, address space and all
+// (as PyTorch releases a wholly free expandable segment): after empty_cache, 0 bytes
+// reserved read as 0 segments, not 1. The next request reserves a range again.
+TEST_P(Expandable, EmptyCacheGivesBackARangeWithNothingMapped) {
+  Config config = expandable(4 * MiB);
+  config.expandable_small_granule = 2 * MiB;  // two granules: a range for each kind
+  config.small_size = 1 * MiB;
+  const TestDevice npu = device();
+  Allocator allocator(npu.device(), config);
+  const auto segments = [&] { return allocator.stats().segment.all.current; };
+  void* large = allocator.allocate(3 * MiB);
+  void* small = allocator.allocate(512 * KiB);
+  EXPECT_EQ(segments(), 2);
+  allocator.deallocate(small);
+  EXPECT_EQ(allocator.empty_cache(), 2 * MiB);
+  EXPECT_EQ(segments(), 1) << "the small range had nothing mapped left";
+  testing::expect_consistent(allocator, {{large, 3 * MiB}});
+  allocator.deallocate(large);
+  allocator.empty_cache();
+  EXPECT_EQ(allocator.stats().reserved_bytes.all.current, 0);
+  EXPECT_EQ(segments(), 0);
+  EXPECT_TRUE(allocator.snapshot().empty());
+  void* again = allocator.allocate(3 * MiB);
+  EXPECT_EQ(segments(), 1);
+  testing::expect_consistent(allocator, {{again, 3 * MiB}});
+  allocator.deallocate(again);
+}
+
 TEST_P(Expandable, ReclaimUnmapsWholeFreeGranulesOnly) {
   const std::shared_ptr<Device> npu = device().device();
   Allocator allocator(npu, expandable());
