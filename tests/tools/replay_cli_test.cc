@@ -369,6 +369,10 @@ TEST(ReplayCliTest, OptionsOverrideABadEnvironmentSetting) {
   EXPECT_EQ(not_overridden.exit_code, 2);
   EXPECT_NE(not_overridden.err.find("NPUMEM_ALLOC_CONF: bad value 'bogus'"), std::string::npos)
       << not_overridden.err;
+  // compare sets each row's strategy itself.
+  const auto compare = run_npumem("compare --json " + trace.path(), bad_environment);
+  ASSERT_EQ(compare.exit_code, 0) << compare.err;
+  EXPECT_NO_THROW(nlohmann::json::parse(compare.out));
 }
 
 TEST(ReplayCliTest, AdviseTakesAPercentSignAndNamesItselfOnBadInput) {

@@ -31,7 +31,8 @@ void add_compare_command(CLI::App& app, int& exit_code) {
     const Trace trace = read_trace(options->trace_path);
     ReplayOptions replay;
     replay.device_spec = options->device_spec;
-    replay.config = config_over_environment(options->conf, "--conf");
+    // Each row sets its own strategy: the environment's is not read.
+    replay.config = config_over_environment("strategy:caching," + options->conf, "--conf");
     const auto rows = compare_strategies(trace, replay);
     if (options->json) {
       std::cout << json_text(comparison_json(options->trace_path, rows)) << "\n";
