@@ -283,8 +283,8 @@ std::size_t ExpandableSource::release(PoolState& pool, BlockPool& blocks) {
 
 void ExpandableSource::release_if_empty(PoolState& pool, BlockPool& blocks, const Range& range) {
   const Segment* only = blocks.segments();
-  if (empty_ranges_ == EmptyRanges::kept || blocks.reserved_bytes() != 0 || only == nullptr ||
-      only->next != nullptr || only->address != range.base || only->size != range.size) {
+  if (blocks.reserved_bytes() != 0 || only == nullptr || only->next != nullptr ||
+      only->address != range.base || only->size != range.size || !may_give_back_()) {
     return;
   }
   allocator_.device->release_address(reinterpret_cast<void*>(range.base), range.size);

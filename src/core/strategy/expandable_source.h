@@ -8,6 +8,7 @@
 // left with nothing mapped.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <vector>
 
@@ -18,12 +19,11 @@ namespace npumem::core {
 
 class ExpandableSource : public SegmentSource {
  public:
-  // Whether a range left with nothing mapped is given back: not under the planned
-  // strategy, whose plans hold addresses in the range (its holes).
-  enum class EmptyRanges { released, kept };
-  explicit ExpandableSource(Allocator::Impl& allocator,
-                            EmptyRanges empty_ranges = EmptyRanges::released)
-      : allocator_(allocator), empty_ranges_(empty_ranges) {}
+  // may_give_back(): whether a range left with nothing mapped may be given back now
+  // (the planned strategy's plans can hold addresses in it).
+  explicit ExpandableSource(
+      Allocator::Impl& allocator, std::function<bool()> may_give_back = [] { return true; })
+      : allocator_(allocator), may_give_back_(std::move(may_give_back)) {}
   GrowResult grow(PoolState& pool, BlockPool& blocks, std::size_t size) override;
   std::size_t release(PoolState& pool, BlockPool& blocks) override;
   void release_all(PoolState& pool, BlockPool& blocks) override;
@@ -100,7 +100,7 @@ class ExpandableSource : public SegmentSource {
   }
 
   Allocator::Impl& allocator_;
-  EmptyRanges empty_ranges_;
+  std::function<bool()> may_give_back_;
   std::map<const BlockPool*, Range> ranges_;
 };
 

@@ -94,8 +94,9 @@ PlannedSource::PlannedSource(Allocator::Impl& allocator,
                       allocator.device->name() + " has none (use caching or auto)");
   }
   if (wanted == PlannedFallback::expandable || (wanted == PlannedFallback::automatic && maps)) {
+    // Plans that use the range's holes hold addresses in it.
     expandable_ =
-        std::make_unique<ExpandableSource>(allocator, ExpandableSource::EmptyRanges::kept);
+        std::make_unique<ExpandableSource>(allocator, [this] { return plans_holes_end() == 0; });
   }
 }
 

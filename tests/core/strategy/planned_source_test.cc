@@ -110,6 +110,27 @@ TEST(Planned, ServesRepeatedIterationsFromOnePlanAtTheLowerBound) {
   allocator.deallocate(weights);
 }
 
+// With nothing live, empty_cache gives back the arena and the range (0 reserved, 0
+// segments), and the plan serves the next iteration from a range reserved anew.
+TEST(Planned, EmptyCacheWithNothingLiveLeavesNoSegmentAndThePlanStillServes) {
+  Allocator allocator(device(), planned());
+  for (int i = 0; i < 3; ++i) {
+    allocator.mark_iteration();
+    run_chain(allocator, kChainA);
+  }
+  const std::uint64_t hits = allocator.planned_stats().hits;
+  ASSERT_GT(hits, 0u);
+  allocator.mark_iteration();
+  allocator.empty_cache();
+  EXPECT_EQ(allocator.stats().reserved_bytes.all.current, 0);
+  EXPECT_EQ(allocator.stats().segment.all.current, 0);
+  testing::expect_consistent(allocator, {});
+  run_chain(allocator, kChainA);
+  EXPECT_EQ(allocator.planned_stats().hits, hits + 4u);
+  EXPECT_EQ(allocator.planned_stats().fallbacks, 0u);
+  testing::expect_consistent(allocator, {});
+}
+
 // What lasts and the arena round to granules once: the arena is carved out of the
 // expandable range beside the weights, not a device segment of whole granules of its
 // own (which, at 4 + 10 MiB, would pass the learning iteration's 12 MiB and be
