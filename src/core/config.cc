@@ -250,14 +250,22 @@ std::string_view item_key(std::string_view item) {
   return trim(item.substr(0, item.find(':')));
 }
 
-// `text` less the items whose key `overrides` sets.
+// The setting a key sets: PyTorch's spellings set npumem's.
+std::string_view setting_of(std::string_view key) {
+  if (key == "max_split_size_mb") return "max_split_size";
+  if (key == "expandable_segments") return "strategy";
+  return key;
+}
+
+// `text` less the items whose setting `overrides` sets (under either spelling).
 std::string without_keys_of(std::string_view text, std::string_view overrides) {
   std::vector<std::string_view> replaced;
-  for_each_item(overrides, [&](std::string_view item) { replaced.push_back(item_key(item)); });
+  for_each_item(overrides,
+                [&](std::string_view item) { replaced.push_back(setting_of(item_key(item))); });
   std::string kept;
   for_each_item(text, [&](std::string_view item) {
     if (item.find(':') != std::string_view::npos &&
-        std::find(replaced.begin(), replaced.end(), item_key(item)) != replaced.end()) {
+        std::find(replaced.begin(), replaced.end(), setting_of(item_key(item))) != replaced.end()) {
       return;
     }
     kept.append(kept.empty() ? "" : ",").append(item);
@@ -337,16 +345,26 @@ Config config_from_environment() {
 
 Config config_over_environment(std::string_view conf, std::string_view conf_name) {
   const char* environment = std::getenv("NPUMEM_ALLOC_CONF");
+  const std::string kept = environment == nullptr ? "" : without_keys_of(environment, conf);
   Config base;
   try {
-    if (environment != nullptr) base = parse_config(without_keys_of(environment, conf));
+    base = parse_config(kept);
   } catch (const ConfigError& error) {
     throw ConfigError(std::string("NPUMEM_ALLOC_CONF: ") + error.what());
   }
   try {
     return parse_config(conf, base);
   } catch (const ConfigError& error) {
-    throw ConfigError(std::string(conf_name) + ": " + error.what());
+    // Settings that do not go together may come from both (max_split_size from one,
+    // large_segment from the other): then both are named.
+    bool alone_fine = !kept.empty();
+    try {
+      if (alone_fine) parse_config(conf);
+    } catch (const ConfigError&) {
+      alone_fine = false;
+    }
+    throw ConfigError(std::string(conf_name) + (alone_fine ? " over NPUMEM_ALLOC_CONF: " : ": ") +
+                      error.what());
   }
 }
 

@@ -170,6 +170,19 @@ TEST(Config, SettingsOverTheEnvironmentReplaceItsKeys) {
   EXPECT_EQ(error_of("granule:1024").rfind("NPUMEM_ALLOC_CONF: 'oops' is not key:value", 0), 0u);
   ::setenv("NPUMEM_ALLOC_CONF", "granule:x", 1);
   EXPECT_EQ(config_over_environment("granule:1024,granule:4096", "--conf").granule, 4096u);
+  // PyTorch's spellings replace npumem's and the other way round.
+  ::setenv("NPUMEM_ALLOC_CONF", "max_split_size_mb:bogus,expandable_segments:bogus", 1);
+  const Config spelled = config_over_environment("max_split_size:64MiB,strategy:caching", "c");
+  EXPECT_EQ(spelled.max_split_size, 64 * MiB);
+  EXPECT_EQ(spelled.strategy, Strategy::caching);
+  ::setenv("NPUMEM_ALLOC_CONF", "max_split_size:1MiB", 1);
+  EXPECT_EQ(config_over_environment("max_split_size_mb:64", "c").max_split_size, 64 * MiB);
+  // Settings that do not go together, one from each: both sources are named.
+  ::setenv("NPUMEM_ALLOC_CONF", "max_split_size:30MiB", 1);
+  EXPECT_EQ(
+      error_of("large_segment:40MiB").rfind("--conf over NPUMEM_ALLOC_CONF: max_split_size", 0),
+      0u);
+  EXPECT_EQ(error_of("large_segment:40MiB,max_split_size:35MiB").rfind("--conf: max_split", 0), 0u);
   ::unsetenv("NPUMEM_ALLOC_CONF");
   EXPECT_EQ(config_over_environment("", "--conf").granule, 512u);
 }

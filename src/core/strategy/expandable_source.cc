@@ -11,9 +11,21 @@ namespace npumem::core {
 // block then fills the free part of a granule a large block left, where a separate
 // small range would map a granule of its own.
 PoolKind ExpandableSource::kind_for(std::size_t size) const {
-  const Config& config = allocator_.config;
-  if (config.expandable_small_granule == config.expandable_large_granule) return PoolKind::large;
-  return size <= config.small_size ? PoolKind::small : PoolKind::large;
+  if (one_range_) return PoolKind::large;
+  return size <= allocator_.config.small_size ? PoolKind::small : PoolKind::large;
+}
+
+// The granules as mapped: rounded up to each tier's granularity.
+bool ExpandableSource::kinds_share_granules(const Allocator::Impl& allocator) {
+  const Config& config = allocator.config;
+  for (const Tier tier : kAllTiers) {
+    if (allocator.device->has_tier(tier) &&
+        round_up(config.expandable_small_granule, allocator.granularity(tier)) !=
+            round_up(config.expandable_large_granule, allocator.granularity(tier))) {
+      return false;
+    }
+  }
+  return true;
 }
 
 std::size_t ExpandableSource::granule_for(const BlockPool& blocks) const {

@@ -23,7 +23,9 @@ class ExpandableSource : public SegmentSource {
   // (the planned strategy's plans can hold addresses in it).
   explicit ExpandableSource(
       Allocator::Impl& allocator, std::function<bool()> may_give_back = [] { return true; })
-      : allocator_(allocator), may_give_back_(std::move(may_give_back)) {}
+      : allocator_(allocator),
+        may_give_back_(std::move(may_give_back)),
+        one_range_(kinds_share_granules(allocator)) {}
   GrowResult grow(PoolState& pool, BlockPool& blocks, std::size_t size) override;
   std::size_t release(PoolState& pool, BlockPool& blocks) override;
   void release_all(PoolState& pool, BlockPool& blocks) override;
@@ -69,6 +71,7 @@ class ExpandableSource : public SegmentSource {
     std::size_t bytes;
   };
 
+  static bool kinds_share_granules(const Allocator::Impl& allocator);
   Range* range_for(PoolState& pool, BlockPool& blocks);
   // Gives back the range of `blocks` when nothing in it is mapped (and it is whole).
   void release_if_empty(PoolState& pool, BlockPool& blocks, const Range& range);
@@ -101,6 +104,8 @@ class ExpandableSource : public SegmentSource {
 
   Allocator::Impl& allocator_;
   std::function<bool()> may_give_back_;
+  // Both kinds in one range: their granules are equal once rounded (as by default).
+  const bool one_range_;
   std::map<const BlockPool*, Range> ranges_;
 };
 

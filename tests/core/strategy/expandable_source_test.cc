@@ -144,6 +144,21 @@ TEST_P(Expandable, EmptyCacheGivesBackARangeWithNothingMapped) {
   allocator.deallocate(again);
 }
 
+// Granules round up to the device's granularity: a small granule set below it is the
+// large one, and the kinds then share one range as with the defaults.
+TEST_P(Expandable, GranulesEqualOnceRoundedShareOneRange) {
+  Config config;
+  config.strategy = Strategy::expandable;
+  config.expandable_small_granule = 64 * KiB;  // the device's granularity is 2 MiB
+  Allocator allocator(device().device(), config);
+  void* large = allocator.allocate(3 * MiB);
+  void* small = allocator.allocate(512);
+  EXPECT_EQ(reserved(allocator), static_cast<std::int64_t>(4 * MiB));
+  EXPECT_EQ(allocator.stats().segment.all.current, 1);
+  allocator.deallocate(small);
+  allocator.deallocate(large);
+}
+
 TEST_P(Expandable, ReclaimUnmapsWholeFreeGranulesOnly) {
   const std::shared_ptr<Device> npu = device().device();
   Allocator allocator(npu, expandable());
