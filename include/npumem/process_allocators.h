@@ -25,8 +25,10 @@ Allocator* find_process_allocator(int device);
 Allocator& process_allocator(int device);
 // Makes the allocator of a device index from a device spec (a spec without an index,
 // such as "sim" or "sim:hbm=1GiB", gets this one) and a config. Throws ConfigError for
-// a bad spec or when the index has an allocator already.
-Allocator& init_process_allocator(int device, const std::string& spec, const Config& config);
+// a bad spec (its message begins with `spec_source`, e.g. "NPUMEM_DEVICE", when given)
+// or when the index has an allocator already.
+Allocator& init_process_allocator(int device, const std::string& spec, const Config& config,
+                                  const char* spec_source = nullptr);
 // The device spec an allocator was made from, as given; "" when there is none.
 std::string process_allocator_spec(int device);
 // The device indices that have an allocator, in order.

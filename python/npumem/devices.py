@@ -30,14 +30,15 @@ def init(spec: Optional[str] = None, conf: Optional[str] = None, device: int = 0
     settings `conf` over NPUMEM_ALLOC_CONF. Raises ConfigError for a bad spec or config,
     or when that device exists already (init must come before first use)."""
     index = device_index(device)
+    spec_source = ""
     if spec is None:
-        spec = os.environ.get("NPUMEM_DEVICE", DEFAULT_SPEC)
+        spec, spec_source = os.environ.get("NPUMEM_DEVICE", DEFAULT_SPEC), "NPUMEM_DEVICE"
     if not isinstance(spec, str):
         raise TypeError(f"a device spec is a string such as 'sim', not {spec!r}")
     if conf is not None and not isinstance(conf, str):
         raise TypeError(f"a config is a string such as 'strategy:expandable', not {conf!r}")
     with _creation_lock:
-        made = _core.create_device(index, spec, conf or "")
+        made = _core.create_device(index, spec, conf or "", spec_source)
     _warn(made)
     return made
 
@@ -52,7 +53,9 @@ def get_device(device: DeviceLike = None) -> _core.Device:
         found = _core.find_device(index)
         if found is not None:
             return found
-        made = _core.create_device(index, os.environ.get("NPUMEM_DEVICE", DEFAULT_SPEC), "")
+        made = _core.create_device(
+            index, os.environ.get("NPUMEM_DEVICE", DEFAULT_SPEC), "", "NPUMEM_DEVICE"
+        )
     _warn(made)
     return made
 

@@ -538,6 +538,20 @@ class DefaultDeviceTest(unittest.TestCase):
         self.assertEqual(allocated, "1024")
         self.assertIn("spill_to_ddr:false", config)
 
+    def test_a_bad_spec_from_the_environment_is_named(self):
+        result = run_python(
+            "import npumem\n"
+            "for make in (npumem.get_device, npumem.init, lambda: npumem.Monitor(3)):\n"
+            "    try:\n"
+            "        make()\n"
+            "    except npumem.ConfigError as problem:\n"
+            "        print(str(problem).startswith(\"NPUMEM_DEVICE: bad device spec 'bogus'\"))\n"
+            "print(npumem.init('sim', device=1).spec)\n",
+            {"NPUMEM_DEVICE": "bogus"},
+        )
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertEqual(result.stdout.split(), ["True", "True", "True", "sim"])
+
     def test_a_bad_environment_setting_init_does_not_replace_is_named(self):
         result = run_python("import npumem\nnpumem.init('sim', conf='granule:1024')\n",
                             {"NPUMEM_ALLOC_CONF": "granule:4096,strategy:bogus"})

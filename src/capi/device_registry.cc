@@ -144,14 +144,15 @@ Allocator& process_allocator(int device) {
   return *capi::made_from_environment(device).allocator;
 }
 
-Allocator& init_process_allocator(int device, const std::string& spec, const Config& config) {
+Allocator& init_process_allocator(int device, const std::string& spec, const Config& config,
+                                  const char* spec_source) {
   check_process_device(device);
   std::lock_guard lock(capi::creation_mutex);
   if (capi::allocators[device].load(std::memory_order_acquire) != nullptr) {
     throw ConfigError("npumem device " + std::to_string(device) + " exists already (spec '" +
                       capi::specs[device] + "'); initialise a device before first use");
   }
-  return *capi::make_locked(device, spec, config, nullptr).allocator;
+  return *capi::make_locked(device, spec, config, spec_source).allocator;
 }
 
 std::string process_allocator_spec(int device) {

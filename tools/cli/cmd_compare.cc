@@ -25,7 +25,9 @@ void add_compare_command(CLI::App& app, int& exit_code) {
       ->required()
       ->check(CLI::ExistingFile);
   command->add_option("--device", options->device_spec, "sim device spec (its hbm is varied)");
-  command->add_option("--conf", options->conf, "settings over NPUMEM_ALLOC_CONF, key:value,...");
+  command->add_option("--conf", options->conf,
+                      "settings over NPUMEM_ALLOC_CONF for every row, key:value,... (each row "
+                      "sets its own strategy)");
   command->add_flag("--json", options->json, "print one JSON object");
   command->callback([options, &exit_code] {
     const Trace trace = read_trace(options->trace_path);

@@ -260,11 +260,14 @@ void bind_devices(py::module_& module) {
 
   module.def(
       "create_device",
-      [](int index, const std::string& spec, const std::string& conf) -> Entry* {
-        return &create_device(index, spec, conf);
+      [](int index, const std::string& spec, const std::string& conf,
+         const std::string& spec_source) -> Entry* {
+        return &create_device(index, spec, conf, spec_source);
       },
-      py::arg("index"), py::arg("spec"), py::arg("conf") = "", py::return_value_policy::reference,
-      "Makes device `index` from a device spec; the config is `conf` over NPUMEM_ALLOC_CONF");
+      py::arg("index"), py::arg("spec"), py::arg("conf") = "", py::arg("spec_source") = "",
+      py::return_value_policy::reference,
+      "Makes device `index` from a device spec; the config is `conf` over NPUMEM_ALLOC_CONF. "
+      "A bad spec's error begins with `spec_source` (NPUMEM_DEVICE) when given");
   module.def("find_device", &find_device, py::arg("index"), py::return_value_policy::reference,
              "The device at `index`, or None");
   module.def("device_indices", &device_indices);

@@ -127,12 +127,14 @@ DeviceEntry& add_entry(Registry& reg, int index, std::string spec, Allocator& al
 
 }  // namespace
 
-DeviceEntry& create_device(int index, const std::string& spec, const std::string& conf) {
+DeviceEntry& create_device(int index, const std::string& spec, const std::string& conf,
+                           const std::string& spec_source) {
   if (index < 0) throw ConfigError("device index " + std::to_string(index) + " is negative");
   const Config config = config_over_environment(conf, "conf");
   Registry& reg = registry();
   std::lock_guard lock(reg.mutex);
-  Allocator& allocator = init_process_allocator(index, spec, config);
+  Allocator& allocator = init_process_allocator(
+      index, spec, config, spec_source.empty() ? nullptr : spec_source.c_str());
   return add_entry(reg, index, spec, allocator);
 }
 

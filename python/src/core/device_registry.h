@@ -37,7 +37,8 @@ void record_stacks(DeviceEntry& device, std::shared_ptr<PythonStacks> stacks);
 // Makes the device and its allocator; the config is `conf` over NPUMEM_ALLOC_CONF.
 // Throws ConfigError for a bad spec or config, or when the index is taken already
 // (also when npumem_malloc made it).
-DeviceEntry& create_device(int index, const std::string& spec, const std::string& conf);
+DeviceEntry& create_device(int index, const std::string& spec, const std::string& conf,
+                           const std::string& spec_source);
 // nullptr when the index has no allocator yet (one npumem_malloc made is found).
 DeviceEntry* find_device(int index);
 std::vector<int> device_indices();
