@@ -78,8 +78,9 @@ class LeakDetector:
     iteration marks (npumem.torch.iteration(), optimizer.step() under npumem.torch);
     report() names the allocations made after `warmup_iterations` that stay alive
     iteration after iteration (a leak when they hold more than `threshold` of the
-    steady-state allocated bytes; 0: any), and lists every survivor since the baseline
-    grouped by memory tag, pool (and native backtrace with `backtraces`). The iteration
+    steady-state allocated bytes; 0: any), and lists every survivor since it started
+    (or since mark_baseline()) grouped by memory tag, pool (and native backtrace with
+    `backtraces`). The iteration
     in progress is never judged. Attached until close() or the end of its `with`. A
     device not made yet is made, as get_device(device) makes it."""
 

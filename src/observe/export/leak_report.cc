@@ -38,16 +38,16 @@ std::string to_string(const LeakReport& report) {
   std::ostringstream out;
   out << "leak check over " << report.iterations << " iterations (warm-up "
       << report.warmup_iterations << ", judged " << report.judged_iterations << ")\n"
-      << "baseline allocated: " << format_bytes(report.baseline_bytes)
+      << "allocated after warm-up: " << format_bytes(report.baseline_bytes)
       << " (where the steady state starts)\n"
-      << "final allocated:    " << format_bytes(report.final_bytes) << "\n"
-      << "growth:             " << percent(report.growth) << "\n";
+      << "final allocated:         " << format_bytes(report.final_bytes) << "\n"
+      << "growth:                  " << percent(report.growth) << "\n";
   if (report.leaking) {
     // At least: each iteration counts up to its group's usual amount (leak_detector.cc),
     // so a leak that grows with each iteration reads below what it kept.
     out << "verdict: LEAK SUSPECTED: at least " << format_bytes(report.leaked_bytes)
         << " made after warm-up stays alive iteration after iteration (threshold "
-        << percent(report.threshold) << " of the baseline)\n";
+        << percent(report.threshold) << " of the bytes allocated after warm-up)\n";
   } else if (report.judged_iterations < 2) {
     out << "verdict: not judged: the check needs two complete iterations after warm-up, "
            "this run had "
@@ -56,7 +56,7 @@ std::string to_string(const LeakReport& report) {
     out << "verdict: no leak above the threshold: at least " << format_bytes(report.leaked_bytes)
         << " made after warm-up stays alive iteration after iteration, within the threshold "
            "of "
-        << percent(report.threshold) << " of the baseline\n";
+        << percent(report.threshold) << " of the bytes allocated after warm-up\n";
   } else {
     out << "verdict: no leak: nothing made after warm-up stays alive iteration after iteration";
     // Survivors that judged iterations left, too few of them to recur: a slow leak.
@@ -76,11 +76,11 @@ std::string to_string(const LeakReport& report) {
     out << "\n";
   }
   if (report.survivors.empty()) {
-    out << "no allocation made since the baseline is still alive\n";
+    out << "no allocation made since the detector started (or mark_baseline) is still alive\n";
     return out.str();
   }
-  out << "alive at the end (or at the last iteration boundary), allocated since the baseline "
-         "(recurring first, then most bytes):\n";
+  out << "alive at the end (or at the last iteration boundary), allocated since the detector "
+         "started (or mark_baseline; recurring first, then most bytes):\n";
   for (const LeakGroup& group : report.survivors) out << describe(group, report.iterations);
   return out.str();
 }
