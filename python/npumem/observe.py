@@ -80,9 +80,8 @@ class LeakDetector:
     iteration after iteration (a leak when they hold more than `threshold` of the
     steady-state allocated bytes; 0: any), and lists every survivor since it started
     (or since mark_baseline()) grouped by memory tag, pool (and native backtrace with
-    `backtraces`). The iteration
-    in progress is never judged. Attached until close() or the end of its `with`. A
-    device not made yet is made, as get_device(device) makes it."""
+    `backtraces`). The iteration in progress is never judged. Attached until close() or
+    the end of its `with`. A device not made yet is made, as get_device(device) makes it."""
 
     def __init__(
         self,
