@@ -187,7 +187,9 @@ SetterTable make_setters() {
          const auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), mib);
          if (error != std::errc{} || end != value.data() + value.size() || mib == 0 ||
              mib > kPiB / MiB) {
-           bad_value(key, value, "a whole number of MiB from 1, e.g. 128");
+           bad_value(key, value,
+                     "a whole number of MiB from 1 to " + std::to_string(kPiB / MiB) +
+                         " (1 PiB), e.g. 128");
          }
          c.max_split_size = mib * MiB;
        }},

@@ -132,6 +132,7 @@ TEST(Config, BadInputNamesTheKeyAndTheAcceptedValues) {
   expect_error("max_split_size_mb:1.5", "whole number of MiB");
   expect_error("max_split_size_mb:0", "'max_split_size_mb'");
   expect_error("max_split_size_mb:99999999999999999999", "'max_split_size_mb'");
+  expect_error("max_split_size_mb:1073741825", "from 1 to 1073741824 (1 PiB)");
   expect_error("roundup_power2_divisions:4", "a PyTorch allocator setting npumem does not have");
 }
 
