@@ -40,7 +40,8 @@ struct LeakGroup {
   std::string pool;
   std::vector<std::string> frames;  // described, innermost first
   std::size_t count = 0;
-  std::uint64_t bytes = 0;  // block bytes held
+  std::uint64_t bytes = 0;         // block bytes held
+  std::uint64_t judged_bytes = 0;  // of those, made in judged iterations
   std::uint64_t requested_bytes = 0;
   std::size_t iterations = 0;  // how many distinct iterations left survivors here
   std::size_t first_iteration = 0;

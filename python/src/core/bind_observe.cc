@@ -55,6 +55,7 @@ py::dict leak_group_dict(const LeakGroup& group) {
   result["requested_bytes"] = group.requested_bytes;
   result["iterations"] = group.iterations;
   result["judged_iterations"] = group.judged_iterations;
+  result["judged_bytes"] = group.judged_bytes;
   result["first_iteration"] = group.first_iteration;
   result["last_iteration"] = group.last_iteration;
   result["recurring"] = group.recurring;

@@ -64,7 +64,7 @@ std::string to_string(const LeakReport& report) {
     std::size_t left_by = 0;
     for (const LeakGroup& group : report.survivors) {
       if (group.recurring || group.judged_iterations == 0) continue;
-      left_bytes += group.bytes;
+      left_bytes += group.judged_bytes;
       left_by = std::max(left_by, group.judged_iterations);
     }
     if (left_bytes != 0) {

@@ -177,6 +177,7 @@ LeakReport LeakDetector::report() const {
       ++group.iterations;
       if (judged(allocation.iteration)) ++group.judged_iterations;
     }
+    if (judged(allocation.iteration)) group.judged_bytes += allocation.bytes;
   }
   const std::size_t recurring_from = std::max<std::size_t>(2, (report.judged_iterations + 1) / 2);
   for (std::size_t id = 0; id < groups.size(); ++id) {

@@ -99,7 +99,8 @@ TEST(LeakReport, SaysWhatJudgedIterationsLeftThatDoesNotRecur) {
   report.leaked_bytes = 0;
   report.survivors[0].recurring = false;
   report.survivors[0].judged_iterations = 3;
-  report.survivors[0].bytes = 192 * KiB;
+  report.survivors[0].bytes = 1 * MiB;  // setup and warm-up's too: not what judged ones left
+  report.survivors[0].judged_bytes = 192 * KiB;
   const std::string text = to_string(report);
   EXPECT_NE(text.find("verdict: no leak: nothing made after warm-up stays alive iteration after "
                       "iteration; 192 KiB left by 3 of the 8 judged iterations survives (below): "

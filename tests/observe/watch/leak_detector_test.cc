@@ -50,6 +50,7 @@ TEST(LeakDetector, FlagsSurvivorsOfEveryIterationAfterWarmUpAndNamesTheTag) {
   EXPECT_EQ(group.bytes, 10 * 128 * KiB);
   EXPECT_EQ(group.iterations, 10u);
   EXPECT_EQ(group.judged_iterations, 8u);
+  EXPECT_EQ(group.judged_bytes, 8 * 128 * KiB);  // not the two of setup and warm-up
   EXPECT_EQ(group.first_iteration, 0u);
   EXPECT_EQ(group.last_iteration, 9u);
   EXPECT_TRUE(group.recurring);
