@@ -35,6 +35,9 @@ using TensorLifetime = npumem::TensorLifetime;  // declared beside the ArenaPlan
 // `lines`, when given, receives each tensor's line number.
 std::vector<TensorLifetime> parse_lifetime_records(std::string_view text, const std::string& source,
                                                    std::vector<std::size_t>* lines = nullptr);
+// Throws Error naming `source` when the tensors' bytes sum past 2^63, as
+// parse_lifetime_records does for records: plans sum them, and the sums must stay exact.
+void check_bytes_sum(std::span<const TensorLifetime> tensors, const std::string& source);
 
 // A size that overflows 64 bits because of one tensor (`tensor`: its index in the
 // input), so that a caller that read the tensors from a file can name the line.

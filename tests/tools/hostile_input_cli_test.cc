@@ -136,6 +136,12 @@ TEST_F(HostileInputCliTest, PlanMemorySizeOverflowsNameFileAndLine) {
   EXPECT_EQ(two.exit_code, 2) << two.err;
   EXPECT_NE(two.err.find(summed + ":3: the tensors' bytes sum past 2^63"), std::string::npos)
       << two.err;
+  // A trace's tensors too: its figures were capped at 2^64-1 ("100.0 % of naive").
+  const std::string trace = write("huge.trace", "a 0 18446744073709551000\nf 0\na 1 5000\n");
+  const auto traced = run_npumem("plan memory --trace " + trace);
+  EXPECT_EQ(traced.exit_code, 2) << traced.out;
+  EXPECT_NE(traced.err.find(trace + ": the tensors' bytes sum past 2^63"), std::string::npos)
+      << traced.err;
 }
 
 // A static arena the device refuses (an injected fault) is said to be refused, not

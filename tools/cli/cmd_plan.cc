@@ -92,7 +92,11 @@ MemoryInputs memory_inputs(const MemoryCommandOptions& options) {
   if (!options.dims.empty() && options.onnx_path.empty()) {
     throw ConfigError("plan memory: --dim needs --onnx");
   }
-  if (!options.onnx_path.empty()) return onnx_memory_inputs(options);
+  if (!options.onnx_path.empty()) {
+    MemoryInputs inputs = onnx_memory_inputs(options);
+    plan::check_bytes_sum(inputs.tensors, inputs.source);
+    return inputs;
+  }
   MemoryInputs inputs;
   if (!options.records_path.empty()) {
     inputs.source = options.records_path;
@@ -107,6 +111,7 @@ MemoryInputs memory_inputs(const MemoryCommandOptions& options) {
   inputs.source = options.trace_path;
   if (options.iteration) inputs.source += " iteration " + std::to_string(*options.iteration);
   inputs.tensors = trace_lifetimes(read_trace(options.trace_path), options.iteration).tensors;
+  plan::check_bytes_sum(inputs.tensors, inputs.source);
   return inputs;
 }
 

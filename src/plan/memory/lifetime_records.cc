@@ -15,6 +15,10 @@ namespace {
 constexpr std::size_t kFields = 3;
 // The most bytes all records may hold together.
 constexpr std::uint64_t kMaxTotalBytes = std::uint64_t{1} << 63;
+std::string past_the_sum() {
+  return "the tensors' bytes sum past 2^63 (" + format_bytes(kMaxTotalBytes) +
+         "), more than any plan can count";
+}
 
 bool is_blank(char c) {
   return c == ' ' || c == '\t' || c == '\r';
@@ -107,14 +111,20 @@ std::vector<TensorLifetime> parse_lifetime_records(std::string_view text, const 
     // Sums of sizes (the naive total, a plan's bounds) then stay exact, with room for
     // alignment.
     if (tensors.back().bytes > kMaxTotalBytes - total_bytes) {
-      throw ParseError(source, line_number,
-                       "the tensors' bytes sum past 2^63 (" + format_bytes(kMaxTotalBytes) +
-                           "), more than any plan can count");
+      throw ParseError(source, line_number, past_the_sum());
     }
     total_bytes += tensors.back().bytes;
     if (lines != nullptr) lines->push_back(line_number);
   }
   return tensors;
+}
+
+void check_bytes_sum(std::span<const TensorLifetime> tensors, const std::string& source) {
+  std::uint64_t total_bytes = 0;
+  for (const TensorLifetime& tensor : tensors) {
+    if (tensor.bytes > kMaxTotalBytes - total_bytes) throw Error(source + ": " + past_the_sum());
+    total_bytes += tensor.bytes;
+  }
 }
 
 }  // namespace npumem::plan
