@@ -146,6 +146,12 @@ npumem_status_t npumem_stat(npumem_allocator_t* allocator, const char* key, int6
     if (owner.config().strategy == npumem::Strategy::planned)
       stats.merge(owner.planned_stats().as_map());
     const auto found = stats.find(name);
+    const bool planned = owner.config().strategy == npumem::Strategy::planned;
+    if (found == stats.end() && !planned && name.starts_with("planned.")) {
+      throw ArgumentError("stat key '" + name + "' exists only under strategy:planned; this " +
+                          "allocator's strategy is " +
+                          std::string(npumem::strategy_name(owner.config().strategy)));
+    }
     if (found == stats.end()) {
       throw ArgumentError("unknown stat key '" + name +
                           "'; keys look like allocated_bytes.all.current, "

@@ -129,6 +129,12 @@ TEST_F(CapiErrors, UnknownStatKeyIsNamed) {
   EXPECT_EQ(value, 7) << "the output is left alone";
   EXPECT_TRUE(Contains(last_error(), "'allocated_bytes.everything'"));
   EXPECT_TRUE(Contains(last_error(), "allocated_bytes.all.current"));
+  // A planned key on another strategy: the message said "unknown" and offered it.
+  EXPECT_EQ(npumem_stat(allocator_, "planned.hits", &value), NPUMEM_INVALID_ARGUMENT);
+  EXPECT_TRUE(Contains(last_error(),
+                       "'planned.hits' exists only under strategy:planned; this "
+                       "allocator's strategy is caching"))
+      << last_error();
 }
 
 TEST(CapiNullHandle, EveryHandleCallRefusesNull) {
