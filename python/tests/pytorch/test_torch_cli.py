@@ -76,7 +76,9 @@ class CliTest(unittest.TestCase):
         self.assertRegex(out, r"(?m)^start +0 B +0 B +0 B ")
         self.assertRegex(out, r"(?m)^end +0 B ")
         self.assertIn("verdict: not judged", out)  # no optimizer step, no iteration()
-        self.assertIn("no allocation made since the detector started (or mark_baseline) is still alive", out)
+        self.assertIn(
+            "no allocation made since the detector started (or mark_baseline) is still alive", out
+        )
 
     def test_run_peak_of_torchvision_training_equals_the_peak_captured_without_npumem(self):
         # capture runs the same script on PyTorch's own allocator: the peak of live
