@@ -109,5 +109,8 @@ class Device {
 //   acl[:N][,key=value]   an Ascend NPU through libascendcl.so, loaded at run time
 // Throws ConfigError naming the bad part.
 std::shared_ptr<Device> make_device(std::string_view spec);
+// Throws ConfigError where make_device would for the spec as written (an unknown
+// device, a bad key or value); makes nothing (a device the spec names may be missing).
+void check_device_spec(std::string_view spec);
 
 }  // namespace npumem

@@ -19,20 +19,30 @@ namespace {
 constexpr std::string_view kAccepted =
     "sim[:key=value,...], host, cuda[:N], acl[:N[,key=value,...]]";
 
-// Each backend claims the specs whose first word (before ':') is its name.
+// Each backend claims the specs whose first word (before ':') is its name. check
+// reads a spec as make would, and makes nothing.
 struct Backend {
   std::string_view name;
   std::shared_ptr<Device> (*make)(std::string_view spec);
+  void (*check)(std::string_view spec);
 };
 
 std::shared_ptr<Device> make_sim(std::string_view spec) {
   return std::make_shared<SimDevice>(parse_sim_spec(spec));
 }
 
-std::shared_ptr<Device> make_host(std::string_view spec) {
+void check_sim(std::string_view spec) {
+  parse_sim_spec(spec);
+}
+
+void check_host(std::string_view spec) {
   if (spec != "host") {
     throw ConfigError("bad device spec '" + std::string(spec) + "': 'host' takes no options");
   }
+}
+
+std::shared_ptr<Device> make_host(std::string_view spec) {
+  check_host(spec);
   return std::make_shared<HostDevice>();
 }
 
@@ -40,11 +50,19 @@ std::shared_ptr<Device> make_host(std::string_view spec) {
 std::shared_ptr<Device> make_cuda(std::string_view spec) {
   return std::make_shared<CudaDevice>(CudaDevice::parse_ordinal(spec));
 }
+
+void check_cuda(std::string_view spec) {
+  CudaDevice::parse_ordinal(spec);
+}
 #else
 // A CUDA backend registers here when npumem is built with CUDA; this build has none.
-std::shared_ptr<Device> make_cuda(std::string_view spec) {
+[[noreturn]] void check_cuda(std::string_view spec) {
   throw ConfigError("bad device spec '" + std::string(spec) +
                     "': CUDA support was not built into npumem; use sim or host");
+}
+
+std::shared_ptr<Device> make_cuda(std::string_view spec) {
+  check_cuda(spec);
 }
 #endif
 
@@ -53,18 +71,32 @@ std::shared_ptr<Device> make_acl(std::string_view spec) {
   return std::make_shared<AclDevice>(parse_acl_spec(spec), std::string(spec));
 }
 
-constexpr std::array<Backend, 4> kBackends = {
-    {{"sim", make_sim}, {"host", make_host}, {"cuda", make_cuda}, {"acl", make_acl}}};
+void check_acl(std::string_view spec) {
+  parse_acl_spec(spec);
+}
+
+constexpr std::array<Backend, 4> kBackends = {{{"sim", make_sim, check_sim},
+                                               {"host", make_host, check_host},
+                                               {"cuda", make_cuda, check_cuda},
+                                               {"acl", make_acl, check_acl}}};
+
+const Backend& backend_for(std::string_view spec) {
+  const std::string_view word = spec.substr(0, spec.find(':'));
+  for (const Backend& backend : kBackends) {
+    if (backend.name == word) return backend;
+  }
+  throw ConfigError("bad device spec '" + std::string(spec) + "': unknown device '" +
+                    std::string(word) + "' (accepted: " + std::string(kAccepted) + ")");
+}
 
 }  // namespace
 
 std::shared_ptr<Device> make_device(std::string_view spec) {
-  const std::string_view word = spec.substr(0, spec.find(':'));
-  for (const Backend& backend : kBackends) {
-    if (backend.name == word) return backend.make(spec);
-  }
-  throw ConfigError("bad device spec '" + std::string(spec) + "': unknown device '" +
-                    std::string(word) + "' (accepted: " + std::string(kAccepted) + ")");
+  return backend_for(spec).make(spec);
+}
+
+void check_device_spec(std::string_view spec) {
+  backend_for(spec).check(spec);
 }
 
 }  // namespace npumem

@@ -92,7 +92,9 @@ def _host_device(index: int, spec: Optional[str], conf: Optional[str]) -> _core.
             raise _no_host_memory(index, chosen.spec)
         return chosen
     wanted = spec or os.environ.get("NPUMEM_DEVICE") or DEFAULT_SPEC
-    # Checked before the device is made: made, it would keep the refused spec.
+    # Checked before the device is made: made, it would keep the refused spec. A spec
+    # that does not parse is named as such, not as one without host memory.
+    _core.check_device_spec(wanted)
     if not _core.spec_is_host_accessible(wanted):
         raise _no_host_memory(index, wanted)
     return init(wanted, conf, index)

@@ -271,6 +271,8 @@ void bind_devices(py::module_& module) {
   module.def("find_device", &find_device, py::arg("index"), py::return_value_policy::reference,
              "The device at `index`, or None");
   module.def("device_indices", &device_indices);
+  module.def("check_device_spec", &check_device_spec, py::arg("spec"),
+             "Raises ConfigError naming what is wrong with a device spec; makes nothing");
   module.def("spec_is_host_accessible", &spec_is_host_accessible, py::arg("spec"),
              "Whether a device of this spec has host memory behind it (PyTorch's CPU tensors)");
   module.attr("MAX_DEVICES") = kMaxProcessAllocators;

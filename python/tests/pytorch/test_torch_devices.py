@@ -103,6 +103,17 @@ class DevicesTest(unittest.TestCase):
         self.assertFalse(npumem.is_initialized(5))
         self.assertEqual(npumem.torch.installed_device().index, 0)
 
+    def test_a_spec_that_does_not_parse_is_named_as_such(self):
+        # Every bad spec was refused as one "without host memory", even one that said
+        # backing=host.
+        for spec, problem in (
+            ("simx:hbm=1GiB,backing=host", "unknown device 'simx'"),
+            ("sim:hbm=1GiB,backing=hots", "'hots' is not one of none, host"),
+        ):
+            with self.assertRaisesRegex(npumem.ConfigError, problem):
+                npumem.torch.install(spec, device=6)
+        self.assertFalse(npumem.is_initialized(6))
+
     def test_an_optimizer_step_marks_the_devices_holding_its_parameters(self):
         # A model per device, each with its optimizer: every step marked every device,
         # so each device counted 12 iterations for its 6 steps. A fresh process, for
