@@ -341,6 +341,20 @@ std::string to_string(const Config& c) {
   return out.str();
 }
 
+namespace {
+
+// Whether `text` alone, over the defaults, is a good config.
+bool parses(std::string_view text) {
+  try {
+    parse_config(text);
+    return true;
+  } catch (const ConfigError&) {
+    return false;
+  }
+}
+
+}  // namespace
+
 Config config_from_environment() {
   return config_over_environment("", "");
 }
@@ -359,13 +373,8 @@ Config config_over_environment(std::string_view conf, std::string_view conf_name
   } catch (const ConfigError& error) {
     // Settings that do not go together may come from both (max_split_size from one,
     // large_segment from the other): then both are named.
-    bool alone_fine = !kept.empty();
-    try {
-      if (alone_fine) parse_config(conf);
-    } catch (const ConfigError&) {
-      alone_fine = false;
-    }
-    throw ConfigError(std::string(conf_name) + (alone_fine ? " over NPUMEM_ALLOC_CONF: " : ": ") +
+    const bool both = !kept.empty() && parses(conf);
+    throw ConfigError(std::string(conf_name) + (both ? " over NPUMEM_ALLOC_CONF: " : ": ") +
                       error.what());
   }
 }

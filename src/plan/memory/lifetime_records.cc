@@ -15,6 +15,14 @@ namespace {
 constexpr std::size_t kFields = 3;
 // The most bytes all records may hold together.
 constexpr std::uint64_t kMaxTotalBytes = std::uint64_t{1} << 63;
+// Adds `bytes` to `total` unless the sum would pass 2^63: sums of sizes (the naive
+// total, a plan's bounds) then stay exact, with room for alignment.
+bool add_within_limit(std::uint64_t& total, std::uint64_t bytes) {
+  if (bytes > kMaxTotalBytes - total) return false;
+  total += bytes;
+  return true;
+}
+
 std::string past_the_sum() {
   return "the tensors' bytes sum past 2^63 (" + format_bytes(kMaxTotalBytes) +
          "), more than any plan can count";
@@ -108,12 +116,9 @@ std::vector<TensorLifetime> parse_lifetime_records(std::string_view text, const 
     const std::size_t start = line.find_first_not_of(" \t\r");
     if (start == std::string_view::npos || line[start] == '#') continue;
     tensors.push_back(RecordParser(source, line_number).parse(line));
-    // Sums of sizes (the naive total, a plan's bounds) then stay exact, with room for
-    // alignment.
-    if (tensors.back().bytes > kMaxTotalBytes - total_bytes) {
+    if (!add_within_limit(total_bytes, tensors.back().bytes)) {
       throw ParseError(source, line_number, past_the_sum());
     }
-    total_bytes += tensors.back().bytes;
     if (lines != nullptr) lines->push_back(line_number);
   }
   return tensors;
@@ -122,8 +127,7 @@ std::vector<TensorLifetime> parse_lifetime_records(std::string_view text, const 
 void check_bytes_sum(std::span<const TensorLifetime> tensors, const std::string& source) {
   std::uint64_t total_bytes = 0;
   for (const TensorLifetime& tensor : tensors) {
-    if (tensor.bytes > kMaxTotalBytes - total_bytes) throw Error(source + ": " + past_the_sum());
-    total_bytes += tensor.bytes;
+    if (!add_within_limit(total_bytes, tensor.bytes)) throw Error(source + ": " + past_the_sum());
   }
 }
 
