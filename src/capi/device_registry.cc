@@ -42,15 +42,26 @@ bool names_an_id(std::string_view options) {
   return false;
 }
 
+// A device's error quotes the spec it was given; the user wrote it without the index that
+// spec_for_device appended.
+std::string quoting_as_written(std::string message, const std::string& indexed,
+                               const std::string& written) {
+  const std::string quoted = "'" + indexed + "'";
+  const std::size_t at = message.find(quoted);
+  if (at != std::string::npos) message.replace(at, quoted.size(), "'" + written + "'");
+  return message;
+}
+
 // Needs creation_mutex.
 npumem_allocator& make_locked(int device, const std::string& spec, const Config& config,
                               const char* spec_source) {
   std::shared_ptr<Device> made;
+  const std::string indexed = spec_for_device(spec, device);
   try {
-    made = make_device(spec_for_device(spec, device));
+    made = make_device(indexed);
   } catch (const ConfigError& error) {
-    if (spec_source == nullptr) throw;
-    throw ConfigError(std::string(spec_source) + ": " + error.what());
+    throw ConfigError((spec_source == nullptr ? "" : std::string(spec_source) + ": ") +
+                      quoting_as_written(error.what(), indexed, spec));
   }
   // Intentionally never deleted: see the header.
   auto* handle = new npumem_allocator(std::move(made), config, /*process_wide_allocator=*/true);

@@ -104,6 +104,16 @@ TEST(CapiPluggable, BadEnvironmentIsNamedAndTheIndexStaysFree) {
   EXPECT_EQ(npumem_init(9, "sim:hbm=1GiB", ""), NPUMEM_OK) << npumem_last_error();
 }
 
+TEST(CapiPluggable, BadSpecIsQuotedAsWrittenWithoutTheIndexAppended) {
+  EXPECT_NE(npumem_init(11, "sim:hbm=bogus", ""), NPUMEM_OK);
+  EXPECT_TRUE(contains(npumem_last_error(), "bad device spec 'sim:hbm=bogus':"))
+      << npumem_last_error();
+  EXPECT_FALSE(contains(npumem_last_error(), "id=11")) << npumem_last_error();
+  EXPECT_NE(npumem_init(11, "acl,bogus=1", ""), NPUMEM_OK);
+  EXPECT_TRUE(contains(npumem_last_error(), "bad device spec 'acl,bogus=1':"))
+      << npumem_last_error();
+}
+
 TEST(CapiPluggable, InitComesFirstAndOnlyOnce) {
   ASSERT_EQ(npumem_init(10, "sim:hbm=128MiB,ddr=0", "spill_to_ddr:false"), NPUMEM_OK)
       << npumem_last_error();
