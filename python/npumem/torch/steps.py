@@ -27,9 +27,12 @@ def iteration(device: DeviceLike = None, key: Optional[int] = None) -> None:
     >= 0, e.g. the batch size or the sequence-length bucket) names the shape of the
     iteration that begins here (call it before the step): strategy:planned keeps a plan
     per key and serves the iteration by it (an `i <key>` line in a recording)."""
-    if key is not None and (isinstance(key, bool) or not isinstance(key, int) or
-                            not 0 <= key < 1 << 64):
-        raise ValueError(f"an iteration key is an int from 0 to 2**64 - 1, not {key!r}")
+    if key is not None:
+        message = f"an iteration key is an int from 0 to 2**64 - 1, not {key!r}"
+        if isinstance(key, bool) or not isinstance(key, int):
+            raise TypeError(message)
+        if not 0 <= key < 1 << 64:
+            raise ValueError(message)
     if device is None:
         _mark(initialized_devices(), key)
         return

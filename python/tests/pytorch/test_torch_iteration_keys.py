@@ -51,8 +51,12 @@ class IterationKeysTest(unittest.TestCase):
         self.assertEqual(result.stdout.split(), ["strategy:planned"])
 
     def test_a_key_is_a_64_bit_unsigned_int(self):
-        for bad in (-1, 1 << 64, 1.5, "3", True):
-            with self.assertRaises(ValueError, msg=repr(bad)):
+        # As Device.mark_iteration: a wrong type is a TypeError, a wrong int a ValueError.
+        for bad in (-1, 1 << 64):
+            with self.assertRaisesRegex(ValueError, "an iteration key is an int from 0"):
+                npumem.torch.iteration(key=bad)
+        for bad in (1.5, "3", True):
+            with self.assertRaisesRegex(TypeError, "an iteration key is an int", msg=repr(bad)):
                 npumem.torch.iteration(key=bad)
 
 
