@@ -209,7 +209,26 @@ TEST(ReplayCliTest, StaticWithoutASizeReplaysInTheAdvisedArena) {
       << run.out;
   const auto unsized = run_npumem("replay " + trace.path() + " --strategy static");
   EXPECT_EQ(unsized.exit_code, 2);
-  EXPECT_NE(unsized.err.find("--advise` finds one"), std::string::npos) << unsized.err;
+  EXPECT_NE(unsized.err.find("--strategy static needs static_size"), std::string::npos)
+      << unsized.err;
+  EXPECT_NE(unsized.err.find("--advise finds one"), std::string::npos) << unsized.err;
+}
+
+// A static strategy left in the environment is not what the user asked of this command:
+// its error says where it came from.
+TEST(ReplayCliTest, AnUnsizedStaticStrategySaysWhereItWasSet) {
+  const TempTrace trace(kThreeLarge);
+  const auto from_environment =
+      run_npumem("replay " + trace.path(), "NPUMEM_ALLOC_CONF=strategy:static");
+  EXPECT_EQ(from_environment.exit_code, 2);
+  EXPECT_NE(from_environment.err.find("NPUMEM_ALLOC_CONF sets strategy:static"), std::string::npos)
+      << from_environment.err;
+  const auto from_conf = run_npumem("replay " + trace.path() + " --conf strategy:static");
+  EXPECT_EQ(from_conf.exit_code, 2);
+  EXPECT_NE(from_conf.err.find("--conf sets strategy:static"), std::string::npos) << from_conf.err;
+  const auto sized = run_npumem("replay " + trace.path() + " --conf static_size:64MiB",
+                                "NPUMEM_ALLOC_CONF=strategy:static");
+  EXPECT_EQ(sized.exit_code, 0) << sized.err;
 }
 
 // An hbm limit in the settings caps the static arena the advice may find, and not the

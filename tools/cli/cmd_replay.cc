@@ -104,6 +104,15 @@ Config build_config(const ReplayCommandOptions& options) {
   return config_over_environment(options.conf + strategy, "--conf");
 }
 
+// Where the static strategy of build_config(options) was set, as a user would look for it.
+std::string static_strategy_source(const ReplayCommandOptions& options) {
+  if (options.strategy) return "--strategy static";
+  if (parse_config(options.conf).strategy == Strategy::static_arena) {
+    return "--conf sets strategy:static, which";
+  }
+  return "NPUMEM_ALLOC_CONF sets strategy:static, which";
+}
+
 std::uint64_t find_min_capacity(const Trace& trace, const ReplayOptions& options) {
   ProgressBar bar("min-capacity");
   return min_hbm_capacity(trace, options, [&bar](std::uint64_t hbm_bytes) {
@@ -122,6 +131,13 @@ int run_replay(const ReplayCommandOptions& options) {
   replay_options.device_spec = options.device_spec;
   replay_options.config = build_config(options);
   replay_options.record_latencies = options.latency;
+  const bool arena_unsized = replay_options.config.strategy == Strategy::static_arena &&
+                             replay_options.config.static_size == 0;
+  if (arena_unsized && !options.advise_margin_percent) {
+    throw ConfigError(static_strategy_source(options) +
+                      " needs static_size:<bytes> (the arena size) in --conf or "
+                      "NPUMEM_ALLOC_CONF; --advise finds one and replays with it");
+  }
   if (replay_options.config.strategy == Strategy::static_arena) {
     // A trace's pools need quotas to size their arenas: each gets the smallest arena
     // its own allocations complete in (the report's pool table shows them).
@@ -132,8 +148,6 @@ int run_replay(const ReplayCommandOptions& options) {
   }
   ReplayReport report;
   report.trace_path = options.trace_path;
-  const bool arena_unsized = replay_options.config.strategy == Strategy::static_arena &&
-                             replay_options.config.static_size == 0;
   if (options.advise_margin_percent && arena_unsized) {
     // --advise is how a static arena gets its size: the replay uses the one it advises.
     report.static_advice =
