@@ -54,6 +54,7 @@ class AdviseBuckets(unittest.TestCase):
     def test_a_wide_tolerance_takes_fewer_buckets(self) -> None:
         advice = npumem.advise_buckets(self.write("b.trace", batches_trace()), tolerance=50)
         self.assertEqual(advice["recommended_buckets"], 1)
+        self.assertEqual(advice["tolerance_percent"], 50)
 
     def test_bad_input_names_the_problem(self) -> None:
         with self.assertRaisesRegex(npumem.ConfigError, "no `i` lines"):

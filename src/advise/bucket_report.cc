@@ -33,7 +33,7 @@ nlohmann::ordered_json bucket_advice_json(const BucketAdvice& advice) {
   out["before_iterations_peak_bytes"] = advice.before_iterations_peak_bytes;
   out["caching_peak_reserved_bytes"] = advice.caching_peak_reserved_bytes;
   out["max_buckets"] = advice.max_buckets;
-  out["tolerance"] = advice.tolerance;
+  out["tolerance_percent"] = 100.0 * advice.tolerance;  // as --tolerance takes it
   out["recommended_buckets"] = advice.recommended_buckets;
   out["choices"] = nlohmann::ordered_json::array();
   for (std::size_t k = 1; k <= advice.choices.size(); ++k) {

@@ -56,6 +56,7 @@ TEST_F(AdviseCli, JsonHasOneChoicePerKUpToTheShapes) {
   ASSERT_EQ(out.exit_code, 0) << out.err;
   const auto json = nlohmann::json::parse(out.out);
   EXPECT_EQ(json["max_buckets"], 4u);
+  EXPECT_EQ(json["tolerance_percent"], 1.0) << "in percent, as --tolerance takes it";
   ASSERT_EQ(json["choices"].size(), 3u);
   EXPECT_EQ(json["choices"][0]["arena_bytes"], 5242880u);
   // Every iteration padded to 5 MiB: 4 + 1 MiB wasted, twice, over 6 iterations (rounded).
