@@ -343,13 +343,13 @@ std::string to_string(const Config& c) {
 
 namespace {
 
-// Whether `text` alone, over the defaults, is a good config.
-bool parses(std::string_view text) {
+// What is wrong with `text` alone, over the defaults; empty when it is a good config.
+std::string parse_error(std::string_view text) {
   try {
     parse_config(text);
-    return true;
-  } catch (const ConfigError&) {
-    return false;
+    return {};
+  } catch (const ConfigError& error) {
+    return error.what();
   }
 }
 
@@ -366,14 +366,17 @@ Config config_over_environment(std::string_view conf, std::string_view conf_name
   try {
     base = parse_config(kept);
   } catch (const ConfigError& error) {
-    throw ConfigError(std::string("NPUMEM_ALLOC_CONF: ") + error.what());
+    // Both bad: both named, so that fixing one is not followed by the other's surprise.
+    const std::string also = parse_error(conf);
+    throw ConfigError(std::string("NPUMEM_ALLOC_CONF: ") + error.what() +
+                      (also.empty() ? "" : "; and " + std::string(conf_name) + ": " + also));
   }
   try {
     return parse_config(conf, base);
   } catch (const ConfigError& error) {
     // Settings that do not go together may come from both (max_split_size from one,
     // large_segment from the other): then both are named.
-    const bool both = !kept.empty() && parses(conf);
+    const bool both = !kept.empty() && parse_error(conf).empty();
     throw ConfigError(std::string(conf_name) + (both ? " over NPUMEM_ALLOC_CONF: " : ": ") +
                       error.what());
   }

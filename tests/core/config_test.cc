@@ -171,6 +171,12 @@ TEST(Config, SettingsOverTheEnvironmentReplaceItsKeys) {
   EXPECT_EQ(error_of("granule:1024").rfind("NPUMEM_ALLOC_CONF: 'oops' is not key:value", 0), 0u);
   ::setenv("NPUMEM_ALLOC_CONF", "granule:x", 1);
   EXPECT_EQ(config_over_environment("granule:1024,granule:4096", "--conf").granule, 4096u);
+  // Both bad: both errors, so that one fix is not followed by another surprise.
+  ::setenv("NPUMEM_ALLOC_CONF", "small_size:x", 1);
+  EXPECT_EQ(error_of("granule:y"),
+            "NPUMEM_ALLOC_CONF: bad value 'x' for key 'small_size' (accepted: a size such as 512, "
+            "2MiB, 1.5GiB); and --conf: bad value 'y' for key 'granule' (accepted: a size such "
+            "as 512, 2MiB, 1.5GiB)");
   // PyTorch's spellings replace npumem's and the other way round.
   ::setenv("NPUMEM_ALLOC_CONF", "max_split_size_mb:bogus,expandable_segments:bogus", 1);
   const Config spelled = config_over_environment("max_split_size:64MiB,strategy:caching", "c");
