@@ -81,7 +81,8 @@ struct PlanInfo {
 // default pool after the first iteration mark are counted: hits got their planned
 // offset; fallbacks came in an iteration a plan served but did not match it (another
 // size, an extra request, its range not free); lasting ones the plan keeps out of the
-// arena; learning ones came in an iteration no plan served.
+// arena; learning ones came in an iteration no plan served; declined ones in an
+// iteration of a declined plan's shape or key, which the fallback serves instead.
 struct PlannedStats {
   std::uint64_t plans_learned = 0;  // plans made, re-learning included
   // The arena reserved now: carved out of the expandable fallback's range, its bytes; a
@@ -93,6 +94,8 @@ struct PlannedStats {
   std::uint64_t fallback_bytes = 0;
   std::uint64_t learning = 0;
   std::uint64_t learning_bytes = 0;
+  std::uint64_t declined = 0;
+  std::uint64_t declined_bytes = 0;
   // Iterations no plan served and not learned either: their shape was new after the
   // last few learned ones never served (shapes that do not repeat), so planning them
   // waits for a repeat or a doubling interval.

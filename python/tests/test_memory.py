@@ -115,7 +115,7 @@ class StatsTest(unittest.TestCase):
         )
         run_two_tensor_steps(device, 3)
         report = npumem.planned_report(device)
-        self.assertRegex(report, r"(?m)^  plans learned +1 \(1 kept\), arena 10.0 MiB$")
+        self.assertRegex(report, r"(?m)^  plans learned +1 \(1 kept\), arena 10.0 MiB now$")
         self.assertRegex(
             report, r"(?m)^  planned requests +4 hits \(20.0 MiB; 66.7% of the requests\), 0 fallbacks"
         )
@@ -138,7 +138,7 @@ class StatsTest(unittest.TestCase):
         self.assertEqual(npumem.Monitor(device).memory_summary(), npumem.memory_summary(device))
         run_two_tensor_steps(device, 3)
         summary = npumem.memory_summary(device)
-        self.assertRegex(summary, r"(?m)^\| plans learned: 1 \(1 kept\), arena 10.0 MiB +\|$")
+        self.assertRegex(summary, r"(?m)^\| plans learned: 1 \(1 kept\), arena 10.0 MiB now +\|$")
         self.assertRegex(summary, r"(?m)^\| steady overhead: 1.000 \(")
 
     def test_empty_cache_returns_free_segments_to_the_device(self):

@@ -105,6 +105,8 @@ nlohmann::ordered_json planned_json(const ReplayResult& result) {
       {"fallback_bytes", p.fallback_bytes},
       {"learning", p.learning},
       {"learning_bytes", p.learning_bytes},
+      {"declined", p.declined},
+      {"declined_bytes", p.declined_bytes},
       {"iterations_not_learned", p.iterations_not_learned},
       {"lasting", p.lasting},
       {"lasting_bytes", p.lasting_bytes},

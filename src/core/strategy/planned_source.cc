@@ -273,6 +273,18 @@ bool PlannedSource::worth_learning() {
   return true;
 }
 
+void PlannedSource::count_learning(std::size_t size) {
+  if (declined_iteration_) {
+    ++stats_.declined;
+    stats_.declined_bytes += size;
+    return;
+  }
+  ++stats_.learning;
+  stats_.learning_bytes += size;
+  ++iteration_learning_;
+  iteration_learning_bytes_ += size;
+}
+
 bool PlannedSource::too_many_misses() const {
   return iteration_misses_ > kStrayFallbacks && iteration_misses_ * 64 > served_->sizes.size();
 }
@@ -292,7 +304,10 @@ Block* PlannedSource::take(PoolState& pool, std::size_t size) {
   if (current_.key) {
     if (index == 0) {
       served_ = keyed_plan(*current_.key);
-      if (served_ != nullptr && served_->declined) served_ = nullptr;
+      if (served_ != nullptr && served_->declined) {
+        served_ = nullptr;
+        declined_iteration_ = true;
+      }
     }
   } else if (!on_plan && index < kSignatureRequests) {
     Plan* plan = left_streak_ < kLeftIterations ? matching_plan(index) : nullptr;
@@ -315,8 +330,7 @@ Block* PlannedSource::take(PoolState& pool, std::size_t size) {
   }
   if (index == 0) prepare_arena();
   if (served_ == nullptr) {
-    ++stats_.learning;
-    stats_.learning_bytes += size;
+    count_learning(size);
     return nullptr;
   }
   // What the plan keeps out of the arena goes to the fallback anyway: no reason to
@@ -325,8 +339,7 @@ Block* PlannedSource::take(PoolState& pool, std::size_t size) {
                          served_->offsets[index] == kNoSlot && served_->hole_address[index] == 0;
   const bool deferrable = deferred_bytes_ + size <= awaiting_;
   if (arena_wanted_ != 0 && !unplanned && !deferrable && !reserve_arena()) {
-    ++stats_.learning;
-    stats_.learning_bytes += size;
+    count_learning(size);
     return nullptr;
   }
   if (!steady_) stats_.first_served_iteration = current_.iteration;
@@ -492,8 +505,14 @@ void PlannedSource::iteration_boundary(std::optional<std::uint64_t> key) {
         served_->declined = true;
         learn_now = false;
       }
+    } else if (repeats_a_declined_plan()) {
+      // Unkeyed, its requests counted as learning until its end showed its shape.
+      stats_.learning -= iteration_learning_;
+      stats_.learning_bytes -= iteration_learning_bytes_;
+      stats_.declined += iteration_learning_;
+      stats_.declined_bytes += iteration_learning_bytes_;
     } else {
-      learn_now = !current_.requests.empty() && !repeats_a_declined_plan() && worth_learning();
+      learn_now = !current_.requests.empty() && worth_learning();
     }
     if (learn_now) {
       const bool fallback_served = served_ == nullptr;
@@ -513,6 +532,9 @@ void PlannedSource::iteration_boundary(std::optional<std::uint64_t> key) {
   arena_wanted_ = 0;
   iteration_fallbacks_ = 0;
   iteration_lasting_ = 0;
+  iteration_learning_ = 0;
+  iteration_learning_bytes_ = 0;
+  declined_iteration_ = false;
   iteration_misses_ = 0;
   iteration_miss_bytes_ = 0;
   iteration_peak_reserved_ =
@@ -1299,6 +1321,7 @@ bool PlannedSource::proven(const Plan& plan) {
 void PlannedSource::decline_serving_plan() {
   served_->declined = true;
   served_ = nullptr;
+  declined_iteration_ = true;
   if (stats_.first_served_iteration == current_.iteration) {  // only deferrals so far
     steady_ = false;
     stats_.first_served_iteration = 0;
@@ -1426,7 +1449,8 @@ std::int64_t PlannedSource::device_calls() const {
 void PlannedSource::reset_accumulated() {
   for (std::uint64_t* count :
        {&stats_.plans_learned, &stats_.hits, &stats_.hit_bytes, &stats_.fallbacks,
-        &stats_.fallback_bytes, &stats_.learning, &stats_.learning_bytes,
+        &stats_.fallback_bytes, &stats_.learning, &stats_.learning_bytes, &stats_.declined,
+        &stats_.declined_bytes, &iteration_learning_, &iteration_learning_bytes_,
         &stats_.iterations_not_learned, &stats_.lasting, &stats_.lasting_bytes, &stats_.deferred,
         &stats_.deferred_bytes}) {
     *count = 0;

@@ -140,6 +140,8 @@ class PlannedSource : public SegmentSource {
   bool is_arena(const Segment& segment) const { return &segment == arena_; }
   Plan* matching_plan(std::uint32_t index) const;
   Plan* keyed_plan(std::uint64_t key) const;
+  // A request no plan serves: learning or, in an iteration of a declined plan, declined.
+  void count_learning(std::size_t size);
   // More misses in this iteration than a few strays.
   bool too_many_misses() const;
   // Whether a free block of the arena holds `size` bytes (a miss that would fit there).
@@ -306,6 +308,13 @@ class PlannedSource : public SegmentSource {
   bool missed_ = false;
   std::uint64_t iteration_fallbacks_ = 0;
   std::uint64_t iteration_lasting_ = 0;  // requests the plan keeps out of the arena
+  // The iteration's plan was declined (its key's, or at its arena's reservation): what
+  // no plan serves counts as declined, not learning.
+  bool declined_iteration_ = false;
+  // Requests counted as learning, this iteration: declined once its end shows that it
+  // repeats a declined unkeyed plan.
+  std::uint64_t iteration_learning_ = 0;
+  std::uint64_t iteration_learning_bytes_ = 0;
   // Fallbacks the plan did not foresee: another size, or its range not free.
   std::uint64_t iteration_misses_ = 0;
   std::uint64_t iteration_miss_bytes_ = 0;  // of the misses

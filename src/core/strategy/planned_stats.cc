@@ -5,7 +5,7 @@
 namespace npumem {
 
 double PlannedStats::hit_share() const {
-  const std::uint64_t requests = hits + fallbacks + learning + lasting + deferred;
+  const std::uint64_t requests = hits + fallbacks + learning + declined + lasting + deferred;
   return requests == 0 ? 0.0 : static_cast<double>(hits) / static_cast<double>(requests);
 }
 
@@ -34,6 +34,8 @@ std::map<std::string, std::int64_t> PlannedStats::as_map() const {
       {"planned.fallback_bytes", value(fallback_bytes)},
       {"planned.learning", value(learning)},
       {"planned.learning_bytes", value(learning_bytes)},
+      {"planned.declined", value(declined)},
+      {"planned.declined_bytes", value(declined_bytes)},
       {"planned.iterations_not_learned", value(iterations_not_learned)},
       {"planned.lasting", value(lasting)},
       {"planned.lasting_bytes", value(lasting_bytes)},

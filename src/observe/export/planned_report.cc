@@ -11,7 +11,13 @@ namespace {
 
 std::string learned_line(const PlannedStats& p) {
   std::string text = format_count(p.plans_learned) + " (" + format_count(p.plans.size()) +
-                     " kept), arena " + format_bytes(p.arena_bytes);
+                     " kept), arena " + format_bytes(p.arena_bytes) + " now";
+  // The arena is sized for the plan serving now; the largest kept plan's may be more.
+  std::uint64_t largest = 0;
+  for (const PlanInfo& plan : p.plans) {
+    if (!plan.declined) largest = std::max(largest, plan.arena_bytes);
+  }
+  if (largest > p.arena_bytes) text += " (the largest plan's " + format_bytes(largest) + ")";
   if (p.iterations_not_learned != 0) {
     text += "; " + format_count(p.iterations_not_learned, "iteration") +
             " not learned (new shapes after learned ones went unserved)";
@@ -25,6 +31,8 @@ std::string requests_line(const PlannedStats& p) {
   return format_count(p.hits) + " hits (" + format_bytes(p.hit_bytes) + "; " + share +
          " of the requests), " + format_count(p.fallbacks) + " fallbacks (" +
          format_bytes(p.fallback_bytes) + "), " + format_count(p.learning) + " while learning, " +
+         (p.declined == 0 ? "" : format_count(p.declined) + " in iterations of declined plans (" +
+                                     format_bytes(p.declined_bytes) + "), ") +
          format_count(p.lasting) + " kept out of the arena (they outlive the iteration), " +
          format_count(p.deferred) + " before a new arena (" + format_bytes(p.deferred_bytes) + ")";
 }
@@ -74,7 +82,7 @@ std::string plan_line(const PlanInfo& plan) {
   if (plan.declined) {
     text +=
         ", declined: its arena beside what the fallback held would pass the fallback's "
-        "reserved peak of " +
+        "reserved peak in the iteration it was learned from, " +
         format_bytes(plan.fallback_peak_reserved_bytes);
   }
   return text;

@@ -421,6 +421,9 @@ TEST(Planned, DeclinesAKeyedShapeWhosePlansKeepMissing) {
   EXPECT_TRUE(stats.plans[0].declined);
   EXPECT_LE(stats.plans_learned, 4u) << "no planner run once the shape is declined";
   EXPECT_EQ(stats.hits, 0u);
+  EXPECT_EQ(stats.learning, 4u) << "the first iteration";
+  EXPECT_EQ(stats.learning + stats.fallbacks + stats.declined, 10u * 4u);
+  EXPECT_GE(stats.declined, 4u * 4u) << "the iterations of the key once it was declined";
   testing::expect_consistent(allocator, {});
 }
 
@@ -1004,6 +1007,9 @@ TEST(Planned, LaysOutWithTheGivenPlannerAndDeclinesAPlanWorseThanTheFallback) {
     allocator.mark_iteration();
     run_chain(allocator, kChainA);
   }
+  // Unkeyed, an iteration's requests count as learning until its end shows that it
+  // repeats the declined plan.
+  allocator.mark_iteration();
   EXPECT_EQ(planner->calls, 1);
   const PlannedStats stats = allocator.planned_stats();
   ASSERT_EQ(stats.plans.size(), 1u);
@@ -1012,7 +1018,9 @@ TEST(Planned, LaysOutWithTheGivenPlannerAndDeclinesAPlanWorseThanTheFallback) {
   EXPECT_TRUE(stats.plans[0].declined);
   EXPECT_EQ(stats.arena_bytes, 0u);
   EXPECT_EQ(stats.hits, 0u);
-  EXPECT_EQ(stats.learning, 4u * 4u);
+  EXPECT_EQ(stats.learning, 4u) << "the first iteration";
+  EXPECT_EQ(stats.declined, 3u * 4u) << "the iterations after it, of the declined plan";
+  EXPECT_EQ(stats.declined_bytes, 3 * (kChainA[0] + kChainA[1] + kChainA[2] + kChainA[3]));
   EXPECT_EQ(allocator.stats().reserved_bytes.all.peak, static_cast<std::int64_t>(10 * MiB));
   EXPECT_EQ(stats.first_served_iteration, 0u) << "no plan served";
 }

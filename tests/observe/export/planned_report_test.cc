@@ -38,11 +38,26 @@ PlannedStats served_stats() {
   return stats;
 }
 
+// The arena is the serving plan's; a larger kept plan's (not a declined one's) is named
+// beside it. Requests in iterations of declined plans are counted apart from learning.
+TEST(PlannedReport, NamesTheLargestArenaAndTheRequestsOfDeclinedPlans) {
+  PlannedStats stats = served_stats();
+  stats.arena_bytes = 0;
+  stats.plans[1].arena_bytes = 40 * MiB;
+  stats.declined = 5;
+  stats.declined_bytes = 5 * MiB;
+  const std::vector<ReportLine> lines = planned_report_lines(stats, "`i` lines");
+  EXPECT_EQ(lines[0].value, "2 (2 kept), arena 0 B now (the largest plan's 10.0 MiB)");
+  EXPECT_NE(lines[1].value.find("8 while learning, 5 in iterations of declined plans (5.00 MiB), "),
+            std::string::npos)
+      << lines[1].value;
+}
+
 TEST(PlannedReport, NamesEachFigureAndEachPlan) {
   const std::vector<ReportLine> lines = planned_report_lines(served_stats(), "`i` lines");
   ASSERT_EQ(lines.size(), 5u);
   EXPECT_EQ(lines[0].name, "plans learned");
-  EXPECT_EQ(lines[0].value, "2 (2 kept), arena 10.0 MiB");
+  EXPECT_EQ(lines[0].value, "2 (2 kept), arena 10.0 MiB now");
   EXPECT_EQ(lines[1].value.substr(0, 57),
             "1,234 hits (3.00 GiB; 80.0% of the requests), 300 fallbac");
   EXPECT_EQ(lines[2].name, "steady overhead");
@@ -54,7 +69,8 @@ TEST(PlannedReport, NamesEachFigureAndEachPlan) {
             "10.0 MiB, lower bound 9.00 MiB, served 3 iterations");
   EXPECT_EQ(lines[4].name, "plan 1");
   EXPECT_NE(lines[4].value.find("declined: its arena beside what the fallback held would pass "
-                                "the fallback's reserved peak of 6.00 MiB"),
+                                "the fallback's reserved peak in the iteration it was learned "
+                                "from, 6.00 MiB"),
             std::string::npos)
       << lines[4].value;
 }
