@@ -31,8 +31,9 @@ std::string requests_line(const PlannedStats& p) {
   return format_count(p.hits) + " hits (" + format_bytes(p.hit_bytes) + "; " + share +
          " of the requests), " + format_count(p.fallbacks) + " fallbacks (" +
          format_bytes(p.fallback_bytes) + "), " + format_count(p.learning) + " while learning, " +
-         (p.declined == 0 ? "" : format_count(p.declined) + " in iterations of declined plans (" +
-                                     format_bytes(p.declined_bytes) + "), ") +
+         (p.declined == 0 ? ""
+                          : format_count(p.declined) + " in iterations of declined plans (" +
+                                format_bytes(p.declined_bytes) + "), ") +
          format_count(p.lasting) + " kept out of the arena (they outlive the iteration), " +
          format_count(p.deferred) + " before a new arena (" + format_bytes(p.deferred_bytes) + ")";
 }
