@@ -1040,6 +1040,13 @@ core::OomContext Allocator::Impl::oom_context(PoolState& pool, std::size_t bytes
   c.pinned_tier = pool.pinned_tier;
   c.pool_quota_bytes = pool.quota_bytes;
   c.pool_reserved_bytes = pool.reserved_bytes();
+  c.pool_allocated_bytes = static_cast<std::uint64_t>(pool.stats.allocated_bytes.all.current);
+  if (pools.size() > 1) {
+    for (const auto& each : pools) {
+      c.pools.push_back({each->name, each->quota_bytes, each->reserved_bytes(),
+                         static_cast<std::uint64_t>(each->stats.allocated_bytes.all.current)});
+    }
+  }
   c.quota_refused = refusal.quota;
   c.arena_exhausted = refusal.arena;
   c.strategy = std::string(strategy_name(config.strategy));

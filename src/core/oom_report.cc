@@ -1,6 +1,8 @@
 #include "core/oom_report.h"
 
+#include <algorithm>
 #include <cstdio>
+#include <span>
 #include <sstream>
 
 #include "npumem/units.h"
@@ -8,6 +10,9 @@
 namespace npumem::core {
 
 namespace {
+
+// Pools listed in the text; more are counted.
+constexpr std::size_t kPoolLines = 16;
 
 std::string percent(double fraction) {
   char text[16];
@@ -21,9 +26,106 @@ bool fits(std::uint64_t held, std::uint64_t more, std::uint64_t limit) {
   return more <= limit && held <= limit - more;
 }
 
+// "hbm limit 100 MiB (of 1.00 GiB)": what a tier may hold, and its capacity when more.
+std::string limit_text(Tier tier, const TierMemory& t) {
+  std::string text = std::string(tier_name(tier)) + " limit " + format_bytes(t.limit_bytes);
+  if (t.limit_bytes < t.capacity_bytes) text += " (of " + format_bytes(t.capacity_bytes) + ")";
+  return text;
+}
+
+// When the request alone is more than any tier it may use may hold, the advice that says
+// so (no freeing helps); else empty.
+std::string alone_advice(const OomContext& c) {
+  const std::string request = "the request alone (" + format_bytes(c.rounded_bytes) + ")";
+  if (c.pinned_tier) {
+    const TierMemory& t = c.tiers[static_cast<int>(*c.pinned_tier)];
+    if (t.present && c.rounded_bytes <= t.limit_bytes) return {};
+    return "Advice: " + request + " is more than pool '" + c.pool + "', pinned to " +
+           std::string(tier_name(*c.pinned_tier)) + ", may hold there (" +
+           (t.present ? limit_text(*c.pinned_tier, t) : "absent") +
+           "); split the tensor, or allocate it from a pool not pinned there.";
+  }
+  std::string limits;
+  bool raisable = false;
+  for (Tier tier : kAllTiers) {
+    const TierMemory& t = c.tiers[static_cast<int>(tier)];
+    if (!t.present) continue;
+    if (c.rounded_bytes <= t.limit_bytes) return {};
+    limits += (limits.empty() ? "" : ", ") + limit_text(tier, t);
+    raisable = raisable || c.rounded_bytes <= t.capacity_bytes;
+  }
+  return "Advice: " + request + " is more than any tier may hold (" + limits + "); " +
+         (raisable ? "raise the limit (hbm:/ddr: in the config, or the memory fraction) or split "
+                     "the tensor."
+                   : "split the tensor, or use a device with more memory.");
+}
+
+std::string quota_advice(const OomContext& c) {
+  if (c.rounded_bytes > c.pool_quota_bytes) {
+    return "Advice: the request alone (" + format_bytes(c.rounded_bytes) +
+           ") is more than the quota of pool '" + c.pool + "' (" +
+           format_bytes(c.pool_quota_bytes) + "); raise the quota above it.";
+  }
+  std::string text = "Advice: the quota of pool '" + c.pool + "' stops its growth: it reserves " +
+                     format_bytes(c.pool_reserved_bytes) + " of " +
+                     format_bytes(c.pool_quota_bytes) + " (" +
+                     format_bytes(c.pool_allocated_bytes) +
+                     " allocated; a quota counts reserved bytes, whole segments)";
+  const std::uint64_t cached = c.pool_reserved_bytes - c.pool_allocated_bytes;
+  if (cached != 0 && c.strategy == "caching") {
+    text += ", and " + format_bytes(cached) +
+            " of it is free in segments that live tensors keep (expandable_segments:true "
+            "packs tighter)";
+  }
+  return text + "; raise the quota of pool '" + c.pool + "' or free its tensors.";
+}
+
+// What the other pools reserve, and the one that reserves most.
+struct OthersHolding {
+  std::uint64_t reserved_bytes = 0;
+  const PoolMemory* most = nullptr;
+};
+
+OthersHolding others_holding(const OomContext& c) {
+  OthersHolding others;
+  for (const PoolMemory& pool : c.pools) {
+    if (pool.name == c.pool) continue;
+    others.reserved_bytes += pool.reserved_bytes;
+    if (others.most == nullptr || pool.reserved_bytes > others.most->reserved_bytes) {
+      others.most = &pool;
+    }
+  }
+  return others;
+}
+
+std::string others_text(const OthersHolding& others) {
+  return "other pools reserve " + format_bytes(others.reserved_bytes) + " (most: '" +
+         others.most->name + "', " + format_bytes(others.most->reserved_bytes) + ")";
+}
+
+// Every pool has a quota and together they pass what the tiers may hold: serving all
+// models at their quotas at once cannot fit. Empty otherwise.
+std::string overcommit_text(const OomContext& c) {
+  std::uint64_t quotas = 0;
+  for (const PoolMemory& pool : c.pools) {
+    if (pool.quota_bytes == 0) return {};
+    quotas += pool.quota_bytes;
+  }
+  std::uint64_t limits = 0;
+  for (const TierMemory& t : c.tiers) {
+    if (t.present) limits += t.limit_bytes;
+  }
+  if (quotas <= limits) return {};
+  return "; the pools' quotas add up to " + format_bytes(quotas) + ", more than the tiers may " +
+         "hold (" + format_bytes(limits) + ")";
+}
+
 std::string advice(const OomContext& c) {
   const TierMemory& hbm = c.tiers[static_cast<int>(Tier::hbm)];
   const TierMemory& ddr = c.tiers[static_cast<int>(Tier::ddr)];
+  if (!c.arena_exhausted) {
+    if (std::string alone = alone_advice(c); !alone.empty()) return alone;
+  }
   if (c.arena_exhausted) {
     // A named pool's arena is its quota; the default pool's is static_size.
     if (c.pool_quota_bytes != 0) {
@@ -34,13 +136,14 @@ std::string advice(const OomContext& c) {
     return "Advice: the static arena is full; raise static_size (npumem replay --advise "
            "measures it) or allow static_fallback:true.";
   }
-  if (c.quota_refused) {
-    return "Advice: the pool's quota is spent; raise the quota of pool '" + c.pool +
-           "' or free its tensors.";
-  }
+  if (c.quota_refused && c.pool_quota_bytes != 0) return quota_advice(c);
+  const OthersHolding others = others_holding(c);
   if (c.pinned_tier) {
+    const TierMemory& t = c.tiers[static_cast<int>(*c.pinned_tier)];
     return "Advice: pool '" + c.pool + "' is pinned to " + std::string(tier_name(*c.pinned_tier)) +
-           ", which is full; free its tensors or raise the tier's limit (hbm/ddr).";
+           ", where " + format_bytes(t.reserved_bytes) + " of its " + format_bytes(t.limit_bytes) +
+           " limit is reserved" + (others.reserved_bytes == 0 ? "" : "; " + others_text(others)) +
+           "; free tensors there or raise the tier's limit (hbm:/ddr:).";
   }
   for (const TierMemory* tier : {&hbm, &ddr}) {
     if (tier->present && tier->free_cached_bytes >= c.rounded_bytes &&
@@ -95,6 +198,11 @@ std::string advice(const OomContext& c) {
       ddr.reserved_bytes < ddr.limit_bytes - c.rounded_bytes) {
     return "Advice: DDR has room; allow spilling with spill_to_ddr:true.";
   }
+  if (others.reserved_bytes != 0) {
+    return "Advice: the live tensors of all pools need more than the device holds: " +
+           others_text(others) + overcommit_text(c) +
+           "; free their tensors or lower their quotas, or reduce this model's batch size.";
+  }
   return "Advice: the live tensors need more than the device holds; reduce the batch size, "
          "shard the model (npumem plan shard) or recompute activations (npumem plan recompute).";
 }
@@ -137,6 +245,19 @@ std::string explain_out_of_memory(const OomContext& c) {
                     format_bytes(t.largest_free_bytes).c_str(), percent(t.fragmentation).c_str());
     }
     out << line;
+  }
+  if (!c.pools.empty()) {
+    std::snprintf(line, sizeof line, "  %-20s %12s %12s %12s\n", "pool", "quota", "reserved",
+                  "allocated");
+    out << line;
+    for (const PoolMemory& pool : std::span(c.pools).first(std::min(c.pools.size(), kPoolLines))) {
+      std::snprintf(line, sizeof line, "  %-20s %12s %12s %12s\n", pool.name.c_str(),
+                    pool.quota_bytes == 0 ? "none" : format_bytes(pool.quota_bytes).c_str(),
+                    format_bytes(pool.reserved_bytes).c_str(),
+                    format_bytes(pool.allocated_bytes).c_str());
+      out << line;
+    }
+    if (c.pools.size() > kPoolLines) out << "  and " << c.pools.size() - kPoolLines << " more\n";
   }
   if (c.memory_fraction < 1.0) {
     char fraction[32];

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "npumem/device.h"
 
@@ -22,6 +23,14 @@ struct TierMemory {
   double fragmentation = 0;
 };
 
+// A pool beside the one that failed, for multi-model serving: who holds the memory.
+struct PoolMemory {
+  std::string name;
+  std::uint64_t quota_bytes = 0;  // 0: none
+  std::uint64_t reserved_bytes = 0;
+  std::uint64_t allocated_bytes = 0;
+};
+
 struct OomContext {
   std::uint64_t requested_bytes = 0;
   std::uint64_t rounded_bytes = 0;
@@ -30,6 +39,7 @@ struct OomContext {
   std::optional<Tier> pinned_tier;  // the pool allocates from this tier only
   std::uint64_t pool_quota_bytes = 0;
   std::uint64_t pool_reserved_bytes = 0;
+  std::uint64_t pool_allocated_bytes = 0;
   bool quota_refused = false;    // the pool's quota, not the device, stopped the growth
   bool arena_exhausted = false;  // the static arena is full and fallback is off
   std::string strategy;
@@ -37,6 +47,8 @@ struct OomContext {
   double memory_fraction = 1.0;  // of HBM's capacity (set_memory_fraction)
   std::array<TierMemory, kTierCount> tiers;
   std::string device_error;  // the driver's word on its last refusal (Device::last_error)
+  // Every pool, the failing one too, when there is more than one; else empty.
+  std::vector<PoolMemory> pools;
 };
 
 std::string explain_out_of_memory(const OomContext& context);

@@ -1,0 +1,128 @@
+// The out-of-memory text's advice: it names the cause a user can act on (a request
+// larger than anything may hold, a quota, another model's pool), not a generic one.
+#include "core/oom_report.h"
+
+#include <gtest/gtest.h>
+
+#include "npumem/units.h"
+
+namespace npumem::core {
+namespace {
+
+OomContext context_of(std::uint64_t rounded, std::uint64_t hbm_limit, std::uint64_t ddr_limit) {
+  OomContext c;
+  c.requested_bytes = c.rounded_bytes = rounded;
+  c.pool = "default";
+  c.strategy = "caching";
+  TierMemory& hbm = c.tiers[static_cast<int>(Tier::hbm)];
+  hbm.present = true;
+  hbm.capacity_bytes = hbm.limit_bytes = hbm_limit;
+  TierMemory& ddr = c.tiers[static_cast<int>(Tier::ddr)];
+  ddr.present = ddr_limit != 0;
+  ddr.capacity_bytes = ddr.limit_bytes = ddr_limit;
+  return c;
+}
+
+std::string advice_of(const OomContext& c) {
+  const std::string text = explain_out_of_memory(c);
+  return text.substr(text.find("Advice:"));
+}
+
+TEST(OomReport, ARequestLargerThanEveryTierSaysSoAloneAndNotThatTensorsLive) {
+  const OomContext c = context_of(4 * GiB, 1 * GiB, 2 * GiB);
+  EXPECT_EQ(advice_of(c),
+            "Advice: the request alone (4.00 GiB) is more than any tier may hold (hbm limit "
+            "1.00 GiB, ddr limit 2.00 GiB); split the tensor, or use a device with more memory.");
+}
+
+TEST(OomReport, ALimitBelowTheCapacityIsTheOneToRaise) {
+  OomContext c = context_of(300 * MiB, 1 * GiB, 0);
+  c.tiers[static_cast<int>(Tier::hbm)].limit_bytes = 100 * MiB;
+  EXPECT_EQ(advice_of(c),
+            "Advice: the request alone (300 MiB) is more than any tier may hold (hbm limit "
+            "100 MiB (of 1.00 GiB)); raise the limit (hbm:/ddr: in the config, or the memory "
+            "fraction) or split the tensor.");
+}
+
+TEST(OomReport, ARequestLargerThanItsPinnedTierSaysSo) {
+  OomContext c = context_of(300 * MiB, 1 * GiB, 256 * MiB);
+  c.pool = "weights";
+  c.pinned_tier = Tier::ddr;
+  EXPECT_NE(advice_of(c).find("the request alone (300 MiB) is more than pool 'weights', pinned "
+                              "to ddr, may hold there (ddr limit 256 MiB)"),
+            std::string::npos)
+      << advice_of(c);
+}
+
+TEST(OomReport, ARequestLargerThanTheQuotaSaysSoAndNotThatTheQuotaIsSpent) {
+  OomContext c = context_of(301 * MiB, 1 * GiB, 0);
+  c.pool = "c";
+  c.pool_quota_bytes = 300 * MiB;
+  c.quota_refused = true;
+  EXPECT_EQ(advice_of(c),
+            "Advice: the request alone (301 MiB) is more than the quota of pool 'c' (300 MiB); "
+            "raise the quota above it.");
+}
+
+TEST(OomReport, AQuotaThatStopsGrowthShowsWhatThePoolReservesAndKeepsFree) {
+  OomContext c = context_of(12 * MiB, 1 * GiB, 0);
+  c.pool = "m";
+  c.pool_quota_bytes = 20 * MiB;
+  c.pool_reserved_bytes = 16 * MiB;
+  c.pool_allocated_bytes = 8 * MiB;
+  c.quota_refused = true;
+  const std::string advice = advice_of(c);
+  EXPECT_NE(advice.find("the quota of pool 'm' stops its growth: it reserves 16.0 MiB of 20.0 MiB "
+                        "(8.00 MiB allocated; a quota counts reserved bytes, whole segments)"),
+            std::string::npos)
+      << advice;
+  EXPECT_NE(advice.find("8.00 MiB of it is free in segments that live tensors keep"),
+            std::string::npos)
+      << advice;
+}
+
+// Multi-model serving: the pool that failed holds nothing; another model's holds the
+// device. The text lists the pools and the advice names the one that holds most, and
+// quotas that together pass what the device may hold.
+TEST(OomReport, AnotherModelsPoolHoldingTheDeviceIsNamed) {
+  OomContext c = context_of(30 * MiB, 100 * MiB, 0);
+  TierMemory& hbm = c.tiers[static_cast<int>(Tier::hbm)];
+  hbm.reserved_bytes = hbm.allocated_bytes = 90 * MiB;
+  c.pool = "model_b";
+  c.pool_quota_bytes = 50 * MiB;
+  c.pools = {{"model_a", 200 * MiB, 90 * MiB, 90 * MiB}, {"model_b", 50 * MiB, 0, 0}};
+  const std::string text = explain_out_of_memory(c);
+  EXPECT_NE(text.find("  model_a                   200 MiB     90.0 MiB     90.0 MiB\n"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(advice_of(c),
+            "Advice: the live tensors of all pools need more than the device holds: other pools "
+            "reserve 90.0 MiB (most: 'model_a', 90.0 MiB); the pools' quotas add up to 250 MiB, "
+            "more than the tiers may hold (100 MiB); free their tensors or lower their quotas, "
+            "or reduce this model's batch size.");
+  c.pools.push_back({"default", 0, 0, 0});
+  EXPECT_EQ(advice_of(c).find("quotas add up"), std::string::npos)
+      << "a pool without a quota may take anything: no sum of quotas to compare";
+}
+
+TEST(OomReport, APinnedPoolSaysWhatItsTierHoldsAndWho) {
+  OomContext c = context_of(30 * MiB, 100 * MiB, 1 * GiB);
+  TierMemory& hbm = c.tiers[static_cast<int>(Tier::hbm)];
+  hbm.reserved_bytes = hbm.allocated_bytes = 90 * MiB;
+  c.pool = "h";
+  c.pinned_tier = Tier::hbm;
+  c.pools = {{"a", 150 * MiB, 150 * MiB, 150 * MiB}, {"h", 0, 0, 0}};
+  EXPECT_EQ(advice_of(c),
+            "Advice: pool 'h' is pinned to hbm, where 90.0 MiB of its 100 MiB limit is "
+            "reserved; other pools reserve 150 MiB (most: 'a', 150 MiB); free tensors there or "
+            "raise the tier's limit (hbm:/ddr:).");
+}
+
+TEST(OomReport, ManyPoolsAreCountedPastTheListed) {
+  OomContext c = context_of(30 * MiB, 100 * MiB, 0);
+  for (int i = 0; i < 20; ++i) c.pools.push_back({"p" + std::to_string(i), 0, 0, 0});
+  EXPECT_NE(explain_out_of_memory(c).find("  and 4 more\n"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace npumem::core
