@@ -76,6 +76,7 @@ class ShardedModel:
         placed = _served_devices(devices)
         self.device = placed[0]  # measures the model
         budget = to_bytes(hbm_budget)
+        _check_budget_fits(budget, placed)
         layers = chain_layers(model)
         was_training = model.training
         model.eval()  # measuring must not move batch-norm statistics
@@ -93,6 +94,7 @@ class ShardedModel:
         # times stay the weights').
         self.trains = was_training
         self._warned_untrained = False
+        self._warned_over_budget = False
         planned_json = self.model_json
         if was_training:
             planned_json = dict(self.model_json, layers=[
@@ -156,6 +158,9 @@ class ShardedModel:
         """Runs every shard; returns the output and, when asked, each shard's input and
         random-number state (for the backward pass)."""
         kept: list[tuple[torch.Tensor, torch.Tensor]] = []
+        # The runs' HBM: above what each device held when the run began.
+        held = {d.index: d.stats()["allocated_bytes.hbm.current"]
+                for d in _distinct_devices(self.shards)}
         loaded = self._fetch(0)
         try:
             for k, shard in enumerate(self.shards):
@@ -175,11 +180,14 @@ class ShardedModel:
                 loaded = None  # the shard's HBM copies go now
                 if following and upcoming is None:
                     upcoming = self._fetch(k + 1)
-                shard.measured_hbm_peak = shard.device.stats()["allocated_bytes.hbm.peak"]
+                shard.measured_hbm_peak = (
+                    shard.device.stats()["allocated_bytes.hbm.peak"] - held[shard.device.index]
+                )
                 loaded = upcoming
         finally:
             loaded = None
         self._model_timeline()
+        self._warn_over_budget("forward", "measured_hbm_peak")
         return x, kept
 
     def _backward(self, kept, grad_output: torch.Tensor, wants_input_grad: bool):
@@ -231,7 +239,29 @@ class ShardedModel:
             shard.measured_backward_hbm_peak = (
                 shard.device.stats()["allocated_bytes.hbm.peak"] - base
             )
+        self._warn_over_budget("backward", "measured_backward_hbm_peak")
         return grad, grads
+
+    def _warn_over_budget(self, run: str, figure: str) -> None:
+        """Warns, once per runner, when a shard's measured HBM passed the budget: an input
+        larger than the example, or a backward holding more than the plan counts."""
+        over = [(k, getattr(s, figure)) for k, s in enumerate(self.shards)
+                if getattr(s, figure) > self.hbm_budget_bytes]
+        if not over or self._warned_over_budget:
+            return
+        self._warned_over_budget = True
+        k, peak = max(over, key=lambda item: item[1])
+        warnings.warn(
+            f"npumem.torch.shard: the {run} of shard {k} allocated "
+            f"{_core.format_bytes(peak)} of HBM, past the budget of "
+            f"{_core.format_bytes(self.hbm_budget_bytes)} ({len(over)} of "
+            f"{len(self.shards)} shards passed it); the plan was made for the example "
+            "input's shape"
+            + (" and a training step's weight gradients; the backward's saved activations "
+               "may hold more" if run == "backward" else
+               ": a larger input needs a shard() with it as the example"),
+            RuntimeWarning, stacklevel=4,
+        )
 
     def _run(self, shard: _Shard, loaded: list[torch.Tensor], x: torch.Tensor) -> torch.Tensor:
         self._swap(shard, loaded)
@@ -329,7 +359,8 @@ class ShardedModel:
     def report(self) -> npumem.plan.Plan:
         """Per shard, the plan beside the last run: planned_peak_bytes and
         measured_hbm_peak_bytes (npumem's HBM allocated peak while the shard ran, its
-        prefetch included), measured_backward_hbm_peak_bytes (the HBM the last
+        prefetch included, above what the device held when the run began: tensors
+        held outside the run do not count), measured_backward_hbm_peak_bytes (the HBM the last
         backward through it allocated above what was allocated when it began; 0
         before one), planned and modelled load_ms, planned and
         measured compute_ms, planned and modelled stall_ms; totals, whether the plan
@@ -396,6 +427,7 @@ class ShardedModel:
                 f"{s.planned_stall_ms:8.3f} / {stall}"
             )
         backward = report.measured_backward_hbm_peak_bytes
+        over = max(report.measured_hbm_peak_bytes, backward) > report.hbm_budget_bytes
         lines.append(
             f"  total ms: planned {report.planned_total_ms:.3f}, modelled "
             f"{report.modelled_total_ms:.3f}; HBM peak "
@@ -403,6 +435,7 @@ class ShardedModel:
             + (f", backward {_core.format_bytes(backward)}" if backward else "")
             + (" (planned for training: with the weights' gradients)"
                if report.planned_for_training else "")
+            + (", OVER the budget" if over else "")
         )
         return "\n".join(lines) + "\n"
 
@@ -421,6 +454,12 @@ class _ShardedForward(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad_output: torch.Tensor):
+        if ctx.kept is None:
+            raise _core.Error(
+                "npumem.torch.shard: a sharded run's backward goes once (the shards' inputs "
+                "it keeps are freed by it), so retain_graph=True cannot back-propagate it "
+                "again; run the sharded model forward again for another backward"
+            )
         grad_input, grads = ctx.runner._backward(ctx.kept, grad_output, ctx.wants_input_grad)
         ctx.kept = None
         param_grads = [grads.pop(id(p), None) for p in ctx.params]
@@ -438,6 +477,17 @@ def _distinct(tensors) -> list[torch.Tensor]:
     for tensor in tensors:
         seen.setdefault(id(tensor), tensor)
     return list(seen.values())
+
+
+def _check_budget_fits(budget: int, devices: list[Any]) -> None:
+    for device in devices:
+        capacity = device.tier_info("hbm")["capacity_bytes"]
+        if budget > capacity:
+            raise _core.ConfigError(
+                f"npumem.torch.shard: hbm_budget {_core.format_bytes(budget)} is more than "
+                f"device {device.index}'s HBM ({_core.format_bytes(capacity)}); the plan "
+                "would put shards there that cannot fit"
+            )
 
 
 def _served_devices(devices: Sequence[int]) -> list[Any]:

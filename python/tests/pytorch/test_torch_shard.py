@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gc
 import unittest
+import warnings
 
 import torch
 
@@ -122,6 +123,42 @@ class ShardInferenceTest(unittest.TestCase):
             self.assertTrue(torch.equal(runner(x), twin(x)))
 
 
+class ShardBudgetTest(unittest.TestCase):
+    def setUp(self):
+        gc.collect()
+
+    def test_memory_held_outside_the_run_is_not_counted_in_its_peaks(self):
+        model = mlp(3).eval()
+        x = torch.randn(8, WIDTH)
+        held = torch.empty(24 * MiB // 4)  # in HBM beside the run: more than the budget
+        runner = npumem.torch.shard(model, hbm_budget=BUDGET, example_input=x)
+        with torch.no_grad():
+            runner(x)
+        self.assertLessEqual(runner.report().measured_hbm_peak_bytes, BUDGET)
+        self.assertGreater(runner.report().measured_hbm_peak_bytes, 0)
+        del held
+
+    def test_an_input_larger_than_the_example_warns_that_it_passed_the_budget(self):
+        model = mlp(4).eval()
+        runner = npumem.torch.shard(model, hbm_budget=BUDGET, example_input=torch.randn(8, WIDTH))
+        with torch.no_grad(), self.assertWarnsRegex(
+                RuntimeWarning, "allocated .* of HBM, past the budget of 16.0 MiB"):
+            runner(torch.randn(2048, WIDTH))
+        self.assertIn("OVER the budget", runner.report_text())
+        with torch.no_grad(), warnings.catch_warnings():
+            warnings.simplefilter("error")
+            runner(torch.randn(2048, WIDTH))  # once per runner
+
+    def test_a_second_backward_through_a_retained_graph_is_refused_clearly(self):
+        model = mlp(5)
+        x = torch.randn(8, WIDTH)
+        runner = npumem.torch.shard(model, hbm_budget=BUDGET, example_input=x)
+        loss = runner(x).sum()
+        loss.backward(retain_graph=True)
+        with self.assertRaisesRegex(npumem.Error, "backward goes once"):
+            loss.backward()
+
+
 class ShardErrorTest(unittest.TestCase):
     def tearDown(self):
         gc.collect()  # the errors' frames hold the models in reference cycles
@@ -157,6 +194,16 @@ class ShardErrorTest(unittest.TestCase):
             second(x)
             with self.assertRaisesRegex(npumem.Error, "sharded again"):
                 first(x)
+
+    def test_a_budget_past_the_devices_hbm_is_refused(self):
+        model = mlp(1)
+        x = torch.randn(8, WIDTH)
+        gc.collect()  # earlier tests' graphs
+        before = npumem.memory_allocated()
+        with self.assertRaisesRegex(npumem.ConfigError,
+                                    "hbm_budget 1.00 GiB is more than device 0's HBM .256 MiB"):
+            npumem.torch.shard(model, "1GiB", x)
+        self.assert_nothing_changed(model, before)
 
     def test_device_index_out_of_range(self):
         model = mlp(1)
