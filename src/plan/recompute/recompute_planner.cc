@@ -62,7 +62,8 @@ RecomputePlan plan_recompute(std::span<const Layer> layers, const RecomputeOptio
   std::optional<CheckpointChoice> choice =
       fastest_checkpoints(activation_bytes, compute, options.activation_budget_bytes);
   RecomputePlan plan = evaluate_checkpoints(layers, std::move(choice.value().keep), options.timing);
-  plan.proven_optimal = choice->exhaustive;
+  // Recomputing nothing cannot be beaten, however bounded the search was.
+  plan.proven_optimal = choice->exhaustive || plan.recompute_seconds == 0;
   return plan;
 }
 
