@@ -208,6 +208,24 @@ TEST(CmdPlanTest, ShardPlanAndItsBaseline) {
   EXPECT_EQ(run_npumem("plan shard " + model, dir).exit_code, cli::kExitBadInput);  // no --hbm
 }
 
+// A plan that cannot fit still answers a script on stdout under --json: fits false and
+// the exact bytes the leanest plan needs (stderr's message rounds them), exit 3.
+TEST(CmdPlanTest, NoFitUnderJsonAnswersWithTheBytesNeeded) {
+  TempDir dir;
+  cli::testing::write_text(dir.file("m.json"), kModel);
+  const std::string model = dir.file("m.json").string();
+  for (const std::string& command : {"plan shard " + model + " --hbm 100KiB --json",
+                                     "plan recompute " + model + " --budget 1000 --json"}) {
+    const auto result = run_npumem(command, dir);
+    EXPECT_EQ(result.exit_code, cli::kExitOutOfMemory) << command;
+    const nlohmann::json json = nlohmann::json::parse(result.out);
+    EXPECT_EQ(json["fits"], false) << command;
+    EXPECT_GT(json["needed_bytes"].get<std::uint64_t>(), 1000u) << command;
+    EXPECT_EQ(json["model"], model);
+    EXPECT_FALSE(result.err.empty());
+  }
+}
+
 TEST(CmdPlanTest, RecomputePlanAndBudgetTooSmall) {
   TempDir dir;
   cli::testing::write_text(dir.file("m.json"), kModel);

@@ -159,18 +159,40 @@ LayerPlanRequest layer_request(const LayerCommandOptions& options) {
   return request;
 }
 
+// Runs a layer plan; with --json, one that cannot fit still answers on stdout (fits
+// false, the bytes the leanest plan needs, the error) before the error goes to stderr.
+template <typename Plan>
+int run_layer_plan(const LayerCommandOptions& options, const char* budget_key, Plan plan) {
+  try {
+    plan();
+    return kExitOk;
+  } catch (const OutOfMemory& e) {
+    if (options.json) {
+      const nlohmann::json answer = {{"model", options.model_path},
+                                     {"fits", false},
+                                     {budget_key, parse_size(options.budget)},
+                                     {"needed_bytes", e.requested_bytes()},
+                                     {"error", e.what()}};
+      std::cout << json_text(answer) << "\n";
+    }
+    throw;
+  }
+}
+
 int run_shard(const LayerCommandOptions& options) {
-  const auto run =
-      run_shard_plan(read_text(options.model_path), options.model_path, layer_request(options));
-  print(shard_report_json(run->report), shard_report_text(run->report), options.json);
-  return kExitOk;
+  return run_layer_plan(options, "hbm_budget_bytes", [&] {
+    const auto run =
+        run_shard_plan(read_text(options.model_path), options.model_path, layer_request(options));
+    print(shard_report_json(run->report), shard_report_text(run->report), options.json);
+  });
 }
 
 int run_recompute(const LayerCommandOptions& options) {
-  const auto run =
-      run_recompute_plan(read_text(options.model_path), options.model_path, layer_request(options));
-  print(recompute_report_json(run->report), recompute_report_text(run->report), options.json);
-  return kExitOk;
+  return run_layer_plan(options, "activation_budget_bytes", [&] {
+    const auto run = run_recompute_plan(read_text(options.model_path), options.model_path,
+                                        layer_request(options));
+    print(recompute_report_json(run->report), recompute_report_text(run->report), options.json);
+  });
 }
 
 void add_memory_command(CLI::App& plan_command, int& exit_code) {
