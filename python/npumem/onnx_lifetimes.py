@@ -236,7 +236,7 @@ def _tensor_bytes(path: str, name: str, what: str, elem_type: int, shape: list) 
     return size
 
 
-def _inference_failure(error: Exception, dims: Mapping[str, int]) -> str:
+def _inference_failure(error: Exception) -> str:
     """What onnx's shape inference said, cut to the first node that failed: the nodes
     after it fail for want of its output's type, and onnx lists each of them."""
     text = _one_line(error)
@@ -249,14 +249,10 @@ def _inference_failure(error: Exception, dims: Mapping[str, int]) -> str:
         after = (len(nodes) - 1) // 3 - 1
         if after:
             problem += f"; {after} node{'s' if after != 1 else ''} after it failed too"
-    zeros = [key for key, size in dims.items() if size == 0]
-    if zeros:
-        problem += (f" (--dim {zeros[0]}=0 gave a dimension of 0, which operators such as "
-                    f"Reshape read as 'keep the input's size'; a size of 1 or more may infer)")
     return problem
 
 
-def _infer_shapes(onnx, path: str, model, dims: Mapping[str, int]):
+def _infer_shapes(onnx, path: str, model):
     """onnx's shape inference, then constant folding of what it found (npumem.onnx_folding),
     again until nothing more folds: a shape computed in the graph can depend on a tensor
     whose size the previous round found."""
@@ -275,9 +271,9 @@ def _infer_shapes(onnx, path: str, model, dims: Mapping[str, int]):
             model = onnx.shape_inference.infer_shapes(model, check_type=True, strict_mode=True,
                                                       data_prop=True)
         except Exception as error:  # InferenceError, ValidationError
-            raise OnnxModelError(f"{path}: {_inference_failure(error, dims)}") from error
-        static = {name: tuple(dims) for name, (_, dims) in _value_shapes(model.graph).items()
-                  if all(isinstance(size, int) for size in dims)}
+            raise OnnxModelError(f"{path}: {_inference_failure(error)}") from error
+        static = {name: tuple(shape) for name, (_, shape) in _value_shapes(model.graph).items()
+                  if all(isinstance(size, int) for size in shape)}
         if fold_constants(model.graph, static) == 0:
             return model
         # Inference keeps what it found before, unknown dims too: start afresh.
@@ -324,7 +320,11 @@ def read(path: str, dims: Optional[Mapping[str, int]] = None) -> OnnxLifetimes:
     dims = dict(dims or {})
     for key, size in dims.items():
         if isinstance(size, bool) or not isinstance(size, int) or size < 0:
-            raise OnnxModelError(f"--dim {key}: the size must be a non-negative integer")
+            raise OnnxModelError(f"--dim {key}: the size must be a positive integer")
+        if size == 0:
+            # Empty tensors plan to nothing (and Reshape reads a 0 as "keep the size").
+            raise OnnxModelError(f"--dim {key}=0: an input dimension of 0 leaves nothing to "
+                                 "plan; give the size the model runs with (1 or more)")
         if size > _MAX_DIM:
             raise OnnxModelError(
                 f"--dim {key}={size}: more than 2^63-1 (ONNX dimensions are 64-bit signed)"
@@ -333,7 +333,7 @@ def read(path: str, dims: Optional[Mapping[str, int]] = None) -> OnnxLifetimes:
     graph = model.graph
     _reject_subgraphs(onnx, path, graph)
     _set_input_dims(path, graph, {tensor.name for tensor in graph.initializer}, dims)
-    model = _infer_shapes(onnx, path, model, dims)
+    model = _infer_shapes(onnx, path, model)
     graph = model.graph
     shapes = _value_shapes(graph)
     initializers = {tensor.name: tensor for tensor in graph.initializer}
@@ -409,7 +409,7 @@ def _dim_argument(text: str) -> tuple[str, int]:
     key, sep, value = text.partition("=")
     if not sep or not key or not value.isdigit():
         raise OnnxModelError(
-            f"--dim {text!r}: expected NAME=SIZE or INPUT:AXIS=SIZE (a non-negative integer)"
+            f"--dim {text!r}: expected NAME=SIZE or INPUT:AXIS=SIZE (a positive integer)"
         )
     return key, int(value)
 
