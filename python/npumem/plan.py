@@ -52,6 +52,8 @@ def _wrap(value: Any) -> Any:
 
 def _text_and_source(source: Any, what: str) -> tuple[str, str]:
     """The input's text and the name errors give it."""
+    if isinstance(source, (str, os.PathLike)) and os.path.isdir(source):
+        raise IsADirectoryError(f"{os.fspath(source)!r} is a directory, not a {what} file")
     if isinstance(source, os.PathLike) or (
         isinstance(source, str) and os.path.isfile(source)
     ):
@@ -64,10 +66,10 @@ def _text_and_source(source: Any, what: str) -> tuple[str, str]:
         if source and not source.lstrip().startswith(("{", "#")) and len(source.split()) == 1:
             raise FileNotFoundError(
                 f"no file {source!r} (a str is a path when such a file exists, else the "
-                f"{what}'s text)"
+                f"text of the {what})"
             )
         return source, f"<{what}>"
-    raise TypeError(f"expected a path or the {what}'s text, not {type(source).__name__}")
+    raise TypeError(f"expected a path or the text of the {what}, not {type(source).__name__}")
 
 
 def _model_text(model: Model) -> tuple[str, str]:
@@ -101,8 +103,10 @@ def memory(
     else:
         text = "".join(f"{int(b)} {int(first)} {int(last)}\n" for b, first, last in records)
         source = "<records>"
-    if time_limit < 0:
-        raise ValueError(f"time_limit {time_limit} is negative")
+    if isinstance(time_limit, bool) or not isinstance(time_limit, (int, float)) or not (
+        0 <= time_limit < float("inf")
+    ):
+        raise ValueError(f"time_limit is a number of seconds >= 0, not {time_limit!r}")
     return Plan(
         json.loads(
             _core.plan_memory(

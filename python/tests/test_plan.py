@@ -89,6 +89,15 @@ class PlanTest(unittest.TestCase):
             npumem.plan.recompute(MODEL, budget=1000)
         with self.assertRaisesRegex(npumem.ParseError, "<records>"):
             npumem.plan.memory("12 3\n")
+        # As `npumem plan memory` says of an empty records file.
+        for empty in ("", "# only a comment\n", []):
+            with self.assertRaisesRegex(npumem.Error, "<records>: no tensor"):
+                npumem.plan.memory(empty)
+        for bad in (float("nan"), -1.0, float("inf")):
+            with self.assertRaisesRegex(ValueError, "time_limit is a number of seconds"):
+                npumem.plan.memory([(10, 0, 1)], time_limit=bad)
+        with self.assertRaisesRegex(IsADirectoryError, "is a directory"):
+            npumem.plan.memory(os.path.dirname(os.path.abspath(__file__)))
 
     def test_a_misspelt_file_name_is_named_as_missing(self):
         # It was read as the records' (or model's) text: "expected 3 fields, found 1".

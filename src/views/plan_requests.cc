@@ -2,6 +2,8 @@
 
 #include <chrono>
 
+#include "npumem/errors.h"
+
 namespace npumem::cli {
 namespace {
 
@@ -17,8 +19,15 @@ plan::LayerTiming layer_timing(const LayerPlanRequest& request, const ModelFile&
 std::unique_ptr<MemoryPlanRun> run_memory_plan(std::string_view records, const std::string& source,
                                                const plan::MemoryPlanOptions& options,
                                                bool with_offsets) {
-  return run_memory_plan(plan::parse_lifetime_records(records, source), source, options,
-                         with_offsets);
+  std::vector<plan::TensorLifetime> tensors = plan::parse_lifetime_records(records, source);
+  check_some_tensor(tensors, source);
+  return run_memory_plan(std::move(tensors), source, options, with_offsets);
+}
+
+void check_some_tensor(std::span<const plan::TensorLifetime> tensors, const std::string& source) {
+  if (tensors.empty()) {
+    throw Error(source + ": no tensor (no line '<bytes> <first_op> <last_op>') to plan");
+  }
 }
 
 std::unique_ptr<MemoryPlanRun> run_memory_plan(std::vector<plan::TensorLifetime> tensors,

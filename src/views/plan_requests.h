@@ -3,6 +3,7 @@
 #pragma once
 
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -33,7 +34,11 @@ struct RecomputePlanRun {
   RecomputeReport report;
 };
 
-// records: lifetime records (plan::parse_lifetime_records); source names them in errors.
+// Records without a tensor are a mistake (an empty export, the wrong file), as an empty
+// trace is: Error naming the source.
+void check_some_tensor(std::span<const plan::TensorLifetime> tensors, const std::string& source);
+// records: lifetime records (plan::parse_lifetime_records); source names them in errors,
+// and none is refused (check_some_tensor).
 std::unique_ptr<MemoryPlanRun> run_memory_plan(std::string_view records, const std::string& source,
                                                const plan::MemoryPlanOptions& options,
                                                bool with_offsets);

@@ -102,10 +102,7 @@ MemoryInputs memory_inputs(const MemoryCommandOptions& options) {
     inputs.source = options.records_path;
     inputs.tensors = plan::parse_lifetime_records(read_text(options.records_path),
                                                   options.records_path, &inputs.lines);
-    if (inputs.tensors.empty()) {
-      throw Error(options.records_path +
-                  ": no tensor (no line '<bytes> <first_op> <last_op>') to plan");
-    }
+    check_some_tensor(inputs.tensors, options.records_path);
     return inputs;
   }
   inputs.source = options.trace_path;
