@@ -570,7 +570,9 @@ Block* Allocator::Impl::allocate_block(PoolState& pool, std::size_t size, PoolKi
     if (tier == Tier::ddr && configured_limit(Tier::hbm) != 0) {
       ++stats.num_spills;
       ++pool.stats.num_spills;
-      if (!observers.empty()) notify(EventKind::spill, block->address, size, size, tier, pool);
+      if (!observers.empty()) {
+        notify(EventKind::spill, block->address, size, size, tier, pool, core::current_tag_id());
+      }
     }
     return block;
   }
@@ -1075,7 +1077,9 @@ void Allocator::Impl::fail(PoolState& pool, std::size_t bytes, std::size_t size,
   fold_solo_counts();
   ++stats.num_ooms;
   ++pool.stats.num_ooms;
-  if (!observers.empty()) notify(EventKind::oom, 0, size, bytes, Tier::hbm, pool);
+  if (!observers.empty()) {
+    notify(EventKind::oom, 0, size, bytes, Tier::hbm, pool, core::current_tag_id());
+  }
   throw OutOfMemory(core::explain_out_of_memory(oom_context(pool, bytes, size, refusal)), bytes,
                     pool.name);
 }

@@ -77,9 +77,13 @@ TEST(HistoryRecorder, RecordsSpillsReclaimsAndOoms) {
     PoolScope scope(allocator, "other");
     allocator.deallocate(allocator.allocate(40 * MiB));  // stays cached in "other"
   }
-  void* held = allocator.allocate(30 * MiB);     // HBM is full: reclaims "other"'s cache
-  void* spilled = allocator.allocate(50 * MiB);  // no room in HBM: DDR
-  EXPECT_THROW(allocator.allocate(1024 * MiB), OutOfMemory);
+  void* held = allocator.allocate(30 * MiB);  // HBM is full: reclaims "other"'s cache
+  void* spilled = nullptr;
+  {
+    ScopedMemoryTag tag("decoder.3");        // spills and OOMs carry the tag, as allocations do
+    spilled = allocator.allocate(50 * MiB);  // no room in HBM: DDR
+    EXPECT_THROW(allocator.allocate(1024 * MiB), OutOfMemory);
+  }
   const auto entries = recorder->entries();
   const auto kinds = kinds_of(entries);
   for (const EventKind kind : {EventKind::reclaim, EventKind::spill, EventKind::oom}) {
@@ -87,6 +91,9 @@ TEST(HistoryRecorder, RecordsSpillsReclaimsAndOoms) {
   }
   EXPECT_EQ(entries.back().kind, EventKind::oom);
   EXPECT_EQ(entries.back().requested_bytes, 1024 * MiB);
+  EXPECT_EQ(entries.back().tag, "decoder.3");
+  const auto spill = std::find(kinds.begin(), kinds.end(), EventKind::spill) - kinds.begin();
+  EXPECT_EQ(entries[static_cast<std::size_t>(spill)].tag, "decoder.3");
   allocator.deallocate(held);
   allocator.deallocate(spilled);
 }
