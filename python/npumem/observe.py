@@ -203,16 +203,30 @@ class MemoryHistory:
         return html_timeline(self.device, self, title)
 
 
+def _device_and_recorder(device: DeviceLike, history: Optional[MemoryHistory]):
+    """The device and the history's recorder, which must be the device's own: another
+    device's events beside this one's segments would draw a timeline of neither."""
+    made = get_device(device)
+    if history is None:
+        return made, None
+    if history.device.index != made.index:
+        raise _core.ConfigError(
+            f"the history records device {history.device.index}, not device {made.index}; "
+            f"pass device={history.device.index} (or the history of device {made.index})"
+        )
+    return made, history._recorder
+
+
 def snapshot_json(device: DeviceLike = None, history: Optional[MemoryHistory] = None) -> str:
     """The device's stats, pools, segments and blocks (and history) as one JSON object,
     the format `npumem viz` reads (docs/OBSERVABILITY.md)."""
-    return _core.snapshot_json(get_device(device), history._recorder if history else None)
+    return _core.snapshot_json(*_device_and_recorder(device, history))
 
 
 def chrome_trace(device: DeviceLike = None, history: Optional[MemoryHistory] = None) -> str:
     """Chrome Trace Event JSON (Perfetto, chrome://tracing): allocated and reserved bytes
     per tier over the history, with OOMs, reclaims and spills as instant events."""
-    return _core.chrome_trace(get_device(device), history._recorder if history else None)
+    return _core.chrome_trace(*_device_and_recorder(device, history))
 
 
 def html_timeline(

@@ -153,6 +153,17 @@ class ExportTest(unittest.TestCase):
         self.assertIn("<html", page.lower())
         self.assertIn("spills", page)
 
+    def test_another_devices_history_is_refused(self):
+        recorded = fresh_device()
+        other = fresh_device()
+        history = npumem.MemoryHistory(recorded, max_entries=10)
+        for export in (npumem.snapshot_json, npumem.chrome_trace, npumem.html_timeline):
+            with self.assertRaisesRegex(npumem.ConfigError,
+                                        f"the history records device {recorded.index}, "
+                                        f"not device {other.index}"):
+                export(other, history)
+        history.stop()
+
     def test_snapshot_without_history(self):
         device = fresh_device()
         npumem.caching_allocator_alloc(100, device)
