@@ -190,7 +190,8 @@ TEST(ReplayCliTest, QuotaGivesATracesPoolItsQuota) {
       {"--quota decoder=1GiB", "--quota decoder: " + trace.path() + " has no pool of that name"},
       {"--quota default=1GiB", "the default pool has no quota"},
       {"--quota encoder", "expected NAME=SIZE"},
-      {"--quota encoder=lots", "lots"},
+      {"--quota encoder=lots", "--quota encoder: bad size 'lots'"},
+      {"--quota encoder=1GiB --quota encoder=2GiB", "--quota encoder: given twice"},
   };
   for (const auto& [option, message] : bad) {
     const auto run = run_npumem("replay " + trace.path() + " " + option);

@@ -66,7 +66,14 @@ std::map<std::string, std::uint64_t> parse_quotas(const std::vector<std::string>
           "--quota " + name + ": " + trace.source + " has no pool of that name" +
           (known.empty() ? " (no `p` line names one)" : " (its pools: " + known + ")"));
     }
-    quotas[name] = parse_size(text.substr(equals + 1));
+    if (quotas.contains(name)) {
+      throw ConfigError("--quota " + name + ": given twice");
+    }
+    try {
+      quotas[name] = parse_size(text.substr(equals + 1));
+    } catch (const ConfigError& error) {
+      throw ConfigError("--quota " + name + ": " + error.what());
+    }
   }
   return quotas;
 }
