@@ -89,7 +89,8 @@ struct Stats {
   Stat oversize_allocations;
   Stat oversize_segments;
 
-  std::int64_t num_alloc_retries = 0;  // allocations that needed a reclaim first
+  // Allocations that needed a reclaim first: its release made the room they took.
+  std::int64_t num_alloc_retries = 0;
   std::int64_t num_ooms = 0;
   std::int64_t num_device_alloc = 0;  // device segment/chunk creations
   std::int64_t num_device_free = 0;

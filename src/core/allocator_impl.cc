@@ -593,8 +593,7 @@ Block* Allocator::Impl::grow_and_take(PoolState& pool, Tier tier, std::size_t si
                                      ? reclaim(pool, tier, size)
                                      : reclaim_everywhere(pool, tier, size);
     if (released != 0) {
-      ++stats.num_alloc_retries;
-      ++pool.stats.num_alloc_retries;
+      count_alloc_retry(pool);
       grown = grow(pool, tier, kind, size);
     }
   }
@@ -658,6 +657,11 @@ bool Allocator::Impl::tier_could_hold(Tier tier, std::size_t bytes) {
   const auto allocated =
       static_cast<std::uint64_t>(stats.allocated_bytes.by_tier[index(tier)].current);
   return allocated + bytes <= tier_limit[index(tier)];
+}
+
+void Allocator::Impl::count_alloc_retry(PoolState& pool) {
+  ++stats.num_alloc_retries;
+  ++pool.stats.num_alloc_retries;
 }
 
 bool Allocator::Impl::would_raise_high_water(Tier tier, std::size_t bytes) const {

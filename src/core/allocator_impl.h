@@ -118,6 +118,8 @@ struct Allocator::Impl {
   // release_cached on the way to serving a request of `size` bytes (under pressure):
   // counted in num_reclaims and reported to observers when anything was released.
   std::size_t reclaim(core::PoolState& pool, Tier tier, std::size_t size);
+  // A reclaim made room the request needed (num_alloc_retries, as PyTorch counts them).
+  void count_alloc_retry(core::PoolState& pool);
   // Returns the front caches' kept blocks to their block pools (coalescing them).
   void flush_recycled() const;
   bool any_cached() const;

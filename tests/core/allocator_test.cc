@@ -153,6 +153,29 @@ TEST_P(AllocatorOn, EveryReleaseUnderPressureCountsAsAReclaim) {
   collecting.deallocate(d);
 }
 
+// PyTorch counts an allocation that had to free cached memory to fit within the device
+// in num_alloc_retries; npumem frees it before growing past the high water, so that
+// release counts as a retry when the growth would not have fit without it. A release
+// that only keeps the footprint low (room to spare) is a reclaim, not a retry.
+TEST_P(AllocatorOn, AReleaseThatMadeRoomForTheRequestCountsAsARetry) {
+  {
+    Allocator allocator(npu(100 * MiB, 0));
+    void* a = allocator.allocate(60 * MiB);
+    allocator.deallocate(a);  // 60 MiB cached, too small; 60 + 70 would pass 100
+    void* b = allocator.allocate(70 * MiB);
+    EXPECT_EQ(allocator.stats().num_reclaims, 1);
+    EXPECT_EQ(allocator.stats().num_alloc_retries, 1);
+    allocator.deallocate(b);
+  }
+  Allocator roomy(npu(1 * GiB, 0));
+  void* c = roomy.allocate(40 * MiB);
+  roomy.deallocate(c);
+  void* d = roomy.allocate(60 * MiB);
+  EXPECT_EQ(roomy.stats().num_reclaims, 1);
+  EXPECT_EQ(roomy.stats().num_alloc_retries, 0);
+  roomy.deallocate(d);
+}
+
 TEST_P(AllocatorOn, SpillingCanBeDisabled) {
   Config config;
   config.spill_to_ddr = false;

@@ -50,7 +50,12 @@ GrowResult CachingSource::grow(PoolState& pool, BlockPool& blocks, std::size_t s
   // Growing past the high-water mark raises the footprint for good: first give back
   // free cached segments, so the reserved peak follows the live peak.
   if (allocator_.would_raise_high_water(blocks.tier(), bytes)) {
-    allocator_.reclaim(pool, blocks.tier(), size);
+    // Past the limit or quota too, the growth would have failed without the release:
+    // PyTorch counts that release and retry in num_alloc_retries.
+    const bool needed = allocator_.admit(pool, blocks.tier(), bytes) != GrowResult::ok;
+    if (allocator_.reclaim(pool, blocks.tier(), size) != 0 && needed) {
+      allocator_.count_alloc_retry(pool);
+    }
   }
   const std::size_t smallest = round_up(size, allocator_.granularity(blocks.tier()));
   GrowResult result = add_segment(pool, blocks, bytes);
