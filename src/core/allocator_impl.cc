@@ -79,6 +79,7 @@ Allocator::Impl::Impl(std::shared_ptr<Device> dev, Config conf,
   if (config.strategy == Strategy::expandable && !device->supports_virtual_memory()) {
     fall_back_from_expandable();
   }
+  warn_of_idle_settings();
   switch (config.strategy) {
     case Strategy::caching:
       source = std::make_unique<core::CachingSource>(*this);
@@ -102,6 +103,27 @@ Allocator::Impl::Impl(std::shared_ptr<Device> dev, Config conf,
   } catch (...) {
     release_everything();
     throw;
+  }
+}
+
+void Allocator::Impl::warn_of_idle_settings() {
+  for (Tier tier : kAllTiers) {
+    const std::uint64_t limit = tier == Tier::hbm ? config.hbm_limit : config.ddr_limit;
+    const TierInfo info = device->tier_info(tier);
+    if (limit != 0 && info.present && limit > info.capacity_bytes) {
+      warnings.push_back(std::string(tier_name(tier)) + ":" + format_bytes(limit) +
+                         " is more than the " + (tier == Tier::hbm ? "HBM" : "DDR") +
+                         " of device " + device->name() + " (" + format_bytes(info.capacity_bytes) +
+                         "): the capacity is the limit");
+    }
+  }
+  // Under expandable, static_size is kept for expandable_fallback on devices without
+  // virtual memory: a config shared by several devices sets it.
+  if (config.static_size != 0 && config.strategy != Strategy::static_arena &&
+      config.strategy != Strategy::expandable) {
+    warnings.push_back("static_size:" + format_bytes(config.static_size) +
+                       " is set, but strategy:" + std::string(strategy_name(config.strategy)) +
+                       " makes no static arena: it is not used");
   }
 }
 

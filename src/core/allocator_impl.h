@@ -270,6 +270,8 @@ struct Allocator::Impl {
   [[noreturn]] void invalid_pointer(std::uintptr_t address, std::string_view operation) const;
   void release_everything();
   void fall_back_from_expandable();
+  // Warnings for settings that cannot act (a limit past the capacity, an unused static_size).
+  void warn_of_idle_settings();
   core::OomContext oom_context(core::PoolState& pool, std::size_t bytes, std::size_t size,
                                const Refusal& refusal) const;
 

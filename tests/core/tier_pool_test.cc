@@ -96,6 +96,28 @@ TEST(TierPool, ATierSmallerThanAGranuleIsNamedInAWarning) {
   EXPECT_TRUE(Allocator(backed_device(64 * MiB, 0)).warnings().empty());
 }
 
+// Settings that cannot act say so rather than being dropped without a word: a limit
+// above the tier's capacity (the capacity is the limit), a static_size under a strategy
+// that makes no static arena.
+TEST(TierPool, SettingsThatCannotActAreNamedInWarnings) {
+  Config limits;
+  limits.hbm_limit = 1 * GiB;
+  const Allocator capped(backed_device(64 * MiB, 0), limits);
+  ASSERT_EQ(capped.warnings().size(), 1u);
+  EXPECT_EQ(capped.warnings()[0],
+            "hbm:1.00 GiB is more than the HBM of device sim:0 (64.0 MiB): the capacity is the "
+            "limit");
+  Config unused;
+  unused.static_size = 8 * MiB;
+  const Allocator caching(backed_device(64 * MiB, 0), unused);
+  ASSERT_EQ(caching.warnings().size(), 1u);
+  EXPECT_EQ(caching.warnings()[0],
+            "static_size:8.00 MiB is set, but strategy:caching makes no static arena: it is not "
+            "used");
+  unused.strategy = Strategy::expandable;  // kept for expandable_fallback on other devices
+  EXPECT_TRUE(Allocator(backed_device(64 * MiB, 0), unused).warnings().empty());
+}
+
 TEST(TierCopy, MovesTheBytesAndAccountsModelledTimePerDirection) {
   Allocator allocator(backed_device());
   allocator.create_pool("weights", 0, Tier::ddr);
