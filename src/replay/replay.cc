@@ -164,7 +164,7 @@ class ReplayRun {
 };
 
 // The result of a replay whose allocator could not be made (a static arena the device
-// refused): nothing replayed, the figures of the trace and the device, the reason.
+// refused): nothing replayed, the trace's counts and the device's tiers, the reason.
 ReplayResult refused_at_start(const Trace& trace, const ReplayOptions& options,
                               const std::string& reason) {
   ReplayResult result;
@@ -173,7 +173,7 @@ ReplayResult refused_at_start(const Trace& trace, const ReplayOptions& options,
   result.strategy = options.config.strategy;
   result.events = trace.memory_events();
   result.allocations = trace.allocations;
-  result.peak_requested_bytes = peak_live_bytes(trace);
+  result.started = false;
   for (const Tier tier : kAllTiers) {
     const TierInfo info = device->tier_info(tier);
     result.tiers[static_cast<std::size_t>(tier)] = {.present = info.present,

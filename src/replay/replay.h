@@ -69,6 +69,9 @@ struct ReplayResult {
   // Where each iteration's latencies begin in allocation_latencies_ns (the k-th `i`).
   std::vector<std::size_t> iteration_latency_starts;
   std::optional<std::string> out_of_memory;  // the explanation, when it stopped
+  // False: the allocator could not be made (a static arena the device refused), so no
+  // event ran and every figure is 0.
+  bool started = true;
   std::vector<std::string> warnings;  // the allocator's (Allocator::warnings), e.g. a fallback
 
   bool completed() const { return !out_of_memory.has_value(); }

@@ -215,6 +215,25 @@ TEST(ReplayCliTest, StaticWithoutASizeReplaysInTheAdvisedArena) {
   EXPECT_NE(unsized.err.find("--advise finds one"), std::string::npos) << unsized.err;
 }
 
+// A static arena the device cannot hold stops the replay before its first event: the
+// report says so, and its figures are those of no event (not the whole trace's peak).
+TEST(ReplayCliTest, AStaticArenaTooLargeForTheDeviceSaysTheReplayCouldNotStart) {
+  const TempTrace trace(kThreeLarge);
+  const std::string command =
+      "replay " + trace.path() + " --device sim:hbm=64MiB,ddr=0 --conf static_size:128MiB";
+  const auto text = run_npumem(command + " --strategy static");
+  EXPECT_EQ(text.exit_code, 3);
+  EXPECT_NE(text.out.find("could not start, out of memory before the first event"),
+            std::string::npos)
+      << text.out;
+  EXPECT_NE(text.err.find("static arena of 128 MiB"), std::string::npos) << text.err;
+  const auto json = run_npumem(command + " --strategy static --json");
+  const auto parsed = nlohmann::json::parse(json.out);
+  EXPECT_EQ(parsed.at("started"), false);
+  EXPECT_EQ(parsed.at("events_replayed"), 0);
+  EXPECT_EQ(parsed.at("peak_requested_bytes"), 0);
+}
+
 // A static strategy left in the environment is not what the user asked of this command:
 // its error says where it came from.
 TEST(ReplayCliTest, AnUnsizedStaticStrategySaysWhereItWasSet) {

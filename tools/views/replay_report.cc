@@ -201,6 +201,7 @@ nlohmann::ordered_json replay_report_json(const ReplayReport& report) {
     json["static_advice"] = {{"failure", report.static_advice_failure}};
   }
   if (result.out_of_memory) json["out_of_memory"] = *result.out_of_memory;
+  if (!result.started) json["started"] = false;
   return json;
 }
 
@@ -209,7 +210,10 @@ std::string replay_report_text(const ReplayReport& report) {
   std::ostringstream out;
   out << "npumem replay " << report.trace_path << " on " << result.device_name << " ("
       << strategy_name(result.strategy) << ")"
-      << (result.completed() ? "" : ": stopped by out of memory") << "\n";
+      << (!result.started    ? ": could not start, out of memory before the first event"
+          : result.completed() ? ""
+                               : ": stopped by out of memory")
+      << "\n";
   add_line(out, "events",
            format_count(result.events_replayed) + " of " + format_count(result.events) +
                " (the trace's " + format_count(result.allocations, "allocation") + "; " +
