@@ -210,7 +210,7 @@ std::string replay_report_text(const ReplayReport& report) {
   std::ostringstream out;
   out << "npumem replay " << report.trace_path << " on " << result.device_name << " ("
       << strategy_name(result.strategy) << ")"
-      << (!result.started    ? ": could not start, out of memory before the first event"
+      << (!result.started      ? ": could not start, out of memory before the first event"
           : result.completed() ? ""
                                : ": stopped by out of memory")
       << "\n";
