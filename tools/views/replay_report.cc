@@ -250,10 +250,12 @@ std::string replay_report_text(const ReplayReport& report) {
                  std::to_string(advice.recommended_bytes));
     for (const PoolArenaAdvice& pool : advice.pools) {
       std::ostringstream advice_line;
+      // A static arena's size: other strategies reserve more (whole segments, cached
+      // blocks), so it is no quota for them.
       advice_line << "'" << pool.pool << "': " << format_bytes(pool.recommended_bytes)
-                  << " (arena needed " << format_bytes(pool.min_arena_bytes)
+                  << " under strategy:static (arena needed " << format_bytes(pool.min_arena_bytes)
                   << "; create_pool quota " << pool.recommended_bytes << ")";
-      add_line(out, "pool quota advice", advice_line.str());
+      add_line(out, "static pool quota", advice_line.str());
     }
   }
   if (!report.static_advice_failure.empty()) {
