@@ -453,6 +453,14 @@ TEST(NpumemCliTest, VersionHelpAndUnknownSubcommands) {
   const auto replay_help = run_npumem("help replay");
   EXPECT_EQ(replay_help.exit_code, 0);
   EXPECT_NE(replay_help.out.find("--advise"), std::string::npos) << replay_help.out;
+  const auto shard_help = run_npumem("help plan shard");
+  EXPECT_EQ(shard_help.exit_code, 0);
+  EXPECT_NE(shard_help.out.find("--hbm"), std::string::npos) << shard_help.out;
+  const auto bad_topic = run_npumem("help plan shrad");
+  EXPECT_EQ(bad_topic.exit_code, 2);
+  EXPECT_NE(bad_topic.err.find("no subcommand 'plan shrad' (subcommands: memory, "),
+            std::string::npos)
+      << bad_topic.err;
   const auto unknown = run_npumem("replya x.trace");
   EXPECT_EQ(unknown.exit_code, 2);
   EXPECT_NE(unknown.err.find("unknown subcommand 'replya'"), std::string::npos) << unknown.err;

@@ -24,17 +24,21 @@ int handle_help_or_unknown(const CLI::App& app, int argc, char** argv) {
   if (argc < 2 || argv[1][0] == '-') return -1;
   const std::string word = argv[1];
   if (word == "help") {
-    const CLI::App* topic = nullptr;
-    if (argc > 2) {
+    // `help plan shard`: each word a subcommand of the one before.
+    const CLI::App* topic = &app;
+    std::string path;
+    for (int i = 2; i < argc; ++i) {
+      const std::string name = argv[i];
+      path += (path.empty() ? "" : " ") + name;
       try {
-        topic = app.get_subcommand(argv[2]);
+        topic = topic->get_subcommand(name);
       } catch (const CLI::OptionNotFound&) {
-        std::cerr << "npumem: no subcommand '" << argv[2]
-                  << "' (subcommands: " << subcommand_names(app) << ")\n";
+        std::cerr << "npumem: no subcommand '" << path
+                  << "' (subcommands: " << subcommand_names(*topic) << ")\n";
         return npumem::cli::kExitBadInput;
       }
     }
-    std::cout << (topic != nullptr ? topic->help() : app.help());
+    std::cout << topic->help();
     return npumem::cli::kExitOk;
   }
   // The word after each command that has subcommands of its own (plan, advise) too.
