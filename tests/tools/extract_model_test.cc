@@ -64,11 +64,26 @@ TEST(ExtractModelTest, BadArgumentsFail) {
   if (!torch_available(dir)) GTEST_SKIP() << "no torch for " << kPython;
   const std::string script =
       std::string(kPython) + " " NPUMEM_SOURCE_DIR "/tools/scripts/extract_model.py ";
-  EXPECT_NE(run_command(script + "resnet18", dir).exit_code, 0);  // no output asked for
-  const auto unknown = run_command(script + "no_such_net --records x", dir);
-  EXPECT_NE(unknown.exit_code, 0);
-  EXPECT_NE(unknown.err.find("unknown torchvision model 'no_such_net'"), std::string::npos)
-      << unknown.err;
+  EXPECT_EQ(run_command(script + "resnet18", dir).exit_code, 2);  // no output asked for
+  // Each bad input: exit 2 and one line naming it, no traceback.
+  const std::pair<std::string, std::string> bad[] = {
+      {"no_such_net --records x", "unknown torchvision model 'no_such_net'"},
+      {"resnet18 --input 1,0,2 --records x", "--input wants positive sizes"},
+      {"no_such.module:f --records x", "cannot import module 'no_such.module'"},
+      {"os:getcwd --records x", "os:getcwd did not make a torch.nn.Module"},
+      {"os:no_such_factory --records x", "module 'os' has no 'no_such_factory'"},
+      {"resnet18 --input 1,100,224,224 --records x",
+       "resnet18 cannot run on an input of shape 1,100,224,224: "},
+      {"resnet18 --layers /nonexistent/dir/a.json", "--layers /nonexistent/dir/a.json: no "
+                                                    "directory /nonexistent/dir"},
+  };
+  for (const auto& [arguments, message] : bad) {
+    const auto result = run_command(script + arguments, dir);
+    EXPECT_EQ(result.exit_code, 2) << arguments << ": " << result.err;
+    EXPECT_NE(result.err.find("extract_model: " + message), std::string::npos)
+        << arguments << ": " << result.err;
+    EXPECT_EQ(result.err.find("Traceback"), std::string::npos) << arguments << ": " << result.err;
+  }
 }
 
 }  // namespace

@@ -24,6 +24,7 @@ import dis
 import importlib
 import inspect
 import json
+import os
 import sys
 import time
 
@@ -31,15 +32,31 @@ import torch
 import torch.fx
 
 
+def fail(message):
+    """Bad input: one line naming it, exit 2 (as npumem's commands do)."""
+    print(f"extract_model: {message}", file=sys.stderr)
+    sys.exit(2)
+
+
 def build_model(spec):
     """An nn.Module in eval mode from a torchvision name or `module:factory`."""
     if ":" in spec:
-        module_name, factory = spec.split(":", 1)
-        return getattr(importlib.import_module(module_name), factory)().eval()
+        module_name, factory_name = spec.split(":", 1)
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError as error:
+            fail(f"cannot import module '{module_name}' ({error})")
+        factory = getattr(module, factory_name, None)
+        if not callable(factory):
+            fail(f"module '{module_name}' has no '{factory_name}' to call")
+        model = factory()
+        if not isinstance(model, torch.nn.Module):
+            fail(f"{spec} did not make a torch.nn.Module (it returned {type(model).__name__})")
+        return model.eval()
     import torchvision
 
     if not hasattr(torchvision.models, spec):
-        raise SystemExit(f"extract_model: unknown torchvision model '{spec}'")
+        fail(f"unknown torchvision model '{spec}'")
     return getattr(torchvision.models, spec)().eval()
 
 
@@ -49,8 +66,15 @@ def parse_shape(text):
     except ValueError:
         shape = []
     if not shape or any(size <= 0 for size in shape):
-        raise SystemExit(f"extract_model: --input wants positive sizes like 1,3,224,224, got '{text}'")
+        fail(f"--input wants positive sizes like 1,3,224,224, got '{text}'")
     return shape
+
+
+def check_output(option, path):
+    """An output path whose directory is missing fails before the model runs."""
+    directory = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(directory):
+        fail(f"{option} {path}: no directory {directory}")
 
 
 def unpack_proxy(proxy):
@@ -242,14 +266,21 @@ def main():
     args = parser.parse_args()
     if not args.records and not args.layers:
         parser.error("give --records and/or --layers")
+    for option, path in (("--records", args.records), ("--layers", args.layers)):
+        if path:
+            check_output(option, path)
     torch.manual_seed(0)
     shape = parse_shape(args.input)
     model = build_model(args.model)
     graph_module = trace(model)
     example = torch.randn(*shape)
     recorder = Recorder(graph_module, args.time)
-    with torch.no_grad():
-        recorder.run(example)
+    try:
+        with torch.no_grad():
+            recorder.run(example)
+    except RuntimeError as error:
+        first_line = str(error).strip().splitlines()[0] if str(error).strip() else repr(error)
+        fail(f"{args.model} cannot run on an input of shape {args.input}: {first_line}")
     extraction = Extraction(graph_module, recorder)
     if args.records:
         write_records(args.records, args.model, shape, extraction)
