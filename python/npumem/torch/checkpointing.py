@@ -76,8 +76,18 @@ class CheckpointedModel(torch.nn.Module):
             f"{fmt(r.planned_peak_bytes)} (of it {fmt(r.step_overhead_bytes)} beside the "
             f"activations), measured {fmt(r.measured_peak_bytes)}\n"
             f"  step ms: plain {r.plain_step_ms:.3f}, checkpointed {r.checkpointed_step_ms:.3f} "
-            f"(extra {r.extra_compute_ms:.3f}; planned recompute {r.planned_recompute_ms:.3f})\n"
+            f"({_extra_text(r)}; planned recompute {r.planned_recompute_ms:.3f})\n"
         )
+
+
+def _extra_text(r: npumem.plan.Plan) -> str:
+    """The measured extra time; a step with nothing recomputed, or one measured faster
+    than the plain one, differs from it by timing noise alone."""
+    if not r.recomputed_segments:
+        return "extra none: no segment is recomputed"
+    if r.extra_compute_ms < 0:
+        return f"extra within timing noise: measured {r.extra_compute_ms:.3f}"
+    return f"extra {r.extra_compute_ms:.3f}"
 
 
 def _run_layers(layers: list[ChainLayer], x: torch.Tensor) -> torch.Tensor:
@@ -241,6 +251,7 @@ def checkpoint(
         keep = [cost.name in set(plan.kept_layers) for cost in costs]
         wrapped = CheckpointedModel(model, _segments(layers, keep))
         peak, seconds = measurement.step(wrapped, example_input)
+    wrapped.train(model.training)  # a new Module trains; the wrapper follows its model
     wrapped.plan = plan
     wrapped._report = {
         "budget_bytes": budget_bytes,

@@ -52,6 +52,7 @@ class CheckpointTest(unittest.TestCase):
         roomy = npumem.torch.checkpoint(model, budget="1GiB", example_input=self.images)
         probe = roomy.report()
         self.assertEqual(probe.recomputed_segments, [])
+        self.assertIn("extra none: no segment is recomputed", roomy.report_text())
         self.assertEqual(probe.planned_peak_bytes, probe.plain_peak_bytes)
         with self.assertRaises(npumem.OutOfMemoryError) as refusal:
             npumem.torch.checkpoint(model, budget="64KiB", example_input=self.images)
@@ -75,6 +76,12 @@ class CheckpointTest(unittest.TestCase):
         # Batch-norm statistics move once per step, recomputed segments included.
         for (name, buffer), plain_buffer in zip(model.named_buffers(), plain.buffers()):
             self.assertTrue(torch.equal(buffer, plain_buffer), name)
+
+    def test_the_wrapper_follows_its_models_mode(self):
+        model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU()).eval()
+        wrapped = npumem.torch.checkpoint(model, budget="1MiB", example_input=torch.randn(2, 8))
+        self.assertFalse(wrapped.training)
+        self.assertFalse(model.training)
 
     def test_a_model_with_nothing_to_train_is_refused(self):
         frozen = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU())
