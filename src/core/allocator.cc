@@ -1,6 +1,9 @@
 // The public facade: locks and forwards to Allocator::Impl.
 #include "npumem/allocator.h"
 
+#include <algorithm>
+#include <cstdio>
+
 #include "core/allocator_impl.h"
 #include "npumem/errors.h"
 
@@ -107,9 +110,31 @@ double Allocator::fragmentation(Tier tier) const {
   return impl_->fragmentation(tier);
 }
 
+namespace {
+
+// Names go into tables, reports and messages, which a control character would cut or break.
+void check_pool_name(const std::string& name) {
+  if (name.empty()) throw ConfigError("a pool needs a name");
+  const auto control = [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; };
+  if (std::none_of(name.begin(), name.end(), control)) return;
+  std::string shown;
+  for (const char c : name) {
+    if (!control(c)) {
+      shown += c;
+      continue;
+    }
+    char escaped[8];
+    std::snprintf(escaped, sizeof escaped, "\\x%02x", static_cast<unsigned char>(c));
+    shown += escaped;
+  }
+  throw ConfigError("pool name '" + shown + "' holds a control character");
+}
+
+}  // namespace
+
 void Allocator::create_pool(const std::string& name, std::uint64_t quota_bytes,
                             std::optional<Tier> tier) {
-  if (name.empty()) throw ConfigError("a pool needs a name");
+  check_pool_name(name);
   std::lock_guard lock(impl_->mutex);
   if (impl_->find_pool(name) != nullptr) throw ConfigError("pool '" + name + "' exists already");
   impl_->create_pool(name, quota_bytes, tier);

@@ -22,6 +22,27 @@ class Pool : public ::testing::TestWithParam<testing::Backend> {
   }
 };
 
+// Pool names are printed in tables, reports and error messages: a control character
+// (a NUL, a tab, a newline) would cut or break them, so it is refused, shown escaped.
+TEST_P(Pool, ANameWithAControlCharacterIsRefused) {
+  Allocator allocator(device());
+  for (const std::string& name :
+       {std::string("a\0b", 3), std::string("tab\there"), std::string("x\n")}) {
+    try {
+      allocator.create_pool(name, 0);
+      ADD_FAILURE() << "accepted a pool name with a control character";
+    } catch (const ConfigError& error) {
+      EXPECT_NE(std::string(error.what()).find("holds a control character"), std::string::npos)
+          << error.what();
+      EXPECT_EQ(std::string(error.what()).find_first_of(std::string("\0\t\n", 3)),
+                std::string::npos)
+          << "the message shows it escaped";
+    }
+  }
+  EXPECT_EQ(allocator.pools().size(), 1u);
+  allocator.create_pool("model_a.encoder-1", 0);  // anything printable goes
+}
+
 TEST_P(Pool, ScopeRoutesAllocationsAndStatsArePerPool) {
   Allocator allocator(device());
   allocator.create_pool("model_a", 0);
