@@ -69,7 +69,7 @@ TEST_F(CapiSnapshot, AnEmptyAllocatorHasNoSegments) {
 }
 
 TEST_F(CapiSnapshot, SegmentsBlocksPoolsAndStatsMatchTheAllocator) {
-  allocator().create_pool("model \"A\"\n", 512 << 20);
+  allocator().create_pool("model \"A\"\\", 512 << 20);
   std::vector<void*> live;
   {
     npumem::ScopedMemoryTag tag("weights/\"layer\"\t1·");
@@ -77,7 +77,7 @@ TEST_F(CapiSnapshot, SegmentsBlocksPoolsAndStatsMatchTheAllocator) {
     live.push_back(allocator().allocate(3 << 20));
   }
   {
-    npumem::PoolScope scope(allocator(), "model \"A\"\n");
+    npumem::PoolScope scope(allocator(), "model \"A\"\\");
     live.push_back(allocator().allocate(25 << 20));
   }
   live.push_back(allocator().allocate(80 << 20));  // spills to DDR
