@@ -72,7 +72,9 @@ std::string header() {
 
 std::string pool_section(const PoolInfo& pool) {
   const std::string quota = pool.quota_bytes == 0 ? "none" : format_bytes(pool.quota_bytes);
-  std::string text = centered("pool \"" + pool.name + "\" (quota " + quota + ")");
+  const std::string pinned =
+      pool.tier ? ", pinned to " + std::string(tier_name(*pool.tier)) : std::string();
+  std::string text = centered("pool \"" + pool.name + "\" (quota " + quota + pinned + ")");
   text += counters(pool.stats) + rule('-');
   text += row("Allocated memory", pool.stats.allocated_bytes.all, bytes_cell);
   text += row("Requested memory", pool.stats.requested_bytes.all, bytes_cell);

@@ -32,6 +32,7 @@ void write_pools(JsonWriter& json, const std::vector<PoolInfo>& pools) {
   json.begin_array();
   for (const PoolInfo& pool : pools) {
     json.begin_object().field("name", pool.name).field("quota_bytes", pool.quota_bytes);
+    if (pool.tier) json.field("tier", tier_name(*pool.tier));  // pinned
     write_stats(json.key("stats"), pool.stats);
     json.end_object();
   }

@@ -101,5 +101,13 @@ TEST(MemorySummary, CountsOomsAndListsEveryPool) {
   EXPECT_NE(summary.find("pool \"kv_cache\" (quota 32.0 MiB)"), std::string::npos) << summary;
 }
 
+TEST(MemorySummary, APinnedPoolNamesItsTier) {
+  Allocator allocator(make_device("sim:hbm=64MiB,ddr=64MiB"));
+  allocator.create_pool("weights", 16 * MiB, Tier::ddr);
+  const std::string summary = memory_summary(allocator);
+  EXPECT_NE(summary.find("pool \"weights\" (quota 16.0 MiB, pinned to ddr)"), std::string::npos)
+      << summary;
+}
+
 }  // namespace
 }  // namespace npumem

@@ -36,6 +36,7 @@ TEST(SnapshotJson, FollowsTheDocumentedSchema) {
   EXPECT_EQ(json.at("stats").at("allocated_bytes.all.current"), 3072);
   EXPECT_EQ(json.at("pools").at(0).at("name"), "default");
   EXPECT_EQ(json.at("pools").at(0).at("stats").at("requested_bytes.all.current"), 3000);
+  EXPECT_FALSE(json.at("pools").at(0).contains("tier")) << "not pinned";
 
   const auto& segment = json.at("segments").at(0);
   EXPECT_EQ(segment.at("tier"), "hbm");
@@ -99,6 +100,14 @@ TEST(SnapshotJson, AnExpandableRangesUnmappedSpaceIsUnmapped) {
   EXPECT_EQ(bytes_by_state["free"], 1536 * KiB) << "the rest of granule 2 only";
   EXPECT_EQ(json.at("stats").at("reserved_bytes.all.current"), 2 * MiB);
   allocator.deallocate(kept);
+}
+
+TEST(SnapshotJson, APinnedPoolNamesItsTier) {
+  Allocator allocator(make_device("sim:hbm=64MiB,ddr=32MiB"));
+  allocator.create_pool("weights", 0, Tier::ddr);
+  const nlohmann::json json = as_json(memory_snapshot(allocator, nullptr));
+  EXPECT_EQ(json.at("pools").at(1).at("name"), "weights");
+  EXPECT_EQ(json.at("pools").at(1).at("tier"), "ddr");
 }
 
 TEST(SnapshotJson, WithoutHistorySaysSo) {
