@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <span>
 #include <sstream>
+#include <string_view>
 
 #include "npumem/units.h"
 
@@ -120,6 +121,17 @@ std::string overcommit_text(const OomContext& c) {
          "hold (" + format_bytes(limits) + ")";
 }
 
+constexpr std::string_view kSpillAdvice =
+    "Advice: DDR has room; allow spilling with spill_to_ddr:true.";
+
+// Spilling is off and DDR could take the request: the request and what DDR reserves stay
+// below its limit.
+bool ddr_has_room(const OomContext& c) {
+  const TierMemory& ddr = c.tiers[static_cast<int>(Tier::ddr)];
+  return !c.spill_to_ddr && !c.pinned_tier && ddr.present && c.rounded_bytes < ddr.limit_bytes &&
+         ddr.reserved_bytes < ddr.limit_bytes - c.rounded_bytes;
+}
+
 std::string advice(const OomContext& c) {
   const TierMemory& hbm = c.tiers[static_cast<int>(Tier::hbm)];
   const TierMemory& ddr = c.tiers[static_cast<int>(Tier::ddr)];
@@ -193,11 +205,7 @@ std::string advice(const OomContext& c) {
            "refused the memory (another process on the device, or a device fault); check "
            "npumem smi.";
   }
-  // Room to spare: the request and what is reserved stay below the limit.
-  if (!c.spill_to_ddr && ddr.present && c.rounded_bytes < ddr.limit_bytes &&
-      ddr.reserved_bytes < ddr.limit_bytes - c.rounded_bytes) {
-    return "Advice: DDR has room; allow spilling with spill_to_ddr:true.";
-  }
+  if (ddr_has_room(c)) return std::string(kSpillAdvice);
   if (others.reserved_bytes != 0) {
     return "Advice: the live tensors of all pools need more than the device holds: " +
            others_text(others) + overcommit_text(c) +
@@ -267,7 +275,12 @@ std::string explain_out_of_memory(const OomContext& c) {
   }
   if (!c.spill_to_ddr) out << "  (spilling to DDR is disabled)\n";
   if (!c.device_error.empty()) out << "  device: " << c.device_error << "\n";
-  out << advice(c);
+  const std::string text = advice(c);
+  out << text;
+  // Advice about HBM alone (fragmentation, say) leaves out the quicker way out.
+  if (ddr_has_room(c) && text != kSpillAdvice) {
+    out << " Or: DDR has room; spill_to_ddr:true would place this request there.";
+  }
   return out.str();
 }
 

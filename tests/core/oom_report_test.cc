@@ -118,6 +118,24 @@ TEST(OomReport, APinnedPoolSaysWhatItsTierHoldsAndWho) {
             "raise the tier's limit (hbm:/ddr:).");
 }
 
+// With spilling off, fragmentation in HBM is advice, and DDR's room the quicker way out.
+TEST(OomReport, SpillingOffNamesDdrsRoomBesideOtherAdvice) {
+  OomContext c = context_of(16 * MiB, 64 * MiB, 2 * GiB);
+  c.spill_to_ddr = false;
+  TierMemory& hbm = c.tiers[static_cast<int>(Tier::hbm)];
+  hbm.reserved_bytes = 64 * MiB;
+  hbm.allocated_bytes = 32 * MiB;
+  hbm.free_cached_bytes = 32 * MiB;
+  hbm.largest_free_bytes = 4 * MiB;
+  EXPECT_EQ(advice_of(c),
+            "Advice: enough memory is free but fragmented; try expandable_segments:true, or "
+            "max_split_size to keep large cached blocks whole. Or: DDR has room; "
+            "spill_to_ddr:true would place this request there.");
+  hbm.free_cached_bytes = hbm.largest_free_bytes = 0;
+  hbm.allocated_bytes = 64 * MiB;
+  EXPECT_EQ(advice_of(c), "Advice: DDR has room; allow spilling with spill_to_ddr:true.");
+}
+
 TEST(OomReport, ManyPoolsAreCountedPastTheListed) {
   OomContext c = context_of(30 * MiB, 100 * MiB, 0);
   for (int i = 0; i < 20; ++i) c.pools.push_back({"p" + std::to_string(i), 0, 0, 0});
