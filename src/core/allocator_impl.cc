@@ -902,7 +902,7 @@ void Allocator::Impl::deallocate_locked(std::uintptr_t address, Block* block, Th
 
 void Allocator::Impl::record_stream(void* ptr, StreamId stream) {
   std::lock_guard lock(mutex);
-  streams.add_use(&live_block(ptr), stream);
+  streams.add_use(&live_block(ptr, "record_stream"), stream);
 }
 
 // Accounted as a free of the old block and an allocation of the new one, so stats
@@ -977,8 +977,8 @@ double Allocator::Impl::copy(void* dst, const void* src, std::size_t bytes) {
   Tier src_tier = Tier::hbm;
   {
     std::lock_guard lock(mutex);
-    const Block& to = live_block(dst);
-    const Block& from = live_block(src);
+    const Block& to = live_block(dst, "copy");
+    const Block& from = live_block(src, "copy");
     if (bytes > to.requested || bytes > from.requested) {
       throw Error("copy of " + std::to_string(bytes) + " bytes overruns an allocation (source " +
                   std::to_string(from.requested) + " bytes, destination " +
@@ -987,15 +987,17 @@ double Allocator::Impl::copy(void* dst, const void* src, std::size_t bytes) {
     dst_tier = to.segment->tier;
     src_tier = from.segment->tier;
   }
+  if (bytes == 0) return 0.0;  // nothing moves: no copy to count
   const double seconds = device->copy(dst, dst_tier, src, src_tier, bytes);
   std::lock_guard lock(mutex);
   stats.copies[index(src_tier)][index(dst_tier)].add(bytes, seconds);
   return seconds;
 }
 
-const Block& Allocator::Impl::live_block(const void* ptr) const {
+const Block& Allocator::Impl::live_block(const void* ptr, std::string_view operation) const {
   const Block* block = live.find(reinterpret_cast<std::uintptr_t>(ptr));
   if (block == nullptr || block->cached) {
+    if (!operation.empty()) invalid_pointer(reinterpret_cast<std::uintptr_t>(ptr), operation);
     char text[64];
     std::snprintf(text, sizeof text, "%p", ptr);
     throw InvalidPointer("pointer " + std::string(text) + " is not a live allocation");

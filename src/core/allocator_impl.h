@@ -78,7 +78,9 @@ struct Allocator::Impl {
   void deallocate(void* ptr);
   void record_stream(void* ptr, StreamId stream);
   bool resize(void* ptr, std::size_t bytes);
-  const core::Block& live_block(const void* ptr) const;  // throws InvalidPointer
+  // Throws InvalidPointer; with an operation's name, saying what the pointer is (inside a
+  // block, freed, foreign) as invalid_pointer does.
+  const core::Block& live_block(const void* ptr, std::string_view operation = {}) const;
   double copy(void* dst, const void* src, std::size_t bytes);
   std::size_t empty_cache();
   std::vector<SegmentInfo> snapshot() const;

@@ -162,6 +162,21 @@ TEST(TierCopy, BadAddressesAndOverrunsChangeNothing) {
   EXPECT_THROW(allocator.copy(a, b, 2 * MiB), Error);
   int outside = 0;
   EXPECT_THROW(allocator.copy(a, &outside, sizeof outside), InvalidPointer);
+  // A pointer inside a live allocation is named as such, not as "not live".
+  try {
+    allocator.copy(a, static_cast<char*>(b) + 4096, 64);
+    ADD_FAILURE() << "copied from inside an allocation";
+  } catch (const InvalidPointer& error) {
+    EXPECT_NE(std::string(error.what()).find("invalid copy: pointer 0x"), std::string::npos)
+        << error.what();
+    EXPECT_NE(std::string(error.what())
+                  .find("is 4096 bytes inside a block; pass the pointer "
+                        "allocate() returned"),
+              std::string::npos)
+        << error.what();
+  }
+  // A copy of no bytes moves nothing and counts nothing.
+  EXPECT_EQ(allocator.copy(a, b, 0), 0.0);
   EXPECT_TRUE(allocator.owns(a));
   EXPECT_FALSE(allocator.owns(&outside));
   EXPECT_FALSE(allocator.owns(static_cast<char*>(a) + 64));
