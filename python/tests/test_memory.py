@@ -426,7 +426,8 @@ class StreamTest(unittest.TestCase):
         npumem.record_stream(ptr, 0x6000, device)
         npumem.caching_allocator_delete(ptr, device)
         self.assertEqual(npumem.memory_allocated(device), 0)
-        with self.assertRaisesRegex(npumem.InvalidPointerError, "invalid record_stream: pointer .* was already freed"):
+        with self.assertRaisesRegex(npumem.InvalidPointerError,
+                                    "invalid record_stream: pointer .* was already freed"):
             npumem.record_stream(ptr, 0x6000, device)
 
     def test_bad_streams_are_named(self):
