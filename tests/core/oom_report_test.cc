@@ -136,6 +136,28 @@ TEST(OomReport, SpillingOffNamesDdrsRoomBesideOtherAdvice) {
   EXPECT_EQ(advice_of(c), "Advice: DDR has room; allow spilling with spill_to_ddr:true.");
 }
 
+// 5 MiB live and 2.5 MiB asked fit on 8 MiB, but 6 MiB reserved in whole segments
+// strands the rest: not "the live tensors need more than the device holds".
+TEST(OomReport, RoomStrandedByReservedSegmentsIsNotBlamedOnTheLiveTensors) {
+  OomContext c = context_of(5 * MiB / 2, 8 * MiB, 0);
+  TierMemory& hbm = c.tiers[static_cast<int>(Tier::hbm)];
+  hbm.reserved_bytes = 6 * MiB;
+  hbm.allocated_bytes = 5 * MiB;
+  hbm.free_cached_bytes = hbm.largest_free_bytes = 1 * MiB;
+  const std::string advice = advice_of(c);
+  EXPECT_NE(advice.find("the live tensors and this request fit within the limit"),
+            std::string::npos)
+      << advice;
+  EXPECT_NE(advice.find("expandable_segments:true"), std::string::npos) << advice;
+}
+
+TEST(OomReport, ARequestPastAnyBlockIsNotBlamedOnTheDevice) {
+  OomContext c = context_of(std::uint64_t{1} << 63, ~std::uint64_t{0}, 0);
+  c.past_largest_block = true;
+  c.device_error = "refused";
+  EXPECT_EQ(advice_of(c), "Advice: no block can hold the request (8.00 EiB); split the tensor.");
+}
+
 TEST(OomReport, ManyPoolsAreCountedPastTheListed) {
   OomContext c = context_of(30 * MiB, 100 * MiB, 0);
   for (int i = 0; i < 20; ++i) c.pools.push_back({"p" + std::to_string(i), 0, 0, 0});
