@@ -185,6 +185,7 @@ npumem_status_t npumem_set_memory_fraction(npumem_allocator_t* allocator,
 }
 
 npumem_status_t npumem_empty_cache(npumem_allocator_t* allocator, size_t* released) noexcept {
+  if (released != nullptr) *released = 0;  // what a failing call leaves
   return guarded([&] {
     const std::size_t bytes = allocator_of(allocator).empty_cache();
     if (released != nullptr) *released = bytes;
@@ -194,6 +195,7 @@ npumem_status_t npumem_empty_cache(npumem_allocator_t* allocator, size_t* releas
 
 npumem_status_t npumem_resize(npumem_allocator_t* allocator, void* ptr, size_t size,
                               int* resized) noexcept {
+  if (resized != nullptr) *resized = 0;  // what a failing call leaves
   return guarded([&] {
     if (ptr == nullptr) throw npumem::capi::ArgumentError("ptr is NULL");
     const bool done = allocator_of(allocator).resize(ptr, size);
@@ -280,6 +282,7 @@ npumem_status_t npumem_pool_allocate(npumem_allocator_t* allocator, const char* 
 
 npumem_status_t npumem_copy(npumem_allocator_t* allocator, void* dst, const void* src, size_t bytes,
                             double* seconds) noexcept {
+  if (seconds != nullptr) *seconds = 0;  // what a failing call leaves
   return guarded([&] {
     double modelled = 0;
     try {

@@ -37,6 +37,7 @@ extern "C" {
 
 npumem_status_t npumem_add_hook(npumem_allocator_t* allocator, uint32_t kinds, npumem_hook_t hook,
                                 void* user_data, uint64_t* id) noexcept {
+  if (id != nullptr) *id = 0;  // what a failing call leaves: ids start at 1
   return guarded([&] {
     npumem_allocator& handle = handle_of(allocator);
     if (hook == nullptr) throw ArgumentError("hook is NULL");

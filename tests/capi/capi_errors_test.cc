@@ -123,6 +123,24 @@ TEST_F(CapiErrors, NullOutputsAreInvalidArguments) {
   EXPECT_EQ(npumem_snapshot_json(allocator_, nullptr), NPUMEM_INVALID_ARGUMENT);
 }
 
+// An output a failing call cannot fill reads "nothing": a caller that checks only it
+// (resized, say) must not see the previous call's value.
+TEST_F(CapiErrors, FailingCallsClearTheirOutputs) {
+  int local = 0;
+  int resized = 1;
+  EXPECT_EQ(npumem_resize(allocator_, &local, 10, &resized), NPUMEM_INVALID_POINTER);
+  EXPECT_EQ(resized, 0);
+  double seconds = 1.0;
+  EXPECT_EQ(npumem_copy(allocator_, &local, &local, 4, &seconds), NPUMEM_INVALID_POINTER);
+  EXPECT_EQ(seconds, 0.0);
+  size_t released = 5;
+  EXPECT_EQ(npumem_empty_cache(nullptr, &released), NPUMEM_INVALID_ARGUMENT);
+  EXPECT_EQ(released, 0u);
+  uint64_t id = 7;
+  EXPECT_EQ(npumem_add_hook(allocator_, 0, nullptr, nullptr, &id), NPUMEM_INVALID_ARGUMENT);
+  EXPECT_EQ(id, 0u) << "hook ids start at 1: 0 is none";
+}
+
 TEST_F(CapiErrors, UnknownStatKeyIsNamed) {
   int64_t value = 7;
   EXPECT_EQ(npumem_stat(allocator_, "allocated_bytes.everything", &value), NPUMEM_INVALID_ARGUMENT);
