@@ -608,6 +608,13 @@ Block* Allocator::Impl::grow_and_take(PoolState& pool, Tier tier, std::size_t si
     flush_recycled();
     if (Block* block = take_cached(pool, tier, size, kind)) return block;
   }
+  // More than the tier or the quota may ever hold: no release could make room, so none
+  // is made (the cache stays, and the device calls to fill it again are saved).
+  if (size > tier_limit[index(tier)]) return nullptr;
+  if (pool.quota_bytes != 0 && size > pool.quota_bytes) {
+    refusal.quota = true;
+    return nullptr;
+  }
   GrowResult grown = grow(pool, tier, kind, size);
   if (grown != GrowResult::ok) {
     // A quota only frees by releasing the pool's own cache; anything else by every pool's.

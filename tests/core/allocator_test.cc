@@ -176,6 +176,23 @@ TEST_P(AllocatorOn, AReleaseThatMadeRoomForTheRequestCountsAsARetry) {
   roomy.deallocate(d);
 }
 
+// A request more than the tier may ever hold fails without releasing the cache: no
+// release could serve it (a cold trial saw a 1 TiB request empty a 64 MiB cache).
+TEST_P(AllocatorOn, ARequestNoTierCanHoldLeavesTheCacheAlone) {
+  Allocator allocator(npu(1 * GiB, 0));
+  allocator.deallocate(allocator.allocate(64 * MiB));
+  const Stats before = allocator.stats();
+  EXPECT_THROW(allocator.allocate(std::size_t{1} << 40), OutOfMemory);
+  const Stats after = allocator.stats();
+  EXPECT_EQ(after.reserved_bytes.all.current, before.reserved_bytes.all.current);
+  EXPECT_EQ(after.num_device_free, before.num_device_free);
+  EXPECT_EQ(after.num_reclaims, before.num_reclaims);
+  allocator.create_pool("capped", 32 * MiB);
+  PoolScope scope(allocator, "capped");
+  EXPECT_THROW(allocator.allocate(48 * MiB), OutOfMemory);  // past its quota alone
+  EXPECT_EQ(allocator.stats().num_reclaims, before.num_reclaims);
+}
+
 TEST_P(AllocatorOn, SpillingCanBeDisabled) {
   Config config;
   config.spill_to_ddr = false;
