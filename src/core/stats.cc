@@ -1,6 +1,7 @@
 #include "npumem/stats.h"
 
 #include <cmath>
+#include <limits>
 
 namespace npumem {
 
@@ -88,7 +89,10 @@ std::map<std::string, std::int64_t> Stats::as_map() const {
           std::string(tier_name(from)) + "_to_" + std::string(tier_name(to));
       out["num_copies." + direction] = copy.count;
       out["copy_bytes." + direction] = copy.bytes;
-      out["copy_modelled_ns." + direction] = std::llround(copy.modelled_seconds * 1e9);
+      // Capped at 2^63-1 ns (292 years), which llround would turn negative past.
+      const double ns = copy.modelled_seconds * 1e9;
+      out["copy_modelled_ns." + direction] =
+          ns < 9.2e18 ? std::llround(ns) : std::numeric_limits<std::int64_t>::max();
     }
   }
   return out;

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
+
 namespace npumem {
 namespace {
 
@@ -39,6 +41,17 @@ TEST(Stats, MapUsesPyTorchKeysPlusTiers) {
   }
   EXPECT_EQ(map.at("max_split_size"), -1);
   EXPECT_EQ(map.count("oversize_allocations.all.current"), 0u) << "PyTorch's keys have no split";
+}
+
+// A copy modelled at a bandwidth of 1 B/s takes 10^12 s: past 2^63 ns the figure is
+// capped, not wrapped negative (a cold trial read -9223372036854775808).
+TEST(Stats, ModelledCopyTimeCapsRatherThanWraps) {
+  Stats stats;
+  stats.copies[0][1].add(std::uint64_t{1} << 40, 1.1e12);
+  EXPECT_EQ(stats.as_map().at("copy_modelled_ns.hbm_to_ddr"),
+            std::numeric_limits<std::int64_t>::max());
+  stats.copies[1][0].add(1024, 2.5e-6);
+  EXPECT_EQ(stats.as_map().at("copy_modelled_ns.ddr_to_hbm"), 2500);
 }
 
 TEST(Stats, ResetAccumulatedKeepsCurrentAndPeak) {
