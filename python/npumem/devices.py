@@ -25,6 +25,11 @@ _creation_lock = threading.Lock()
 os.register_at_fork(after_in_child=_core.publish_after_fork)
 
 
+def environment_spec() -> str:
+    """NPUMEM_DEVICE, or "sim" when it is unset or empty (as the C ABI reads it)."""
+    return os.environ.get("NPUMEM_DEVICE") or DEFAULT_SPEC
+
+
 def init(spec: Optional[str] = None, conf: Optional[str] = None, device: int = 0) -> _core.Device:
     """Makes device `device` from `spec` (default: NPUMEM_DEVICE, else "sim") with the
     settings `conf` over NPUMEM_ALLOC_CONF. Raises ConfigError for a bad spec or config,
@@ -32,7 +37,7 @@ def init(spec: Optional[str] = None, conf: Optional[str] = None, device: int = 0
     index = device_index(device)
     spec_source = ""
     if spec is None:
-        spec, spec_source = os.environ.get("NPUMEM_DEVICE", DEFAULT_SPEC), "NPUMEM_DEVICE"
+        spec, spec_source = environment_spec(), "NPUMEM_DEVICE"
     if not isinstance(spec, str):
         raise TypeError(f"a device spec is a string such as 'sim', not {spec!r}")
     if conf is not None and not isinstance(conf, str):
@@ -53,9 +58,7 @@ def get_device(device: DeviceLike = None) -> _core.Device:
         found = _core.find_device(index)
         if found is not None:
             return found
-        made = _core.create_device(
-            index, os.environ.get("NPUMEM_DEVICE", DEFAULT_SPEC), "", "NPUMEM_DEVICE"
-        )
+        made = _core.create_device(index, environment_spec(), "", "NPUMEM_DEVICE")
     _warn(made)
     return made
 

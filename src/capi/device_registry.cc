@@ -27,9 +27,10 @@ void check_index(int device) {
   }
 }
 
+// Unset or empty (`NPUMEM_DEVICE= cmd`): the fallback.
 std::string environment_or(const char* name, const char* fallback) {
   const char* value = std::getenv(name);
-  return value == nullptr ? fallback : value;
+  return value == nullptr || *value == '\0' ? fallback : value;
 }
 
 bool names_an_id(std::string_view options) {

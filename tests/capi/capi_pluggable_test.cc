@@ -104,6 +104,16 @@ TEST(CapiPluggable, BadEnvironmentIsNamedAndTheIndexStaysFree) {
   EXPECT_EQ(npumem_init(9, "sim:hbm=1GiB", ""), NPUMEM_OK) << npumem_last_error();
 }
 
+// `NPUMEM_DEVICE= cmd` (set, empty) is read as unset: the default, the virtual NPU.
+TEST(CapiPluggable, AnEmptyDeviceVariableIsTheDefault) {
+  set_environment("", "");
+  void* p = npumem_malloc(64, 20, nullptr);
+  ASSERT_NE(p, nullptr) << npumem_last_error();
+  EXPECT_EQ(process_wide(20).device().name(), "sim:20");
+  npumem_free(p, 64, 20, nullptr);
+  clear_environment();
+}
+
 TEST(CapiPluggable, BadSpecIsQuotedAsWrittenWithoutTheIndexAppended) {
   EXPECT_NE(npumem_init(11, "sim:hbm=bogus", ""), NPUMEM_OK);
   EXPECT_TRUE(contains(npumem_last_error(), "bad device spec 'sim:hbm=bogus':"))
