@@ -68,11 +68,11 @@ Allocator::Impl::Impl(std::shared_ptr<Device> dev, Config conf,
     // Less than a granule holds nothing: most likely a size given without its unit
     // (hbm=12 for 12GiB), which sent every request of a replay to DDR without a word.
     if (tier_limit[index(tier)] != 0 && tier_limit[index(tier)] < tier_granularity[index(tier)]) {
-      warnings.push_back("tier " + std::string(tier_name(tier)) + " of device " + device->name() +
-                         " may hold " + format_bytes(tier_limit[index(tier)]) +
-                         ", less than its granularity of " +
-                         format_bytes(tier_granularity[index(tier)]) +
-                         ", so nothing is placed there (a size without a unit is in bytes)");
+      warnings.push_back(
+          "tier " + std::string(tier_name(tier)) + " of device " + device->name() + " may hold " +
+          format_bytes(tier_limit[index(tier)]) + ", less than its granularity of " +
+          format_bytes(tier_granularity[index(tier)]) + ", so nothing is placed there" +
+          (tier_limit[index(tier)] < KiB ? " (a size without a unit is in bytes)" : ""));
     }
   }
   cached_tier = tier_limit[index(Tier::hbm)] != 0 ? Tier::hbm : Tier::ddr;
@@ -168,7 +168,9 @@ std::uint64_t Allocator::Impl::configured_limit(Tier tier) const {
 // limit is refused (and spills to DDR when allowed).
 void Allocator::Impl::set_memory_fraction(double fraction) {
   if (!(fraction >= 0.0 && fraction <= 1.0)) {
-    throw ConfigError("memory fraction must be between 0 and 1, got " + std::to_string(fraction));
+    char given[32];
+    std::snprintf(given, sizeof given, "%g", fraction);  // "nan", not to_string's "-nan"
+    throw ConfigError("memory fraction must be between 0 and 1, got " + std::string(given));
   }
   const TierInfo hbm = device->tier_info(Tier::hbm);
   if (!hbm.present) {

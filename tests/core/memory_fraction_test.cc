@@ -94,12 +94,15 @@ TEST(MemoryFraction, StaysWithinTheHbmSetting) {
 TEST(MemoryFraction, BadFractionsAreRejectedAndChangeNothing) {
   Allocator allocator(sim(100 * MiB, 0));
   allocator.set_memory_fraction(0.5);
-  for (const double bad : {-0.1, 1.5, std::nan("")}) {
+  const std::pair<double, const char*> bad_fractions[] = {
+      {-0.1, "got -0.1"}, {1.5, "got 1.5"}, {std::nan(""), "got nan"}};
+  for (const auto& [bad, shown] : bad_fractions) {
     try {
       allocator.set_memory_fraction(bad);
       FAIL() << "accepted fraction " << bad;
     } catch (const ConfigError& error) {
       EXPECT_NE(std::string(error.what()).find("between 0 and 1"), std::string::npos);
+      EXPECT_NE(std::string(error.what()).find(shown), std::string::npos) << error.what();
     }
   }
   EXPECT_EQ(allocator.memory_fraction(), 0.5);

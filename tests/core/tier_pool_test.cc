@@ -92,6 +92,10 @@ TEST(TierPool, ATierSmallerThanAGranuleIsNamedInAWarning) {
   void* p = tiny.allocate(4096);
   EXPECT_EQ(tiny.stats().allocated_bytes.by_tier[static_cast<int>(Tier::ddr)].current, 4096);
   tiny.deallocate(p);
+  // A size with a unit below a granule: no hint about units.
+  const Allocator small(backed_device(1 * MiB, 0));
+  ASSERT_EQ(small.warnings().size(), 1u);
+  EXPECT_EQ(small.warnings()[0].find("without a unit"), std::string::npos) << small.warnings()[0];
   EXPECT_TRUE(Allocator(backed_device(2 * MiB, 0)).warnings().empty());
   EXPECT_TRUE(Allocator(backed_device(64 * MiB, 0)).warnings().empty());
 }
