@@ -51,6 +51,12 @@ std::string hbm_only_spec(std::string_view spec, std::uint64_t hbm_bytes) {
   while (!rest.empty()) {
     const std::size_t comma = rest.find(',');
     const std::string_view item = rest.substr(0, comma);
+    if (spec_key(item).starts_with("fail_")) {
+      throw ConfigError(
+          "finding the smallest HBM that completes a trace needs a device "
+          "without injected faults, which fail its probes at random: '" +
+          std::string(spec) + "' injects faults (" + std::string(item) + ")");
+    }
     if (!item.empty() && spec_key(item) != "hbm" && spec_key(item) != "ddr") {
       result += "," + std::string(item);
     }

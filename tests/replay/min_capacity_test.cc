@@ -23,6 +23,19 @@ TEST(MinCapacityTest, HbmOnlySpecNeedsASimDevice) {
   EXPECT_THROW(hbm_only_spec("simulator", MiB), ConfigError);
 }
 
+// Injected faults fail probes at random: the search would blame the HBM size for them.
+TEST(MinCapacityTest, HbmOnlySpecRefusesInjectedFaults) {
+  for (const char* spec : {"sim:fail_prob=0.2,seed=1", "sim:hbm=1GiB,fail_every=3"}) {
+    try {
+      hbm_only_spec(spec, MiB);
+      ADD_FAILURE() << spec;
+    } catch (const ConfigError& error) {
+      EXPECT_NE(std::string(error.what()).find("injects faults"), std::string::npos)
+          << error.what();
+    }
+  }
+}
+
 bool completes_on(const Trace& trace, std::uint64_t hbm_bytes) {
   ReplayOptions options;
   options.device_spec = hbm_only_spec("sim:granularity=1MiB", hbm_bytes);
