@@ -289,7 +289,8 @@ std::size_t ExpandableSource::release(PoolState& pool, BlockPool& blocks) {
     blocks.unmap_range(run.block, run.start, run.bytes);
     released += run.bytes;
   }
-  if (released != 0) release_if_empty(pool, blocks, range);
+  // Also a range nothing was ever mapped in (its maps refused).
+  release_if_empty(pool, blocks, range);
   return released;
 }
 

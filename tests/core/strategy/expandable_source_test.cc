@@ -234,6 +234,31 @@ TEST_P(Expandable, FailedMapPartWayLeavesTheAllocatorUsable) {
   EXPECT_EQ(sim.device()->tier_info(Tier::hbm).used_bytes, 0u);
 }
 
+// Every map refused: the ranges reserved for the requests hold nothing, and
+// empty_cache gives them back (a cold trial read 2 segments of 0 bytes it could not free).
+TEST_P(Expandable, RangesLeftEmptyByFailedMapsAreGivenBack) {
+  if (!testing::controls_available(GetParam())) GTEST_SKIP() << "needs the test double's controls";
+  const TestDevice sim = device(Backing::none, 1 * GiB);
+  Config config = expandable(2 * MiB);
+  config.expandable_small_granule = 2 * MiB;
+  config.expandable_large_granule = 4 * MiB;  // a range for each kind
+  Allocator allocator(sim.device(), config);
+  FaultSpec faults;
+  faults.every = 1;
+  faults.ops = static_cast<std::uint8_t>(FaultOp::map);
+  ASSERT_TRUE(sim.set_faults(faults));
+  EXPECT_THROW(allocator.allocate(8 * MiB), OutOfMemory);
+  EXPECT_THROW(allocator.allocate(512), OutOfMemory);
+  EXPECT_EQ(reserved(allocator), 0);
+  allocator.empty_cache();
+  EXPECT_EQ(allocator.stats().segment.all.current, 0);
+  EXPECT_TRUE(allocator.snapshot().empty());
+  sim.set_faults({});
+  void* p = allocator.allocate(8 * MiB);
+  testing::expect_consistent(allocator, {{p, 8 * MiB}});
+  allocator.deallocate(p);
+}
+
 TEST_P(Expandable, FailedCreatePartWayReleasesWhatItGathered) {
   if (!testing::controls_available(GetParam())) GTEST_SKIP() << "needs the test double's controls";
   const TestDevice sim = device(Backing::none, 1 * GiB);
