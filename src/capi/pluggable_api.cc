@@ -46,7 +46,19 @@ void npumem_free(void* ptr, ssize_t /*size*/, int device, void* /*stream*/) noex
                                    " was not allocated on device " + std::to_string(device) +
                                    " (it has no allocator yet)");
     }
-    npumem::capi::allocator_of(handle).deallocate(ptr);
+    try {
+      npumem::capi::allocator_of(handle).deallocate(ptr);
+    } catch (const npumem::InvalidPointer&) {
+      // A live pointer of another device: name both, not only "not allocated here".
+      for (int other = 0; other < npumem::capi::kMaxDevices; ++other) {
+        npumem_allocator* holder = npumem::capi::find_device_allocator(other);
+        if (other == device || holder == nullptr || !holder->allocator->owns(ptr)) continue;
+        throw npumem::InvalidPointer("invalid free: pointer " + pointer_text(ptr) +
+                                     " was allocated on device " + std::to_string(other) +
+                                     ", not device " + std::to_string(device));
+      }
+      throw;
+    }
     return NPUMEM_OK;
   });
 }

@@ -114,6 +114,18 @@ TEST(CapiPluggable, AnEmptyDeviceVariableIsTheDefault) {
   clear_environment();
 }
 
+TEST(CapiPluggable, AFreeOnTheWrongDeviceNamesBothAndChangesNothing) {
+  void* p = npumem_malloc(4096, 21, nullptr);
+  ASSERT_NE(p, nullptr) << npumem_last_error();
+  ASSERT_NE(npumem_malloc(64, 22, nullptr), nullptr) << npumem_last_error();
+  npumem_free(p, 4096, 22, nullptr);
+  EXPECT_TRUE(contains(npumem_last_error(), "was allocated on device 21, not device 22"))
+      << npumem_last_error();
+  EXPECT_TRUE(process_wide(21).owns(p));
+  npumem_free(p, 4096, 21, nullptr);
+  EXPECT_STREQ(npumem_last_error(), "");
+}
+
 TEST(CapiPluggable, BadSpecIsQuotedAsWrittenWithoutTheIndexAppended) {
   EXPECT_NE(npumem_init(11, "sim:hbm=bogus", ""), NPUMEM_OK);
   EXPECT_TRUE(contains(npumem_last_error(), "bad device spec 'sim:hbm=bogus':"))
