@@ -58,8 +58,12 @@ AclDevice::AclDevice(const AclSpec& acl_spec, const std::string& spec)
     reject(spec, "aclrtGetDeviceCount failed: " + runtime_->describe(error));
   }
   if (static_cast<std::uint32_t>(ordinal_) >= count) {
-    reject(spec, "no NPU " + std::to_string(ordinal_) + " (ACL reports " + std::to_string(count) +
-                     ", library " + runtime_->library_path() + ")");
+    const std::string reported =
+        count == 0   ? std::string("none")
+        : count == 1 ? std::string("1 NPU, index 0")
+                     : std::to_string(count) + " NPUs, indices 0.." + std::to_string(count - 1);
+    reject(spec, "no NPU " + std::to_string(ordinal_) + " (ACL reports " + reported + "; library " +
+                     runtime_->library_path() + ")");
   }
   if (!make_current()) reject(spec, last_error_);
   std::size_t free_bytes = 0;

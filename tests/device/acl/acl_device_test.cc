@@ -236,7 +236,8 @@ TEST(AclDevice, MissingNpuIsNamed) {
     make_device("acl:5");
     FAIL() << "acl:5 should not exist";
   } catch (const ConfigError& error) {
-    EXPECT_TRUE(contains(error.what(), "no NPU 5 (ACL reports 1")) << error.what();
+    EXPECT_TRUE(contains(error.what(), "no NPU 5 (ACL reports 1 NPU, index 0; library "))
+        << error.what();
   }
 }
 
