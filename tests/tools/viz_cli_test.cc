@@ -215,6 +215,10 @@ TEST(VizCliTest, OutputsThatWouldOverwriteAnInputOrEachOtherAreRefused) {
       {"replay " + trace.string() + " --record ''", "an empty path names no file to write"},
       {"viz " + snapshot + " -o " + snapshot,
        "--output " + snapshot + " is the file of a snapshot"},
+      // One device's snapshot drawn as two devices.
+      {"viz " + snapshot + " " + (dir / "." / "s.json").string() + " -o " +
+           (dir / "two.html").string(),
+       "snapshot " + (dir / "." / "s.json").string() + " is given twice"},
   };
   for (const auto& [command, message] : cases) {
     const auto run = run_npumem(command);

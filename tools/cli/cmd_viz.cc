@@ -2,9 +2,11 @@
 // one per device, into a self-contained HTML memory timeline with a device selector.
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <set>
 #include <sstream>
 #include <vector>
 
@@ -57,6 +59,13 @@ int run_viz(const VizOptions& options) {
   std::vector<std::pair<std::string, std::string>> inputs;
   for (const std::string& path : options.snapshot_paths) inputs.emplace_back("a snapshot", path);
   check_outputs_apart(inputs, {{"--output", options.output_path}});
+  std::set<std::filesystem::path> seen;
+  for (const std::string& path : options.snapshot_paths) {
+    // One snapshot per device: the same file twice would draw one device as two.
+    if (!seen.insert(std::filesystem::weakly_canonical(path)).second) {
+      throw ConfigError("snapshot " + path + " is given twice");
+    }
+  }
   std::vector<nlohmann::json> snapshots;
   std::string title;
   for (const std::string& path : options.snapshot_paths) {
