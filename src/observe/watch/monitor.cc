@@ -1,10 +1,13 @@
 #include "npumem/monitor.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <sstream>
+#include <vector>
 
 #include "npumem/units.h"
 #include "observe/export/text_cell.h"
+#include "observe/export/untrusted_text.h"
 #include "observe/watch/usage.h"
 
 namespace npumem {
@@ -38,14 +41,23 @@ std::string Monitor::report() const {
   if (snapshots_.empty()) return "no snapshots\n";
   using observe::pad_left;
   using observe::pad_right;
+  // Labels are the caller's text: a tab or newline would break the table, shown escaped;
+  // the column is as wide as the widest.
+  std::vector<std::string> labels;
+  std::size_t label_width = kLabelWidth;
+  for (const LabelledSnapshot& s : snapshots_) {
+    labels.push_back(observe::escaped_for_display(s.label));
+    label_width = std::max(label_width, observe::display_width(labels.back()) + 2);
+  }
   std::ostringstream out;
   out << "memory report (" << allocator_.device().name() << ")\n"
-      << pad_right("label", kLabelWidth) << pad_left("allocated", kNumberWidth)
+      << pad_right("label", label_width) << pad_left("allocated", kNumberWidth)
       << pad_left("reserved", kNumberWidth) << pad_left("peak", kNumberWidth)
       << pad_left("time (s)", kNumberWidth) << "\n"
-      << std::string(kLabelWidth + 4 * kNumberWidth, '-') << "\n";
-  for (const LabelledSnapshot& s : snapshots_) {
-    out << pad_right(s.label, kLabelWidth)
+      << std::string(label_width + 4 * kNumberWidth, '-') << "\n";
+  for (std::size_t i = 0; i < snapshots_.size(); ++i) {
+    const LabelledSnapshot& s = snapshots_[i];
+    out << pad_right(labels[i], label_width)
         << pad_left(format_bytes(s.total.allocated_bytes), kNumberWidth)
         << pad_left(format_bytes(s.total.reserved_bytes), kNumberWidth)
         << pad_left(format_bytes(s.total.peak_allocated_bytes), kNumberWidth)

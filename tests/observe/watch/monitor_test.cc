@@ -2,7 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <sstream>
+#include <vector>
+
 #include "npumem/units.h"
+#include "observe/export/text_cell.h"
 
 namespace npumem {
 namespace {
@@ -48,6 +52,25 @@ TEST(Monitor, ReportPrintsTheSeedsTable) {
   EXPECT_NE(report.find("4.00 MiB"), std::string::npos) << report;
   EXPECT_NE(report.find("20.0 MiB"), std::string::npos) << report;  // one large segment
   allocator.deallocate(p);
+}
+
+// A label's tab or newline is shown escaped, and a long label widens the column: every
+// row keeps its figures in line (a cold trial's "tab\tnew\nline" broke the table).
+TEST(Monitor, LabelsAreEscapedAndTheColumnFitsTheWidest) {
+  Allocator allocator(make_device("sim:hbm=64MiB,ddr=0"));
+  Monitor monitor(allocator);
+  monitor.snapshot("tab\tnew\nline");
+  monitor.snapshot("a label longer than twenty columns");
+  monitor.snapshot("short");
+  const std::string report = monitor.report();
+  EXPECT_NE(report.find("tab\\x09new\\x0aline"), std::string::npos) << report;
+  std::istringstream lines(report);
+  std::string line;
+  std::getline(lines, line);  // the title
+  std::vector<std::size_t> widths;
+  while (std::getline(lines, line)) widths.push_back(observe::display_width(line));
+  ASSERT_EQ(widths.size(), 5u) << report;  // header, rule, three rows: no row broken
+  for (const std::size_t width : widths) EXPECT_EQ(width, widths.front()) << report;
 }
 
 TEST(Monitor, EmptyCacheAndSummaryGoThroughTheAllocator) {
