@@ -234,6 +234,18 @@ TEST(ReplayCliTest, AStaticArenaTooLargeForTheDeviceSaysTheReplayCouldNotStart) 
   EXPECT_EQ(parsed.at("peak_requested_bytes"), 0);
 }
 
+// Every allocation in a named pool: the default pool's arena serves nothing, so the
+// static strategy runs on the pools' quotas without a static_size.
+TEST(ReplayCliTest, StaticWithEveryAllocationInNamedPoolsNeedsNoStaticSize) {
+  const TempTrace trace("p encoder\na 1 1048576\np decoder\na 2 2097152\nf 1\nf 2\n");
+  const auto run =
+      run_npumem("replay " + trace.path() +
+                 " --strategy static --quota encoder=4MiB --quota decoder=4MiB --json");
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const auto json = nlohmann::json::parse(run.out);
+  EXPECT_EQ(json.at("pools").at("default").at("peak_allocated_bytes"), 0);
+}
+
 // A static strategy left in the environment is not what the user asked of this command:
 // its error says where it came from.
 TEST(ReplayCliTest, AnUnsizedStaticStrategySaysWhereItWasSet) {

@@ -111,6 +111,12 @@ Config build_config(const ReplayCommandOptions& options) {
   return config_over_environment(options.conf + strategy, "--conf");
 }
 
+bool default_pool_unused(const Trace& trace) {
+  const Trace part = pool_part(trace, kDefaultPoolName);
+  return std::none_of(part.events.begin(), part.events.end(),
+                      [](const TraceEvent& event) { return event.op == TraceOp::alloc; });
+}
+
 // Where the static strategy of build_config(options) was set, as a user would look for it.
 std::string static_strategy_source(const ReplayCommandOptions& options) {
   if (options.strategy) return "--strategy static";
@@ -138,6 +144,12 @@ int run_replay(const ReplayCommandOptions& options) {
   replay_options.device_spec = options.device_spec;
   replay_options.config = build_config(options);
   replay_options.record_latencies = options.latency;
+  if (replay_options.config.strategy == Strategy::static_arena &&
+      replay_options.config.static_size == 0 && default_pool_unused(trace)) {
+    // Every allocation is in a named pool, sized by its quota: the default pool's arena
+    // serves nothing, and one granule (the least an arena is) stands in for static_size.
+    replay_options.config.static_size = 1;
+  }
   const bool arena_unsized = replay_options.config.strategy == Strategy::static_arena &&
                              replay_options.config.static_size == 0;
   if (arena_unsized && !options.advise_margin_percent) {
