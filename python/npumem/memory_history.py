@@ -79,7 +79,8 @@ def _snapshot(device: DeviceLike = None) -> list[dict[str, Any]]:
         recording = made.index in _recording
         recorder = _recording.get(made.index)
         for segment in made.snapshot():
-            segment["stream"] = 0  # npumem blocks are not stream-ordered
+            # PyTorch keeps a segment per stream; npumem's hold blocks of any stream.
+            segment["stream"] = 0
             for block in segment["blocks"]:
                 if recording and block["state"] == "active_allocated":
                     block["history"] = [
