@@ -176,7 +176,14 @@ int CudaDevice::device_count(std::string* why_none) {
   const cudaError_t error = cudaGetDeviceCount(&count);
   if (error != cudaSuccess) {
     cudaGetLastError();
-    if (why_none != nullptr) *why_none = cudaGetErrorString(error);
+    if (why_none != nullptr) {
+      *why_none = cudaGetErrorString(error);
+      // The runtime's word for a machine without NVIDIA's driver too: say both.
+      if (error == cudaErrorInsufficientDriver) {
+        *why_none =
+            "no NVIDIA driver is loaded, or it is older than this CUDA runtime: " + *why_none;
+      }
+    }
     return 0;
   }
   if (count == 0 && why_none != nullptr) *why_none = "the driver reports no GPU";
