@@ -98,6 +98,28 @@ TEST(SmiView, TableLooksLikeNpuSmi) {
       << table;
 }
 
+// Two processes' virtual NPUs alike are one row; each holds the whole capacity, so
+// their sum can pass it: the table says why, in its frame.
+TEST(SmiView, UsedPastTotalOfVirtualNpusIsExplained) {
+  const std::string table =
+      smi_table(device_views({process(1, "a", {device("sim:0", 40 * GiB, 40 * GiB)}),
+                              process(2, "b", {device("sim:0", 40 * GiB, 40 * GiB)})}),
+                "now");
+  EXPECT_NE(table.find("| ID 0: used passes total: 2 processes' virtual NPUs, each with this "
+                       "capacity of its own"),
+            std::string::npos)
+      << table;
+  std::istringstream lines(table);
+  std::string line;
+  std::size_t width = 0;
+  while (std::getline(lines, line)) {
+    if (line.empty()) continue;
+    if (width == 0) width = line.size();
+    EXPECT_EQ(line.size(), width) << line;
+  }
+  EXPECT_EQ(smi_table(two_processes(), "now").find("used passes total"), std::string::npos);
+}
+
 TEST(SmiView, EmptyTableSaysSo) {
   const std::string table = smi_table({}, "now");
   EXPECT_NE(table.find("No devices in use"), std::string::npos);

@@ -188,7 +188,23 @@ std::string smi_table(const std::vector<DeviceView>& devices, const std::string&
                       cell("Total", widths[3], true) + cell("Used", widths[4], true) +
                       cell("Free", widths[5], true) + cell("Util", widths[6], true) + "\n" +
                       rule(widths, '=');
-  for (const DeviceView& device : devices) table += device_rows(device, widths) + rule(widths, '-');
+  for (const DeviceView& device : devices) {
+    table += device_rows(device, widths) + rule(widths, '-');
+    const bool overfull =
+        std::any_of(device.tiers.begin(), device.tiers.end(),
+                    [](const TierView& t) { return t.used_bytes > t.total_bytes; });
+    if (overfull) {
+      // Virtual NPUs alike in several processes are one row, but each process's holds
+      // the whole capacity: their sum passes it without an overcommit.
+      char line[160];
+      std::snprintf(line, sizeof line, "| %-*s |\n", kTableWidth - 4,
+                    ("ID " + std::to_string(device.id) +
+                     ": used passes total: " + std::to_string(device.processes.size()) +
+                     " processes' virtual NPUs, each with this capacity of its own")
+                        .c_str());
+      table += line + rule(widths, '-');
+    }
+  }
   if (devices.empty()) {
     char line[128];
     std::snprintf(line, sizeof line, "| %-*s |\n", kTableWidth - 4, "No devices in use");
