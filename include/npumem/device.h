@@ -112,5 +112,9 @@ std::shared_ptr<Device> make_device(std::string_view spec);
 // Throws ConfigError where make_device would for the spec as written (an unknown
 // device, a bad key or value); makes nothing (a device the spec names may be missing).
 void check_device_spec(std::string_view spec);
+// Whether a device made from `spec` has memory the host can read and write (`host`, or
+// `sim` with backing=host), read as make_device reads it; throws ConfigError as
+// check_device_spec does.
+bool device_spec_is_host_accessible(std::string_view spec);
 
 }  // namespace npumem

@@ -99,4 +99,11 @@ void check_device_spec(std::string_view spec) {
   backend_for(spec).check(spec);
 }
 
+bool device_spec_is_host_accessible(std::string_view spec) {
+  const Backend& backend = backend_for(spec);
+  backend.check(spec);
+  if (backend.name == "host") return true;
+  return backend.name == "sim" && parse_sim_spec(spec).backing == Backing::host;
+}
+
 }  // namespace npumem

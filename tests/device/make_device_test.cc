@@ -74,5 +74,18 @@ TEST(MakeDevice, BadSimSpecsAreRejected) {
   EXPECT_NE(error_of("sim:hbm=oops").find("key 'hbm'"), std::string::npos);
 }
 
+// Read as make_device reads the spec: a bad spec (a key given twice too) is refused as
+// check_device_spec refuses it.
+TEST(MakeDevice, HostAccessibleSpecsAreHostAndHostBackedSims) {
+  EXPECT_TRUE(device_spec_is_host_accessible("host"));
+  EXPECT_TRUE(device_spec_is_host_accessible("sim:hbm=1GiB,backing=host"));
+  EXPECT_FALSE(device_spec_is_host_accessible("sim"));
+  EXPECT_FALSE(device_spec_is_host_accessible("sim:backing=none"));
+  EXPECT_FALSE(device_spec_is_host_accessible("acl"));
+  EXPECT_THROW(device_spec_is_host_accessible("sim:backing=none,backing=host"), ConfigError);
+  EXPECT_THROW(device_spec_is_host_accessible("sim:backing=hots"), ConfigError);
+  EXPECT_THROW(device_spec_is_host_accessible("gpu"), ConfigError);
+}
+
 }  // namespace
 }  // namespace npumem

@@ -5,6 +5,7 @@
 #include <string_view>
 
 #include "npumem/config.h"
+#include "npumem/device.h"
 #include "npumem/errors.h"
 #include "npumem/process_allocators.h"
 
@@ -90,19 +91,11 @@ void record_stacks(DeviceEntry& device, std::shared_ptr<PythonStacks> stacks) {
 }
 
 bool spec_is_host_accessible(const std::string& spec) {
-  const std::string_view text = spec;
-  const std::string_view word = text.substr(0, text.find(':'));
-  if (word == "host") return true;
-  if (word != "sim" || word.size() == text.size()) return false;
-  std::string_view options = text.substr(word.size() + 1);
-  bool host_backed = false;  // the last backing= wins, as the sim spec reads it
-  while (!options.empty()) {
-    const std::size_t comma = options.find(',');
-    const std::string_view option = options.substr(0, comma);
-    if (option.starts_with("backing=")) host_backed = option == "backing=host";
-    options = comma == std::string_view::npos ? std::string_view{} : options.substr(comma + 1);
+  try {
+    return device_spec_is_host_accessible(spec);
+  } catch (const ConfigError&) {
+    return false;  // no device at all
   }
-  return host_backed;
 }
 
 namespace {
