@@ -104,12 +104,13 @@ std::string others_text(const OthersHolding& others) {
          others.most->name + "', " + format_bytes(others.most->reserved_bytes) + ")";
 }
 
-// Every pool has a quota and together they pass what the tiers may hold: serving all
-// models at their quotas at once cannot fit. Empty otherwise.
+// The pools' quotas together pass what the tiers may hold: serving all models at their
+// quotas at once cannot fit. Empty otherwise, and when a pool without a quota (the
+// default one, say) holds memory: then no sum of quotas bounds what the pools take.
 std::string overcommit_text(const OomContext& c) {
   std::uint64_t quotas = 0;
   for (const PoolMemory& pool : c.pools) {
-    if (pool.quota_bytes == 0) return {};
+    if (pool.quota_bytes == 0 && pool.reserved_bytes != 0) return {};
     quotas += pool.quota_bytes;
   }
   std::uint64_t limits = 0;

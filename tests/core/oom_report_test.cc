@@ -100,9 +100,12 @@ TEST(OomReport, AnotherModelsPoolHoldingTheDeviceIsNamed) {
             "reserve 90.0 MiB (most: 'model_a', 90.0 MiB); the pools' quotas add up to 250 MiB, "
             "more than the tiers may hold (100 MiB); free their tensors or lower their quotas, "
             "or reduce this model's batch size.");
-  c.pools.push_back({"default", 0, 0, 0});
+  c.pools.insert(c.pools.begin(), {"default", 0, 0, 0});  // as the allocator lists it
+  EXPECT_NE(advice_of(c).find("quotas add up to 250 MiB"), std::string::npos)
+      << "an empty pool without a quota takes nothing";
+  c.pools.front().reserved_bytes = 2 * MiB;
   EXPECT_EQ(advice_of(c).find("quotas add up"), std::string::npos)
-      << "a pool without a quota may take anything: no sum of quotas to compare";
+      << "a pool without a quota holding memory: no sum of quotas bounds the pools";
 }
 
 TEST(OomReport, APinnedPoolSaysWhatItsTierHoldsAndWho) {
