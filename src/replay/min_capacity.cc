@@ -1,7 +1,9 @@
 #include "min_capacity.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <limits>
+#include <string>
 
 #include "bisect.h"
 #include "npumem/errors.h"
@@ -18,6 +20,16 @@ std::string_view spec_key(std::string_view item) {
   while (!key.empty() && key.front() == ' ') key.remove_prefix(1);
   while (!key.empty() && key.back() == ' ') key.remove_suffix(1);
   return key;
+}
+
+// fail_every or fail_prob at a value other than 0: fail_ops and seed only choose what
+// would fail, and inject nothing alone.
+bool injects_faults(std::string_view item) {
+  const std::string_view key = spec_key(item);
+  if (key != "fail_every" && key != "fail_prob") return false;
+  const std::size_t equals = item.find('=');
+  if (equals == std::string_view::npos) return false;
+  return std::strtod(std::string(item.substr(equals + 1)).c_str(), nullptr) != 0.0;
 }
 
 bool completes(const Trace& trace, const ReplayOptions& options, std::uint64_t steps,
@@ -51,7 +63,7 @@ std::string hbm_only_spec(std::string_view spec, std::uint64_t hbm_bytes) {
   while (!rest.empty()) {
     const std::size_t comma = rest.find(',');
     const std::string_view item = rest.substr(0, comma);
-    if (spec_key(item).starts_with("fail_")) {
+    if (injects_faults(item)) {
       throw ConfigError(
           "finding the smallest HBM that completes a trace needs a device "
           "without injected faults, which fail its probes at random: '" +

@@ -25,6 +25,8 @@ TEST(MinCapacityTest, HbmOnlySpecNeedsASimDevice) {
 
 // Injected faults fail probes at random: the search would blame the HBM size for them.
 TEST(MinCapacityTest, HbmOnlySpecRefusesInjectedFaults) {
+  // fail_ops and seed alone, or a rate of 0, inject nothing: accepted.
+  EXPECT_NO_THROW(hbm_only_spec("sim:fail_prob=0,fail_every=0,fail_ops=map,seed=3", MiB));
   for (const char* spec : {"sim:fail_prob=0.2,seed=1", "sim:hbm=1GiB,fail_every=3"}) {
     try {
       hbm_only_spec(spec, MiB);
