@@ -133,6 +133,30 @@ bool ddr_has_room(const OomContext& c) {
          ddr.reserved_bytes < ddr.limit_bytes - c.rounded_bytes;
 }
 
+// The live tensors and the request fit within HBM and DDR together, but the room is
+// split between them and a tensor is not: the advice that says so, else empty.
+std::string split_across_tiers(const OomContext& c) {
+  if (c.pinned_tier || !c.spill_to_ddr) return {};
+  std::uint64_t allocated = 0;
+  std::uint64_t limits = 0;
+  std::string rooms;
+  for (Tier tier : kAllTiers) {
+    const TierMemory& t = c.tiers[static_cast<int>(tier)];
+    if (!t.present) continue;
+    const std::uint64_t room = t.limit_bytes - std::min(t.limit_bytes, t.allocated_bytes);
+    if (room >= c.rounded_bytes) return {};  // one tier could hold it: another cause
+    allocated += t.allocated_bytes;
+    limits += t.limit_bytes;
+    rooms += (rooms.empty() ? "" : ", ") + std::string(tier_name(tier)) + " " + format_bytes(room);
+  }
+  if (!fits(allocated, c.rounded_bytes, limits)) return {};
+  return "Advice: the live tensors and this request fit within the tiers together, but no "
+         "one tier has room for the request (" +
+         rooms +
+         " beside the live tensors) and a tensor is not split across tiers; free tensors, or "
+         "reduce the batch size.";
+}
+
 std::string advice(const OomContext& c) {
   const TierMemory& hbm = c.tiers[static_cast<int>(Tier::hbm)];
   const TierMemory& ddr = c.tiers[static_cast<int>(Tier::ddr)];
@@ -213,6 +237,7 @@ std::string advice(const OomContext& c) {
            "npumem smi.";
   }
   if (ddr_has_room(c)) return std::string(kSpillAdvice);
+  if (std::string split = split_across_tiers(c); !split.empty()) return split;
   if (others.reserved_bytes != 0) {
     return "Advice: the live tensors of all pools need more than the device holds: " +
            others_text(others) + overcommit_text(c) +

@@ -161,6 +161,17 @@ TEST(OomReport, ARequestPastAnyBlockIsNotBlamedOnTheDevice) {
   EXPECT_EQ(advice_of(c), "Advice: no block can hold the request (8.00 EiB); split the tensor.");
 }
 
+// 12 MiB live on 8 + 8 MiB and 3 MiB asked: the device holds it, no tier does.
+TEST(OomReport, RoomSplitBetweenTiersIsNamedAsSuch) {
+  OomContext c = context_of(3 * MiB, 8 * MiB, 8 * MiB);
+  for (TierMemory& t : c.tiers) t.reserved_bytes = t.allocated_bytes = 6 * MiB;
+  EXPECT_EQ(advice_of(c),
+            "Advice: the live tensors and this request fit within the tiers together, but no "
+            "one tier has room for the request (hbm 2.00 MiB, ddr 2.00 MiB beside the live "
+            "tensors) and a tensor is not split across tiers; free tensors, or reduce the "
+            "batch size.");
+}
+
 TEST(OomReport, ManyPoolsAreCountedPastTheListed) {
   OomContext c = context_of(30 * MiB, 100 * MiB, 0);
   for (int i = 0; i < 20; ++i) c.pools.push_back({"p" + std::to_string(i), 0, 0, 0});
