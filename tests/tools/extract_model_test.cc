@@ -72,11 +72,31 @@ TEST(ExtractModelTest, BadArgumentsFail) {
       {"no_such.module:f --records x", "cannot import module 'no_such.module'"},
       {"os:getcwd --records x", "os:getcwd did not make a torch.nn.Module"},
       {"os:no_such_factory --records x", "module 'os' has no 'no_such_factory'"},
+      {"os:sep --records x", "os:sep is not a model factory to call (it is a str)"},
+      {"resnet --records x", "resnet is not a model factory to call (it is a module)"},
+      {"ResNet --records x", "ResNet() did not make a model: TypeError: "},
+      {"resnet18 --records .", "--records .: is a directory, not a file to write"},
       {"resnet18 --input 1,100,224,224 --records x",
-       "resnet18 cannot run on an input of shape 1,100,224,224: "},
-      {"resnet18 --layers /nonexistent/dir/a.json", "--layers /nonexistent/dir/a.json: no "
-                                                    "directory /nonexistent/dir"},
+       "resnet18 cannot run on an input of shape 1,100,224,224: RuntimeError: "},
+      {"resnet18 --layers /nonexistent/dir/a.json",
+       "--layers /nonexistent/dir/a.json: no "
+       "directory /nonexistent/dir"},
   };
+  // A model with data-dependent control flow, which torch.fx cannot trace.
+  cli::testing::write_text(dir.file("branchy.py"),
+                           "import torch\n"
+                           "class Branchy(torch.nn.Module):\n"
+                           "    def forward(self, x):\n"
+                           "        return x if x.sum() > 0 else -x\n"
+                           "def make():\n"
+                           "    return Branchy()\n");
+  const auto untraceable = run_command(
+      "PYTHONPATH=" + dir.file("").string() + " " + script + "branchy:make --input 2,3 --records x",
+      dir);
+  EXPECT_EQ(untraceable.exit_code, 2) << untraceable.err;
+  EXPECT_NE(untraceable.err.find("extract_model: branchy:make cannot be traced with torch.fx"),
+            std::string::npos)
+      << untraceable.err;
   for (const auto& [arguments, message] : bad) {
     const auto result = run_command(script + arguments, dir);
     EXPECT_EQ(result.exit_code, 2) << arguments << ": " << result.err;

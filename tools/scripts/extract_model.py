@@ -38,6 +38,24 @@ def fail(message):
     sys.exit(2)
 
 
+def first_line(error):
+    text = str(error).strip()
+    return f"{type(error).__name__}: {text.splitlines()[0]}" if text else type(error).__name__
+
+
+def make_model(spec, factory):
+    """Calls the factory; anything but an nn.Module out of it is bad input."""
+    if not callable(factory):
+        fail(f"{spec} is not a model factory to call (it is a {type(factory).__name__})")
+    try:
+        model = factory()
+    except Exception as error:  # a factory that needs arguments, or fails
+        fail(f"{spec}() did not make a model: {first_line(error)}")
+    if not isinstance(model, torch.nn.Module):
+        fail(f"{spec} did not make a torch.nn.Module (it returned {type(model).__name__})")
+    return model.eval()
+
+
 def build_model(spec):
     """An nn.Module in eval mode from a torchvision name or `module:factory`."""
     if ":" in spec:
@@ -46,18 +64,14 @@ def build_model(spec):
             module = importlib.import_module(module_name)
         except ImportError as error:
             fail(f"cannot import module '{module_name}' ({error})")
-        factory = getattr(module, factory_name, None)
-        if not callable(factory):
+        if not hasattr(module, factory_name):
             fail(f"module '{module_name}' has no '{factory_name}' to call")
-        model = factory()
-        if not isinstance(model, torch.nn.Module):
-            fail(f"{spec} did not make a torch.nn.Module (it returned {type(model).__name__})")
-        return model.eval()
+        return make_model(spec, getattr(module, factory_name))
     import torchvision
 
     if not hasattr(torchvision.models, spec):
         fail(f"unknown torchvision model '{spec}'")
-    return getattr(torchvision.models, spec)().eval()
+    return make_model(spec, getattr(torchvision.models, spec))
 
 
 def parse_shape(text):
@@ -71,7 +85,9 @@ def parse_shape(text):
 
 
 def check_output(option, path):
-    """An output path whose directory is missing fails before the model runs."""
+    """An output path that cannot be a file fails before the model runs."""
+    if os.path.isdir(path):
+        fail(f"{option} {path}: is a directory, not a file to write")
     directory = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(directory):
         fail(f"{option} {path}: no directory {directory}")
@@ -272,15 +288,18 @@ def main():
     torch.manual_seed(0)
     shape = parse_shape(args.input)
     model = build_model(args.model)
-    graph_module = trace(model)
+    try:
+        graph_module = trace(model)
+    except Exception as error:  # torch.fx's TraceError and what tracing runs into
+        fail(f"{args.model} cannot be traced with torch.fx (data-dependent control flow?): "
+             f"{first_line(error)}")
     example = torch.randn(*shape)
     recorder = Recorder(graph_module, args.time)
     try:
         with torch.no_grad():
             recorder.run(example)
     except RuntimeError as error:
-        first_line = str(error).strip().splitlines()[0] if str(error).strip() else repr(error)
-        fail(f"{args.model} cannot run on an input of shape {args.input}: {first_line}")
+        fail(f"{args.model} cannot run on an input of shape {args.input}: {first_line(error)}")
     extraction = Extraction(graph_module, recorder)
     if args.records:
         write_records(args.records, args.model, shape, extraction)
