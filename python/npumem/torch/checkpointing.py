@@ -24,6 +24,7 @@ and random-number state are put back afterwards.
 from __future__ import annotations
 
 import time
+import warnings
 from typing import Any, Callable
 
 import torch
@@ -46,6 +47,21 @@ class CheckpointedModel(torch.nn.Module):
         self._segments = segments
         self.plan: Any = None
         self._report: dict[str, Any] = {}
+
+    # The wrapper's mode is its model's: model.train() after checkpoint() must not leave
+    # wrapper.training stale (the forward runs the model's layers in the model's mode).
+    @property
+    def training(self) -> bool:
+        model = self.__dict__.get("_modules", {}).get("model")
+        return model.training if model is not None else self.__dict__.get("_mode", True)
+
+    @training.setter
+    def training(self, mode: bool) -> None:
+        model = self.__dict__.get("_modules", {}).get("model")
+        if model is None:  # Module.__init__, before the model is registered
+            self.__dict__["_mode"] = mode
+        else:
+            model.training = mode
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         for layers, recomputed in self._segments:
@@ -74,7 +90,8 @@ class CheckpointedModel(torch.nn.Module):
             f"{len(r.recomputed_segments)} recomputed segments\n"
             f"  activation peak: plain {fmt(r.plain_peak_bytes)}, planned "
             f"{fmt(r.planned_peak_bytes)} (of it {fmt(r.step_overhead_bytes)} beside the "
-            f"activations), measured {fmt(r.measured_peak_bytes)}\n"
+            f"activations), measured {fmt(r.measured_peak_bytes)}"
+            f"{', OVER the budget' if r.measured_peak_bytes > r.budget_bytes else ''}\n"
             f"  step ms: plain {r.plain_step_ms:.3f}, checkpointed {r.checkpointed_step_ms:.3f} "
             f"({_extra_text(r)}; planned recompute {r.planned_recompute_ms:.3f})\n"
         )
@@ -251,7 +268,14 @@ def checkpoint(
         keep = [cost.name in set(plan.kept_layers) for cost in costs]
         wrapped = CheckpointedModel(model, _segments(layers, keep))
         peak, seconds = measurement.step(wrapped, example_input)
-    wrapped.train(model.training)  # a new Module trains; the wrapper follows its model
+    if peak > budget_bytes:
+        warnings.warn(
+            f"npumem.torch.checkpoint: the checkpointed step held {_core.format_bytes(peak)} "
+            f"of activations, past the budget of {_core.format_bytes(budget_bytes)} (planned "
+            f"{_core.format_bytes(plan.peak_bytes + step_bytes)}): a recomputed segment's "
+            "activations sit beside the memory the step holds at its peak; give a larger budget",
+            RuntimeWarning, stacklevel=2,
+        )
     wrapped.plan = plan
     wrapped._report = {
         "budget_bytes": budget_bytes,

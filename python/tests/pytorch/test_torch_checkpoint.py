@@ -82,6 +82,29 @@ class CheckpointTest(unittest.TestCase):
         wrapped = npumem.torch.checkpoint(model, budget="1MiB", example_input=torch.randn(2, 8))
         self.assertFalse(wrapped.training)
         self.assertFalse(model.training)
+        model.train()  # on the model, after checkpoint(): the wrapper reads it
+        self.assertTrue(wrapped.training)
+        wrapped.eval()
+        self.assertFalse(model.training)
+        self.assertFalse(model[0].training)
+
+    def test_a_step_past_its_budget_warns_and_the_report_says_so(self):
+        # At the leanest budget of this MLP, a recomputed segment's activations sit beside
+        # what the step holds at its peak: measured above the plan (a cold trial: 1.6x).
+        torch.manual_seed(0)
+        model = torch.nn.Sequential(
+            torch.nn.Linear(64, 128), torch.nn.BatchNorm1d(128), torch.nn.ReLU(),
+            torch.nn.Linear(128, 512), torch.nn.ReLU(), torch.nn.Linear(512, 512),
+            torch.nn.ReLU(), torch.nn.Linear(512, 8))
+        x = torch.randn(256, 64)
+        with self.assertRaises(npumem.OutOfMemoryError) as refusal:
+            npumem.torch.checkpoint(model, budget="64KiB", example_input=x)
+        with self.assertWarnsRegex(RuntimeWarning, "past the budget"):
+            wrapped = npumem.torch.checkpoint(
+                model, budget=refusal.exception.requested_bytes, example_input=x)
+        report = wrapped.report()
+        self.assertGreater(report.measured_peak_bytes, report.budget_bytes)
+        self.assertIn("OVER the budget", wrapped.report_text())
 
     def test_a_model_with_nothing_to_train_is_refused(self):
         frozen = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU())
