@@ -110,6 +110,11 @@ void Allocator::Impl::warn_of_idle_settings() {
   for (Tier tier : kAllTiers) {
     const std::uint64_t limit = tier == Tier::hbm ? config.hbm_limit : config.ddr_limit;
     const TierInfo info = device->tier_info(tier);
+    if (limit != 0 && !info.present) {
+      warnings.push_back(std::string(tier_name(tier)) + ":" + format_bytes(limit) +
+                         " is set, but device " + device->name() + " has no " +
+                         (tier == Tier::hbm ? "HBM" : "DDR") + ": it is not used");
+    }
     if (limit != 0 && info.present && limit > info.capacity_bytes) {
       warnings.push_back(std::string(tier_name(tier)) + ":" + format_bytes(limit) +
                          " is more than the " + (tier == Tier::hbm ? "HBM" : "DDR") +

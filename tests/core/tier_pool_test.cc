@@ -118,6 +118,12 @@ TEST(TierPool, SettingsThatCannotActAreNamedInWarnings) {
   EXPECT_EQ(caching.warnings()[0],
             "static_size:8.00 MiB is set, but strategy:caching makes no static arena: it is not "
             "used");
+  Config absent;
+  absent.ddr_limit = 1 * GiB;
+  const Allocator hbm_only(backed_device(64 * MiB, 0), absent);
+  ASSERT_EQ(hbm_only.warnings().size(), 1u);
+  EXPECT_EQ(hbm_only.warnings()[0],
+            "ddr:1.00 GiB is set, but device sim:0 has no DDR: it is not used");
   unused.strategy = Strategy::expandable;  // kept for expandable_fallback on other devices
   EXPECT_TRUE(Allocator(backed_device(64 * MiB, 0), unused).warnings().empty());
 }

@@ -192,6 +192,7 @@ TEST(ReplayCliTest, QuotaGivesATracesPoolItsQuota) {
       {"--quota encoder", "expected NAME=SIZE"},
       {"--quota encoder=lots", "--quota encoder: bad size 'lots'"},
       {"--quota encoder=1GiB --quota encoder=2GiB", "--quota encoder: given twice"},
+      {"--quota encoder=0", "--quota encoder=0: a quota of 0 is none"},
   };
   for (const auto& [option, message] : bad) {
     const auto run = run_npumem("replay " + trace.path() + " " + option);
@@ -473,6 +474,10 @@ TEST(NpumemCliTest, VersionHelpAndUnknownSubcommands) {
   EXPECT_NE(bad_topic.err.find("no subcommand 'plan shrad' (subcommands: memory, "),
             std::string::npos)
       << bad_topic.err;
+  EXPECT_NE(run_npumem("help replay nosuch")
+                .err.find("no subcommand 'replay nosuch' (replay has "
+                          "none)"),
+            std::string::npos);
   const auto unknown = run_npumem("replya x.trace");
   EXPECT_EQ(unknown.exit_code, 2);
   EXPECT_NE(unknown.err.find("unknown subcommand 'replya'"), std::string::npos) << unknown.err;

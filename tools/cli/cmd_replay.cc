@@ -69,11 +69,18 @@ std::map<std::string, std::uint64_t> parse_quotas(const std::vector<std::string>
     if (quotas.contains(name)) {
       throw ConfigError("--quota " + name + ": given twice");
     }
+    std::uint64_t quota = 0;
     try {
-      quotas[name] = parse_size(text.substr(equals + 1));
+      quota = parse_size(text.substr(equals + 1));
     } catch (const ConfigError& error) {
       throw ConfigError("--quota " + name + ": " + error.what());
     }
+    if (quota == 0) {
+      throw ConfigError("--quota " + name +
+                        "=0: a quota of 0 is none; leave the pool out of "
+                        "--quota for no quota");
+    }
+    quotas[name] = quota;
   }
   return quotas;
 }

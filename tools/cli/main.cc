@@ -33,8 +33,10 @@ int handle_help_or_unknown(const CLI::App& app, int argc, char** argv) {
       try {
         topic = topic->get_subcommand(name);
       } catch (const CLI::OptionNotFound&) {
-        std::cerr << "npumem: no subcommand '" << path
-                  << "' (subcommands: " << subcommand_names(*topic) << ")\n";
+        const std::string names = subcommand_names(*topic);
+        std::cerr << "npumem: no subcommand '" << path << "' ("
+                  << (names.empty() ? topic->get_name() + " has none" : "subcommands: " + names)
+                  << ")\n";
         return npumem::cli::kExitBadInput;
       }
     }

@@ -17,7 +17,9 @@ std::string learned_line(const PlannedStats& p) {
   for (const PlanInfo& plan : p.plans) {
     if (!plan.declined) largest = std::max(largest, plan.arena_bytes);
   }
-  if (largest > p.arena_bytes) text += " (the largest plan's " + format_bytes(largest) + ")";
+  if (largest > p.arena_bytes) {
+    text += " (the largest plan not declined: " + format_bytes(largest) + ")";
+  }
   if (p.iterations_not_learned != 0) {
     text += "; " + format_count(p.iterations_not_learned, "iteration") +
             " not learned (new shapes after learned ones went unserved)";

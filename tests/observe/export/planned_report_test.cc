@@ -47,7 +47,7 @@ TEST(PlannedReport, NamesTheLargestArenaAndTheRequestsOfDeclinedPlans) {
   stats.declined = 5;
   stats.declined_bytes = 5 * MiB;
   const std::vector<ReportLine> lines = planned_report_lines(stats, "`i` lines");
-  EXPECT_EQ(lines[0].value, "2 (2 kept), arena 0 B now (the largest plan's 10.0 MiB)");
+  EXPECT_EQ(lines[0].value, "2 (2 kept), arena 0 B now (the largest plan not declined: 10.0 MiB)");
   EXPECT_NE(lines[1].value.find("8 while learning, 5 in iterations of declined plans (5.00 MiB), "),
             std::string::npos)
       << lines[1].value;
