@@ -104,28 +104,25 @@ TEST(TierPool, ATierSmallerThanAGranuleIsNamedInAWarning) {
 // above the tier's capacity (the capacity is the limit), a static_size under a strategy
 // that makes no static arena.
 TEST(TierPool, SettingsThatCannotActAreNamedInWarnings) {
+  const auto warnings_of = [](const Config& config) {
+    return Allocator(backed_device(64 * MiB, 0), config).warnings();
+  };
   Config limits;
   limits.hbm_limit = 1 * GiB;
-  const Allocator capped(backed_device(64 * MiB, 0), limits);
-  ASSERT_EQ(capped.warnings().size(), 1u);
-  EXPECT_EQ(capped.warnings()[0],
-            "hbm:1.00 GiB is more than the HBM of device sim:0 (64.0 MiB): the capacity is the "
-            "limit");
-  Config unused;
-  unused.static_size = 8 * MiB;
-  const Allocator caching(backed_device(64 * MiB, 0), unused);
-  ASSERT_EQ(caching.warnings().size(), 1u);
-  EXPECT_EQ(caching.warnings()[0],
-            "static_size:8.00 MiB is set, but strategy:caching makes no static arena: it is not "
-            "used");
+  EXPECT_EQ(warnings_of(limits),
+            std::vector<std::string>{"hbm:1.00 GiB is more than the HBM of device sim:0 (64.0 "
+                                     "MiB): the capacity is the limit"});
   Config absent;
   absent.ddr_limit = 1 * GiB;
-  const Allocator hbm_only(backed_device(64 * MiB, 0), absent);
-  ASSERT_EQ(hbm_only.warnings().size(), 1u);
-  EXPECT_EQ(hbm_only.warnings()[0],
-            "ddr:1.00 GiB is set, but device sim:0 has no DDR: it is not used");
+  EXPECT_EQ(warnings_of(absent), std::vector<std::string>{"ddr:1.00 GiB is set, but device sim:0 "
+                                                          "has no DDR: it is not used"});
+  Config unused;
+  unused.static_size = 8 * MiB;
+  EXPECT_EQ(warnings_of(unused),
+            std::vector<std::string>{"static_size:8.00 MiB is set, but strategy:caching makes "
+                                     "no static arena: it is not used"});
   unused.strategy = Strategy::expandable;  // kept for expandable_fallback on other devices
-  EXPECT_TRUE(Allocator(backed_device(64 * MiB, 0), unused).warnings().empty());
+  EXPECT_TRUE(warnings_of(unused).empty());
 }
 
 TEST(TierCopy, MovesTheBytesAndAccountsModelledTimePerDirection) {

@@ -77,16 +77,21 @@ TEST(SmiView, DevicesOfOneNameWithOtherCapacitiesStayApart) {
   EXPECT_EQ(devices[1].id, 1);
 }
 
-TEST(SmiView, TableLooksLikeNpuSmi) {
-  const std::string table = smi_table(two_processes(), "2026-11-29 17:03:04");
+// Every line of the table as wide as its frame.
+void expect_framed(const std::string& table) {
   std::istringstream lines(table);
   std::string line;
   std::size_t width = 0;
   while (std::getline(lines, line)) {
     if (line.empty()) continue;
     if (width == 0) width = line.size();
-    EXPECT_EQ(line.size(), width) << line;  // every line as wide as the frame
+    EXPECT_EQ(line.size(), width) << line;
   }
+}
+
+TEST(SmiView, TableLooksLikeNpuSmi) {
+  const std::string table = smi_table(two_processes(), "2026-11-29 17:03:04");
+  expect_framed(table);
   EXPECT_NE(table.find("npumem-smi"), std::string::npos);
   EXPECT_NE(table.find("2026-11-29 17:03:04"), std::string::npos);
   EXPECT_NE(table.find("| 0     | sim:0            | hbm  |     64.0 GiB |     12.0 GiB |     "
@@ -109,14 +114,7 @@ TEST(SmiView, UsedPastTotalOfVirtualNpusIsExplained) {
                        "capacity of its own"),
             std::string::npos)
       << table;
-  std::istringstream lines(table);
-  std::string line;
-  std::size_t width = 0;
-  while (std::getline(lines, line)) {
-    if (line.empty()) continue;
-    if (width == 0) width = line.size();
-    EXPECT_EQ(line.size(), width) << line;
-  }
+  expect_framed(table);
   EXPECT_EQ(smi_table(two_processes(), "now").find("used passes total"), std::string::npos);
 }
 
