@@ -66,8 +66,7 @@ void print_header() {
 void print_row(const std::string& name, std::span<const plan::TensorLifetime> tensors,
                double time_limit_s) {
   plan::MemoryPlanOptions options;
-  options.time_limit = std::chrono::duration_cast<std::chrono::nanoseconds>(
-      std::chrono::duration<double>(time_limit_s));
+  options.time_limit = plan::time_limit_from_seconds(time_limit_s);
   const Clock::time_point start = Clock::now();
   const plan::MemoryPlan memory_plan = plan::plan_memory(tensors, options);
   const double plan_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();

@@ -67,6 +67,10 @@ struct MemoryPlanOptions {
   std::uint64_t seed = 1;
 };
 
+// `seconds` as MemoryPlanOptions::time_limit: 10^9 s or more (infinity too) is no limit,
+// which a cast to nanoseconds would overflow. Throws ConfigError for NaN or a negative.
+std::chrono::nanoseconds time_limit_from_seconds(double seconds);
+
 struct MemoryPlan {
   std::vector<std::uint64_t> offsets;  // one per tensor, in input order
   std::uint64_t arena_bytes = 0;       // max over tensors of offset + aligned size

@@ -103,8 +103,9 @@ def memory(
     else:
         text = "".join(f"{int(b)} {int(first)} {int(last)}\n" for b, first, last in records)
         source = "<records>"
+    # math.inf is no limit, as `--time-limit inf` is.
     if isinstance(time_limit, bool) or not isinstance(time_limit, (int, float)) or not (
-        0 <= time_limit < float("inf")
+        time_limit >= 0
     ):
         raise ValueError(f"time_limit is a number of seconds >= 0, not {time_limit!r}")
     return Plan(

@@ -124,8 +124,7 @@ int run_memory(const MemoryCommandOptions& options) {
   }
   plan::MemoryPlanOptions plan_options;
   plan_options.alignment = parse_size(options.alignment);
-  plan_options.time_limit = std::chrono::duration_cast<std::chrono::nanoseconds>(
-      std::chrono::duration<double>(options.time_limit_s));
+  plan_options.time_limit = plan::time_limit_from_seconds(options.time_limit_s);
   plan_options.max_search_iterations = options.iterations;
   plan_options.seed = options.seed;
   std::unique_ptr<MemoryPlanRun> run;

@@ -19,8 +19,7 @@ void bind_plan(py::module_& module) {
          double time_limit_s, std::uint64_t iterations, std::uint64_t seed, bool offsets) {
         plan::MemoryPlanOptions options;
         options.alignment = alignment;
-        options.time_limit = std::chrono::duration_cast<std::chrono::nanoseconds>(
-            std::chrono::duration<double>(time_limit_s));
+        options.time_limit = plan::time_limit_from_seconds(time_limit_s);
         options.max_search_iterations = iterations;
         options.seed = seed;
         py::gil_scoped_release unlocked;

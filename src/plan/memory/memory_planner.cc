@@ -20,6 +20,15 @@ SearchClock::time_point deadline_after(const SearchClock& clock,
 
 }  // namespace
 
+std::chrono::nanoseconds time_limit_from_seconds(double seconds) {
+  if (!(seconds >= 0)) {
+    throw ConfigError("a time limit is a number of seconds >= 0, not " + std::to_string(seconds));
+  }
+  if (seconds >= 1e9) return std::chrono::nanoseconds::max();
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+      std::chrono::duration<double>(seconds));
+}
+
 MemoryPlan plan_memory(std::span<const TensorLifetime> tensors, const MemoryPlanOptions& options) {
   SearchClock clock(options.counts_work);
   const SearchClock::time_point deadline = deadline_after(clock, options.time_limit);

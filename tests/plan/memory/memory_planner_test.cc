@@ -1,8 +1,10 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <sstream>
 #include <thread>
 
@@ -170,6 +172,17 @@ std::string read_file(const std::filesystem::path& path) {
 // Targets on an iteration budget, so that the figures do not depend on the machine:
 // every real model within 1 % of its lower bound, the dense random set within 1 % (the
 // search reaches 1.0073 there in 150 iterations).
+// Infinity is no limit (a cast to nanoseconds would overflow); NaN and negatives are
+// refused.
+TEST(MemoryPlannerTest, TimeLimitsFromSeconds) {
+  EXPECT_EQ(time_limit_from_seconds(1.5), std::chrono::milliseconds(1500));
+  EXPECT_EQ(time_limit_from_seconds(std::numeric_limits<double>::infinity()),
+            std::chrono::nanoseconds::max());
+  EXPECT_EQ(time_limit_from_seconds(1e12), std::chrono::nanoseconds::max());
+  EXPECT_THROW(time_limit_from_seconds(std::nan("")), ConfigError);
+  EXPECT_THROW(time_limit_from_seconds(-1), ConfigError);
+}
+
 TEST(MemoryPlannerTest, MeetsTheTargetsOnTheSharedRecords) {
   const std::filesystem::path directory = std::string(NPUMEM_SHARED_DIR) + "/records";
   if (!std::filesystem::is_directory(directory)) GTEST_SKIP() << "no shared records";
