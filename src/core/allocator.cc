@@ -112,22 +112,31 @@ double Allocator::fragmentation(Tier tier) const {
 
 namespace {
 
-// Names go into tables, reports and messages, which a control character would cut or break.
-void check_pool_name(const std::string& name) {
-  if (name.empty()) throw ConfigError("a pool needs a name");
-  const auto control = [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; };
-  if (std::none_of(name.begin(), name.end(), control)) return;
-  std::string shown;
+bool is_control(char c) {
+  return static_cast<unsigned char>(c) < 0x20 || c == 0x7f;
+}
+
+// A pool name as an error message shows it: control characters as \xNN.
+std::string shown(const std::string& name) {
+  std::string text;
   for (const char c : name) {
-    if (!control(c)) {
-      shown += c;
+    if (!is_control(c)) {
+      text += c;
       continue;
     }
     char escaped[8];
     std::snprintf(escaped, sizeof escaped, "\\x%02x", static_cast<unsigned char>(c));
-    shown += escaped;
+    text += escaped;
   }
-  throw ConfigError("pool name '" + shown + "' holds a control character");
+  return text;
+}
+
+// Names go into tables, reports and messages, which a control character would cut or break.
+void check_pool_name(const std::string& name) {
+  if (name.empty()) throw ConfigError("a pool needs a name");
+  if (std::any_of(name.begin(), name.end(), is_control)) {
+    throw ConfigError("pool name '" + shown(name) + "' holds a control character");
+  }
 }
 
 }  // namespace
@@ -193,7 +202,7 @@ PoolScope::PoolScope(Allocator& allocator, const std::string& pool)
     std::lock_guard lock(impl.mutex);
     state = impl.find_pool(pool);
   }
-  if (state == nullptr) throw ConfigError("unknown pool '" + pool + "'; create it first");
+  if (state == nullptr) throw ConfigError("unknown pool '" + shown(pool) + "'; create it first");
   Allocator::Impl::set_scope(&impl, state);
 }
 

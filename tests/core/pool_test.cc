@@ -40,6 +40,13 @@ TEST_P(Pool, ANameWithAControlCharacterIsRefused) {
     }
   }
   EXPECT_EQ(allocator.pools().size(), 1u);
+  try {
+    PoolScope scope(allocator, "x\n");
+    ADD_FAILURE() << "a scope of an unknown pool";
+  } catch (const ConfigError& error) {
+    EXPECT_NE(std::string(error.what()).find("unknown pool 'x\\x0a'"), std::string::npos)
+        << error.what();
+  }
   allocator.create_pool("model_a.encoder-1", 0);  // anything printable goes
 }
 
