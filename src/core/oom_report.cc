@@ -164,9 +164,6 @@ std::string advice(const OomContext& c) {
     return "Advice: no block can hold the request (" + format_bytes(c.requested_bytes) +
            "); split the tensor.";
   }
-  if (!c.arena_exhausted) {
-    if (std::string alone = alone_advice(c); !alone.empty()) return alone;
-  }
   if (c.arena_exhausted) {
     // A named pool's arena is its quota; the default pool's is static_size.
     if (c.pool_quota_bytes != 0) {
@@ -177,6 +174,7 @@ std::string advice(const OomContext& c) {
     return "Advice: the static arena is full; raise static_size (npumem replay --advise "
            "measures it) or allow static_fallback:true.";
   }
+  if (std::string alone = alone_advice(c); !alone.empty()) return alone;
   if (c.quota_refused && c.pool_quota_bytes != 0) return quota_advice(c);
   const OthersHolding others = others_holding(c);
   if (c.pinned_tier) {
