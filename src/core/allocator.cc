@@ -2,10 +2,10 @@
 #include "npumem/allocator.h"
 
 #include <algorithm>
-#include <cstdio>
 
 #include "core/allocator_impl.h"
 #include "npumem/errors.h"
+#include "util/untrusted_text.h"
 
 namespace npumem {
 
@@ -116,26 +116,12 @@ bool is_control(char c) {
   return static_cast<unsigned char>(c) < 0x20 || c == 0x7f;
 }
 
-// A pool name as an error message shows it: control characters as \xNN.
-std::string shown(const std::string& name) {
-  std::string text;
-  for (const char c : name) {
-    if (!is_control(c)) {
-      text += c;
-      continue;
-    }
-    char escaped[8];
-    std::snprintf(escaped, sizeof escaped, "\\x%02x", static_cast<unsigned char>(c));
-    text += escaped;
-  }
-  return text;
-}
-
 // Names go into tables, reports and messages, which a control character would cut or break.
 void check_pool_name(const std::string& name) {
   if (name.empty()) throw ConfigError("a pool needs a name");
   if (std::any_of(name.begin(), name.end(), is_control)) {
-    throw ConfigError("pool name '" + shown(name) + "' holds a control character");
+    throw ConfigError("pool name '" + util::escaped_for_display(name) +
+                      "' holds a control character");
   }
 }
 
@@ -202,7 +188,8 @@ PoolScope::PoolScope(Allocator& allocator, const std::string& pool)
     std::lock_guard lock(impl.mutex);
     state = impl.find_pool(pool);
   }
-  if (state == nullptr) throw ConfigError("unknown pool '" + shown(pool) + "'; create it first");
+  if (state == nullptr)
+    throw ConfigError("unknown pool '" + util::escaped_for_display(pool) + "'; create it first");
   Allocator::Impl::set_scope(&impl, state);
 }
 

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <cstdio>
 
-#include "observe/export/untrusted_text.h"
+#include "util/untrusted_text.h"
 
 namespace npumem::observe {
 
@@ -15,7 +15,7 @@ std::string json_quoted(std::string_view text) {
   for (std::size_t at = 0; at < text.size(); ++at) {
     const char c = text[at];
     if (static_cast<unsigned char>(c) >= 0x80) {
-      const std::size_t length = utf8_length(text, at);
+      const std::size_t length = util::utf8_length(text, at);
       if (length == 0) {
         quoted += "\\ufffd";
       } else {

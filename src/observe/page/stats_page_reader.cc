@@ -8,8 +8,8 @@
 
 #include "device/os/shared_page.h"
 #include "npumem/stats_page.h"
-#include "observe/export/untrusted_text.h"
 #include "observe/page/stats_page_layout.h"
+#include "util/untrusted_text.h"
 
 namespace npumem {
 namespace {
@@ -70,7 +70,7 @@ bool plausible(const PublishedTier& tier) {
 // The device, or nullopt when a figure on the page cannot be true.
 std::optional<PublishedDevice> read_device(const observe::PageDevice& page) {
   PublishedDevice device;
-  device.name = observe::escaped_for_display(load_text(page.name));
+  device.name = util::escaped_for_display(load_text(page.name));
   for (const Tier tier : kAllTiers) {
     const observe::PageTier& in = page.tiers[static_cast<std::size_t>(tier)];
     const std::uint64_t present = in.present.load(kRelaxed);
@@ -109,7 +109,7 @@ std::optional<ProcessStats> read_figures(const StatsPageLayout& layout) {
     if (!device) return std::nullopt;
     stats.devices.push_back(std::move(*device));
   }
-  stats.process_name = observe::escaped_for_display(std::string_view(
+  stats.process_name = util::escaped_for_display(std::string_view(
       layout.process_name.data(), strnlen(layout.process_name.data(), layout.process_name.size())));
   return stats;
 }

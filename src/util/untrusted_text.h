@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-namespace npumem::observe {
+namespace npumem::util {
 
 // The length of the well-formed UTF-8 sequence at `at` (RFC 3629: no overlong forms,
 // no surrogates, nothing above U+10FFFF), or 0 when it is ill-formed.
@@ -17,4 +17,4 @@ std::size_t utf8_length(std::string_view text, std::size_t at);
 // stays unambiguous) and bytes of ill-formed UTF-8. Printable characters are kept.
 std::string escaped_for_display(std::string_view text);
 
-}  // namespace npumem::observe
+}  // namespace npumem::util

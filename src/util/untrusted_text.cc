@@ -1,8 +1,8 @@
-#include "observe/export/untrusted_text.h"
+#include "util/untrusted_text.h"
 
 #include <cstdio>
 
-namespace npumem::observe {
+namespace npumem::util {
 
 std::size_t utf8_length(std::string_view text, std::size_t at) {
   const auto byte = [&](std::size_t i) { return static_cast<unsigned char>(text[at + i]); };
@@ -55,4 +55,4 @@ std::string escaped_for_display(std::string_view text) {
   return out;
 }
 
-}  // namespace npumem::observe
+}  // namespace npumem::util

@@ -1,8 +1,8 @@
-#include "observe/export/text_cell.h"
+#include "util/text_cell.h"
 
 #include <gtest/gtest.h>
 
-namespace npumem::observe {
+namespace npumem::util {
 namespace {
 
 TEST(TextCell, AsciiCountsOneColumnPerByte) {
@@ -23,4 +23,4 @@ TEST(TextCell, WiderTextIsLeftAlone) {
 }
 
 }  // namespace
-}  // namespace npumem::observe
+}  // namespace npumem::util
