@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "npumem/units.h"
+#include "util/text_cell.h"
 
 namespace npumem::core {
 
@@ -289,11 +290,12 @@ std::string explain_out_of_memory(const OomContext& c) {
                   "allocated");
     out << line;
     for (const PoolMemory& pool : std::span(c.pools).first(std::min(c.pools.size(), kPoolLines))) {
-      std::snprintf(line, sizeof line, "  %-20s %12s %12s %12s\n", pool.name.c_str(),
+      // Padded by display columns: a pool may be named in Chinese, as the seeds' labels are.
+      std::snprintf(line, sizeof line, " %12s %12s %12s\n",
                     pool.quota_bytes == 0 ? "none" : format_bytes(pool.quota_bytes).c_str(),
                     format_bytes(pool.reserved_bytes).c_str(),
                     format_bytes(pool.allocated_bytes).c_str());
-      out << line;
+      out << "  " << util::pad_right(pool.name, 20) << line;
     }
     if (c.pools.size() > kPoolLines) out << "  and " << c.pools.size() - kPoolLines << " more\n";
   }

@@ -108,6 +108,16 @@ TEST(OomReport, AnotherModelsPoolHoldingTheDeviceIsNamed) {
       << "a pool without a quota holding memory: no sum of quotas bounds the pools";
 }
 
+// The pool table pads names by display columns: a pool named in Chinese (two columns a
+// character, three bytes) lines up with the others.
+TEST(OomReport, ThePoolTableAlignsWideNames) {
+  OomContext c = context_of(30 * MiB, 100 * MiB, 0);
+  c.pools = {{"model_a", 200 * MiB, 90 * MiB, 90 * MiB}, {"模型乙", 50 * MiB, 0, 0}};
+  const std::string text = explain_out_of_memory(c);
+  EXPECT_NE(text.find("  model_a                   200 MiB"), std::string::npos) << text;
+  EXPECT_NE(text.find("  模型乙                   50.0 MiB"), std::string::npos) << text;
+}
+
 TEST(OomReport, APinnedPoolSaysWhatItsTierHoldsAndWho) {
   OomContext c = context_of(30 * MiB, 100 * MiB, 1 * GiB);
   TierMemory& hbm = c.tiers[static_cast<int>(Tier::hbm)];
