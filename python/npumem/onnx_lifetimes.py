@@ -35,7 +35,7 @@ import re
 import sys
 import warnings
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Optional
+from typing import Any, Callable, Mapping, Optional
 
 # Bytes per element, by TensorProto.DataType number (onnx.proto3), so that this does not
 # depend on the onnx version's own tables. STRING (8) has no fixed size.
@@ -183,8 +183,16 @@ def _reject_subgraphs(onnx, path: str, graph) -> None:
                 )
 
 
+def _cli_dim(key: str, size="") -> str:
+    return f"--dim {key}" + (f"={size}" if size != "" else "")
+
+
+def _python_dim(key: str, size="") -> str:
+    return f"dims[{key!r}]" + (f"={size}" if size != "" else "")
+
+
 def _set_input_dims(path: str, graph, initializer_names: set[str],
-                    dims: Mapping[str, int]) -> None:
+                    dims: Mapping[str, int], spelled: Callable[..., str]) -> None:
     """Gives the graph inputs' symbolic dimensions their sizes before shape inference, so
     that the sizes propagate; every symbolic or unknown one left is an error."""
     used = set()
@@ -203,7 +211,7 @@ def _set_input_dims(path: str, graph, initializer_names: set[str],
             else:
                 label = f"{dim.dim_param!r}" if dim.dim_param else "unnamed"
                 hint = dim.dim_param if dim.dim_param else by_axis
-                missing.append(f"input {value.name!r} dim {axis} ({label}): --dim {hint}=N")
+                missing.append(f"input {value.name!r} dim {axis} ({label}): {spelled(hint, 'N')}")
     if missing:
         raise OnnxModelError(
             f"{path}: symbolic dimensions need a size: " + "; ".join(missing)
@@ -211,7 +219,8 @@ def _set_input_dims(path: str, graph, initializer_names: set[str],
     unused = sorted(set(dims) - used)
     if unused:
         raise OnnxModelError(
-            f"{path}: --dim {unused[0]}: no graph input has a symbolic dimension of that name"
+            f"{path}: {spelled(unused[0])}: no graph input has a symbolic dimension of that "
+            "name"
         )
 
 
@@ -315,24 +324,31 @@ def _constant_bytes(path: str, onnx, node) -> int:
 def read(path: str, dims: Optional[Mapping[str, int]] = None) -> OnnxLifetimes:
     """The lifetimes of the model at `path`. dims: sizes of the graph inputs' symbolic
     dimensions, by name (`batch`) or by `INPUT:AXIS`. Raises OnnxModelError."""
+    return _read(path, dims, _python_dim)
+
+
+def _read(path: str, dims: Optional[Mapping[str, int]],
+          spelled: Callable[..., str]) -> OnnxLifetimes:
+    """read(), its errors naming a dimension as `spelled` writes it: as the caller gave it,
+    `dims['batch']` in Python and `--dim batch` on the command line."""
     onnx = _import_onnx()
     path = os.fspath(path)
     dims = dict(dims or {})
     for key, size in dims.items():
         if isinstance(size, bool) or not isinstance(size, int) or size < 0:
-            raise OnnxModelError(f"--dim {key}: the size must be a positive integer")
+            raise OnnxModelError(f"{spelled(key)}: the size must be a positive integer")
         if size == 0:
             # Empty tensors plan to nothing (and Reshape reads a 0 as "keep the size").
-            raise OnnxModelError(f"--dim {key}=0: an input dimension of 0 leaves nothing to "
-                                 "plan; give the size the model runs with (1 or more)")
+            raise OnnxModelError(f"{spelled(key, 0)}: an input dimension of 0 leaves nothing "
+                                 "to plan; give the size the model runs with (1 or more)")
         if size > _MAX_DIM:
             raise OnnxModelError(
-                f"--dim {key}={size}: more than 2^63-1 (ONNX dimensions are 64-bit signed)"
+                f"{spelled(key, size)}: more than 2^63-1 (ONNX dimensions are 64-bit signed)"
             )
     model = _load(onnx, path)
     graph = model.graph
     _reject_subgraphs(onnx, path, graph)
-    _set_input_dims(path, graph, {tensor.name for tensor in graph.initializer}, dims)
+    _set_input_dims(path, graph, {tensor.name for tensor in graph.initializer}, dims, spelled)
     model = _infer_shapes(onnx, path, model)
     graph = model.graph
     shapes = _value_shapes(graph)
@@ -441,7 +457,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     arguments = parser.parse_args(argv)
     # Exit 2: the model is bad input; 1: this interpreter lacks onnx.
     try:
-        lifetimes = read(arguments.model, _dim_arguments(arguments.dim))
+        lifetimes = _read(arguments.model, _dim_arguments(arguments.dim), _cli_dim)
     except (OnnxModelError, ImportError) as error:
         code = 2 if isinstance(error, OnnxModelError) else 1
         if arguments.json:

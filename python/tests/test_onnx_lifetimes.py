@@ -138,11 +138,12 @@ class OnnxLifetimesTest(unittest.TestCase):
     def test_symbolic_dimension_needs_a_size(self):
         model = chain_model(batch="batch")
         path = self.save(model)
-        with self.assertRaisesRegex(OnnxModelError, r"input 'x' dim 0 \('batch'\): --dim batch=N"):
+        with self.assertRaisesRegex(OnnxModelError, r"input 'x' dim 0 \('batch'\): "
+                                    r"dims\['batch'\]=N"):
             read(path)
         self.assertEqual(read(path, {"batch": 3}).tensors, chain_tensors(batch=3))
         self.assertEqual(read(path, {"x:0": 5}).tensors, chain_tensors(batch=5))
-        with self.assertRaisesRegex(OnnxModelError, "--dim batchsize: no graph input"):
+        with self.assertRaisesRegex(OnnxModelError, r"dims\['batchsize'\]: no graph input"):
             read(path, {"batch": 3, "batchsize": 3})
 
     def test_tensors_of_2_to_the_64_bytes_or_more_are_refused_by_name(self):
@@ -151,7 +152,7 @@ class OnnxLifetimesTest(unittest.TestCase):
         with self.assertRaisesRegex(OnnxModelError, r"tensor 'x' \(a graph input\) holds "
                                     r"590295810358705651712 bytes, more than 2\^64-1"):
             read(path, {"batch": 2**62})
-        with self.assertRaisesRegex(OnnxModelError, r"--dim batch=18446744073709551615: "
+        with self.assertRaisesRegex(OnnxModelError, r"dims\['batch'\]=18446744073709551615: "
                                     r"more than 2\^63-1"):
             read(path, {"batch": 2**64 - 1})
 
@@ -167,7 +168,8 @@ class OnnxLifetimesTest(unittest.TestCase):
         model = chain_model()
         model.graph.input[0].type.tensor_type.shape.dim[0].Clear()
         path = self.save(model)
-        with self.assertRaisesRegex(OnnxModelError, r"input 'x' dim 0 \(unnamed\): --dim x:0=N"):
+        with self.assertRaisesRegex(OnnxModelError,
+                                    r"input 'x' dim 0 \(unnamed\): dims\['x:0'\]=N"):
             read(path)
         self.assertEqual(read(path, {"x:0": 2}).tensors, chain_tensors(batch=2))
 
@@ -202,7 +204,7 @@ class OnnxLifetimesTest(unittest.TestCase):
         self.assertRegex(message, r"shape inference failed at node 'add' \(Add\): "
                                   r".*Incompatible dimensions; 20 nodes after it failed too$")
         self.assertNotIn("relu", message)
-        with self.assertRaisesRegex(OnnxModelError, r"--dim batch=0: an input dimension of 0 "
+        with self.assertRaisesRegex(OnnxModelError, r"dims\['batch'\]=0: an input dimension of 0 "
                                                     r"leaves nothing to plan"):
             read(path, {"batch": 0})
 
@@ -408,7 +410,8 @@ class ExportedModelTest(unittest.TestCase):
         # ../shared/records/SUMMARY.md for the resnet18 that extract_model.py traces.
         self.assertEqual(report["lower_bound_bytes"], 2 * 64 * 112 * 112 * 4)
         self.assertEqual(report["arena_bytes"], report["lower_bound_bytes"])
-        self.assertEqual(report["outside_arena"]["inputs"], {"tensors": 1, "bytes": 3 * 224 * 224 * 4})
+        self.assertEqual(report["outside_arena"]["inputs"],
+                         {"tensors": 1, "bytes": 3 * 224 * 224 * 4})
         # resnet18's 11,689,512 parameters, less a little: the export folds BatchNorm's
         # scale and shift into the convolutions' weights and biases.
         parameter_bytes = 11_689_512 * 4
