@@ -28,7 +28,7 @@ constexpr const char* kBody = R"html(
 <div class="warn" id="dropped"></div>
 <h2>Memory over time, stacked by allocation</h2>
 <div class="meta">device: <select id="device"></select> pool: <select id="pool"><option value="">all pools</option></select></div>
-<div class="meta">x: event number; each pixel column shows its highest moment; black line: reserved bytes; dashed red line: the peak of allocated bytes; red marks: out-of-memory errors</div>
+<div class="meta">x: event number; each pixel column shows its highest moment; black line: reserved bytes; dashed red line: the peak of allocated bytes; red marks: out-of-memory errors; with one pool shown, dashed orange line: its quota</div>
 <canvas id="timeline" width="1300" height="420"></canvas>
 <div class="legend" id="legend"></div>
 <h2>Segments</h2>
@@ -163,6 +163,10 @@ window.addEventListener("error", function (e) {
     return series;
   }
 
+  // Pool quotas (pools without one are absent): drawn over the pool's timeline.
+  var quotaOf = {};
+  (snap.pools || []).forEach(function (p) { if (p.quota_bytes) quotaOf[p.name] = p.quota_bytes; });
+
   // The pool shown (null: all), from the selector or the page's #pool=NAME.
   var shown = null;
   (function () {
@@ -171,7 +175,8 @@ window.addEventListener("error", function (e) {
     entries.forEach(function (e) { if (e.pool) names[e.pool] = true; });
     Object.keys(names).sort().forEach(function (name) {
       var option = document.createElement("option");
-      option.value = option.textContent = name;
+      option.value = name;
+      option.textContent = name + (quotaOf[name] ? " (quota " + fmt(quotaOf[name]) + ")" : "");
       select.appendChild(option);
     });
     var wanted = hashParam("pool");
@@ -201,7 +206,8 @@ window.addEventListener("error", function (e) {
     var drawn = shown === null ? allocs : allocs.filter(function (a) { return a.pool === shown; });
     var top = 0;
     for (i = 1; i < n; i++) if (series[i] > series[top]) top = i;
-    var maxY = 1;
+    var quota = shown === null ? 0 : quotaOf[shown] || 0;
+    var maxY = Math.max(1, quota);
     for (i = 0; i < n; i++) maxY = Math.max(maxY, series[i], reserved[i]);
     // Round ticks: 1, 2 or 5 times a power of ten of the byte unit (B, KiB, MiB, ...).
     var unit = Math.pow(1024, Math.max(0, Math.floor(Math.log(maxY / 5) / Math.log(1024))));
@@ -273,6 +279,18 @@ window.addEventListener("error", function (e) {
       ctx.fillText(fmt(step * k), 4, yy + 4);
       ctx.beginPath(); ctx.moveTo(L - 4, yy); ctx.lineTo(L, yy); ctx.stroke();
     }
+    if (quota > 0) {
+      var qy = T + ph - quota / maxY * ph;
+      ctx.strokeStyle = "#e07000";
+      ctx.lineWidth = 1.5;
+      ctx.setLineDash([6, 4]);
+      ctx.beginPath(); ctx.moveTo(L, qy); ctx.lineTo(L + pw, qy); ctx.stroke();
+      ctx.setLineDash([]);
+      ctx.fillStyle = "#e07000";
+      ctx.fillText("quota " + fmt(quota), L + pw - 110, Math.max(qy - 4, T + 10));
+      plotted++;
+    }
+    document.body.dataset.quota = String(quota);
     document.body.dataset.drawnPeak = String(drawnPeak);
     document.body.dataset.pool = shown === null ? "" : shown;
     var ooms = 0;

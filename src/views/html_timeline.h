@@ -7,7 +7,8 @@
 // <body> carries data-rendered="ok", data-plotted=<count of drawn shapes>,
 // data-drawn-peak=<highest allocated bytes drawn>, data-pool=<the pool shown, "" for
 // all; a selector, or #pool=NAME in the URL, shows one>, data-device=<the index of the
-// snapshot drawn; a selector, or #device=N, picks it> and data-ooms=<OOM marks>; a
+// snapshot drawn; a selector, or #device=N, picks it>, data-ooms=<OOM marks> and
+// data-quota=<the quota of the pool shown, drawn as a line; 0 for none or all pools>; a
 // script error sets data-rendered="error" and data-error.
 #pragma once
 

@@ -76,22 +76,28 @@ TEST(VizCliTest, RecordedReplayBecomesATimelineThatChromiumDraws) {
   std::filesystem::remove_all(dir);
 }
 
-TEST(VizCliTest, APoolFilterDrawsThatPoolAlone) {
+TEST(VizCliTest, APoolFilterDrawsThatPoolAloneWithItsQuota) {
   if (!std::filesystem::exists(kChromium)) GTEST_SKIP() << "no " << kChromium;
   const auto dir = scratch();
   const auto trace = dir / "pools.trace";
   std::ofstream(trace) << "p a\na 1 1024\np b\na 2 5120\nf 2\np a\na 3 2048\n";
   const auto snapshot = dir / "snapshot.json";
   const auto page = dir / "timeline.html";
-  ASSERT_EQ(run_npumem("replay " + trace.string() + " --record " + snapshot.string()).exit_code, 0);
+  ASSERT_EQ(run_npumem("replay " + trace.string() + " --quota a=4MiB --record " + snapshot.string())
+                .exit_code,
+            0);
   ASSERT_EQ(run_npumem("viz " + snapshot.string() + " -o " + page.string()).exit_code, 0);
   const std::string all = rendered_dom(page.string(), dir);
   EXPECT_NE(all.find("data-drawn-peak=\"6144\""), std::string::npos) << all.substr(0, 1500);
-  EXPECT_NE(all.find("<option value=\"a\">a</option><option value=\"b\">b</option>"),
-            std::string::npos);
+  EXPECT_NE(all.find("<option value=\"a\">a (quota 4.00 MiB)</option>"
+                     "<option value=\"b\">b</option>"),
+            std::string::npos)
+      << all.substr(0, 3000);
+  EXPECT_NE(all.find("data-quota=\"0\""), std::string::npos) << "all pools: no quota line";
   const std::string pool_a = rendered_dom(page.string() + "#pool=a", dir);
   EXPECT_NE(pool_a.find("data-pool=\"a\""), std::string::npos) << pool_a.substr(0, 1500);
   EXPECT_NE(pool_a.find("data-drawn-peak=\"3072\""), std::string::npos) << pool_a.substr(0, 1500);
+  EXPECT_NE(pool_a.find("data-quota=\"4194304\""), std::string::npos) << pool_a.substr(0, 1500);
   std::filesystem::remove_all(dir);
 }
 
