@@ -12,8 +12,12 @@
 namespace npumem::cli {
 namespace {
 
-// Upper bound of the search, as a multiple of the peak live bytes.
+// Upper bound of the search: this multiple of the peak live bytes, or kMaxSearched when
+// larger. Segments are reserved per pool and pool kind, so a trace of many pools with
+// small tensors needs far more than its live bytes (40 pools of 4 KiB: 80 MiB of 2 MiB
+// segments, against 64x 160 KiB).
 constexpr std::uint64_t kMaxOverPeak = 64;
+constexpr std::uint64_t kMaxSearched = std::uint64_t{1} << 40;
 
 std::string_view spec_key(std::string_view item) {
   std::string_view key = item.substr(0, item.find('='));
@@ -81,15 +85,17 @@ std::uint64_t min_hbm_capacity(const Trace& trace, const ReplayOptions& options,
                                const CapacityProbe& probe) {
   const std::uint64_t peak_steps =
       std::max<std::uint64_t>(1, (peak_live_bytes(trace) + kCapacityStep - 1) / kCapacityStep);
-  const std::uint64_t max_steps = std::min(
-      peak_steps * kMaxOverPeak, std::numeric_limits<std::uint64_t>::max() / kCapacityStep);
+  const std::uint64_t max_steps =
+      std::min(std::max(peak_steps * kMaxOverPeak, kMaxSearched / kCapacityStep),
+               std::numeric_limits<std::uint64_t>::max() / kCapacityStep);
   const auto steps = smallest_passing(peak_steps - 1, peak_steps, max_steps, [&](std::uint64_t n) {
     return completes(trace, options, n, probe);
   });
   if (!steps) {
+    const bool by_peak = max_steps == peak_steps * kMaxOverPeak;
     throw Error("the trace does not complete on any HBM up to " +
-                format_bytes(max_steps * kCapacityStep) + " (" + std::to_string(kMaxOverPeak) +
-                "x its peak of live bytes)");
+                format_bytes(max_steps * kCapacityStep) +
+                (by_peak ? " (" + std::to_string(kMaxOverPeak) + "x its peak of live bytes)" : ""));
   }
   return *steps * kCapacityStep;
 }

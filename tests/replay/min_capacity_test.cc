@@ -78,9 +78,19 @@ TEST(MinCapacityTest, FailsClearlyWhenNoCapacityCompletesTheTrace) {
     min_hbm_capacity(trace, options);
     FAIL() << "expected an Error";
   } catch (const Error& e) {
-    EXPECT_EQ(std::string(e.what()),
-              "the trace does not complete on any HBM up to 256 MiB (64x its peak of live bytes)");
+    EXPECT_EQ(std::string(e.what()), "the trace does not complete on any HBM up to 1.00 TiB");
   }
+}
+
+// Segments are reserved per pool: 40 pools of 4 KiB live bytes need 40 segments of 2 MiB,
+// far past 64x their 160 KiB (the search gave up below what the replay itself used).
+TEST(MinCapacityTest, ManyPoolsNeedTheirSegmentsNotAMultipleOfTheLiveBytes) {
+  std::string text;
+  for (int k = 0; k < 40; ++k) {
+    text += "p pool" + std::to_string(k) + "\na " + std::to_string(k) + " 4096\n";
+  }
+  const Trace trace = parse_trace(text, "t.trace");
+  EXPECT_EQ(min_hbm_capacity(trace, ReplayOptions{}), 80 * MiB);
 }
 
 }  // namespace
