@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 
 #include "npumem/errors.h"
@@ -128,6 +129,22 @@ TEST(ReplayObservers, AnUnwritablePathFailsBeforeTheReplay) {
   ReplayObserverOptions observe;
   observe.record_path = "/nonexistent-dir/snapshot.json";
   EXPECT_THROW(ReplayObservers(observe, parse_trace("a 1 1\n", "t.trace")), Error);
+}
+
+// The check leaves a file there as it was: a replay that then stopped on bad input (a bad
+// --conf, a device spec) had emptied the last run's snapshot.
+TEST(ReplayObservers, CheckingTheOutputsChangesNoFile) {
+  const auto kept = temp_path("kept.json");
+  const auto fresh = temp_path("fresh.json");
+  std::ofstream(kept) << "last run";
+  ReplayObserverOptions observe;
+  observe.record_path = kept.string();
+  observe.chrome_trace_path = fresh.string();
+  ReplayObservers(observe, parse_trace("a 1 1\n", "t.trace"));
+  std::ifstream in(kept);
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), {}), "last run");
+  EXPECT_FALSE(std::filesystem::exists(fresh)) << "a new path is checked, not created";
+  std::filesystem::remove(kept);
 }
 
 }  // namespace

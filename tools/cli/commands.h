@@ -32,6 +32,10 @@ CLI::Validator output_path_check();
 // output (each: option or role, path): written last, it would destroy what they hold.
 void check_outputs_apart(const std::vector<std::pair<std::string, std::string>>& inputs,
                          const std::vector<std::pair<std::string, std::string>>& outputs);
+// Throws Error when `path` cannot be written as `what`, found without changing it: a
+// file there keeps what it holds until the run writes it (a run that stopped on bad
+// input emptied the last run's snapshot).
+void check_writable(const std::string& path, const std::string& what);
 
 void add_replay_command(CLI::App& app, int& exit_code);
 void add_plan_command(CLI::App& app, int& exit_code);

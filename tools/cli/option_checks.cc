@@ -1,7 +1,10 @@
 #include <bit>
+#include <cerrno>
 #include <charconv>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
+#include <fstream>
 
 #include "commands.h"
 #include "npumem/errors.h"
@@ -79,6 +82,15 @@ CLI::Validator output_path_check() {
   return validator("FILE", [](const std::string& text) {
     return text.empty() ? std::string("an empty path names no file to write") : std::string();
   });
+}
+
+void check_writable(const std::string& path, const std::string& what) {
+  std::error_code error;
+  const bool existed = std::filesystem::exists(path, error);
+  std::ofstream out(path, std::ios::binary | std::ios::app);  // app: nothing is truncated
+  if (!out) throw Error("cannot write " + what + " " + path + ": " + std::strerror(errno));
+  out.close();
+  if (!existed) std::filesystem::remove(path, error);
 }
 
 void check_outputs_apart(const std::vector<std::pair<std::string, std::string>>& inputs,

@@ -77,7 +77,7 @@ ReplayObservers::ReplayObservers(ReplayObserverOptions options, const Trace& tra
       {{"the trace", trace.source}},
       {{"--record", options_.record_path}, {"--chrome-trace", options_.chrome_trace_path}});
   for (const std::string& path : {options_.record_path, options_.chrome_trace_path}) {
-    if (!path.empty()) write_file(path, "output", [](std::ostream&) {});
+    if (!path.empty()) check_writable(path, "output");
   }
   if (options_.leak_check && trace_iterations_ < 2) {
     throw Error("--leak-check needs iteration markers: " + trace.source + " has " +

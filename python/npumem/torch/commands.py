@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shlex
 import sys
 from typing import Optional
@@ -33,16 +34,14 @@ def run(
     is an iteration boundary, and memory is tagged with the module that made it."""
     if conf:
         _core.check_config(conf, "--conf")
-    # Opened before the script runs, so a bad path costs nothing.
-    try:
-        page = open(html, "w", encoding="utf-8") if html else None  # noqa: SIM115 - closed below
-    except OSError as problem:
-        raise OSError(f"--html: cannot write {html}: {problem.strerror}") from None
+    if html:
+        _check_writable(html, "--html")
+    page = None
     try:
         device = install(spec, conf)
         serve_children(device.spec, conf)
         monitor = npumem.Monitor(device)
-        history = npumem.MemoryHistory(device, history_entries) if page else None
+        history = npumem.MemoryHistory(device, history_entries) if html else None
         mark_optimizer_steps()
         with npumem.LeakDetector(device) as leaks, tag_modules():
             monitor.snapshot("start")
@@ -62,7 +61,8 @@ def run(
         if planned:
             out.write("planned strategy\n" + planned)
         out.write(leak_report["text"])
-        if history is not None and page is not None:
+        if history is not None:
+            page = open(html, "w", encoding="utf-8")  # noqa: SIM115 - closed below
             page.write(history.html_timeline(title=f"npumem run {script}"))
             out.write(f"timeline written to {html}\n")
             if history.dropped:
@@ -81,18 +81,18 @@ def capture(script: str, args: list[str], output: str) -> int:
     """Runs the script under PyTorch's own allocator, recording every CPU allocation
     and free, and an `i` line at every optimizer.step() and npumem.torch.iteration();
     writes the trace (allocations alive at the end stay unfreed in it)."""
-    # Opened before the script runs, as run's --html: a bad path costs nothing.
+    _check_writable(output, "-o")
+    mark_optimizer_steps()
     try:
-        trace = open(output, "w", encoding="ascii")  # noqa: SIM115 - closed below
-    except OSError as problem:
-        raise OSError(f"-o: cannot write {output}: {problem.strerror}") from None
-    with trace:
-        mark_optimizer_steps()
-        try:
-            with record() as recording:
-                status = run_script(script, args)
-        finally:
-            mark_optimizer_steps(False)
+        with record() as recording:
+            status = run_script(script, args)
+    finally:
+        mark_optimizer_steps(False)
+    if recording.allocations == 0:
+        sys.stdout.write(f"npumem: no trace written to {output}: the script made no "
+                         f"allocation (it exited with status {status})\n")
+        return status if status != 0 else 1
+    with open(output, "w", encoding="ascii") as trace:
         recording.write(
             trace, what=" ".join(shlex.quote(part) for part in ["python3", script, *args])
         )
@@ -102,6 +102,19 @@ def capture(script: str, args: list[str], output: str) -> int:
         f"({recording.peak_live_bytes()} bytes)\n"
     )
     return status
+
+
+def _check_writable(path: str, option: str) -> None:
+    """Checked before the script runs, so a bad path costs nothing; a file there keeps what
+    it holds until the end (opened for writing at once, a failed run emptied it)."""
+    existed = os.path.exists(path)
+    try:
+        with open(path, "a", encoding="utf-8"):
+            pass
+    except OSError as problem:
+        raise OSError(f"{option}: cannot write {path}: {problem.strerror}") from None
+    if not existed:
+        os.remove(path)
 
 
 def peaks_text(stats: dict[str, int]) -> str:

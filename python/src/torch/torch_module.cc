@@ -57,7 +57,10 @@ void install(const py::capsule& capsule) {
   const AllocatorBridge& bridge = bridge_from(capsule);
   Installation& state = installation();
   if (RecordingAllocator::instance().recording()) {
-    throw std::runtime_error("stop the allocation recording before installing npumem");
+    throw std::runtime_error(
+        "npumem cannot be installed while npumem.torch.record() records PyTorch's own "
+        "allocator (as `python3 -m npumem.torch capture` does): capture a script that does "
+        "not install npumem, or run this one with `python3 -m npumem.torch run`");
   }
   NpumemCpuAllocator::serve(bridge);
   NpumemCpuAllocator::set_default(bridge);

@@ -228,6 +228,36 @@ class CliTest(unittest.TestCase):
         self.assertIn(f"-o: cannot write {missing}", result.stderr)
         self.assertNotIn("ran", result.stdout)
 
+    def test_outputs_of_a_run_that_stops_before_the_script_keep_what_they_held(self):
+        # The page and the trace were opened for writing at once: a run that stopped on
+        # a bad device, or a missing script, left the last run's file empty.
+        kept = os.path.join(self.folder.name, "kept.html")
+        with open(kept, "w", encoding="utf-8") as file:
+            file.write("last run")
+        missing = os.path.join(self.folder.name, "absent.py")
+        for args in (["run", "--html", kept, missing],
+                     ["run", "--html", kept, "--device", "sim:hbm=1GiB", missing],
+                     ["capture", "-o", kept, missing]):
+            with self.subTest(args[0]):
+                result = self.npumem_torch(*args)
+                self.assertEqual(result.returncode, 2, result.stderr)
+                with open(kept, encoding="utf-8") as file:
+                    self.assertEqual(file.read(), "last run")
+        fresh = os.path.join(self.folder.name, "fresh.html")
+        self.assertEqual(self.npumem_torch("run", "--html", fresh, missing).returncode, 2)
+        self.assertFalse(os.path.exists(fresh), "the check of a new path leaves no file")
+
+    def test_capture_of_a_script_that_installs_npumem_says_why_and_writes_no_trace(self):
+        trace = os.path.join(self.folder.name, "installs.trace")
+        script = self.script(
+            "installs.py", "import npumem.torch\nnpumem.torch.install('sim:backing=host')\n"
+        )
+        result = self.npumem_torch("capture", "-o", trace, script)
+        self.assertNotEqual(result.returncode, 0)
+        self.assertIn("run this one with `python3 -m npumem.torch run`", result.stderr)
+        self.assertIn(f"no trace written to {trace}", result.stdout)
+        self.assertFalse(os.path.exists(trace))
+
     def test_capture_header_stays_one_comment_line_whatever_the_arguments(self):
         # An argument with a line break, or not ASCII, was written into the header as is:
         # a trace replay refused ("unknown op"), or no trace at all.
