@@ -14,7 +14,7 @@ npumem.torch puts npumem behind PyTorch's CPU tensors.
 
 from npumem._core import ConfigError, Error, InvalidPointerError, OutOfMemoryError, ParseError
 from npumem.advise import advise_buckets
-from npumem.devices import get_device, init, initialized_devices, is_initialized
+from npumem.devices import current_device, get_device, init, initialized_devices, is_initialized
 from npumem.memory import (
     caching_allocator_alloc,
     caching_allocator_delete,
@@ -69,6 +69,7 @@ __all__ = [
     "chrome_trace",
     "copy",
     "create_pool",
+    "current_device",
     "empty_cache",
     "get_device",
     "html_timeline",

@@ -21,6 +21,13 @@ DeviceLike = Union[int, _core.Device, None]
 
 _creation_lock = threading.Lock()
 
+# The device None names, as torch.cuda's current device: this thread's innermost
+# npumem.torch.device(i) scope, else the device npumem.torch.install() made the default
+# for PyTorch's tensors, else 0. (None always meant 0: inside `device(1)`, tensors went
+# to device 1 while npumem.pool() and memory_allocated() used device 0.)
+_scopes = threading.local()
+_default_index = 0
+
 # A forked child (torch.multiprocessing, DataLoader workers) shows in `npumem smi` as itself.
 os.register_at_fork(after_in_child=_core.publish_after_fork)
 
@@ -49,7 +56,7 @@ def init(spec: Optional[str] = None, conf: Optional[str] = None, device: int = 0
 
 
 def get_device(device: DeviceLike = None) -> _core.Device:
-    """The device at `device` (an index, a Device, or None for 0), made now from
+    """The device at `device` (an index, a Device, or None for current_device()), made from
     NPUMEM_DEVICE and NPUMEM_ALLOC_CONF when it does not exist yet."""
     if isinstance(device, _core.Device):
         return device
@@ -94,10 +101,32 @@ def settings(made: _core.Device) -> dict[str, str]:
     return dict(item.split(":", 1) for item in made.config.split(","))
 
 
+def current_device() -> int:
+    """The index None names (see _scopes above)."""
+    stack = getattr(_scopes, "stack", None)
+    return stack[-1] if stack else _default_index
+
+
+def enter_device_scope(index: int) -> None:
+    """npumem.torch.device(index) begins on this thread."""
+    _scopes.__dict__.setdefault("stack", []).append(index)
+
+
+def leave_device_scope() -> None:
+    """The innermost npumem.torch.device scope of this thread ends."""
+    _scopes.stack.pop()
+
+
+def set_default_device(index: int) -> None:
+    """The device PyTorch's tensors go to outside device() scopes (npumem.torch.install)."""
+    global _default_index
+    _default_index = index
+
+
 def device_index(device: DeviceLike) -> int:
-    """The index `device` names: None is 0."""
+    """The index `device` names: None is current_device()."""
     if device is None:
-        return 0
+        return current_device()
     if isinstance(device, _core.Device):
         return device.index
     if isinstance(device, bool) or not isinstance(device, int):

@@ -23,7 +23,16 @@ from typing import Optional
 import torch  # noqa: F401 - loads libc10, which npumem._torch links, before it
 
 from npumem import _core, _torch
-from npumem.devices import device_index, get_device, init, is_initialized, settings
+from npumem.devices import (
+    device_index,
+    enter_device_scope,
+    get_device,
+    init,
+    is_initialized,
+    leave_device_scope,
+    set_default_device,
+    settings,
+)
 from npumem.torch.steps import iteration, mark_optimizer_steps, tag_modules
 from npumem.torch.trace import Recording, record
 
@@ -72,6 +81,7 @@ def install(
     _served[index] = chosen[index]
     global _default
     _default = chosen[index]
+    set_default_device(index)
     if any(settings(made)["strategy"] == "planned" for made in chosen.values()):
         mark_optimizer_steps()
     return chosen[index]
@@ -141,6 +151,7 @@ class device:  # noqa: N801 - a context, like torch.cuda.device
         stack = _routes.__dict__.setdefault("stack", [])
         stack.append(self.device)
         _torch.route(self.device.bridge())
+        enter_device_scope(self.device.index)
         return self.device
 
     def __exit__(self, *exc_info: object) -> None:
@@ -148,6 +159,7 @@ class device:  # noqa: N801 - a context, like torch.cuda.device
         if not stack or stack[-1] is not self.device:
             raise _core.Error("npumem.torch.device scopes must close in reverse order")
         stack.pop()
+        leave_device_scope()
         _torch.route(stack[-1].bridge() if stack else None)
 
 

@@ -61,6 +61,23 @@ class DevicesTest(unittest.TestCase):
         self.assertEqual(allocated(0), before[0])
         self.assertGreaterEqual(npumem.max_memory_allocated(device=1), 2 * MiB)
 
+    def test_calls_without_a_device_follow_the_device_scope(self):
+        # As torch.cuda.device sets the current device: pool(), memory_allocated() and
+        # empty_cache() used device 0 inside device(1), and a pool's quota never applied.
+        self.assertEqual(npumem.current_device(), 0)
+        with npumem.torch.device(1):
+            self.assertEqual(npumem.current_device(), 1)
+            with npumem.pool("scoped_quota", quota="4MiB"):
+                with self.assertRaises(torch.cuda.OutOfMemoryError):
+                    torch.empty(64 * MiB, dtype=torch.uint8)
+            kept = torch.empty(MiB // 4)
+            self.assertEqual(npumem.memory_allocated(), allocated(1))
+            self.assertIn("scoped_quota", [p["name"] for p in npumem.pools()])
+        self.assertEqual(npumem.current_device(), 0)
+        self.assertNotIn("scoped_quota", [p["name"] for p in npumem.pools()])
+        self.assertEqual(npumem.memory_allocated(), allocated(0))
+        del kept
+
     def test_routing_is_per_thread(self):
         before = allocated(0), allocated(1)
         ready = threading.Barrier(2)
