@@ -35,6 +35,9 @@ struct PublishedTier {
 struct PublishedDevice {
   std::string name;                             // "sim:0"
   std::array<PublishedTier, kTierCount> tiers;  // indexed by Tier
+  // Of all tiers together (the tiers' peaks came at different times).
+  std::uint64_t peak_reserved_bytes = 0;
+  std::uint64_t peak_allocated_bytes = 0;
   std::uint64_t num_ooms = 0;
   std::uint64_t num_alloc_retries = 0;
 };

@@ -17,6 +17,8 @@ PublishedDevice device(const std::string& name, std::uint64_t hbm_reserved,
   published.tiers[0] = {Tier::hbm,     true,         64 * GiB,           hbm_reserved,
                         hbm_allocated, hbm_reserved, hbm_allocated + MiB};
   published.tiers[1] = {Tier::ddr, true, 128 * GiB, 0, 0, 0, 0};
+  published.peak_reserved_bytes = hbm_reserved;
+  published.peak_allocated_bytes = hbm_allocated + MiB;
   return published;
 }
 
@@ -53,6 +55,18 @@ TEST(SmiView, GroupsProcessesByDeviceAndSumsTheirUse) {
   EXPECT_EQ(first.processes[1].peak_allocated_bytes, 6 * GiB + MiB);
   EXPECT_EQ(devices[1].name, "sim:1");
   EXPECT_EQ(devices[1].id, 1);
+}
+
+// A process that spilled: its tiers' peaks came at other times, and their sum (150 MiB)
+// passed the whole device's peak (120 MiB), which is what smi shows.
+TEST(SmiView, APeakIsTheWholeDevicesNotTheSumOfTheTiersPeaks) {
+  PublishedDevice spilled = device("sim:0", 90 * MiB, 0);
+  spilled.tiers[0].peak_allocated_bytes = 90 * MiB;
+  spilled.tiers[1].peak_allocated_bytes = spilled.tiers[1].peak_reserved_bytes = 60 * MiB;
+  spilled.peak_allocated_bytes = spilled.peak_reserved_bytes = 120 * MiB;
+  const std::vector<DeviceView> devices = device_views({process(1, "spill", {spilled})});
+  EXPECT_EQ(devices.at(0).processes.at(0).peak_allocated_bytes, 120 * MiB);
+  EXPECT_EQ(devices.at(0).processes.at(0).peak_reserved_bytes, 120 * MiB);
 }
 
 // Virtual NPUs of one name made with other capacities in two processes are two

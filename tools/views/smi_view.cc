@@ -38,12 +38,17 @@ std::string rule(const std::vector<int>& widths, char c) {
 }
 
 ProcessView process_view(const ProcessStats& process, const PublishedDevice& device) {
-  ProcessView view{process.pid, process.process_name, device.tiers, 0, 0, 0, 0, device.num_ooms};
+  ProcessView view{process.pid,
+                   process.process_name,
+                   device.tiers,
+                   0,
+                   0,
+                   device.peak_allocated_bytes,
+                   device.peak_reserved_bytes,
+                   device.num_ooms};
   for (const PublishedTier& tier : device.tiers) {
     view.reserved_bytes += tier.reserved_bytes;
     view.allocated_bytes += tier.allocated_bytes;
-    view.peak_allocated_bytes += tier.peak_allocated_bytes;
-    view.peak_reserved_bytes += tier.peak_reserved_bytes;
   }
   return view;
 }

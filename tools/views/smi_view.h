@@ -29,7 +29,7 @@ struct ProcessView {
   std::array<PublishedTier, kTierCount> tiers;
   std::uint64_t reserved_bytes = 0;  // every tier
   std::uint64_t allocated_bytes = 0;
-  std::uint64_t peak_allocated_bytes = 0;  // sum of the tiers' peaks
+  std::uint64_t peak_allocated_bytes = 0;  // of all tiers together
   std::uint64_t peak_reserved_bytes = 0;
   std::uint64_t num_ooms = 0;
 };

@@ -17,7 +17,8 @@
 namespace npumem::observe {
 
 inline constexpr std::uint32_t kStatsPageMagic = 0x4d55504e;  // "NPUM"
-inline constexpr std::uint32_t kStatsPageVersion = 1;
+// 2: whole-device peaks (a process that spilled showed the sum of its tiers' peaks).
+inline constexpr std::uint32_t kStatsPageVersion = 2;
 inline constexpr std::size_t kPageDevices = 8;
 inline constexpr std::size_t kPageTextBytes = 64;
 
@@ -44,6 +45,9 @@ struct PageDevice {
   std::array<PageTier, kTierCount> tiers;
   PageWord num_ooms;
   PageWord num_alloc_retries;
+  // Of all tiers together: not the sum of the tiers' peaks, which came at other times.
+  PageWord peak_reserved_bytes;
+  PageWord peak_allocated_bytes;
 };
 
 struct StatsPageLayout {

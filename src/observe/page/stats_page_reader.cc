@@ -87,9 +87,25 @@ std::optional<PublishedDevice> read_device(const observe::PageDevice& page) {
     };
     if (!plausible(out)) return std::nullopt;
   }
+  device.peak_reserved_bytes = page.peak_reserved_bytes.load(kRelaxed);
+  device.peak_allocated_bytes = page.peak_allocated_bytes.load(kRelaxed);
   device.num_ooms = page.num_ooms.load(kRelaxed);
   device.num_alloc_retries = page.num_alloc_retries.load(kRelaxed);
   if (device.num_ooms > kMaxPlausibleCount || device.num_alloc_retries > kMaxPlausibleCount) {
+    return std::nullopt;
+  }
+  // The whole device's peaks lie between the largest tier's and the tiers' sum.
+  std::uint64_t reserved_sum = 0;
+  std::uint64_t allocated_sum = 0;
+  for (const PublishedTier& tier : device.tiers) {
+    if (device.peak_reserved_bytes < tier.reserved_bytes ||
+        device.peak_allocated_bytes < tier.allocated_bytes) {
+      return std::nullopt;
+    }
+    reserved_sum += tier.peak_reserved_bytes;
+    allocated_sum += tier.peak_allocated_bytes;
+  }
+  if (device.peak_reserved_bytes > reserved_sum || device.peak_allocated_bytes > allocated_sum) {
     return std::nullopt;
   }
   return device;

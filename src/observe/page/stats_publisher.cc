@@ -60,6 +60,10 @@ void write_device(PageDevice& device, const Allocator& allocator) {
     out.peak_reserved_bytes.store(usage.peak_reserved_bytes, kRelaxed);
     out.peak_allocated_bytes.store(usage.peak_allocated_bytes, kRelaxed);
   }
+  device.peak_reserved_bytes.store(static_cast<std::uint64_t>(stats.reserved_bytes.all.peak),
+                                   kRelaxed);
+  device.peak_allocated_bytes.store(static_cast<std::uint64_t>(stats.allocated_bytes.all.peak),
+                                    kRelaxed);
   device.num_ooms.store(static_cast<std::uint64_t>(stats.num_ooms), kRelaxed);
   device.num_alloc_retries.store(static_cast<std::uint64_t>(stats.num_alloc_retries), kRelaxed);
 }

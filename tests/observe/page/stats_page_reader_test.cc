@@ -100,6 +100,8 @@ struct PlantedPage {
     hbm.capacity_bytes = 64 * MiB;
     hbm.reserved_bytes = hbm.peak_reserved_bytes = 20 * MiB;
     hbm.allocated_bytes = hbm.peak_allocated_bytes = 4 * MiB;
+    device.peak_reserved_bytes = 20 * MiB;
+    device.peak_allocated_bytes = 4 * MiB;
     layout->updated_unix_ns = 1;
     layout->magic = observe::kStatsPageMagic;
   }
@@ -146,6 +148,11 @@ TEST(StatsPageReader, PagesWithImpossibleFiguresAreNotShown) {
   planted.layout->devices[0].num_ooms = ~std::uint64_t{0};
   EXPECT_FALSE(shown());
   planted.layout->devices[0].num_ooms = 0;
+  planted.layout->devices[0].peak_allocated_bytes = 5 * MiB;  // above the tiers' peaks' sum
+  EXPECT_FALSE(shown());
+  planted.layout->devices[0].peak_allocated_bytes = 3 * MiB;  // below what a tier holds now
+  EXPECT_FALSE(shown());
+  planted.layout->devices[0].peak_allocated_bytes = 4 * MiB;
   EXPECT_TRUE(shown());
   EXPECT_TRUE(planted.exists());  // a bad page is skipped, not removed
 }

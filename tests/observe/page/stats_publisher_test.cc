@@ -53,6 +53,8 @@ TEST(StatsPublisher, PublishesRegisteredAllocatorsAndRemovesThePageAtTheEnd) {
     EXPECT_EQ(hbm.allocated_bytes, 4 * MiB);
     EXPECT_EQ(hbm.reserved_bytes, 20 * MiB);
     EXPECT_EQ(hbm.peak_allocated_bytes, 4 * MiB);
+    EXPECT_EQ(device.peak_allocated_bytes, 4 * MiB);
+    EXPECT_EQ(device.peak_reserved_bytes, 20 * MiB);
     EXPECT_EQ(device.tiers[1].capacity_bytes, 32 * MiB);
     EXPECT_EQ(device.tiers[1].allocated_bytes, 0u);
   }
