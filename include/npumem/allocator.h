@@ -66,7 +66,8 @@ struct PlanInfo {
   // predecessor's. 0: none (a plan served that iteration, after a change of shape).
   std::uint64_t fallback_peak_reserved_bytes = 0;
   // Its arena beside what the fallback still held would have reserved more than that
-  // peak: the fallback serves its iterations instead.
+  // peak, or its iterations kept missing it (declined_for_misses): the fallback serves
+  // its iterations instead.
   bool declined = false;
   // Iterations that began on it (their first requests matched) and then left it, the
   // rest going to the fallback: not among iterations_served, though they made hits.
@@ -75,6 +76,9 @@ struct PlanInfo {
   // Of planned_requests, those in the fallback's free space, not the arena: a plan may
   // place them all there (arena 0 B).
   std::uint64_t hole_requests = 0;
+  // Declined not for its arena but because the iterations it served kept differing from
+  // it (other sizes, another order), each plan learned again missing in turn.
+  bool declined_for_misses = false;
 };
 
 // What the planned strategy did (all zero under other strategies). Requests of the

@@ -489,6 +489,9 @@ void PlannedSource::iteration_boundary(std::optional<std::uint64_t> key) {
       if (left_) {  // abandoned for its misses
         ++served_->iterations_abandoned;
         count_left(*served_);
+        // Left without a hit before any plan hit: no plan has served yet (a key whose
+        // iterations alternate sizes read "since a plan served, from iteration 2").
+        if (stats_.hits == 0) forget_steady_start();
       }
       served_->fallback_streak = iteration_fallbacks_ == 0 ? 0 : served_->fallback_streak + 1;
       // Re-learn when fallbacks are more than a few strays, keep happening, or come
@@ -503,6 +506,7 @@ void PlannedSource::iteration_boundary(std::optional<std::uint64_t> key) {
       if (iteration_misses_ == 0 && !left_) served_->missed_relearns = 0;
       if (served_->missed && served_->missed_relearns >= kMissedRelearns) {
         served_->declined = true;
+        served_->declined_for_misses = true;
         learn_now = false;
       }
     } else if (repeats_a_declined_plan()) {
@@ -1318,15 +1322,20 @@ bool PlannedSource::proven(const Plan& plan) {
   return plan.iterations_served != 0 && !plan.missed;
 }
 
+// No plan has served after all: the steady state has not begun.
+void PlannedSource::forget_steady_start() {
+  steady_ = false;
+  stats_.first_served_iteration = 0;
+  stats_.steady_peak_reserved_bytes = 0;
+  stats_.steady_peak_requested_bytes = 0;
+}
+
 void PlannedSource::decline_serving_plan() {
   served_->declined = true;
   served_ = nullptr;
   declined_iteration_ = true;
   if (stats_.first_served_iteration == current_.iteration) {  // only deferrals so far
-    steady_ = false;
-    stats_.first_served_iteration = 0;
-    stats_.steady_peak_reserved_bytes = 0;
-    stats_.steady_peak_requested_bytes = 0;
+    forget_steady_start();
   }
   open_to_fallback();
 }
@@ -1489,7 +1498,7 @@ PlannedStats PlannedSource::stats() const {
                       [](std::uintptr_t address) { return address != 0; }));
     out.plans.push_back({plan->sizes.size(), plan->planned_requests, plan->arena_bytes,
                          plan->lower_bound_bytes, served, plan->key, plan->fallback_peak_reserved,
-                         plan->declined, left, in_holes});
+                         plan->declined, left, in_holes, plan->declined_for_misses});
   }
   return out;
 }

@@ -131,7 +131,8 @@ class PlannedSource : public SegmentSource {
     // lives (an output kept until the next exists): the fallback holds both copies
     // beside the arena, so the test of the arena counts these bytes again.
     std::uint64_t kept_copy_bytes = 0;
-    bool declined = false;  // its arena does not pay (reserve_arena)
+    bool declined = false;  // its arena does not pay (reserve_arena), or it keeps missing
+    bool declined_for_misses = false;
   };
 
   SegmentSource& fallback();
@@ -268,6 +269,7 @@ class PlannedSource : public SegmentSource {
   static bool proven(const Plan& plan);
   // The serving plan's arena does not pay: the iteration is the fallback's.
   void decline_serving_plan();
+  void forget_steady_start();
   // Whether the iteration now ending made a declined plan's requests (or has its key):
   // nothing new to learn from it.
   bool repeats_a_declined_plan() const;

@@ -60,6 +60,7 @@ std::map<std::string, std::int64_t> PlannedStats::as_map() const {
     out[prefix + "iterations_left"] = value(plan.iterations_left);
     out[prefix + "fallback_peak_reserved_bytes"] = value(plan.fallback_peak_reserved_bytes);
     out[prefix + "declined"] = plan.declined ? 1 : 0;
+    out[prefix + "declined_for_misses"] = plan.declined_for_misses ? 1 : 0;
     if (plan.key) out[prefix + "key"] = value(*plan.key);
   }
   return out;

@@ -82,7 +82,12 @@ std::string plan_line(const PlanInfo& plan) {
           "keys tell them apart)";
     }
   }
-  if (plan.declined) {
+  if (plan.declined_for_misses) {
+    text += std::string(", declined: each time it was learned again, the next iteration ") +
+            (plan.key ? "under its key" : "of its shape") +
+            " differed from it (other sizes or another order of requests)";
+    if (plan.key) text += "; iterations under one key should repeat their requests";
+  } else if (plan.declined) {
     text +=
         ", declined: its arena beside what the fallback held would pass the fallback's "
         "reserved peak in the iteration it was learned from, " +
@@ -96,10 +101,17 @@ std::string plan_line(const PlanInfo& plan) {
 std::string why_no_plan_served(const PlannedStats& stats, std::string_view marks) {
   if (stats.first_served_iteration != 0) return {};
   if (stats.iterations == 0) return "no iterations were marked with " + std::string(marks);
-  if (std::any_of(stats.plans.begin(), stats.plans.end(),
-                  [](const PlanInfo& plan) { return plan.declined; })) {
+  const auto declined = [&](bool for_misses) {
+    return std::any_of(stats.plans.begin(), stats.plans.end(), [&](const PlanInfo& plan) {
+      return plan.declined && plan.declined_for_misses == for_misses;
+    });
+  };
+  if (declined(false)) {
     return "its plans were declined: an arena beside what the fallback held would have "
            "reserved more than the fallback did";
+  }
+  if (declined(true)) {
+    return "its plans were declined: the iterations they served kept differing from them";
   }
   if (stats.plans_learned == 0 && stats.learning == 0) {
     return "no request after the first iteration mark was in the default pool, the only one "

@@ -424,6 +424,9 @@ TEST(Planned, DeclinesAKeyedShapeWhosePlansKeepMissing) {
   EXPECT_EQ(stats.learning, 4u) << "the first iteration";
   EXPECT_EQ(stats.learning + stats.fallbacks + stats.declined, 10u * 4u);
   EXPECT_GE(stats.declined, 4u * 4u) << "the iterations of the key once it was declined";
+  EXPECT_TRUE(stats.plans[0].declined_for_misses) << "not for its arena: the report said so";
+  EXPECT_EQ(stats.first_served_iteration, 0u) << "no plan made a hit: none served";
+  EXPECT_FALSE(stats.steady_overhead_ratio());
   testing::expect_consistent(allocator, {});
 }
 
@@ -642,6 +645,7 @@ TEST(Planned, APlanDeclinedAfterADeferralLeavesNoSteadyState) {
   ASSERT_EQ(stats.plans.size(), 1u);
   EXPECT_TRUE(stats.plans[0].declined);
   EXPECT_EQ(stats.plans[0].fallback_peak_reserved_bytes, 16 * MiB);
+  EXPECT_FALSE(stats.plans[0].declined_for_misses);
   EXPECT_EQ(stats.deferred, 1u);
   EXPECT_EQ(stats.hits, 0u);
   EXPECT_EQ(stats.first_served_iteration, 0u);

@@ -118,6 +118,29 @@ TEST(PlannedReport, APlanOnlyEverLeftPointsToIterationKeys) {
             std::string::npos);
 }
 
+// Declined because its iterations kept differing (a key whose iterations alternate
+// sizes), not for its arena: the report gave the arena's reason, with a bound of 0 B.
+TEST(PlannedReport, APlanDeclinedForItsMissesSaysSo) {
+  PlannedStats stats;
+  stats.iterations = 20;
+  stats.plans_learned = 3;
+  PlanInfo missed;
+  missed.requests = missed.planned_requests = 10;
+  missed.key = 7;
+  missed.iterations_left = 3;
+  missed.declined = missed.declined_for_misses = true;
+  stats.plans = {missed};
+  const std::string line = planned_report_lines(stats, "`i` lines")[3].value;
+  EXPECT_NE(line.find("declined: each time it was learned again, the next iteration under its "
+                      "key differed from it (other sizes or another order of requests); "
+                      "iterations under one key should repeat their requests"),
+            std::string::npos)
+      << line;
+  EXPECT_EQ(line.find("fallback's reserved peak"), std::string::npos) << line;
+  EXPECT_EQ(why_no_plan_served(stats, "`i` lines"),
+            "its plans were declined: the iterations they served kept differing from them");
+}
+
 TEST(PlannedReport, SaysWhyNoPlanServedInTheRunsOwnTermsOfIterations) {
   PlannedStats stats;
   EXPECT_EQ(why_no_plan_served(stats, "npumem_iteration()"),
