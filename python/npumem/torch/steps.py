@@ -26,13 +26,16 @@ def iteration(device: DeviceLike = None, key: Optional[int] = None) -> None:
     and in a running recording; a device not made yet is left alone. `key` (an int
     >= 0, e.g. the batch size or the sequence-length bucket) names the shape of the
     iteration that begins here (call it before the step): strategy:planned keeps a plan
-    per key and serves the iteration by it (an `i <key>` line in a recording)."""
+    per key and serves the iteration by it (an `i <key>` line in a recording).
+    A script that calls it marks its own iterations: the boundaries mark_optimizer_steps()
+    adds at optimizer.step() stop from then on (both made two iterations of each step)."""
     if key is not None:
         message = f"an iteration key is an int from 0 to 2**64 - 1, not {key!r}"
         if isinstance(key, bool) or not isinstance(key, int):
             raise TypeError(message)
         if not 0 <= key < 1 << 64:
             raise ValueError(message)
+    _optimizer_steps.script_marks = True
     if device is None:
         _mark(initialized_devices(), key)
         return
@@ -76,6 +79,7 @@ class _OptimizerSteps:
 
     def __init__(self) -> None:
         self.active = False
+        self.script_marks = False  # iteration() was called: the script marks its own
         self._installed = False
         # Found at an optimizer's first step: its parameters stay where they were made.
         self._devices: "weakref.WeakKeyDictionary[Any, list[_core.Device]]" = (
@@ -100,7 +104,7 @@ class _OptimizerSteps:
         self._installed = True
 
     def _step(self, optimizer: Any) -> None:
-        if not self.active:
+        if not self.active or self.script_marks:
             return
         devices = self._devices.get(optimizer)
         if devices is None:
@@ -113,9 +117,12 @@ _optimizer_steps = _OptimizerSteps()
 
 
 def mark_optimizer_steps(enabled: bool = True) -> None:
-    """From now on (until called with False), every optimizer.step() is an iteration
-    boundary, after the step."""
+    """From now on (until called with False, or the script calls iteration() itself),
+    every optimizer.step() is an iteration boundary, after the step."""
+    if not isinstance(enabled, bool):
+        raise TypeError(f"mark_optimizer_steps takes True or False, not {enabled!r}")
     if enabled:
+        _optimizer_steps.script_marks = False
         _optimizer_steps.start()
     else:
         _optimizer_steps.active = False

@@ -50,6 +50,27 @@ class IterationKeysTest(unittest.TestCase):
         self.assertEqual(result.returncode, 0, result.stderr)
         self.assertEqual(result.stdout.split(), ["strategy:planned"])
 
+    def test_a_script_that_marks_its_iterations_gets_no_second_mark_at_each_step(self):
+        # Both made two iterations of each step under strategy:planned: its learning
+        # doubled and the first served iteration came later (a cold trial).
+        result = run_python(
+            "import torch, npumem, npumem.torch\n"
+            "device = npumem.torch.install('sim:hbm=1GiB,backing=host', 'strategy:planned')\n"
+            "model = torch.nn.Linear(64, 64)\n"
+            "optimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+            "for _ in range(6):\n"
+            "    npumem.torch.iteration()\n"
+            "    model(torch.ones(8, 64)).sum().backward()\n"
+            "    optimizer.step()\n"
+            "print(npumem.memory_stats(device)['planned.iterations'])\n"
+        )
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertEqual(result.stdout.split(), ["6"])
+
+    def test_marking_optimizer_steps_takes_a_bool(self):
+        with self.assertRaisesRegex(TypeError, "takes True or False, not 'no'"):
+            npumem.torch.mark_optimizer_steps("no")
+
     def test_a_key_is_a_64_bit_unsigned_int(self):
         # As Device.mark_iteration: a wrong type is a TypeError, a wrong int a ValueError.
         for bad in (-1, 1 << 64):
