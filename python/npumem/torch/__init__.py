@@ -90,13 +90,19 @@ def install(
 def _host_device(index: int, spec: Optional[str], conf: Optional[str]) -> _core.Device:
     if is_initialized(index):
         chosen = get_device(index)
+        # A device is made once; the same settings again (a notebook cell run twice) are
+        # no change.
         if spec is not None and spec != chosen.spec:
             raise _core.ConfigError(
-                f"npumem device {index} exists already with spec '{chosen.spec}', not '{spec}'"
+                f"npumem device {index} exists already with spec '{chosen.spec}', not "
+                f"'{spec}' (a device is made once; under `python3 -m npumem.torch run`, "
+                f"give the spec with --device)"
             )
-        if conf:
+        if conf and _core.check_config(conf) != chosen.config:
             raise _core.ConfigError(
-                f"npumem device {index} exists already; its config cannot change to '{conf}'"
+                f"npumem device {index} exists already; its config cannot change to '{conf}' "
+                f"(a device is made once; under `python3 -m npumem.torch run`, give the "
+                f"config with --conf)"
             )
         if not chosen.host_accessible:
             raise _no_host_memory(index, chosen.spec)

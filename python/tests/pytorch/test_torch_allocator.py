@@ -167,8 +167,19 @@ class TorchAllocatorTest(unittest.TestCase):
         npumem.init("sim:hbm=1GiB", device=5)  # backing=none: addresses without pages
         with self.assertRaisesRegex(npumem.ConfigError, "backing=host"):
             npumem.torch.install(device=5)
-        with self.assertRaisesRegex(npumem.ConfigError, "exists already with spec"):
+        with self.assertRaisesRegex(npumem.ConfigError, "exists already with spec .*--device"):
             npumem.torch.install("sim:hbm=8GiB,backing=host")
+
+    def test_install_again_with_the_same_settings_is_no_change(self):
+        # A notebook cell run twice: the same config was refused as a change.
+        spec = "sim:hbm=1GiB,backing=host"
+        first = npumem.torch.install(spec, "strategy:expandable", device=6)
+        try:
+            self.assertIs(npumem.torch.install(spec, "strategy:expandable", device=6), first)
+            with self.assertRaisesRegex(npumem.ConfigError, "cannot change to 'granule:1024'"):
+                npumem.torch.install(spec, "granule:1024", device=6)
+        finally:
+            npumem.torch.install()
 
 
 if __name__ == "__main__":
