@@ -49,10 +49,25 @@ def init(spec: Optional[str] = None, conf: Optional[str] = None, device: int = 0
         raise TypeError(f"a device spec is a string such as 'sim', not {spec!r}")
     if conf is not None and not isinstance(conf, str):
         raise TypeError(f"a config is a string such as 'strategy:expandable', not {conf!r}")
+    _check_static_size(conf or "")
     with _creation_lock:
         made = _core.create_device(index, spec, conf or "", spec_source)
     _warn(made)
     return made
+
+
+def _check_static_size(conf: str) -> None:
+    """The static strategy's arena size, asked for where the strategy was set: the
+    allocator's own error did not say whether that was `conf` or NPUMEM_ALLOC_CONF."""
+    chosen = dict(item.split(":", 1) for item in _core.check_config(conf).split(","))
+    if chosen["strategy"] != "static" or chosen.get("static_size", "0") != "0":
+        return
+    given = {item.split(":", 1)[0].strip() for item in conf.split(",") if ":" in item}
+    source = "conf" if "strategy" in given else "NPUMEM_ALLOC_CONF"
+    raise _core.ConfigError(
+        f"{source}: strategy:static needs static_size:<bytes> (the arena size; "
+        f"`npumem replay TRACE --strategy static --advise` finds one)"
+    )
 
 
 def get_device(device: DeviceLike = None) -> _core.Device:
@@ -65,6 +80,7 @@ def get_device(device: DeviceLike = None) -> _core.Device:
         found = _core.find_device(index)
         if found is not None:
             return found
+        _check_static_size("")
         made = _core.create_device(index, environment_spec(), "", "NPUMEM_DEVICE")
     _warn(made)
     return made

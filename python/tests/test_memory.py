@@ -559,6 +559,26 @@ class DefaultDeviceTest(unittest.TestCase):
         self.assertNotEqual(result.returncode, 0)
         self.assertIn("NPUMEM_ALLOC_CONF: bad value 'bogus' for key 'strategy'", result.stderr)
 
+    def test_a_static_strategy_without_its_size_names_where_it_was_set(self):
+        # "static strategy needs static_size" did not say that NPUMEM_ALLOC_CONF set it.
+        for env, conf, source in (({"NPUMEM_ALLOC_CONF": "strategy:static"}, None,
+                                   "NPUMEM_ALLOC_CONF"),
+                                  ({}, "'strategy:static'", "conf")):
+            with self.subTest(source):
+                result = run_python(f"import npumem\nnpumem.init('sim', conf={conf})\n", env)
+                self.assertNotEqual(result.returncode, 0)
+                self.assertIn(f"ConfigError: {source}: strategy:static needs static_size",
+                              result.stderr)
+
+    def test_torch_install_names_npumem_device_for_its_spec(self):
+        for spec, problem in (("sim:hbm=1GiB,backing=host,hbm=2GiB", "given twice"),
+                              ("sim:hbm=1GiB", "has no host memory")):
+            with self.subTest(spec):
+                result = run_python("import npumem.torch\nnpumem.torch.install()\n",
+                                    {"NPUMEM_DEVICE": spec})
+                self.assertNotEqual(result.returncode, 0)
+                self.assertRegex(result.stderr, f"ConfigError: NPUMEM_DEVICE: .*{problem}")
+
 
 if __name__ == "__main__":
     unittest.main()

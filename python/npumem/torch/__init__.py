@@ -108,11 +108,16 @@ def _host_device(index: int, spec: Optional[str], conf: Optional[str]) -> _core.
             raise _no_host_memory(index, chosen.spec)
         return chosen
     wanted = spec or os.environ.get("NPUMEM_DEVICE") or DEFAULT_SPEC
+    # Where the spec came from, for errors: the user may never have written one in code.
+    source = "" if spec or not os.environ.get("NPUMEM_DEVICE") else "NPUMEM_DEVICE: "
     # Checked before the device is made: made, it would keep the refused spec. A spec
     # that does not parse is named as such, not as one without host memory.
-    _core.check_device_spec(wanted)
+    try:
+        _core.check_device_spec(wanted)
+    except _core.ConfigError as error:
+        raise _core.ConfigError(f"{source}{error}") from None
     if not _core.spec_is_host_accessible(wanted):
-        raise _no_host_memory(index, wanted)
+        raise _core.ConfigError(f"{source}{_no_host_memory(index, wanted)}")
     return init(wanted, conf, index)
 
 
