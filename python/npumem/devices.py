@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import threading
 import warnings
-from typing import Optional, Union
+from typing import Callable, Optional, Union
 
 from npumem import _core
 
@@ -52,8 +52,7 @@ def init(spec: Optional[str] = None, conf: Optional[str] = None, device: int = 0
     _check_static_size(conf or "")
     with _creation_lock:
         made = _core.create_device(index, spec, conf or "", spec_source)
-    _warn(made)
-    return made
+    return _made(made)
 
 
 def _check_static_size(conf: str) -> None:
@@ -82,8 +81,7 @@ def get_device(device: DeviceLike = None) -> _core.Device:
             return found
         _check_static_size("")
         made = _core.create_device(index, environment_spec(), "", "NPUMEM_DEVICE")
-    _warn(made)
-    return made
+    return _made(made)
 
 
 def existing_device(device: DeviceLike = None) -> Optional[_core.Device]:
@@ -94,11 +92,27 @@ def existing_device(device: DeviceLike = None) -> Optional[_core.Device]:
     return _core.find_device(device_index(device))
 
 
+# Called with each device made from now on (history recording asked for before it).
+_made_listeners: list[Callable[[_core.Device], None]] = []
+
+
+def when_made(listener: Callable[[_core.Device], None]) -> None:
+    """Calls `listener` with every device init() or get_device() makes from now on."""
+    _made_listeners.append(listener)
+
+
+def _made(device: _core.Device) -> _core.Device:
+    _warn(device)
+    for listener in _made_listeners:
+        listener(device)
+    return device
+
+
 def _warn(device: _core.Device) -> None:
     """The allocator's construction warnings (e.g. "expandable_segments feature is not
     supported by device ...") as Python warnings, once, when the device is made."""
     for message in device.warnings:
-        warnings.warn(f"npumem device {device.index}: {message}", RuntimeWarning, stacklevel=3)
+        warnings.warn(f"npumem device {device.index}: {message}", RuntimeWarning, stacklevel=4)
 
 
 def is_initialized(device: DeviceLike = None) -> bool:

@@ -13,6 +13,7 @@ with neither have no frames ("<non-python>" in the graphs)."""
 
 from __future__ import annotations
 
+import os
 import pickle
 from typing import Any, Optional
 
@@ -21,14 +22,33 @@ from npumem.devices import (
     DeviceLike,
     device_index,
     existing_device,
-    get_device,
     initialized_devices,
+    when_made,
 )
 
 # The devices recording history: their Python stack recorder (None: tags alone).
 _recording: dict[int, Optional[_core.FrameRecorder]] = {}
+# Recording asked for before its device was made, by index (None: every device), with
+# its stacks setting: it starts when the device is made. (Asking first made device 0
+# with the default settings, and the init() that followed was refused.)
+_waiting: dict[Optional[int], Optional[str]] = {}
 
 _STACKS = ("python", None)
+
+
+def _start(made: _core.Device, stacks: Optional[str]) -> None:
+    _stop(made.index)
+    _recording[made.index] = _core.FrameRecorder(made) if stacks == "python" else None
+
+
+def _start_waiting(made: _core.Device) -> None:
+    if made.index in _waiting:
+        _start(made, _waiting.pop(made.index))
+    elif None in _waiting:
+        _start(made, _waiting[None])
+
+
+when_made(_start_waiting)
 
 
 def _stop(index: int) -> None:
@@ -49,17 +69,30 @@ def _record_memory_history(
     if not enabled:
         for index in list(_recording) if indices is None else indices:
             _stop(index)
+        for index in list(_waiting) if indices is None else indices:
+            _waiting.pop(index, None)
         return
     if indices is None:
-        indices = [made.index for made in initialized_devices()] or [0]
+        indices = [made.index for made in initialized_devices()]
+        if not indices:
+            _waiting[None] = stacks
     for index in indices:
-        chosen = get_device(index)
-        _stop(index)
-        _recording[index] = _core.FrameRecorder(chosen) if stacks == "python" else None
+        chosen = existing_device(index)
+        if chosen is None:
+            _waiting[index] = stacks
+        else:
+            _start(chosen, stacks)
+
+
+# npumem's own Python code: its innermost frames are left out, so that a block's first
+# frame is the caller's line, as in PyTorch, whose caching_allocator_alloc is C++.
+_PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 
 def _frames(block: dict[str, Any], recorder: Optional[_core.FrameRecorder]) -> list[dict[str, Any]]:
     frames = recorder.frames(block["address"]) if recorder is not None else []
+    while frames and os.path.abspath(frames[0]["filename"]).startswith(_PACKAGE):
+        frames.pop(0)
     if block["tag"]:
         frames.append({"filename": "<npumem tag>", "line": 0, "name": block["tag"]})
     return frames
