@@ -202,12 +202,17 @@ class TraceParser {
 
 Trace parse_trace(std::string_view text, std::string source) {
   TraceParser parser(std::move(source));
+  // Editors on Windows may begin a UTF-8 file with a byte order mark.
+  if (text.starts_with("\xef\xbb\xbf")) text.remove_prefix(3);
   std::size_t line_number = 0;
+  // Lines end with LF, CRLF or a lone CR (classic Mac text): a file of CR-ended lines
+  // read as one line, refused for its "extra fields".
   while (!text.empty()) {
-    const std::size_t end = text.find('\n');
+    const std::size_t end = text.find_first_of("\r\n");
     const std::string_view line = text.substr(0, end);
     parser.parse_line(line, ++line_number);
-    text.remove_prefix(end == std::string_view::npos ? text.size() : end + 1);
+    if (end == std::string_view::npos) break;
+    text.remove_prefix(text.substr(end).starts_with("\r\n") ? end + 2 : end + 1);
   }
   return parser.finish();
 }

@@ -45,6 +45,18 @@ TEST(TraceTest, AcceptsBlankLinesTabsCarriageReturnsAndNoFinalNewline) {
   EXPECT_EQ(trace.events[1].op, TraceOp::free);
 }
 
+// As editors write text: a UTF-8 byte order mark first, or lines ended by a lone CR
+// (refused before, "unknown op '\xef\xbb\xbfa'" and "extra fields").
+TEST(TraceTest, AcceptsAByteOrderMarkAndLinesEndedByCarriageReturns) {
+  const Trace marked = parse_trace("\xef\xbb\xbf" "a 1 5\nf 1\n", "t.trace");
+  ASSERT_EQ(marked.events.size(), 2u);
+  const Trace mac = parse_trace("a 0 10\rf 0\ra 1 7\r", "t.trace");
+  ASSERT_EQ(mac.events.size(), 3u);
+  EXPECT_EQ(mac.events[2].bytes, 7u);
+  EXPECT_NE(parse_error("a 0 10\rq 0\r").find("t.trace:2"), std::string::npos)
+      << "lines are counted at each CR";
+}
+
 TEST(TraceTest, ReusedIdAfterFreeGetsANewSlot) {
   const Trace trace = parse_trace("a 1 10\nf 1\na 1 20\nf 1\n", "t.trace");
   ASSERT_EQ(trace.events.size(), 4u);
