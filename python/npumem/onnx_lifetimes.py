@@ -204,6 +204,14 @@ def _set_input_dims(path: str, graph, initializer_names: set[str],
             if dim.HasField("dim_value"):
                 continue
             by_axis = f"{value.name}:{axis}"
+            if by_axis in dims and dim.dim_param in dims:
+                if dims[by_axis] != dims[dim.dim_param]:
+                    raise OnnxModelError(
+                        f"{path}: input {value.name!r} dim {axis} is given twice: "
+                        f"{spelled(by_axis, dims[by_axis])} and "
+                        f"{spelled(dim.dim_param, dims[dim.dim_param])}"
+                    )
+                used.add(dim.dim_param)
             key = by_axis if by_axis in dims else dim.dim_param
             if key in dims:
                 dim.dim_value = dims[key]

@@ -145,6 +145,11 @@ class OnnxLifetimesTest(unittest.TestCase):
         self.assertEqual(read(path, {"x:0": 5}).tensors, chain_tensors(batch=5))
         with self.assertRaisesRegex(OnnxModelError, r"dims\['batchsize'\]: no graph input"):
             read(path, {"batch": 3, "batchsize": 3})
+        # By name and by input and axis at once: "no graph input has ... 'batch'" before.
+        with self.assertRaisesRegex(OnnxModelError, r"input 'x' dim 0 is given twice: "
+                                    r"dims\['x:0'\]=3 and dims\['batch'\]=2"):
+            read(path, {"x:0": 3, "batch": 2})
+        self.assertEqual(read(path, {"x:0": 3, "batch": 3}).tensors, chain_tensors(batch=3))
 
     def test_tensors_of_2_to_the_64_bytes_or_more_are_refused_by_name(self):
         # Their sizes reached `npumem plan memory` wrapped: an arena of 0 B that "fits".
