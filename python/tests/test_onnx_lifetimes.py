@@ -333,7 +333,7 @@ class PlanMemoryOnnxCommandTest(unittest.TestCase):
         done = run_cli("--onnx", self.model, "--budget", "1000B")
         self.assertEqual(done.returncode, 2)
         self.assertIn("does not fit, 24 B short", done.stdout)
-        self.assertIn("over the budget of 1000 B by 24 B", done.stderr)
+        self.assertIn("over the budget of 1000 B (1000 B) by 24 B", done.stderr)
 
     def test_dims_reach_the_model(self):
         model = os.path.join(self.directory.name, "batch.onnx")

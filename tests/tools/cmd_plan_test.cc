@@ -124,7 +124,10 @@ TEST(CmdPlanTest, MemoryPlanOfATraceAndABudget) {
   result = run_npumem("plan memory --trace " + trace + " --budget 4KiB", dir);
   EXPECT_EQ(result.exit_code, cli::kExitBadInput);
   EXPECT_NE(result.out.find("does not fit"), std::string::npos) << result.out;
-  EXPECT_NE(result.err.find("over the budget of 4.00 KiB by"), std::string::npos) << result.err;
+  EXPECT_NE(result.err.find("the plan needs 5.12 KiB (5248 B), over the budget of 4.00 KiB "
+                            "(4096 B) by 1.12 KiB"),
+            std::string::npos)
+      << result.err;
   result = run_npumem("plan memory --trace " + trace + " --iteration 2", dir);
   EXPECT_EQ(result.exit_code, cli::kExitBadInput);
   EXPECT_NE(result.err.find("no iteration 2"), std::string::npos) << result.err;

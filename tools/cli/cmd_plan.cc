@@ -139,9 +139,11 @@ int run_memory(const MemoryCommandOptions& options) {
   report.outside_arena = std::move(inputs.outside_arena);
   print(memory_report_json(report), memory_report_text(report), options.json);
   if (budget && report.plan.arena_bytes > *budget) {
-    std::cerr << "npumem: the plan needs " << format_bytes(report.plan.arena_bytes)
-              << ", over the budget of " << format_bytes(*budget) << " by "
-              << format_bytes(report.plan.arena_bytes - *budget) << "\n";
+    // With exact bytes: rounded, both figures may read alike ("120 MiB over 120 MiB").
+    std::cerr << "npumem: the plan needs " << format_bytes(report.plan.arena_bytes) << " ("
+              << report.plan.arena_bytes << " B), over the budget of " << format_bytes(*budget)
+              << " (" << *budget << " B) by " << format_bytes(report.plan.arena_bytes - *budget)
+              << "\n";
     return kExitBadInput;
   }
   return kExitOk;
