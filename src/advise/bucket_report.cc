@@ -62,7 +62,7 @@ nlohmann::ordered_json bucket_advice_json(const BucketAdvice& advice) {
 std::string bucket_advice_text(const BucketAdvice& advice) {
   std::ostringstream out;
   out << "npumem advise buckets " << advice.source << "\n"
-      << advice.iterations << " iterations"
+      << format_count(advice.iterations, "iteration")
       << (advice.empty_iterations == 0 ? ""
                                        : " (" + std::to_string(advice.empty_iterations) +
                                              " allocating nothing of their own, left out)")

@@ -487,6 +487,16 @@ TEST(NpumemCliTest, VersionHelpAndUnknownSubcommands) {
   EXPECT_NE(nested.err.find("unknown subcommand 'plan memroy' (subcommands of plan: memory, "),
             std::string::npos)
       << nested.err;
+  // A missing one is named with the choices ("A subcommand is required" alone before).
+  const auto bare = run_npumem("");
+  EXPECT_EQ(bare.exit_code, 2);
+  EXPECT_NE(bare.err.find("a subcommand is needed (replay, plan"), std::string::npos) << bare.err;
+  const auto plan = run_npumem("plan");
+  EXPECT_EQ(plan.exit_code, 2);
+  EXPECT_NE(plan.err.find("plan needs a subcommand (memory, shard, recompute; `npumem help "
+                          "plan` describes them)"),
+            std::string::npos)
+      << plan.err;
 }
 
 TEST(ReplayCliTest, StrategyAndConfReachTheAllocator) {

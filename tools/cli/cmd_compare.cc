@@ -20,7 +20,7 @@ void add_compare_command(CLI::App& app, int& exit_code) {
   };
   auto options = std::make_shared<Options>();
   CLI::App* command =
-      app.add_subcommand("compare", "replay a trace under every strategy and compare them");
+      app.add_subcommand("compare", "Replay a trace under every strategy and compare them");
   command->add_option("trace", options->trace_path, "trace file (see docs/TRACE_FORMAT.md)")
       ->required()
       ->check(CLI::ExistingFile);

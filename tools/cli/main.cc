@@ -17,12 +17,12 @@ std::string subcommand_names(const CLI::App& app) {
 }
 
 // `npumem help [SUBCOMMAND]` prints the help; a word that is no subcommand, first or
-// after `plan` or `advise`, is named as such (CLI11 alone would only say a subcommand is
-// required). Returns the
-// exit code when the arguments were handled here, -1 otherwise.
+// after `plan` or `advise`, is named as such, and so is a missing one (CLI11 alone would
+// only say a subcommand is required). Returns the exit code when the arguments were
+// handled here, -1 otherwise.
 int handle_help_or_unknown(const CLI::App& app, int argc, char** argv) {
-  if (argc < 2 || argv[1][0] == '-') return -1;
-  const std::string word = argv[1];
+  if (argc >= 2 && argv[1][0] == '-') return -1;
+  const std::string word = argc >= 2 ? argv[1] : "";
   if (word == "help") {
     // `help plan shard`: each word a subcommand of the one before.
     const CLI::App* topic = &app;
@@ -46,7 +46,8 @@ int handle_help_or_unknown(const CLI::App& app, int argc, char** argv) {
   // The word after each command that has subcommands of its own (plan, advise) too.
   const CLI::App* parent = &app;
   std::string path;  // the subcommands so far, space-separated
-  for (int i = 1; i < argc && argv[i][0] != '-'; ++i) {
+  int i = 1;
+  for (; i < argc && argv[i][0] != '-'; ++i) {
     const std::string name = argv[i];
     try {
       parent = parent->get_subcommand(name);
@@ -57,7 +58,15 @@ int handle_help_or_unknown(const CLI::App& app, int argc, char** argv) {
       return npumem::cli::kExitBadInput;
     }
     path += (path.empty() ? "" : " ") + name;
-    if (parent->get_subcommands([](const CLI::App*) { return true; }).empty()) break;
+    if (parent->get_subcommands([](const CLI::App*) { return true; }).empty()) return -1;
+  }
+  // Nothing after a command that has subcommands: name them.
+  if (i == argc) {
+    std::cerr << "npumem: "
+              << (path.empty() ? "a subcommand is needed" : path + " needs a subcommand") << " ("
+              << subcommand_names(*parent) << "; `npumem help" << (path.empty() ? "" : " " + path)
+              << "` describes them)\n";
+    return npumem::cli::kExitBadInput;
   }
   return -1;
 }
