@@ -21,6 +21,9 @@
 namespace npumem {
 
 inline constexpr std::string_view kStatsPagePrefix = "npumem.";
+// The environment variable that, set to 0 (or off, false), keeps a process off the stats
+// pages: every publisher of the process asks stats_publishing_disabled().
+inline constexpr const char* kStatsPageVariable = "NPUMEM_STATS_PAGE";
 
 struct PublishedTier {
   Tier tier = Tier::hbm;
@@ -111,6 +114,8 @@ class StatsPublisher {
 
 // How the default page names of this process start: "npumem.<pid>.".
 std::string stats_page_prefix_of_this_process();
+// Whether kStatsPageVariable keeps this process off the stats pages.
+bool stats_publishing_disabled();
 
 // Reads every page whose name starts with `prefix`, by pid. A page is copied (never
 // mapped) and shown only when its owner runs the live process its name and its pid

@@ -15,13 +15,6 @@
 namespace npumem::capi {
 namespace {
 
-bool publishing_disabled() {
-  const char* value = std::getenv(kStatsPageVariable);
-  if (value == nullptr) return false;
-  const std::string_view text = value;
-  return text == "0" || text == "off" || text == "false";
-}
-
 // The publisher and the registrations of this process. Never destroyed as a whole
 // (allocators may be used during static destruction); EndAtExit ends them at exit,
 // which removes the page.
@@ -60,7 +53,7 @@ struct EndAtExit {
 }  // namespace
 
 void publish_on_stats_page(const Allocator& allocator) noexcept {
-  if (publishing_disabled()) return;
+  if (stats_publishing_disabled()) return;
   static EndAtExit end_at_exit;
   ProcessStatsPage& page = process_stats_page();
   std::lock_guard lock(page.mutex);

@@ -7,10 +7,6 @@
 
 namespace npumem::capi {
 
-// The environment variable that, set to 0 (or off, false), keeps this process off
-// the stats pages.
-inline constexpr const char* kStatsPageVariable = "NPUMEM_STATS_PAGE";
-
 // Publishes a process-wide allocator (which lives until the process exits) on this
 // process's stats page, made on first use. Never throws: when the page cannot be made
 // or is full, one line on stderr says so and allocation goes on unpublished.

@@ -10,6 +10,7 @@
 
 #include "npumem/errors.h"
 #include "npumem/history.h"
+#include "npumem/stats_page.h"
 #include "trace.h"
 
 namespace npumem::cli {
@@ -123,6 +124,35 @@ TEST(ReplayObservers, RecordWritesASnapshotAndChromeTrace) {
   EXPECT_FALSE(nlohmann::json::parse(chrome_file).at("traceEvents").empty());
   std::filesystem::remove(observe.record_path);
   std::filesystem::remove(observe.chrome_trace_path);
+}
+
+// The pages of this process in /dev/shm (npumem.<pid>.<random>).
+std::size_t own_pages() {
+  const std::string prefix = stats_page_prefix_of_this_process();
+  std::size_t pages = 0;
+  for (const auto& entry : std::filesystem::directory_iterator("/dev/shm")) {
+    pages += entry.path().filename().string().starts_with(prefix) ? 1 : 0;
+  }
+  return pages;
+}
+
+// As for every process on libnpumem.so: NPUMEM_STATS_PAGE=0 kept Python processes off
+// `npumem smi`, and `npumem replay` on it.
+TEST(ReplayObservers, StatsPageZeroKeepsTheReplayOffTheStatsPages) {
+  const Trace trace = parse_trace("a 1 4096\n", "t.trace");
+  const auto pages_during_replay = [&] {
+    ReplayObservers observers(ReplayObserverOptions{}, trace);
+    ReplayOptions options = small_device();
+    options.hooks = observers.hooks();
+    std::size_t seen = 0;
+    options.hooks.on_finish = [&](Allocator&) { seen = own_pages(); };
+    replay_trace(trace, options);
+    return seen;
+  };
+  EXPECT_EQ(pages_during_replay(), 1u);
+  ::setenv(kStatsPageVariable, "0", 1);
+  EXPECT_EQ(pages_during_replay(), 0u);
+  ::unsetenv(kStatsPageVariable);
 }
 
 TEST(ReplayObservers, AnUnwritablePathFailsBeforeTheReplay) {

@@ -94,11 +94,14 @@ ReplayHooks ReplayObservers::hooks() {
 }
 
 void ReplayObservers::start(Allocator& allocator) {
-  try {
-    publisher_ = std::make_unique<StatsPublisher>();
-    registration_ = publisher_->publish(allocator);
-  } catch (const Error& e) {
-    std::cerr << "npumem: not publishing stats for `npumem smi`: " << e.what() << "\n";
+  if (!stats_publishing_disabled()) {
+    try {
+      publisher_ = std::make_unique<StatsPublisher>();
+      registration_ = publisher_->publish(allocator);
+    } catch (const Error& e) {
+      std::cerr << "npumem: not publishing stats for `npumem smi` (" << kStatsPageVariable
+                << "=0 silences this): " << e.what() << "\n";
+    }
   }
   if (!options_.record_path.empty() || !options_.chrome_trace_path.empty()) {
     recorder_ = record_history(allocator, {.max_entries = options_.history_entries});

@@ -1,5 +1,6 @@
 #include <unistd.h>
 
+#include <cstdlib>
 #include <fstream>
 #include <new>
 #include <utility>
@@ -85,6 +86,13 @@ os::SharedPage create_page(const std::string& name) {
 
 std::string stats_page_prefix_of_this_process() {
   return std::string(kStatsPagePrefix) + std::to_string(::getpid()) + ".";
+}
+
+bool stats_publishing_disabled() {
+  const char* value = std::getenv(kStatsPageVariable);
+  if (value == nullptr) return false;
+  const std::string_view text = value;
+  return text == "0" || text == "off" || text == "false";
 }
 
 StatsPublisher::StatsPublisher() : StatsPublisher(Options{}) {}
