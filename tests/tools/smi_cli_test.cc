@@ -106,6 +106,12 @@ TEST(SmiCliTest, SeesARunningReplayAndForgetsItWhenItExits) {
   EXPECT_EQ(detail.exit_code, 0) << detail.err;
   EXPECT_NE(detail.out.find("Process " + std::to_string(replay) + " (npumem)"), std::string::npos)
       << detail.out;
+  // One device in the shape of the whole listing (it printed the bare device object).
+  const auto one = run_npumem("smi -i " + id + " --json");
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  const auto listed = nlohmann::json::parse(one.out).at("devices");
+  ASSERT_EQ(listed.size(), 1u) << one.out;
+  EXPECT_EQ(listed.at(0).at("id"), process.at("device_id"));
   const auto mon = run_npumem("mon --count 2 --interval 0.1");
   EXPECT_EQ(mon.exit_code, 0);
   EXPECT_EQ(std::count(mon.out.begin(), mon.out.end(), '\n'), 2) << mon.out;

@@ -57,6 +57,17 @@ TEST(SmiView, GroupsProcessesByDeviceAndSumsTheirUse) {
   EXPECT_EQ(devices[1].id, 1);
 }
 
+// IDs count as people do: sim:2 before sim:10 (text order made `smi -i 1` sim:10).
+TEST(SmiView, DevicesAreInTheOrderTheirNumbersCount) {
+  const std::vector<DeviceView> devices = device_views(
+      {process(1, "p",
+               {device("sim:10", GiB, 0), device("sim:2", GiB, 0), device("sim:1", GiB, 0),
+                device("acl:0", GiB, 0), device("sim:02x", GiB, 0)})});
+  std::vector<std::string> names;
+  for (const DeviceView& view : devices) names.push_back(view.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"acl:0", "sim:1", "sim:2", "sim:02x", "sim:10"}));
+}
+
 // A process that spilled: its tiers' peaks came at other times, and their sum (150 MiB)
 // passed the whole device's peak (120 MiB), which is what smi shows.
 TEST(SmiView, APeakIsTheWholeDevicesNotTheSumOfTheTiersPeaks) {

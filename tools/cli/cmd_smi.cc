@@ -24,7 +24,7 @@ int run_smi(const SmiOptions& options) {
   if (options.id) {
     const DeviceView& device = device_by_id(devices, *options.id);
     if (options.json) {
-      std::cout << json_text(smi_json({device}).at("devices").at(0)) << "\n";
+      std::cout << json_text(smi_json({device})) << "\n";  // {"devices": [...]}, as without -i
     } else {
       std::cout << smi_memory_detail(device);
     }

@@ -161,10 +161,44 @@ DeviceKey device_key(const PublishedDevice& device) {
   return key;
 }
 
+// Names in the order people count: digit runs by value, so sim:2 comes before sim:10 (in
+// text order `smi -i 1` showed sim:10).
+bool natural_less(std::string_view a, std::string_view b) {
+  const auto digit = [](char c) { return c >= '0' && c <= '9'; };
+  std::size_t i = 0;
+  std::size_t j = 0;
+  while (i < a.size() && j < b.size()) {
+    if (!digit(a[i]) || !digit(b[j])) {
+      if (a[i] != b[j]) return a[i] < b[j];
+      ++i;
+      ++j;
+      continue;
+    }
+    const std::size_t a_start = i;
+    const std::size_t b_start = j;
+    while (i < a.size() && digit(a[i])) ++i;
+    while (j < b.size() && digit(b[j])) ++j;
+    std::string_view x = a.substr(a_start, i - a_start);
+    std::string_view y = b.substr(b_start, j - b_start);
+    while (x.size() > 1 && x.front() == '0') x.remove_prefix(1);
+    while (y.size() > 1 && y.front() == '0') y.remove_prefix(1);
+    if (x.size() != y.size()) return x.size() < y.size();
+    if (x != y) return x < y;
+  }
+  return a.size() - i < b.size() - j;
+}
+
+struct DeviceOrder {
+  bool operator()(const DeviceKey& a, const DeviceKey& b) const {
+    if (a.first != b.first) return natural_less(a.first, b.first);
+    return a.second < b.second;
+  }
+};
+
 }  // namespace
 
 std::vector<DeviceView> device_views(const std::vector<ProcessStats>& processes) {
-  std::map<DeviceKey, DeviceView> by_key;
+  std::map<DeviceKey, DeviceView, DeviceOrder> by_key;
   for (const ProcessStats& process : processes) {
     for (const PublishedDevice& device : process.devices) {
       DeviceView& view = by_key[device_key(device)];
