@@ -7,14 +7,14 @@
 namespace npumem::cli {
 namespace {
 
-std::vector<DeviceView> one_device(double used_fraction) {
+std::vector<DeviceView> one_device(double used_fraction, std::uint64_t hbm_bytes = 64 * GiB) {
   ProcessStats process;
   process.pid = 42;
   process.process_name = "train";
   PublishedDevice device;
   device.name = "sim:0";
-  const auto used = static_cast<std::uint64_t>(used_fraction * static_cast<double>(64 * GiB));
-  device.tiers[0] = {Tier::hbm, true, 64 * GiB, used, used / 2, used, used};
+  const auto used = static_cast<std::uint64_t>(used_fraction * static_cast<double>(hbm_bytes));
+  device.tiers[0] = {Tier::hbm, true, hbm_bytes, used, used / 2, used, used};
   device.tiers[1] = {Tier::ddr, false, 0, 0, 0, 0, 0};
   process.devices.push_back(device);
   return device_views({process});
@@ -36,11 +36,21 @@ TEST(MonView, HistoryKeepsTheLastSamplesPerDeviceTier) {
   history.add(one_device(0.25));
   history.add(one_device(0.5));
   history.add(one_device(0.75));
-  const auto& samples = history.of("sim:0", Tier::hbm);
+  const DeviceView device = one_device(0).at(0);
+  const auto& samples = history.of(device, Tier::hbm);
   ASSERT_EQ(samples.size(), 2u);
   EXPECT_DOUBLE_EQ(samples[0], 0.5);
   EXPECT_DOUBLE_EQ(samples[1], 0.75);
-  EXPECT_TRUE(history.of("sim:0", Tier::ddr).empty());  // absent tier
+  EXPECT_TRUE(history.of(device, Tier::ddr).empty());  // absent tier
+}
+
+// Two processes' sim:0 of other sizes are two devices: their samples were interleaved.
+TEST(MonView, DevicesOfOneNameWithOtherCapacitiesKeepTheirOwnHistory) {
+  UsageHistory history(10);
+  history.add(one_device(0.25));
+  history.add(one_device(0.5, 16 * GiB));
+  EXPECT_EQ(history.of(one_device(0).at(0), Tier::hbm), std::deque<double>{0.25});
+  EXPECT_EQ(history.of(one_device(0, 16 * GiB).at(0), Tier::hbm), std::deque<double>{0.5});
 }
 
 TEST(MonView, ScreenShowsBarsSparklineAndProcesses) {
@@ -60,7 +70,7 @@ TEST(MonView, ScreenShowsBarsSparklineAndProcesses) {
 
 TEST(MonView, LineIsOneLinePerRefresh) {
   const std::string line = mon_line(one_device(0.25), "12:00:00");
-  EXPECT_EQ(line, "12:00:00  sim:0 procs 1 hbm 16.0 GiB/64.0 GiB  25.0%\n");
+  EXPECT_EQ(line, "12:00:00  device 0 sim:0 procs 1 hbm 16.0 GiB/64.0 GiB  25.0%\n");
   EXPECT_EQ(mon_line({}, "12:00:00"), "12:00:00  no process is using npumem\n");
 }
 

@@ -14,8 +14,12 @@ constexpr std::size_t kBarWidth = 30;
 constexpr std::array<const char*, 8> kBlocks = {"\u2581", "\u2582", "\u2583", "\u2584",
                                                 "\u2585", "\u2586", "\u2587", "\u2588"};
 
-std::string key(const std::string& device, Tier tier) {
-  return device + "/" + std::string(tier_name(tier));
+// A device is its name and its tiers' capacities, as smi groups them: two processes'
+// sim:0 of other sizes are two devices (keyed by name, their samples interleaved).
+std::string key(const DeviceView& device, Tier tier) {
+  std::string text = device.name + "/" + std::string(tier_name(tier));
+  for (const TierView& each : device.tiers) text += "/" + std::to_string(each.total_bytes);
+  return text;
 }
 
 std::string percent(double fraction) {
@@ -46,14 +50,14 @@ void UsageHistory::add(const std::vector<DeviceView>& devices) {
   for (const DeviceView& device : devices) {
     for (const TierView& tier : device.tiers) {
       if (!tier.present) continue;
-      std::deque<double>& samples = samples_[key(device.name, tier.tier)];
+      std::deque<double>& samples = samples_[key(device, tier.tier)];
       samples.push_back(tier.utilization);
       while (samples.size() > max_samples_) samples.pop_front();
     }
   }
 }
 
-const std::deque<double>& UsageHistory::of(const std::string& device, Tier tier) const {
+const std::deque<double>& UsageHistory::of(const DeviceView& device, Tier tier) const {
   static const std::deque<double> kNone;
   const auto found = samples_.find(key(device, tier));
   return found == samples_.end() ? kNone : found->second;
@@ -75,7 +79,7 @@ std::string mon_screen(const std::vector<DeviceView>& devices, const UsageHistor
                     usage_bar(tier.utilization, kBarWidth).c_str(),
                     percent(tier.utilization).c_str(), format_bytes(tier.used_bytes).c_str(),
                     format_bytes(tier.total_bytes).c_str());
-      out << line << sparkline(history.of(device.name, tier.tier)) << "\n";
+      out << line << sparkline(history.of(device, tier.tier)) << "\n";
     }
     for (const ProcessView& process : device.processes) {
       std::snprintf(line, sizeof line,
@@ -95,7 +99,7 @@ std::string mon_line(const std::vector<DeviceView>& devices, const std::string& 
   out << now;
   if (devices.empty()) out << "  no process is using npumem";
   for (const DeviceView& device : devices) {
-    out << "  " << device.name << " procs " << device.processes.size();
+    out << "  device " << device.id << " " << device.name << " procs " << device.processes.size();
     for (const TierView& tier : device.tiers) {
       if (!tier.present) continue;
       out << " " << tier_name(tier.tier) << " " << format_bytes(tier.used_bytes) << "/"

@@ -17,12 +17,13 @@ std::string usage_bar(double fraction, std::size_t width);
 // One block character (▁..█) per value, scaled to 0..1.
 std::string sparkline(const std::deque<double>& fractions);
 
-// The utilisation of each device tier over the last samples ("sim:0/hbm" -> values).
+// The utilisation of each device tier over the last samples (by device name, tier and
+// the device's capacities -> values).
 class UsageHistory {
  public:
   explicit UsageHistory(std::size_t max_samples) : max_samples_(max_samples) {}
   void add(const std::vector<DeviceView>& devices);
-  const std::deque<double>& of(const std::string& device, Tier tier) const;
+  const std::deque<double>& of(const DeviceView& device, Tier tier) const;
 
  private:
   std::size_t max_samples_;
