@@ -479,9 +479,21 @@ void check_history(const nlohmann::json& entries) {
   for (std::size_t i = 0; i < entries.size(); ++i) {
     const std::string where = "history.entries[" + std::to_string(i) + "].";
     require(entries[i], "kind", Type::string, where);
-    require_whole(entries[i], "time_ns", where);
-    require_whole(entries[i], "address", where);
-    require_whole(entries[i], "bytes", where);
+    require(entries[i], "tier", Type::string, where);
+    require(entries[i], "pool", Type::string, where);
+    require(entries[i], "tag", Type::string, where);
+    // Every field the page draws from: without one it drew NaN and said it was done.
+    for (const char* key : {"time_ns", "address", "bytes", "requested_bytes",
+                            "tier_allocated_bytes", "tier_reserved_bytes"}) {
+      require_whole(entries[i], key, where);
+    }
+  }
+}
+
+// The peaks the page's header reads ("peak allocated undefined B" without them).
+void check_stats(const nlohmann::json& stats) {
+  for (const char* key : {"allocated_bytes.all.peak", "reserved_bytes.all.peak"}) {
+    require_whole(stats, key, "stats.");
   }
 }
 
@@ -505,6 +517,7 @@ void check_snapshot(const nlohmann::json& snapshot) {
   require(snapshot, "segments", Type::array, "");
   require(snapshot, "history", Type::object, "");
   require(snapshot.at("history"), "entries", Type::array, "history.");
+  check_stats(snapshot.at("stats"));
   check_segments(snapshot.at("segments"));
   check_history(snapshot.at("history").at("entries"));
 }

@@ -102,6 +102,17 @@ TEST(HtmlTimeline, RejectsSegmentsAndEntriesItCannotDraw) {
   bogus["history"]["entries"][0] = {{"bogus", 1}};
   EXPECT_NE(problem(bogus).find("history.entries[0].'kind' is missing"), std::string::npos)
       << problem(bogus);
+  // Fields the page draws from: without them it drew NaN and said data-rendered="ok".
+  nlohmann::json untiered = snapshot;
+  untiered["history"]["entries"][0].erase("tier_allocated_bytes");
+  EXPECT_NE(problem(untiered).find("history.entries[0].'tier_allocated_bytes' is missing"),
+            std::string::npos)
+      << problem(untiered);
+  nlohmann::json statless = snapshot;
+  statless["stats"] = nlohmann::json::object();
+  EXPECT_NE(problem(statless).find("stats.'allocated_bytes.all.peak' is missing"),
+            std::string::npos)
+      << problem(statless);
 }
 
 }  // namespace
