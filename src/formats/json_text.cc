@@ -51,7 +51,7 @@ nlohmann::json parse_json_text(std::string_view text, const std::string& source)
                      "malformed JSON: " + without_exception_id(e));
   } catch (const nlohmann::json::exception& e) {
     // out_of_range (a number such as 1e400) carries no position, only the token.
-    const std::string message = e.what();
+    const std::string message = without_exception_id(e);
     const std::size_t open = message.find('\'');
     const std::size_t close = message.rfind('\'');
     std::size_t at = 0;

@@ -200,6 +200,19 @@ TEST(VizCliTest, BadSnapshotsGetAClearError) {
   EXPECT_EQ(foreign.exit_code, 2);
   EXPECT_NE(foreign.err.find("not an npumem snapshot"), std::string::npos) << foreign.err;
   EXPECT_EQ(run_npumem("viz " + (dir / "missing.json").string() + " -o " + page).exit_code, 2);
+  // JSON npumem does not read is not called "not JSON", and no library id shows.
+  const auto deep = dir / "deep.json";
+  std::ofstream(deep) << std::string(300, '[') << std::string(300, ']');
+  const auto nested = run_npumem("viz " + deep.string() + " -o " + page);
+  EXPECT_EQ(nested.exit_code, 2);
+  EXPECT_NE(nested.err.find("JSON nested deeper than 256 levels"), std::string::npos) << nested.err;
+  EXPECT_EQ(nested.err.find("it is not JSON"), std::string::npos) << nested.err;
+  const auto huge = dir / "huge.json";
+  std::ofstream(huge) << R"({"format": "npumem.snapshot", "version": 1e400})";
+  const auto overflow = run_npumem("viz " + huge.string() + " -o " + page);
+  EXPECT_EQ(overflow.exit_code, 2);
+  EXPECT_NE(overflow.err.find("1e400"), std::string::npos) << overflow.err;
+  EXPECT_EQ(overflow.err.find("json.exception"), std::string::npos) << overflow.err;
   std::filesystem::remove_all(dir);
 }
 

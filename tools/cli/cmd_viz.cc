@@ -35,14 +35,15 @@ nlohmann::json read_snapshot(const std::string& path) {
   try {
     snapshot = parse_json_text(text.str(), path);
   } catch (const ParseError& e) {
-    // A syntax error's own text says where; other refusals keep their file:line.
+    // A syntax error's own text says where; other refusals (nesting deeper than npumem
+    // reads, a number out of range) are JSON all the same, and keep their file:line.
     std::string problem = e.what();
     const std::string syntax = ": malformed JSON: ";
     if (const std::size_t at = problem.find(syntax); at != std::string::npos) {
-      problem = problem.substr(at + syntax.size());
+      throw Error(path + " is not an npumem snapshot: it is not JSON (" +
+                  problem.substr(at + syntax.size()) + "); " + kHowToRecord);
     }
-    throw Error(path + " is not an npumem snapshot: it is not JSON (" + problem + "); " +
-                kHowToRecord);
+    throw Error(path + " is not an npumem snapshot: " + problem + "; " + kHowToRecord);
   }
   try {
     check_snapshot(snapshot);
