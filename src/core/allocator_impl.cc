@@ -638,6 +638,7 @@ Block* Allocator::Impl::grow_and_take(PoolState& pool, Tier tier, std::size_t si
   if (grown != GrowResult::ok) {
     refusal.quota = refusal.quota || grown == GrowResult::quota_refused;
     refusal.arena = refusal.arena || grown == GrowResult::arena_exhausted;
+    refusal.address_space = refusal.address_space || grown == GrowResult::address_space_refused;
     return nullptr;
   }
   if (Block* block = take_cached(pool, tier, size, kind)) return block;
@@ -1095,6 +1096,7 @@ core::OomContext Allocator::Impl::oom_context(PoolState& pool, std::size_t bytes
   }
   c.quota_refused = refusal.quota;
   c.arena_exhausted = refusal.arena;
+  c.address_space_refused = refusal.address_space;
   c.strategy = std::string(strategy_name(config.strategy));
   c.spill_to_ddr = config.spill_to_ddr;
   c.device_error = device->last_error();

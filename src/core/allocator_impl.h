@@ -169,6 +169,7 @@ struct Allocator::Impl {
   struct Refusal {
     bool quota = false;
     bool arena = false;
+    bool address_space = false;
   };
 
   core::PoolState& current_pool();

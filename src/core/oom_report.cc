@@ -177,6 +177,13 @@ std::string advice(const OomContext& c) {
   }
   if (std::string alone = alone_advice(c); !alone.empty()) return alone;
   if (c.quota_refused && c.pool_quota_bytes != 0) return quota_advice(c);
+  if (c.address_space_refused) {
+    return "Advice: the process's virtual address space is used up: each expandable range "
+           "(one per pool, tier and size class in use" +
+           (c.pools.empty() ? std::string() : ", of " + std::to_string(c.pools.size()) + " pools") +
+           ") reserves twice what it may map, its tier's limit or its pool's quota; give the "
+           "pools quotas, use fewer pools, or strategy:caching.";
+  }
   const OthersHolding others = others_holding(c);
   if (c.pinned_tier) {
     const TierMemory& t = c.tiers[static_cast<int>(*c.pinned_tier)];

@@ -42,6 +42,8 @@ struct OomContext {
   std::uint64_t pool_allocated_bytes = 0;
   bool quota_refused = false;    // the pool's quota, not the device, stopped the growth
   bool arena_exhausted = false;  // the static arena is full and fallback is off
+  // No virtual address range could be reserved (GrowResult::address_space_refused).
+  bool address_space_refused = false;
   std::string strategy;
   bool spill_to_ddr = true;
   double memory_fraction = 1.0;  // of HBM's capacity (set_memory_fraction)

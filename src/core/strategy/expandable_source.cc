@@ -40,9 +40,11 @@ ExpandableSource::Range* ExpandableSource::range_for(PoolState& pool, BlockPool&
   const Tier tier = blocks.tier();
   Range range;
   range.granule = granule_for(blocks);
-  // Twice the tier limit: stitched granules leave holes behind them.
-  range.size =
-      round_up(2 * std::max<std::size_t>(allocator_.limit(tier), range.granule), range.granule);
+  // Twice what it may map: stitched granules leave holes behind them. A pool with a quota
+  // maps no more than it (2x the tier each, 1022 pools used up a process's 128 TiB).
+  std::size_t may_map = allocator_.limit(tier);
+  if (pool.quota_bytes != 0) may_map = std::min<std::size_t>(may_map, pool.quota_bytes);
+  range.size = round_up(2 * std::max(may_map, range.granule), range.granule);
   void* base = nullptr;
   if (allocator_.device->reserve_address(range.size, &base) != DeviceStatus::ok) return nullptr;
   range.base = reinterpret_cast<std::uintptr_t>(base);
@@ -158,7 +160,7 @@ ExpandableSource::Placement ExpandableSource::placement(const BlockPool& blocks,
 // its chunk or unmapped, and releases the chunks it could not place.
 GrowResult ExpandableSource::grow(PoolState& pool, BlockPool& blocks, std::size_t size) {
   Range* range = range_for(pool, blocks);
-  if (range == nullptr) return GrowResult::device_refused;
+  if (range == nullptr) return GrowResult::address_space_refused;
   return grow_at(pool, blocks, *range, placement(blocks, *range, size));
 }
 

@@ -12,7 +12,10 @@ namespace npumem::core {
 
 enum class GrowResult {
   ok,
-  device_refused,   // the device call failed (capacity, fault, no address space)
+  device_refused,  // the device call failed (capacity, fault)
+  // No virtual address range could be reserved (expandable: each range of a pool, tier
+  // and size class reserves twice what it may map; the process's address space ran out).
+  address_space_refused,
   limit_refused,    // the allocator's tier limit would be passed
   quota_refused,    // the pool's quota would be passed
   arena_exhausted,  // the static arena is full and fallback is off

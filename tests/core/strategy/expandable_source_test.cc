@@ -344,6 +344,39 @@ TEST_P(Expandable, TheOutOfMemoryMessageNamesTheStrategy) {
   }
 }
 
+// A range reserves twice what it may map: a pool with a quota, twice its quota, not
+// twice the tier (each pool's ranges at 2x 64 GiB used up the address space at 1022
+// pools, and the advice spoke of fragmentation).
+TEST(ExpandableRanges, APoolWithAQuotaReservesAddressesForItsQuota) {
+  Allocator allocator(make_device("sim"), expandable());
+  std::vector<void*> live;
+  for (int k = 0; k < 1100; ++k) {
+    const std::string name = "pool" + std::to_string(k);
+    allocator.create_pool(name, 8 * MiB);
+    const PoolScope scope(allocator, name);
+    live.push_back(allocator.allocate(1000));
+  }
+  for (void* ptr : live) allocator.deallocate(ptr);
+}
+
+TEST(ExpandableRanges, AddressSpaceUsedUpIsNamedAsSuch) {
+  Allocator allocator(make_device("sim"), expandable());
+  std::vector<void*> live;
+  try {
+    for (int k = 0; k < 1100; ++k) {
+      const std::string name = "pool" + std::to_string(k);
+      allocator.create_pool(name);
+      const PoolScope scope(allocator, name);
+      live.push_back(allocator.allocate(1000));
+    }
+    ADD_FAILURE() << "1100 ranges of 128 GiB fit in the address space";
+  } catch (const OutOfMemory& error) {
+    EXPECT_NE(std::string(error.what()).find("virtual address space is used up"), std::string::npos)
+        << error.what();
+  }
+  for (void* ptr : live) allocator.deallocate(ptr);
+}
+
 INSTANTIATE_TEST_SUITE_P(Devices, Expandable, ::testing::ValuesIn(testing::kBackends),
                          [](const auto& info) { return testing::backend_name(info.param); });
 
