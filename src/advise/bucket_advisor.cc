@@ -179,12 +179,13 @@ BucketAdvice advise_buckets(const Trace& trace, const BucketAdviceOptions& optio
   ReplayOptions replay = options.replay;
   replay.config.strategy = Strategy::caching;
   const ReplayResult caching = replay_trace(trace, replay);
-  if (!caching.completed()) {
-    throw Error("the caching strategy's replay ran out of memory on " + caching.device_name +
-                " (a larger --device may hold it): " + *caching.out_of_memory);
+  advice.peak_requested_bytes = peak_live_bytes(trace);
+  if (caching.completed()) {
+    advice.caching_peak_reserved_bytes = caching.peak_reserved_bytes();
+  } else {
+    advice.caching_out_of_memory = "ran out of memory on " + caching.device_name +
+                                   " (a larger --device may hold it): " + *caching.out_of_memory;
   }
-  advice.caching_peak_reserved_bytes = caching.peak_reserved_bytes();
-  advice.peak_requested_bytes = caching.peak_requested_bytes;
   return advice;
 }
 

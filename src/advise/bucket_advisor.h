@@ -68,6 +68,9 @@ struct BucketAdvice {
   std::uint64_t before_iterations_peak_bytes = 0;  // before the first `i` (iteration_shapes.h)
   std::uint64_t peak_requested_bytes = 0;
   std::uint64_t caching_peak_reserved_bytes = 0;  // the trace as it is, unpadded
+  // Set when the caching replay ran out of memory on its device: its message. The advice
+  // does not depend on the device; only this comparison is missing (0 above).
+  std::string caching_out_of_memory;
   // k = 1 .. the lesser of max_buckets and the number of shapes (more buckets than
   // shapes there are none); k below the number of families has none.
   std::vector<std::optional<BucketChoice>> choices;

@@ -31,7 +31,12 @@ nlohmann::ordered_json bucket_advice_json(const BucketAdvice& advice) {
   out["peak_requested_bytes"] = advice.peak_requested_bytes;
   out["outside_peak_bytes"] = advice.outside_peak_bytes;
   out["before_iterations_peak_bytes"] = advice.before_iterations_peak_bytes;
-  out["caching_peak_reserved_bytes"] = advice.caching_peak_reserved_bytes;
+  if (advice.caching_out_of_memory.empty()) {
+    out["caching_peak_reserved_bytes"] = advice.caching_peak_reserved_bytes;
+  } else {
+    out["caching_peak_reserved_bytes"] = nullptr;
+    out["caching_out_of_memory"] = advice.caching_out_of_memory;
+  }
   out["max_buckets"] = advice.max_buckets;
   out["tolerance_percent"] = 100.0 * advice.tolerance;  // as --tolerance takes it
   out["recommended_buckets"] = advice.recommended_buckets;
@@ -73,7 +78,9 @@ std::string bucket_advice_text(const BucketAdvice& advice) {
       << "; outside the iterations (weights, optimizer state) "
       << format_bytes(advice.outside_peak_bytes) << "; before the first iteration "
       << format_bytes(advice.before_iterations_peak_bytes) << "; caching strategy's peak reserved "
-      << format_bytes(advice.caching_peak_reserved_bytes) << "\n";
+      << (advice.caching_out_of_memory.empty() ? format_bytes(advice.caching_peak_reserved_bytes)
+                                               : "none: its replay " + advice.caching_out_of_memory)
+      << "\n";
   char line[256];
   std::snprintf(line, sizeof line, "%3s %12s %12s %8s %12s %14s\n", "k", "arena", "waste/iter",
                 "padded", "arena+waste", "planned total");

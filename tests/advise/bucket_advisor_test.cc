@@ -52,6 +52,19 @@ TEST(BucketAdvisor, TwoBucketsSeparateTheLargeShape) {
   EXPECT_GE(advice.caching_peak_reserved_bytes, advice.peak_requested_bytes);
 }
 
+// The advice does not depend on the device: a device too small for the caching replay
+// leaves out that comparison only (the whole command stopped, exit 2).
+TEST(BucketAdvisor, ACachingReplayOutOfMemoryLeavesTheAdvice) {
+  BucketAdviceOptions options;
+  options.replay.device_spec = "sim:hbm=16MiB,ddr=0";
+  const BucketAdvice advice = advise_buckets(parse_trace(kThreeShapes, "three"), options);
+  EXPECT_EQ(advice.recommended_buckets, 2u);
+  EXPECT_EQ(advice.caching_peak_reserved_bytes, 0u);
+  EXPECT_NE(advice.caching_out_of_memory.find("ran out of memory on sim:0"), std::string::npos)
+      << advice.caching_out_of_memory;
+  EXPECT_EQ(advice.peak_requested_bytes, peak_live_bytes(parse_trace(kThreeShapes, "three")));
+}
+
 // A capture's first step comes before its first `i`: its activations are freed there,
 // and only what they leave (the weights) lies beside the arena.
 TEST(BucketAdvisor, TheFirstStepBeforeTheFirstIterationIsNotOutsideTheArena) {
