@@ -30,7 +30,9 @@ from npumem.devices import (
 _recording: dict[int, Optional[_core.FrameRecorder]] = {}
 # Recording asked for before its device was made, by index (None: every device), with
 # its stacks setting: it starts when the device is made. (Asking first made device 0
-# with the default settings, and the init() that followed was refused.)
+# with the default settings, and the init() that followed was refused.) _OFF: recording
+# for every device was asked for, then turned off for this one.
+_OFF = "off"
 _waiting: dict[Optional[int], Optional[str]] = {}
 
 _STACKS = ("python", None)
@@ -43,7 +45,9 @@ def _start(made: _core.Device, stacks: Optional[str]) -> None:
 
 def _start_waiting(made: _core.Device) -> None:
     if made.index in _waiting:
-        _start(made, _waiting.pop(made.index))
+        stacks = _waiting.pop(made.index)
+        if stacks != _OFF:
+            _start(made, stacks)
     elif None in _waiting:
         _start(made, _waiting[None])
 
@@ -69,8 +73,13 @@ def _record_memory_history(
     if not enabled:
         for index in list(_recording) if indices is None else indices:
             _stop(index)
-        for index in list(_waiting) if indices is None else indices:
-            _waiting.pop(index, None)
+        if indices is None:
+            _waiting.clear()
+        for index in indices or []:
+            if None in _waiting:
+                _waiting[index] = _OFF
+            else:
+                _waiting.pop(index, None)
         return
     if indices is None:
         indices = [made.index for made in initialized_devices()]

@@ -114,6 +114,22 @@ class RecordingBeforeTheDeviceTest(unittest.TestCase):
         self.assertEqual(result.returncode, 0, result.stderr)
         self.assertEqual(result.stdout.split(), ["sim:hbm=1GiB,ddr=0", "<module>"])
 
+    def test_turned_off_for_one_device_before_it_is_made_it_stays_off_there(self):
+        result = run_python(
+            "import npumem\n"
+            "npumem._record_memory_history(True)\n"
+            "npumem._record_memory_history(False, device=0)\n"
+            "npumem.init('sim:hbm=1GiB,ddr=0')\n"
+            "npumem.init('sim:hbm=1GiB,ddr=0', device=1)\n"
+            "for device in (0, 1):\n"
+            "    ptr = npumem.caching_allocator_alloc(1 << 20, device)\n"
+            "    blocks = [b for s in npumem._snapshot(device) for b in s['blocks']\n"
+            "              if b['address'] == ptr]\n"
+            "    print(bool(blocks[0].get('history')))\n"
+        )
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertEqual(result.stdout.split(), ["False", "True"])
+
 
 if __name__ == "__main__":
     unittest.main()

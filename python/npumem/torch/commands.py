@@ -35,7 +35,7 @@ def run(
     if conf:
         _core.check_config(conf, "--conf")
     if html:
-        _check_writable(html, "--html")
+        html = _writable_path(html, "--html", script)
     page = None
     try:
         device = install(spec, conf)
@@ -81,7 +81,7 @@ def capture(script: str, args: list[str], output: str) -> int:
     """Runs the script under PyTorch's own allocator, recording every CPU allocation
     and free, and an `i` line at every optimizer.step() and npumem.torch.iteration();
     writes the trace (allocations alive at the end stay unfreed in it)."""
-    _check_writable(output, "-o")
+    output = _writable_path(output, "-o", script)
     mark_optimizer_steps()
     try:
         with record() as recording:
@@ -104,17 +104,27 @@ def capture(script: str, args: list[str], output: str) -> int:
     return status
 
 
-def _check_writable(path: str, option: str) -> None:
-    """Checked before the script runs, so a bad path costs nothing; a file there keeps what
-    it holds until the end (opened for writing at once, a failed run emptied it)."""
-    existed = os.path.exists(path)
+def _writable_path(path: str, option: str, script: str) -> str:
+    """`path`, absolute (the script may change directory before it is written), checked
+    before the script runs, so a bad path costs nothing. A file there keeps what it holds
+    until the end (opened for writing at once, a failed run emptied it); nothing is
+    created to check a new one; the script itself is refused."""
+    absolute = os.path.abspath(path)
+    exists = os.path.exists(absolute)
+    if exists and os.path.exists(script) and os.path.samefile(absolute, script):
+        raise OSError(f"{option}: {path} is the script: writing it would destroy the script")
+    folder = os.path.dirname(absolute)
     try:
-        with open(path, "a", encoding="utf-8"):
-            pass
+        if exists:
+            with open(absolute, "a", encoding="utf-8"):
+                pass
+        elif not os.path.isdir(folder):
+            raise FileNotFoundError(2, "No such file or directory")
+        elif not os.access(folder, os.W_OK | os.X_OK):
+            raise PermissionError(13, "Permission denied")
     except OSError as problem:
         raise OSError(f"{option}: cannot write {path}: {problem.strerror}") from None
-    if not existed:
-        os.remove(path)
+    return absolute
 
 
 def peaks_text(stats: dict[str, int]) -> str:

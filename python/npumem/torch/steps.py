@@ -18,7 +18,12 @@ import torch
 import torch.optim.optimizer as optimizer_module  # torch.optim deletes this name
 
 from npumem import _core, _torch
-from npumem.devices import DeviceLike, existing_device, initialized_devices, is_initialized
+from npumem.devices import (
+    DeviceLike,
+    device_index,
+    existing_device,
+    initialized_devices,
+)
 
 
 def iteration(device: DeviceLike = None, key: Optional[int] = None) -> None:
@@ -28,17 +33,19 @@ def iteration(device: DeviceLike = None, key: Optional[int] = None) -> None:
     iteration that begins here (call it before the step): strategy:planned keeps a plan
     per key and serves the iteration by it (an `i <key>` line in a recording).
     A script that calls it marks its own iterations: the boundaries mark_optimizer_steps()
-    adds at optimizer.step() stop from then on (both made two iterations of each step)."""
+    adds at optimizer.step() stop from then on, on the devices it marks (both made two
+    iterations of each step)."""
     if key is not None:
         message = f"an iteration key is an int from 0 to 2**64 - 1, not {key!r}"
         if isinstance(key, bool) or not isinstance(key, int):
             raise TypeError(message)
         if not 0 <= key < 1 << 64:
             raise ValueError(message)
-    _optimizer_steps.script_marks = True
     if device is None:
+        _optimizer_steps.script_marks_all = True
         _mark(initialized_devices(), key)
         return
+    _optimizer_steps.script_marked.add(device_index(device))
     made = existing_device(device)  # a device made later learns from its own start
     _mark([made] if made is not None else [], key)
 
@@ -79,7 +86,9 @@ class _OptimizerSteps:
 
     def __init__(self) -> None:
         self.active = False
-        self.script_marks = False  # iteration() was called: the script marks its own
+        # iteration() was called, for every device or for these: the script marks its own.
+        self.script_marks_all = False
+        self.script_marked: set[int] = set()
         self._installed = False
         # Found at an optimizer's first step: its parameters stay where they were made.
         self._devices: "weakref.WeakKeyDictionary[Any, list[_core.Device]]" = (
@@ -104,13 +113,17 @@ class _OptimizerSteps:
         self._installed = True
 
     def _step(self, optimizer: Any) -> None:
-        if not self.active or self.script_marks:
+        if not self.active or self.script_marks_all:
             return
         devices = self._devices.get(optimizer)
         if devices is None:
             devices = _devices_holding(optimizer)
             self._devices[optimizer] = devices
-        _mark(devices or initialized_devices(), None)
+        devices = devices or initialized_devices()
+        unmarked = [made for made in devices if made.index not in self.script_marked]
+        # With no device (a recording under PyTorch's allocator) the mark is the `i` line.
+        if unmarked or not devices:
+            _mark(unmarked, None)
 
 
 _optimizer_steps = _OptimizerSteps()
@@ -122,7 +135,8 @@ def mark_optimizer_steps(enabled: bool = True) -> None:
     if not isinstance(enabled, bool):
         raise TypeError(f"mark_optimizer_steps takes True or False, not {enabled!r}")
     if enabled:
-        _optimizer_steps.script_marks = False
+        _optimizer_steps.script_marks_all = False
+        _optimizer_steps.script_marked.clear()
         _optimizer_steps.start()
     else:
         _optimizer_steps.active = False

@@ -247,6 +247,28 @@ class CliTest(unittest.TestCase):
         self.assertEqual(self.npumem_torch("run", "--html", fresh, missing).returncode, 2)
         self.assertFalse(os.path.exists(fresh), "the check of a new path leaves no file")
 
+    def test_outputs_stay_where_they_were_named_and_are_never_the_script(self):
+        # Opened after the script, they followed its os.chdir (or were lost with it);
+        # and `-o script.py script.py` replaced the script.
+        script = self.script("moves.py", "import os, torch\nkept = torch.ones(100)\n"
+                                         "os.chdir(os.path.dirname(os.getcwd()))\n")
+        trace = os.path.join(self.folder.name, "moved.trace")
+        page = os.path.join(self.folder.name, "moved.html")
+        here = os.getcwd()
+        os.chdir(self.folder.name)
+        self.addCleanup(os.chdir, here)
+        self.assertEqual(self.npumem_torch("capture", "-o", "moved.trace", script).returncode, 0)
+        self.assertTrue(os.path.exists(trace))
+        self.assertEqual(self.npumem_torch("run", "--html", "moved.html", script).returncode, 0)
+        self.assertTrue(os.path.exists(page))
+        for args in (["capture", "-o", script, script], ["run", "--html", script, script]):
+            with self.subTest(args[0]):
+                result = self.npumem_torch(*args)
+                self.assertEqual(result.returncode, 2, result.stderr)
+                self.assertIn("is the script: writing it would destroy the script", result.stderr)
+        with open(script, encoding="utf-8") as file:
+            self.assertIn("os.chdir", file.read())
+
     def test_capture_of_a_script_that_installs_npumem_says_why_and_writes_no_trace(self):
         trace = os.path.join(self.folder.name, "installs.trace")
         script = self.script(

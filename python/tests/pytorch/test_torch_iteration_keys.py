@@ -67,6 +67,23 @@ class IterationKeysTest(unittest.TestCase):
         self.assertEqual(result.returncode, 0, result.stderr)
         self.assertEqual(result.stdout.split(), ["6"])
 
+    def test_marking_one_device_leaves_the_step_marks_of_the_others(self):
+        # iteration(device=1) stopped the marks at optimizer.step() on every device: the
+        # plans of device 0 learned nothing.
+        result = run_python(
+            "import torch, npumem, npumem.torch\n"
+            "device = npumem.torch.install('sim:hbm=1GiB,backing=host', 'strategy:planned')\n"
+            "model = torch.nn.Linear(64, 64)\n"
+            "optimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+            "for _ in range(5):\n"
+            "    npumem.torch.iteration(device=1)\n"
+            "    model(torch.ones(8, 64)).sum().backward()\n"
+            "    optimizer.step()\n"
+            "print(npumem.memory_stats(device)['planned.iterations'])\n"
+        )
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertEqual(result.stdout.split(), ["5"])
+
     def test_marking_optimizer_steps_takes_a_bool(self):
         with self.assertRaisesRegex(TypeError, "takes True or False, not 'no'"):
             npumem.torch.mark_optimizer_steps("no")
