@@ -497,6 +497,11 @@ TEST(NpumemCliTest, VersionHelpAndUnknownSubcommands) {
                           "plan` describes them)"),
             std::string::npos)
       << plan.err;
+  const auto options_only = run_npumem("plan --json");
+  EXPECT_EQ(options_only.exit_code, 2);
+  EXPECT_NE(options_only.err.find("plan needs a subcommand"), std::string::npos)
+      << options_only.err;
+  EXPECT_EQ(run_npumem("plan --help").exit_code, 0);
 }
 
 TEST(ReplayCliTest, StrategyAndConfReachTheAllocator) {

@@ -175,6 +175,16 @@ TEST(ReplayObservers, CheckingTheOutputsChangesNoFile) {
   EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), {}), "last run");
   EXPECT_FALSE(std::filesystem::exists(fresh)) << "a new path is checked, not created";
   std::filesystem::remove(kept);
+  // Through a dangling link: the check created the target and removed the link.
+  const auto link = temp_path("link.json");
+  const auto target = temp_path("target.json");
+  std::filesystem::create_symlink(target, link);
+  observe.record_path = link.string();
+  observe.chrome_trace_path.clear();
+  ReplayObservers(observe, parse_trace("a 1 1\n", "t.trace"));
+  EXPECT_TRUE(std::filesystem::is_symlink(link));
+  EXPECT_FALSE(std::filesystem::exists(target));
+  std::filesystem::remove(link);
 }
 
 }  // namespace

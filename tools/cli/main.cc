@@ -21,7 +21,6 @@ std::string subcommand_names(const CLI::App& app) {
 // only say a subcommand is required). Returns the exit code when the arguments were
 // handled here, -1 otherwise.
 int handle_help_or_unknown(const CLI::App& app, int argc, char** argv) {
-  if (argc >= 2 && argv[1][0] == '-') return -1;
   const std::string word = argc >= 2 ? argv[1] : "";
   if (word == "help") {
     // `help plan shard`: each word a subcommand of the one before.
@@ -60,8 +59,16 @@ int handle_help_or_unknown(const CLI::App& app, int argc, char** argv) {
     path += (path.empty() ? "" : " ") + name;
     if (parent->get_subcommands([](const CLI::App*) { return true; }).empty()) return -1;
   }
-  // Nothing after a command that has subcommands: name them.
-  if (i == argc) {
+  // Nothing but options after a command that has subcommands: name them (help asked
+  // for is CLI11's to print).
+  const auto asks_help = [&] {
+    for (int k = i; k < argc; ++k) {
+      const std::string arg = argv[k];
+      if (arg == "-h" || arg == "--help" || arg == "--version") return true;
+    }
+    return false;
+  };
+  if (!asks_help()) {
     std::cerr << "npumem: "
               << (path.empty() ? "a subcommand is needed" : path + " needs a subcommand") << " ("
               << subcommand_names(*parent) << "; `npumem help" << (path.empty() ? "" : " " + path)

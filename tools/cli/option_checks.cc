@@ -1,3 +1,5 @@
+#include <unistd.h>
+
 #include <bit>
 #include <cerrno>
 #include <charconv>
@@ -85,12 +87,20 @@ CLI::Validator output_path_check() {
 }
 
 void check_writable(const std::string& path, const std::string& what) {
+  const auto refuse = [&](const char* reason) {
+    throw Error("cannot write " + what + " " + path + ": " + reason);
+  };
   std::error_code error;
-  const bool existed = std::filesystem::exists(path, error);
-  std::ofstream out(path, std::ios::binary | std::ios::app);  // app: nothing is truncated
-  if (!out) throw Error("cannot write " + what + " " + path + ": " + std::strerror(errno));
-  out.close();
-  if (!existed) std::filesystem::remove(path, error);
+  if (std::filesystem::exists(path, error)) {
+    std::ofstream out(path, std::ios::binary | std::ios::app);  // app: nothing is truncated
+    if (!out) refuse(std::strerror(errno));
+    return;
+  }
+  // Nothing is created to check a new file (through a dangling link, that lost the link).
+  const std::filesystem::path absolute = std::filesystem::absolute(path, error);
+  const std::filesystem::path folder = absolute.parent_path();
+  if (!std::filesystem::is_directory(folder, error)) refuse(std::strerror(ENOENT));
+  if (::access(folder.c_str(), W_OK | X_OK) != 0) refuse(std::strerror(errno));
 }
 
 void check_outputs_apart(const std::vector<std::pair<std::string, std::string>>& inputs,

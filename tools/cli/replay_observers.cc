@@ -161,7 +161,10 @@ void ReplayObservers::write_files(const Allocator& allocator) const {
 void ReplayObservers::hold() const {
   if (options_.hold_seconds <= 0.0) return;
   std::cerr << "npumem: replay done; holding for " << options_.hold_seconds << " s (pid "
-            << ::getpid() << ", see `npumem smi`; Ctrl-C ends it)\n";
+            << ::getpid()
+            << (publisher_ ? ", see `npumem smi`"
+                           : std::string(", off `npumem smi`: ") + kStatsPageVariable + " is off")
+            << "; Ctrl-C ends it)\n";
   hold_interrupted = 0;
   const auto previous_int = std::signal(SIGINT, interrupt_hold);
   const auto previous_term = std::signal(SIGTERM, interrupt_hold);

@@ -1,5 +1,6 @@
 #include <unistd.h>
 
+#include <cctype>
 #include <cstdlib>
 #include <fstream>
 #include <new>
@@ -91,8 +92,9 @@ std::string stats_page_prefix_of_this_process() {
 bool stats_publishing_disabled() {
   const char* value = std::getenv(kStatsPageVariable);
   if (value == nullptr) return false;
-  const std::string_view text = value;
-  return text == "0" || text == "off" || text == "false";
+  std::string text = value;
+  for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return text == "0" || text == "off" || text == "false" || text == "no";
 }
 
 StatsPublisher::StatsPublisher() : StatsPublisher(Options{}) {}
