@@ -21,8 +21,9 @@
 namespace npumem {
 
 inline constexpr std::string_view kStatsPagePrefix = "npumem.";
-// The environment variable that, set to 0 (or off, false, no, in any case), keeps a process off the
-// stats pages: every publisher of the process asks stats_publishing_disabled().
+// The environment variable that, set to 0 (or off, false, no, in any case), keeps a
+// process off the stats pages: every publisher of the process asks
+// stats_publishing_disabled().
 inline constexpr const char* kStatsPageVariable = "NPUMEM_STATS_PAGE";
 
 struct PublishedTier {
