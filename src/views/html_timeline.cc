@@ -454,6 +454,8 @@ void check_segments(const nlohmann::json& segments) {
     require_whole(segment, "address", where);
     require_whole(segment, "size", where);
     require(segment, "tier", Type::string, where);
+    require(segment, "pool", Type::string, where);
+    require(segment, "kind", Type::string, where);
     require(segment, "blocks", Type::array, where);
     const nlohmann::json& blocks = segment.at("blocks");
     for (std::size_t b = 0; b < blocks.size(); ++b) {
@@ -497,6 +499,19 @@ void check_stats(const nlohmann::json& stats) {
   }
 }
 
+// Pools are optional (older snapshots); given, the quota lines are drawn from them.
+void check_pools(const nlohmann::json& snapshot) {
+  using Type = nlohmann::json::value_t;
+  if (!snapshot.contains("pools")) return;
+  require(snapshot, "pools", Type::array, "");
+  const nlohmann::json& pools = snapshot.at("pools");
+  for (std::size_t i = 0; i < pools.size(); ++i) {
+    const std::string where = "pools[" + std::to_string(i) + "].";
+    require(pools[i], "name", Type::string, where);
+    require_whole(pools[i], "quota_bytes", where);
+  }
+}
+
 }  // namespace
 
 void check_snapshot(const nlohmann::json& snapshot) {
@@ -518,6 +533,7 @@ void check_snapshot(const nlohmann::json& snapshot) {
   require(snapshot, "history", Type::object, "");
   require(snapshot.at("history"), "entries", Type::array, "history.");
   check_stats(snapshot.at("stats"));
+  check_pools(snapshot);
   check_segments(snapshot.at("segments"));
   check_history(snapshot.at("history").at("entries"));
 }

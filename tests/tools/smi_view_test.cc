@@ -66,6 +66,10 @@ TEST(SmiView, DevicesAreInTheOrderTheirNumbersCount) {
   std::vector<std::string> names;
   for (const DeviceView& view : devices) names.push_back(view.name);
   EXPECT_EQ(names, (std::vector<std::string>{"acl:0", "sim:1", "sim:2", "sim:02x", "sim:10"}));
+  // Equal by value, other names: two devices, not one.
+  EXPECT_EQ(
+      device_views({process(1, "p", {device("sim:2", GiB, 0), device("sim:02", GiB, 0)})}).size(),
+      2u);
 }
 
 // A process that spilled: its tiers' peaks came at other times, and their sum (150 MiB)

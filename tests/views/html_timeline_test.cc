@@ -108,6 +108,14 @@ TEST(HtmlTimeline, RejectsSegmentsAndEntriesItCannotDraw) {
   EXPECT_NE(problem(untiered).find("history.entries[0].'tier_allocated_bytes' is missing"),
             std::string::npos)
       << problem(untiered);
+  nlohmann::json pools = snapshot;
+  pools["pools"] = {{"a", 1}};  // an object: the page's quota code threw
+  EXPECT_NE(problem(pools).find("'pools' is missing or of the wrong type"), std::string::npos)
+      << problem(pools);
+  nlohmann::json kindless = snapshot;
+  kindless["segments"][0].erase("kind");
+  EXPECT_NE(problem(kindless).find("segments[0].'kind' is missing"), std::string::npos)
+      << problem(kindless);
   nlohmann::json statless = snapshot;
   statless["stats"] = nlohmann::json::object();
   EXPECT_NE(problem(statless).find("stats.'allocated_bytes.all.peak' is missing"),

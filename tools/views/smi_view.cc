@@ -188,10 +188,13 @@ bool natural_less(std::string_view a, std::string_view b) {
   return a.size() - i < b.size() - j;
 }
 
+// Natural order, then text order, which tells sim:2 from sim:02 (equal by value: the
+// map merged their devices).
 struct DeviceOrder {
   bool operator()(const DeviceKey& a, const DeviceKey& b) const {
-    if (a.first != b.first) return natural_less(a.first, b.first);
-    return a.second < b.second;
+    if (natural_less(a.first, b.first)) return true;
+    if (natural_less(b.first, a.first)) return false;
+    return a < b;
   }
 };
 
