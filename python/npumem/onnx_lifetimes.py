@@ -197,6 +197,7 @@ def _set_input_dims(path: str, graph, initializer_names: set[str],
     that the sizes propagate; every symbolic or unknown one left is an error."""
     used = set()
     missing = []
+    sized: dict[str, tuple[str, int]] = {}  # a symbolic name -> (the key that sized it, size)
     for value in graph.input:
         if value.name in initializer_names or not value.type.HasField("tensor_type"):
             continue
@@ -212,10 +213,21 @@ def _set_input_dims(path: str, graph, initializer_names: set[str],
                         f"{spelled(dim.dim_param, dims[dim.dim_param])}"
                     )
                 used.add(dim.dim_param)
-            key = by_axis if by_axis in dims else dim.dim_param
+            name = dim.dim_param  # setting dim_value clears it (a oneof)
+            key = by_axis if by_axis in dims else name
             if key in dims:
                 dim.dim_value = dims[key]
                 used.add(key)
+                if name:
+                    # Axes that share a name share its size (shape inference failed
+                    # later, or planned two sizes at once).
+                    given = sized.setdefault(name, (key, dims[key]))
+                    if given[1] != dims[key]:
+                        raise OnnxModelError(
+                            f"{path}: dimension {name!r} is given two sizes: "
+                            f"{spelled(*given)} and {spelled(key, dims[key])}; axes that "
+                            f"share a name share its size"
+                        )
             else:
                 label = f"{dim.dim_param!r}" if dim.dim_param else "unnamed"
                 hint = dim.dim_param if dim.dim_param else by_axis
@@ -431,7 +443,7 @@ def _read(path: str, dims: Optional[Mapping[str, int]],
 
 def _dim_argument(text: str) -> tuple[str, int]:
     key, sep, value = text.partition("=")
-    if not sep or not key or not value.isdigit():
+    if not sep or not key or not (value.isascii() and value.isdigit()):
         raise OnnxModelError(
             f"--dim {text!r}: expected NAME=SIZE or INPUT:AXIS=SIZE (a positive integer)"
         )

@@ -150,6 +150,12 @@ class OnnxLifetimesTest(unittest.TestCase):
                                     r"dims\['x:0'\]=3 and dims\['batch'\]=2"):
             read(path, {"x:0": 3, "batch": 2})
         self.assertEqual(read(path, {"x:0": 3, "batch": 3}).tensors, chain_tensors(batch=3))
+        square = chain_model(batch="n")
+        square.graph.input[0].type.tensor_type.shape.dim[1].dim_param = "n"
+        square_path = self.save(square)
+        with self.assertRaisesRegex(OnnxModelError, r"dimension 'n' is given two sizes: "
+                                    r"dims\['x:0'\]=2 and dims\['x:1'\]=3"):
+            read(square_path, {"x:0": 2, "x:1": 3})
 
     def test_tensors_of_2_to_the_64_bytes_or_more_are_refused_by_name(self):
         # Their sizes reached `npumem plan memory` wrapped: an arena of 0 B that "fits".

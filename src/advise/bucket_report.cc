@@ -68,9 +68,11 @@ std::string bucket_advice_text(const BucketAdvice& advice) {
   std::ostringstream out;
   out << "npumem advise buckets " << advice.source << "\n"
       << format_count(advice.iterations, "iteration")
-      << (advice.empty_iterations == 0 ? ""
-                                       : " (" + std::to_string(advice.empty_iterations) +
-                                             " allocating nothing of their own, left out)")
+      << (advice.empty_iterations == 0
+              ? ""
+              : " (" + std::to_string(advice.empty_iterations) +
+                    (advice.empty_iterations == 1 ? " allocating nothing of its own, left out)"
+                                                  : " allocating nothing of their own, left out)"))
       << ", " << advice.shapes << (advice.shapes == 1 ? " shape in " : " shapes in ")
       << advice.families << (advice.families == 1 ? " family" : " families")
       << " (iterations whose allocations and frees align request by request)\n"

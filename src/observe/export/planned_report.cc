@@ -58,7 +58,7 @@ std::string steady_line(const PlannedStats& p, std::string_view marks) {
   }
   return ratio + " (peak reserved / peak requested since a plan served, from iteration " +
          format_count(p.first_served_iteration) + floor + "); " +
-         format_count(p.device_calls_after_arena) + " device calls after the arena";
+         format_count(p.device_calls_after_arena, "device call") + " after the arena";
 }
 
 std::string plan_line(const PlanInfo& plan) {
