@@ -517,7 +517,7 @@ def pytorch_policy_ratio(trace: str, shared: str) -> float | None:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("workloads", nargs="*", default=list(WORKLOADS), metavar="NAME")
     parser.add_argument("--npumem", default=os.path.join(ROOT, "build", "bin", "npumem"))
     parser.add_argument("--python-path", default=os.path.join(ROOT, "build", "python"),

@@ -178,7 +178,8 @@ class MemoryHistory:
         if not 1 <= max_entries < 2**64:
             raise _core.ConfigError(f"history max_entries must be at least 1, got {max_entries}"
                                     if max_entries < 1 else
-                                    f"history max_entries must be at most 10^9, got {max_entries}")
+                                    f"history max_entries must be at most 1000000000, got "
+                                    f"{max_entries}")
         self.device = get_device(device)
         self._recorder = _core.HistoryRecorder(self.device, max_entries, backtraces)
 

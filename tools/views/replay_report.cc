@@ -247,7 +247,7 @@ std::string replay_report_text(const ReplayReport& report) {
     add_line(out, "static arena needed", format_bytes(advice.min_arena_bytes));
     add_line(out, "static_size advice",
              format_bytes(advice.recommended_bytes) + " with a " + fixed(advice.margin * 100, 0) +
-                 "% margin: NPUMEM_ALLOC_CONF=strategy:static,static_size:" +
+                 "% margin, in whole granules: NPUMEM_ALLOC_CONF=strategy:static,static_size:" +
                  std::to_string(advice.recommended_bytes));
     for (const PoolArenaAdvice& pool : advice.pools) {
       std::ostringstream advice_line;
