@@ -203,7 +203,7 @@ def caching_allocator_resize(ptr: int, size: int, device: DeviceLike = None) -> 
     """Grows or shrinks an allocation of caching_allocator_alloc() in place (the seed's
     aclrtMemReuse: growing needs a free neighbour); False, changing nothing, when it
     cannot. Raises InvalidPointerError for an address the device does not hold."""
-    return get_device(device).resize(ptr, _byte_count(size))
+    return get_device(device).resize(_address(ptr), _byte_count(size))
 
 
 def caching_allocator_delete(ptr: int, device: DeviceLike = None) -> None:

@@ -11,6 +11,14 @@ from typing import Any, Optional
 from npumem import _core
 from npumem.devices import DeviceLike, device_index, existing_device, get_device
 
+
+def _checked(value: Any, kind: type, what: str) -> Any:
+    """`value` when it is a `kind`; else a TypeError naming `what` (the bindings' own
+    listed their signatures)."""
+    if not isinstance(value, kind):
+        raise TypeError(f"{what} is a {kind.__name__}, not {value!r}")
+    return value
+
 # How Python marks iterations, for the planned report's reason no plan served.
 _ITERATION_MARKS = (
     "optimizer.step() or npumem.torch.iteration() (or the device's mark_iteration())"
@@ -54,7 +62,7 @@ class Monitor:
 
     def snapshot(self, label: str) -> dict[str, Any]:
         """Records allocated, reserved and their peaks now (in all and per tier)."""
-        return self._monitor.snapshot(label)
+        return self._monitor.snapshot(_checked(label, str, "a snapshot label"))
 
     @property
     def snapshots(self) -> list[dict[str, Any]]:
@@ -96,6 +104,9 @@ class LeakDetector:
             or warmup_iterations < 0
         ):
             raise ValueError(f"warmup_iterations is a count >= 0, not {warmup_iterations!r}")
+        if isinstance(threshold, bool) or not isinstance(threshold, (int, float)):
+            raise TypeError(f"threshold is a fraction of the allocated bytes, not {threshold!r}")
+        _checked(backtraces, bool, "backtraces")
         self.device = get_device(device)
         self._detector: Optional[_core.LeakDetector] = _core.LeakDetector(
             self.device, threshold, backtraces, warmup_iterations
@@ -157,6 +168,8 @@ class SizePatterns:
     def report(self, top: int = 10) -> dict[str, Any]:
         """allocations, distinct_sizes, histogram [(upper bound, count)], most_frequent
         [(size, count)], repetition [share per iteration] and text."""
+        if isinstance(top, bool) or not isinstance(top, int) or top < 0:
+            raise ValueError(f"top is a count of sizes >= 0, not {top!r}")
         return self._patterns.report(top)
 
     def stop(self) -> None:
@@ -175,6 +188,7 @@ class MemoryHistory:
         # their signature; the recorder checks the rest (at most 10^9).
         if isinstance(max_entries, bool) or not isinstance(max_entries, int):
             raise TypeError(f"max_entries must be an int, not {type(max_entries).__name__}")
+        _checked(backtraces, bool, "backtraces")
         if not 1 <= max_entries < 2**64:
             raise _core.ConfigError(f"history max_entries must be at least 1, got {max_entries}"
                                     if max_entries < 1 else
@@ -210,6 +224,7 @@ def _device_and_recorder(device: DeviceLike, history: Optional[MemoryHistory]):
     made = get_device(device)
     if history is None:
         return made, None
+    _checked(history, MemoryHistory, "history")
     if history.device.index != made.index:
         raise _core.ConfigError(
             f"the history records device {history.device.index}, not device {made.index}; "
@@ -235,6 +250,7 @@ def html_timeline(
 ) -> str:
     """The HTML timeline `npumem viz` draws, as one self-contained page. Raises Error
     when npumem was built without the tools layer, which renders it."""
+    _checked(title, str, "a title")
     if not hasattr(_core, "html_timeline"):
         raise _core.Error(
             "this npumem was built without the HTML timeline (NPUMEM_BUILD_TOOLS=OFF)"

@@ -32,7 +32,15 @@ def create_pool(
     """Creates a named pool on the device; quota 0 means none. `tier` ("hbm" or "ddr")
     pins it: its allocations come only from that tier and never spill. Raises
     ConfigError when the pool exists already or the device lacks the tier."""
-    get_device(device).create_pool(name, to_bytes(quota), tier)
+    get_device(device).create_pool(_pool_name(name), to_bytes(quota), tier)
+
+
+def _pool_name(name: str) -> str:
+    """A pool's name, checked here: other types reached the bindings, whose TypeError
+    listed their signature."""
+    if not isinstance(name, str):
+        raise TypeError(f"a pool name is a string, not {name!r}")
+    return name
 
 
 def pools(device: DeviceLike = None) -> list[dict[str, Any]]:
@@ -56,7 +64,7 @@ class pool:  # noqa: N801 - used like torch.cuda.use_mem_pool, as a lower-case c
         device: DeviceLike = None,
         tier: Optional[str] = None,
     ):
-        self.name = name
+        self.name = _pool_name(name)
         self.quota_bytes = None if quota is None else to_bytes(quota)
         self.tier = tier
         self.device = get_device(device)

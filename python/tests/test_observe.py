@@ -164,6 +164,28 @@ class ExportTest(unittest.TestCase):
                 export(other, history)
         history.stop()
 
+    def test_arguments_of_the_wrong_type_are_named(self):
+        # The bindings' TypeError listed their signature ("incompatible function
+        # arguments"), or an AttributeError came from inside.
+        device = fresh_device()
+        calls = {
+            "a snapshot label": lambda: npumem.Monitor(device).snapshot(None),
+            "threshold": lambda: npumem.LeakDetector(device, threshold="x"),
+            "backtraces": lambda: npumem.LeakDetector(device, backtraces="yes"),
+            "history": lambda: npumem.snapshot_json(device, history="x"),
+            "a title": lambda: npumem.html_timeline(device, title=None),
+            "an address": lambda: npumem.caching_allocator_resize("x", 10, device),
+            "a pool name": lambda: npumem.create_pool(5, device=device),
+        }
+        for what, call in calls.items():
+            with self.subTest(what):
+                with self.assertRaisesRegex(TypeError, what):
+                    call()
+        with self.assertRaisesRegex(ValueError, "top is a count"):
+            npumem.SizePatterns(device).report(top=-1)
+        with self.assertRaisesRegex(ValueError, "address -1"):
+            npumem.caching_allocator_resize(-1, 10, device)
+
     def test_snapshot_without_history(self):
         device = fresh_device()
         npumem.caching_allocator_alloc(100, device)

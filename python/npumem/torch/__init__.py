@@ -107,6 +107,11 @@ def _host_device(index: int, spec: Optional[str], conf: Optional[str]) -> _core.
         if not chosen.host_accessible:
             raise _no_host_memory(index, chosen.spec)
         return chosen
+    if spec == "":
+        raise _core.ConfigError(
+            "an empty device spec names no device; leave it out for NPUMEM_DEVICE, else "
+            f"'{DEFAULT_SPEC}'"
+        )
     wanted = spec or os.environ.get("NPUMEM_DEVICE") or DEFAULT_SPEC
     # Where the spec came from, for errors: the user may never have written one in code.
     source = "" if spec or not os.environ.get("NPUMEM_DEVICE") else "NPUMEM_DEVICE: "

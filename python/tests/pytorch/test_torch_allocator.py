@@ -169,6 +169,8 @@ class TorchAllocatorTest(unittest.TestCase):
             npumem.torch.install(device=5)
         with self.assertRaisesRegex(npumem.ConfigError, "exists already with spec .*--device"):
             npumem.torch.install("sim:hbm=8GiB,backing=host")
+        with self.assertRaisesRegex(npumem.ConfigError, "an empty device spec names no device"):
+            npumem.torch.install("", device=7)
 
     def test_install_again_with_the_same_settings_is_no_change(self):
         # A notebook cell run twice: the same config was refused as a change.
