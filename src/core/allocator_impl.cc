@@ -130,6 +130,26 @@ void Allocator::Impl::warn_of_idle_settings() {
                        " is set, but strategy:" + std::string(strategy_name(config.strategy)) +
                        " makes no static arena: it is not used");
   }
+  // Fallback keys of another strategy (a cold trial set planned_fallback under caching
+  // and was told nothing). Planned falls back to expandable, whose own key then counts.
+  const std::string strategy = "strategy:" + std::string(strategy_name(config.strategy));
+  if (config.planned_fallback != PlannedFallback::automatic &&
+      config.strategy != Strategy::planned) {
+    warnings.push_back(
+        "planned_fallback:" + std::string(planned_fallback_name(config.planned_fallback)) +
+        " is set, but " + strategy + " is not planned: it is not used");
+  }
+  if (config.expandable_fallback != ExpandableFallback::automatic &&
+      config.strategy != Strategy::expandable && config.strategy != Strategy::planned) {
+    warnings.push_back(
+        "expandable_fallback:" + std::string(expandable_fallback_name(config.expandable_fallback)) +
+        " is set, but " + strategy + " is not expandable: it is not used");
+  }
+  if (config.static_fallback && config.strategy != Strategy::static_arena &&
+      config.strategy != Strategy::expandable) {
+    warnings.push_back("static_fallback:true is set, but " + strategy +
+                       " makes no static arena: it is not used");
+  }
 }
 
 // The seeds' NPU: one warning in the seeds' words, then the strategy

@@ -123,6 +123,22 @@ TEST(TierPool, SettingsThatCannotActAreNamedInWarnings) {
                                      "no static arena: it is not used"});
   unused.strategy = Strategy::expandable;  // kept for expandable_fallback on other devices
   EXPECT_TRUE(warnings_of(unused).empty());
+  // Another strategy's fallback keys.
+  Config fallbacks;
+  fallbacks.planned_fallback = PlannedFallback::caching;
+  fallbacks.expandable_fallback = ExpandableFallback::static_arena;
+  fallbacks.static_fallback = true;
+  EXPECT_EQ(warnings_of(fallbacks),
+            (std::vector<std::string>{
+                "planned_fallback:caching is set, but strategy:caching is not planned: it is "
+                "not used",
+                "expandable_fallback:static is set, but strategy:caching is not expandable: it "
+                "is not used",
+                "static_fallback:true is set, but strategy:caching makes no static arena: it is "
+                "not used"}));
+  fallbacks.strategy = Strategy::planned;
+  fallbacks.static_fallback = false;
+  EXPECT_TRUE(warnings_of(fallbacks).empty());
 }
 
 TEST(TierCopy, MovesTheBytesAndAccountsModelledTimePerDirection) {
