@@ -50,10 +50,13 @@ StrategyFigures measure_strategy(const Trace& trace, const ReplayOptions& option
   if (strategy == Strategy::static_arena) {
     run.config.static_fallback = false;
     const StaticAdvice advice = advise_static_size(trace, options, 0.0);
-    run.config.static_size = advice.min_arena_bytes;
+    // A static_size in the settings is the arena compared (it was replaced without a word).
+    if (run.config.static_size == 0) run.config.static_size = advice.min_arena_bytes;
     run.pool_quotas = pool_quotas(advice.pools, false);
   }
-  return measure(trace, run);
+  StrategyFigures row = measure(trace, run);
+  row.static_size_given = strategy == Strategy::static_arena && options.config.static_size != 0;
+  return row;
 }
 
 // "n/a" and null when no byte was requested.
@@ -125,6 +128,7 @@ nlohmann::ordered_json comparison_json(const std::string& trace_path,
     item["device_allocs"] = row.device_allocs;
     if (row.strategy == Strategy::static_arena) {
       item["static_size"] = row.static_size;
+      item["static_size_given"] = row.static_size_given;
       for (const auto& [pool, quota] : row.pool_quotas) item["pool_quotas"][pool] = quota;
     }
     out["strategies"].push_back(item);
@@ -173,7 +177,13 @@ std::string comparison_text(const std::string& trace_path,
       for (const auto& [pool, quota] : row.pool_quotas) {
         out << ", pool '" << pool << "' " << format_bytes(quota);
       }
-      out << " (the smallest that completes; `npumem replay --advise` adds a margin)\n";
+      if (!row.static_size_given) {
+        out << " (the smallest that completes; `npumem replay --advise` adds a margin)\n";
+      } else {
+        out << (row.pool_quotas.empty()
+                    ? " (static_size as set)\n"
+                    : " (static_size as set; the pools' arenas the smallest that complete)\n");
+      }
     }
   }
   return out.str();

@@ -25,10 +25,11 @@ struct StrategyFigures {
   std::optional<double> min_hbm_over_peak;
   double ns_per_event = 0.0;
   LatencySummary latency;
-  LatencySummary steady_latency;                     // planned: since a plan first served
-  std::string why_no_plan_served;                    // planned: empty when a plan served
-  std::int64_t device_allocs = 0;                    // segment or granule creations
-  std::uint64_t static_size = 0;                     // the arena used (static only)
+  LatencySummary steady_latency;   // planned: since a plan first served
+  std::string why_no_plan_served;  // planned: empty when a plan served
+  std::int64_t device_allocs = 0;  // segment or granule creations
+  std::uint64_t static_size = 0;   // the arena used (static only)
+  bool static_size_given = false;  // by the settings, not the smallest that completes
   std::map<std::string, std::uint64_t> pool_quotas;  // the named pools' arenas (static only)
   // Why the trace did not complete under this strategy (an out-of-memory report, or no
   // static arena that fits the device); empty when it did, and only then are the

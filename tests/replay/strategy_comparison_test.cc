@@ -136,6 +136,21 @@ TEST(StrategyComparison, MeasuresEveryStrategy) {
   EXPECT_EQ(json["strategies"][3]["strategy"], "planned");
 }
 
+// A static_size in the settings is the static row's arena (it was replaced by the
+// smallest that completes, without a word).
+TEST(StrategyComparison, TheStaticRowUsesAStaticSizeSet) {
+  ReplayOptions options;
+  options.config.static_size = 32 * MiB;
+  const auto rows = compare_strategies(small_trace(), options);
+  EXPECT_EQ(rows[2].static_size, 32 * MiB);
+  EXPECT_TRUE(rows[2].static_size_given);
+  EXPECT_NE(
+      comparison_text("small.trace", rows).find("static arena: 32.0 MiB (static_size as set)"),
+      std::string::npos)
+      << comparison_text("small.trace", rows);
+  EXPECT_FALSE(compare_strategies(small_trace(), ReplayOptions{})[2].static_size_given);
+}
+
 // 12 MiB live at the peak on 8 MiB of HBM: the dynamic strategies go on in DDR, the
 // static arena (HBM only, no fallback) cannot hold it.
 TEST(StrategyComparison, AStrategyThatCannotCompleteGetsARowSayingWhy) {
