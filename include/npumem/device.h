@@ -21,6 +21,10 @@ inline constexpr std::array<Tier, kTierCount> kAllTiers = {Tier::hbm, Tier::ddr}
 
 std::string_view tier_name(Tier tier);
 
+// No device holds more in a tier (64 PiB): the virtual NPU refuses larger capacities,
+// and stats pages showing more are not measurements.
+inline constexpr std::uint64_t kMaxTierBytes = std::uint64_t{1} << 56;
+
 enum class DeviceStatus : std::uint8_t {
   ok,
   out_of_memory,     // the tier's capacity is spent (or an injected fault)

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "npumem/errors.h"
+#include "npumem/units.h"
 
 namespace npumem {
 namespace {
@@ -229,6 +230,14 @@ void validate_sim_spec(const SimSpec& spec) {
   }
   if (spec.hbm_bytes == 0 && spec.ddr_bytes == 0) {
     throw ConfigError("keys 'hbm' and 'ddr' are both 0; the device needs at least one tier");
+  }
+  // Accepted, a larger tier made a process that `npumem smi` could not show.
+  for (const auto& [key, bytes] : {std::pair{"hbm", spec.hbm_bytes}, {"ddr", spec.ddr_bytes}}) {
+    if (bytes > kMaxTierBytes) {
+      throw ConfigError(std::string("key '") + key + "': " + format_bytes(bytes) +
+                        " is more than a device holds (" + format_bytes(kMaxTierBytes) +
+                        " at most)");
+    }
   }
   if (!(spec.faults.probability >= 0.0 && spec.faults.probability <= 1.0)) {
     throw ConfigError("key 'fail_prob': " + probability_text(spec.faults.probability) +

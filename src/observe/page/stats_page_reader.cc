@@ -19,9 +19,9 @@ using observe::StatsPageLayout;
 constexpr auto kRelaxed = std::memory_order_relaxed;
 // A publisher holds the seqlock for microseconds; give up on a page after this many tries.
 constexpr int kReadAttempts = 1000;
-// No device holds more (64 PiB) and no process counts more events: larger figures
-// on a page are not measurements, and the page is not shown.
-constexpr std::uint64_t kMaxPlausibleBytes = std::uint64_t{1} << 56;
+// No device holds more (kMaxTierBytes) and no process counts more events: larger
+// figures on a page are not measurements, and the page is not shown.
+constexpr std::uint64_t kMaxPlausibleBytes = kMaxTierBytes;
 constexpr std::uint64_t kMaxPlausibleCount = std::uint64_t{1} << 48;
 
 // The pid a page name carries after the prefix ("npumem.<pid>.<random>"), or 0.

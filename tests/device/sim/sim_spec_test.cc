@@ -73,6 +73,23 @@ TEST(SimSpec, ZeroSizeMakesATierAbsent) {
   EXPECT_EQ(parse_sim_spec("sim:hbm=0").hbm_bytes, 0U);
 }
 
+// Larger ones were accepted, and `npumem smi` could not show the process (its pages
+// count no more than kMaxTierBytes).
+TEST(SimSpec, ATierOfMoreThan64PiBIsRefused) {
+  EXPECT_EQ(parse_sim_spec("sim:hbm=64PiB").hbm_bytes, kMaxTierBytes);
+  try {
+    parse_sim_spec("sim:hbm=1EiB");
+    FAIL() << "accepted 1 EiB";
+  } catch (const ConfigError& error) {
+    EXPECT_NE(std::string(error.what())
+                  .find("key 'hbm': 1.00 EiB is more than a device holds "
+                        "(64.0 PiB at most)"),
+              std::string::npos)
+        << error.what();
+  }
+  EXPECT_THROW(parse_sim_spec("sim:ddr=65PiB"), ConfigError);
+}
+
 TEST(SimSpec, BooleansAndFaultOps) {
   EXPECT_TRUE(parse_sim_spec("sim:vmm=true").virtual_memory);
   EXPECT_TRUE(parse_sim_spec("sim:vmm=1").virtual_memory);
