@@ -6,8 +6,8 @@
 #include <sstream>
 #include <string_view>
 
+#include "npumem/text_cell.h"
 #include "npumem/units.h"
-#include "util/text_cell.h"
 
 namespace npumem::core {
 
@@ -302,7 +302,7 @@ std::string explain_out_of_memory(const OomContext& c) {
                     pool.quota_bytes == 0 ? "none" : format_bytes(pool.quota_bytes).c_str(),
                     format_bytes(pool.reserved_bytes).c_str(),
                     format_bytes(pool.allocated_bytes).c_str());
-      out << "  " << util::pad_right(pool.name, 20) << line;
+      out << "  " << npumem::pad_right(pool.name, 20) << line;
     }
     if (c.pools.size() > kPoolLines) out << "  and " << c.pools.size() - kPoolLines << " more\n";
   }

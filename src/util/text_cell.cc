@@ -1,8 +1,8 @@
-#include "util/text_cell.h"
+#include "npumem/text_cell.h"
 
 #include <cstdint>
 
-namespace npumem::util {
+namespace npumem {
 namespace {
 
 // East Asian wide and fullwidth ranges (Unicode UAX #11), enough for CJK labels.
@@ -52,4 +52,4 @@ std::string pad_left(std::string_view text, std::size_t width) {
   return padding(text, width) + std::string(text);
 }
 
-}  // namespace npumem::util
+}  // namespace npumem

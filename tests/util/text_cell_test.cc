@@ -1,8 +1,8 @@
-#include "util/text_cell.h"
+#include "npumem/text_cell.h"
 
 #include <gtest/gtest.h>
 
-namespace npumem::util {
+namespace npumem {
 namespace {
 
 TEST(TextCell, AsciiCountsOneColumnPerByte) {
@@ -23,4 +23,4 @@ TEST(TextCell, WiderTextIsLeftAlone) {
 }
 
 }  // namespace
-}  // namespace npumem::util
+}  // namespace npumem

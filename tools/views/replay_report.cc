@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "npumem/planned_report.h"
+#include "npumem/text_cell.h"
 #include "npumem/units.h"
 
 namespace npumem::cli {
@@ -44,37 +45,35 @@ std::string ratio_text(std::optional<double> ratio, const std::string& undefined
   return ratio ? fixed(*ratio, 3) : undefined;
 }
 
-std::string padded(std::string text, std::size_t width) {
-  if (text.size() < width) text.append(width - text.size(), ' ');
-  return text;
-}
-
 void add_line(std::ostringstream& out, const std::string& name, const std::string& value) {
   // A name of the column's width or more (a plan's 20-digit key) still ends in a space.
-  out << "  " << padded(name + " ", 22) << value << "\n";
+  out << "  " << pad_right(name + " ", 22) << value << "\n";
 }
 
 void add_tier_table(std::ostringstream& out, const ReplayResult& result) {
-  out << "\n  " << padded("tier", 8) << padded("capacity", 14) << padded("peak reserved", 16)
-      << "peak allocated\n";
+  out << "\n  " << pad_right("tier", 8) << pad_right("capacity", 14)
+      << pad_right("peak reserved", 16) << "peak allocated\n";
   for (const Tier tier : kAllTiers) {
     const TierFigures& figures = result.tiers[static_cast<std::size_t>(tier)];
     if (!figures.present) continue;
-    out << "  " << padded(std::string(tier_name(tier)), 8)
-        << padded(format_bytes(figures.capacity_bytes), 14)
-        << padded(format_bytes(figures.peak_reserved_bytes), 16)
+    out << "  " << pad_right(std::string(tier_name(tier)), 8)
+        << pad_right(format_bytes(figures.capacity_bytes), 14)
+        << pad_right(format_bytes(figures.peak_reserved_bytes), 16)
         << format_bytes(figures.peak_allocated_bytes) << "\n";
   }
 }
 
 void add_pool_table(std::ostringstream& out, const std::vector<PoolInfo>& pools) {
-  out << "\n  " << padded("pool", 16) << padded("peak requested", 16)
-      << padded("peak allocated", 16) << padded("peak reserved", 16) << "quota\n";
+  out << "\n  " << pad_right("pool", 16) << pad_right("peak requested", 16)
+      << pad_right("peak allocated", 16) << pad_right("peak reserved", 16) << "quota\n";
   for (const PoolInfo& pool : pools) {
-    out << "  " << padded(pool.name, 16)
-        << padded(format_bytes(static_cast<std::uint64_t>(pool.stats.requested_bytes.all.peak)), 16)
-        << padded(format_bytes(static_cast<std::uint64_t>(pool.stats.allocated_bytes.all.peak)), 16)
-        << padded(format_bytes(static_cast<std::uint64_t>(pool.stats.reserved_bytes.all.peak)), 16)
+    out << "  " << pad_right(pool.name, 16)
+        << pad_right(format_bytes(static_cast<std::uint64_t>(pool.stats.requested_bytes.all.peak)),
+                     16)
+        << pad_right(format_bytes(static_cast<std::uint64_t>(pool.stats.allocated_bytes.all.peak)),
+                     16)
+        << pad_right(format_bytes(static_cast<std::uint64_t>(pool.stats.reserved_bytes.all.peak)),
+                     16)
         << (pool.quota_bytes == 0 ? std::string("none") : format_bytes(pool.quota_bytes)) << "\n";
   }
 }

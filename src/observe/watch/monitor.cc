@@ -5,9 +5,9 @@
 #include <sstream>
 #include <vector>
 
+#include "npumem/text_cell.h"
 #include "npumem/units.h"
 #include "observe/watch/usage.h"
-#include "util/text_cell.h"
 #include "util/untrusted_text.h"
 
 namespace npumem {
@@ -39,15 +39,15 @@ LabelledSnapshot Monitor::snapshot(std::string label) {
 
 std::string Monitor::report() const {
   if (snapshots_.empty()) return "no snapshots\n";
-  using util::pad_left;
-  using util::pad_right;
+  using npumem::pad_left;
+  using npumem::pad_right;
   // Labels are the caller's text: a tab or newline would break the table, shown escaped;
   // the column is as wide as the widest.
   std::vector<std::string> labels;
   std::size_t label_width = kLabelWidth;
   for (const LabelledSnapshot& s : snapshots_) {
     labels.push_back(util::escaped_for_display(s.label));
-    label_width = std::max(label_width, util::display_width(labels.back()) + 2);
+    label_width = std::max(label_width, npumem::display_width(labels.back()) + 2);
   }
   std::ostringstream out;
   out << "memory report (" << allocator_.device().name() << ")\n"

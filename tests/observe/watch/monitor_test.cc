@@ -5,8 +5,8 @@
 #include <sstream>
 #include <vector>
 
+#include "npumem/text_cell.h"
 #include "npumem/units.h"
-#include "util/text_cell.h"
 
 namespace npumem {
 namespace {
@@ -68,7 +68,7 @@ TEST(Monitor, LabelsAreEscapedAndTheColumnFitsTheWidest) {
   std::string line;
   std::getline(lines, line);  // the title
   std::vector<std::size_t> widths;
-  while (std::getline(lines, line)) widths.push_back(util::display_width(line));
+  while (std::getline(lines, line)) widths.push_back(npumem::display_width(line));
   ASSERT_EQ(widths.size(), 5u) << report;  // header, rule, three rows: no row broken
   for (const std::size_t width : widths) EXPECT_EQ(width, widths.front()) << report;
 }

@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-namespace npumem::util {
+namespace npumem {
 
 // Terminal columns of UTF-8 text: wide (East Asian) characters count two.
 std::size_t display_width(std::string_view text);
@@ -14,4 +14,4 @@ std::size_t display_width(std::string_view text);
 std::string pad_right(std::string_view text, std::size_t width);
 std::string pad_left(std::string_view text, std::size_t width);
 
-}  // namespace npumem::util
+}  // namespace npumem
