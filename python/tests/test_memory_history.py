@@ -100,9 +100,15 @@ class PythonFramesTest(unittest.TestCase):
 
 
 class RecordingBeforeTheDeviceTest(unittest.TestCase):
+    def printed(self, code: str) -> list[str]:
+        """What `code` prints in a fresh process, word by word."""
+        result = run_python(code)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        return result.stdout.split()
+
     def test_recording_asked_first_starts_when_init_makes_the_device(self):
         # It made device 0 with the default settings, and the init() after was refused.
-        result = run_python(
+        printed = self.printed(
             "import npumem\n"
             "npumem._record_memory_history(True)\n"
             "assert not npumem.is_initialized(0)\n"
@@ -111,11 +117,10 @@ class RecordingBeforeTheDeviceTest(unittest.TestCase):
             "block = [b for s in npumem._snapshot() for b in s['blocks'] if b['address'] == ptr]\n"
             "print(device.spec, block[0]['history'][0]['frames'][0]['name'])\n"
         )
-        self.assertEqual(result.returncode, 0, result.stderr)
-        self.assertEqual(result.stdout.split(), ["sim:hbm=1GiB,ddr=0", "<module>"])
+        self.assertEqual(printed, ["sim:hbm=1GiB,ddr=0", "<module>"])
 
     def test_turned_off_for_one_device_before_it_is_made_it_stays_off_there(self):
-        result = run_python(
+        printed = self.printed(
             "import npumem\n"
             "npumem._record_memory_history(True)\n"
             "npumem._record_memory_history(False, device=0)\n"
@@ -127,8 +132,7 @@ class RecordingBeforeTheDeviceTest(unittest.TestCase):
             "              if b['address'] == ptr]\n"
             "    print(bool(blocks[0].get('history')))\n"
         )
-        self.assertEqual(result.returncode, 0, result.stderr)
-        self.assertEqual(result.stdout.split(), ["False", "True"])
+        self.assertEqual(printed, ["False", "True"])
 
 
 if __name__ == "__main__":

@@ -50,39 +50,36 @@ class IterationKeysTest(unittest.TestCase):
         self.assertEqual(result.returncode, 0, result.stderr)
         self.assertEqual(result.stdout.split(), ["strategy:planned"])
 
-    def test_a_script_that_marks_its_iterations_gets_no_second_mark_at_each_step(self):
-        # Both made two iterations of each step under strategy:planned: its learning
-        # doubled and the first served iteration came later (a cold trial).
+    @staticmethod
+    def planned_iterations_of_a_training_loop(steps: int, mark: str) -> str:
+        """planned.iterations of device 0 after `steps` SGD steps, each beginning with
+        the statement `mark` (a fresh process)."""
         result = run_python(
             "import torch, npumem, npumem.torch\n"
             "device = npumem.torch.install('sim:hbm=1GiB,backing=host', 'strategy:planned')\n"
             "model = torch.nn.Linear(64, 64)\n"
             "optimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n"
-            "for _ in range(6):\n"
-            "    npumem.torch.iteration()\n"
+            f"for _ in range({steps}):\n"
+            f"    {mark}\n"
             "    model(torch.ones(8, 64)).sum().backward()\n"
             "    optimizer.step()\n"
             "print(npumem.memory_stats(device)['planned.iterations'])\n"
         )
-        self.assertEqual(result.returncode, 0, result.stderr)
-        self.assertEqual(result.stdout.split(), ["6"])
+        if result.returncode != 0:
+            raise AssertionError(result.stderr)
+        return result.stdout.strip()
+
+    def test_a_script_that_marks_its_iterations_gets_no_second_mark_at_each_step(self):
+        # Both made two iterations of each step under strategy:planned: its learning
+        # doubled and the first served iteration came later (a cold trial).
+        self.assertEqual(self.planned_iterations_of_a_training_loop(6, "npumem.torch.iteration()"),
+                         "6")
 
     def test_marking_one_device_leaves_the_step_marks_of_the_others(self):
         # iteration(device=1) stopped the marks at optimizer.step() on every device: the
         # plans of device 0 learned nothing.
-        result = run_python(
-            "import torch, npumem, npumem.torch\n"
-            "device = npumem.torch.install('sim:hbm=1GiB,backing=host', 'strategy:planned')\n"
-            "model = torch.nn.Linear(64, 64)\n"
-            "optimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n"
-            "for _ in range(5):\n"
-            "    npumem.torch.iteration(device=1)\n"
-            "    model(torch.ones(8, 64)).sum().backward()\n"
-            "    optimizer.step()\n"
-            "print(npumem.memory_stats(device)['planned.iterations'])\n"
-        )
-        self.assertEqual(result.returncode, 0, result.stderr)
-        self.assertEqual(result.stdout.split(), ["5"])
+        self.assertEqual(
+            self.planned_iterations_of_a_training_loop(5, "npumem.torch.iteration(device=1)"), "5")
 
     def test_marking_optimizer_steps_takes_a_bool(self):
         with self.assertRaisesRegex(TypeError, "takes True or False, not 'no'"):
