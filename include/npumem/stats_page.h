@@ -78,6 +78,10 @@ class StatsPublisher {
     Registration(Registration&& other) noexcept;
     Registration& operator=(Registration&& other) noexcept;
     ~Registration();
+    // The allocator's figures stay on the page as they are now, and the allocator may
+    // die before the registration ends (a finished replay held open for `npumem smi`
+    // after its report is printed).
+    void freeze();
 
    private:
     friend class StatsPublisher;
@@ -100,6 +104,7 @@ class StatsPublisher {
   struct Shared;  // the mapped page (layout in src/observe/page/stats_page_layout.h)
 
   void unregister(std::size_t slot);
+  void freeze(std::size_t slot);
   void run();
   void write_locked();
 
@@ -109,7 +114,8 @@ class StatsPublisher {
   std::mutex mutex_;
   std::condition_variable wake_;
   bool stopping_ = false;
-  std::vector<const Allocator*> allocators_;  // by slot; nullptr when free
+  std::vector<const Allocator*> allocators_;  // by slot; nullptr when free or frozen
+  std::vector<bool> frozen_;                  // by slot: its last figures stay
   std::thread thread_;
 };
 

@@ -52,7 +52,9 @@ StrategyFigures measure_strategy(const Trace& trace, const ReplayOptions& option
     const StaticAdvice advice = advise_static_size(trace, options, 0.0);
     // A static_size in the settings is the arena compared (it was replaced without a word).
     if (run.config.static_size == 0) run.config.static_size = advice.min_arena_bytes;
+    // Quotas given (--quota) size their pools' arenas, the advice the others'.
     run.pool_quotas = pool_quotas(advice.pools, false);
+    for (const auto& [pool, quota] : options.pool_quotas) run.pool_quotas[pool] = quota;
   }
   StrategyFigures row = measure(trace, run);
   row.static_size_given = strategy == Strategy::static_arena && options.config.static_size != 0;

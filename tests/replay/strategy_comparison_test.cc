@@ -84,6 +84,20 @@ TEST(StrategyComparison, ATraceWithPoolsRunsUnderEveryStrategy) {
   EXPECT_EQ(comparison_json("pools.trace", rows)["strategies"][2]["pool_quotas"].size(), 2u);
 }
 
+// Quotas given (compare --quota) size their pools in every row, the static arena too;
+// compare had no --quota, and its static row would have replaced them.
+TEST(StrategyComparison, GivenQuotasHoldInEveryRow) {
+  ReplayOptions options;
+  options.pool_quotas = {{"encoder", 8 * MiB}};
+  const auto rows = compare_strategies(pooled_trace(), options);
+  EXPECT_EQ(rows[2].pool_quotas.at("encoder"), 8 * MiB);
+  EXPECT_EQ(rows[2].pool_quotas.size(), 2u) << "decoder's arena as advised";
+  options.pool_quotas = {{"encoder", 2 * MiB}};  // less than its 6 MiB: no row completes
+  for (const StrategyFigures& row : compare_strategies(pooled_trace(), options)) {
+    EXPECT_FALSE(row.failure.empty()) << strategy_name(row.strategy);
+  }
+}
+
 TEST(Bisect, FindsTheSmallestPassingValue) {
   for (std::uint64_t answer : {1u, 2u, 3u, 17u, 64u, 1000u}) {
     int probes = 0;

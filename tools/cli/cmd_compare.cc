@@ -16,6 +16,7 @@ void add_compare_command(CLI::App& app, int& exit_code) {
     std::string trace_path;
     std::string device_spec = "sim";
     std::string conf;
+    std::vector<std::string> quotas;
     bool json = false;
   };
   auto options = std::make_shared<Options>();
@@ -28,6 +29,7 @@ void add_compare_command(CLI::App& app, int& exit_code) {
   command->add_option("--conf", options->conf,
                       "settings over NPUMEM_ALLOC_CONF for every row, key:value,... (each row "
                       "sets its own strategy)");
+  add_quota_option(*command, options->quotas);
   command->add_flag("--json", options->json, "print one JSON object");
   command->callback([options, &exit_code] {
     const Trace trace = read_trace(options->trace_path);
@@ -35,6 +37,7 @@ void add_compare_command(CLI::App& app, int& exit_code) {
     replay.device_spec = options->device_spec;
     // Each row sets its own strategy: the environment's is not read.
     replay.config = config_over_environment("strategy:caching," + options->conf, "--conf");
+    replay.pool_quotas = parse_quotas(options->quotas, trace);
     const auto rows = compare_strategies(trace, replay);
     if (options->json) {
       std::cout << json_text(comparison_json(options->trace_path, rows)) << "\n";

@@ -42,49 +42,6 @@ struct ReplayCommandOptions {
   ReplayObserverOptions observe;
 };
 
-// --quota NAME=SIZE for pools the trace switches to (`p` lines).
-std::map<std::string, std::uint64_t> parse_quotas(const std::vector<std::string>& given,
-                                                  const Trace& trace) {
-  std::map<std::string, std::uint64_t> quotas;
-  for (const std::string& text : given) {
-    const std::size_t equals = text.find('=');
-    if (equals == std::string::npos || equals == 0) {
-      throw ConfigError("--quota '" + text + "': expected NAME=SIZE, e.g. encoder=2GiB");
-    }
-    const std::string name = text.substr(0, equals);
-    if (name == kDefaultPoolName) {
-      throw ConfigError("--quota " + name +
-                        ": the default pool has no quota (static_size sizes "
-                        "its static arena)");
-    }
-    if (std::find(trace.pools.begin(), trace.pools.end(), name) == trace.pools.end()) {
-      std::string known;
-      for (const std::string& pool : trace.pools) {
-        if (pool != kDefaultPoolName) known += (known.empty() ? "" : ", ") + pool;
-      }
-      throw ConfigError(
-          "--quota " + name + ": " + trace.source + " has no pool of that name" +
-          (known.empty() ? " (no `p` line names one)" : " (its pools: " + known + ")"));
-    }
-    if (quotas.contains(name)) {
-      throw ConfigError("--quota " + name + ": given twice");
-    }
-    std::uint64_t quota = 0;
-    try {
-      quota = parse_size(text.substr(equals + 1));
-    } catch (const ConfigError& error) {
-      throw ConfigError("--quota " + name + ": " + error.what());
-    }
-    if (quota == 0) {
-      throw ConfigError("--quota " + name +
-                        "=0: a quota of 0 is none; leave the pool out of "
-                        "--quota for no quota");
-    }
-    quotas[name] = quota;
-  }
-  return quotas;
-}
-
 // "10%" or "10" (as the README writes it) to "10"; anything but a non-negative
 // number is an error naming the option.
 // A static arena ten times what the trace needs is advice no one wants; past that the
@@ -222,15 +179,17 @@ int run_replay(const ReplayCommandOptions& options) {
     (options.json ? std::cerr : std::cout)
         << "leak check: not judged: the replay stopped by out of memory\n";
   }
+  int exit_code = leaks && leaks->leaking ? kExitLeak : kExitOk;
   if (report.result.out_of_memory) {
     std::cerr << "npumem: " << *report.result.out_of_memory << "\n";
-    return kExitOutOfMemory;
-  }
-  if (!report.static_advice_failure.empty()) {
+    exit_code = kExitOutOfMemory;
+  } else if (!report.static_advice_failure.empty()) {
     std::cerr << "npumem: --advise: " << report.static_advice_failure << "\n";
-    return kExitOutOfMemory;
+    exit_code = kExitOutOfMemory;
   }
-  return leaks && leaks->leaking ? kExitLeak : kExitOk;
+  std::cout.flush();
+  observers.hold();
+  return exit_code;
 }
 
 }  // namespace
@@ -260,9 +219,7 @@ void add_replay_command(CLI::App& app, int& exit_code) {
       ->expected(0, 1)
       ->default_str("10")
       ->transform(percent_text, "MARGIN[%]");
-  command->add_option("--quota", options->quotas,
-                      "a pool's quota, NAME=SIZE (repeatable; pools are the trace's `p` lines; "
-                      "under the static strategy it is the pool's arena)");
+  add_quota_option(*command, options->quotas);
   add_replay_observer_options(*command, options->observe);
   command->callback([options, &exit_code] { exit_code = run_replay(*options); });
 }

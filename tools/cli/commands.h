@@ -4,9 +4,13 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <cstdint>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "trace.h"
 
 namespace npumem::cli {
 
@@ -36,6 +40,11 @@ void check_outputs_apart(const std::vector<std::pair<std::string, std::string>>&
 // file there keeps what it holds until the run writes it (a run that stopped on bad
 // input emptied the last run's snapshot).
 void check_writable(const std::string& path, const std::string& what);
+// --quota NAME=SIZE (repeatable) for pools the trace switches to (`p` lines), as replay
+// and compare take it; parse_quotas checks them against the trace's pools.
+void add_quota_option(CLI::App& command, std::vector<std::string>& quotas);
+std::map<std::string, std::uint64_t> parse_quotas(const std::vector<std::string>& given,
+                                                  const Trace& trace);
 
 void add_replay_command(CLI::App& app, int& exit_code);
 void add_plan_command(CLI::App& app, int& exit_code);

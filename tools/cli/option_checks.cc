@@ -86,6 +86,54 @@ CLI::Validator output_path_check() {
   });
 }
 
+std::map<std::string, std::uint64_t> parse_quotas(const std::vector<std::string>& given,
+                                                  const Trace& trace) {
+  std::map<std::string, std::uint64_t> quotas;
+  for (const std::string& text : given) {
+    const std::size_t equals = text.find('=');
+    if (equals == std::string::npos || equals == 0) {
+      throw ConfigError("--quota '" + text + "': expected NAME=SIZE, e.g. encoder=2GiB");
+    }
+    const std::string name = text.substr(0, equals);
+    if (name == kDefaultPoolName) {
+      throw ConfigError("--quota " + name +
+                        ": the default pool has no quota (static_size sizes "
+                        "its static arena)");
+    }
+    if (std::find(trace.pools.begin(), trace.pools.end(), name) == trace.pools.end()) {
+      std::string known;
+      for (const std::string& pool : trace.pools) {
+        if (pool != kDefaultPoolName) known += (known.empty() ? "" : ", ") + pool;
+      }
+      throw ConfigError(
+          "--quota " + name + ": " + trace.source + " has no pool of that name" +
+          (known.empty() ? " (no `p` line names one)" : " (its pools: " + known + ")"));
+    }
+    if (quotas.contains(name)) {
+      throw ConfigError("--quota " + name + ": given twice");
+    }
+    std::uint64_t quota = 0;
+    try {
+      quota = parse_size(text.substr(equals + 1));
+    } catch (const ConfigError& error) {
+      throw ConfigError("--quota " + name + ": " + error.what());
+    }
+    if (quota == 0) {
+      throw ConfigError("--quota " + name +
+                        "=0: a quota of 0 is none; leave the pool out of "
+                        "--quota for no quota");
+    }
+    quotas[name] = quota;
+  }
+  return quotas;
+}
+
+void add_quota_option(CLI::App& command, std::vector<std::string>& quotas) {
+  command.add_option("--quota", quotas,
+                     "a pool's quota, NAME=SIZE (repeatable; pools are the trace's `p` lines; "
+                     "under the static strategy it is the pool's arena)");
+}
+
 void check_writable(const std::string& path, const std::string& what) {
   const auto refuse = [&](const char* reason) {
     throw Error("cannot write " + what + " " + path + ": " + reason);

@@ -136,9 +136,9 @@ void ReplayObservers::finish(Allocator& allocator) {
     size_patterns_ = analyser_.patterns();
   }
   write_files(allocator);
-  if (publisher_) publisher_->publish_now();
-  hold();
-  registration_ = {};
+  // The allocator ends with the replay; its figures stay for `npumem smi` while the
+  // report is printed and held (hold()), which used to come before the report.
+  registration_.freeze();
 }
 
 void ReplayObservers::write_files(const Allocator& allocator) const {

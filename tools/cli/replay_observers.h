@@ -45,13 +45,15 @@ class ReplayObservers {
   const std::optional<LeakReport>& leak_report() const { return leak_report_; }
   // The size patterns of the requests, once the replay has run with --patterns.
   const std::optional<SizePatterns>& size_patterns() const { return size_patterns_; }
+  // With --hold, once the report is out: keeps the process (and its last figures on the
+  // stats page) alive that long, or until Ctrl-C.
+  void hold() const;
 
  private:
   void start(Allocator& allocator);
   void iteration(Allocator& allocator);
   void finish(Allocator& allocator);
   void write_files(const Allocator& allocator) const;
-  void hold() const;
 
   const ReplayObserverOptions options_;
   const std::size_t trace_iterations_;

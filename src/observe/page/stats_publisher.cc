@@ -105,6 +105,7 @@ StatsPublisher::StatsPublisher(Options options)
       page_name_(shared_->page.name()) {
   shared_->layout = new (shared_->page.data()) StatsPageLayout{};
   allocators_.resize(observe::kPageDevices, nullptr);
+  frozen_.resize(observe::kPageDevices, false);
   write_header(*shared_->layout);
   thread_ = std::thread([this] { run(); });
 }
@@ -122,7 +123,7 @@ StatsPublisher::~StatsPublisher() {
 StatsPublisher::Registration StatsPublisher::publish(const Allocator& allocator) {
   std::lock_guard lock(mutex_);
   for (std::size_t slot = 0; slot < allocators_.size(); ++slot) {
-    if (allocators_[slot] != nullptr) continue;
+    if (allocators_[slot] != nullptr || frozen_[slot]) continue;
     allocators_[slot] = &allocator;
     write_locked();
     return Registration(this, slot);
@@ -134,7 +135,15 @@ StatsPublisher::Registration StatsPublisher::publish(const Allocator& allocator)
 void StatsPublisher::unregister(std::size_t slot) {
   std::lock_guard lock(mutex_);
   allocators_[slot] = nullptr;
+  frozen_[slot] = false;
   write_locked();
+}
+
+void StatsPublisher::freeze(std::size_t slot) {
+  std::lock_guard lock(mutex_);
+  write_locked();
+  allocators_[slot] = nullptr;
+  frozen_[slot] = true;
 }
 
 void StatsPublisher::publish_now() {
@@ -154,6 +163,7 @@ void StatsPublisher::write_locked() {
   layout.sequence.store(sequence + 1, kRelaxed);
   std::atomic_thread_fence(std::memory_order_release);
   for (std::size_t slot = 0; slot < allocators_.size(); ++slot) {
+    if (frozen_[slot]) continue;
     PageDevice& device = layout.devices[slot];
     device.in_use.store(allocators_[slot] != nullptr ? 1 : 0, kRelaxed);
     if (allocators_[slot] != nullptr) write_device(device, *allocators_[slot]);
@@ -178,6 +188,10 @@ StatsPublisher::Registration& StatsPublisher::Registration::operator=(
 
 StatsPublisher::Registration::~Registration() {
   reset();
+}
+
+void StatsPublisher::Registration::freeze() {
+  if (publisher_ != nullptr) publisher_->freeze(slot_);
 }
 
 void StatsPublisher::Registration::reset() {

@@ -96,6 +96,28 @@ TEST(StatsPublisher, EndedRegistrationsLeaveThePage) {
   EXPECT_EQ(page->devices[0].name, "sim:0");
 }
 
+// A finished replay held open (--hold) after its report: the allocator is gone, its
+// last figures stay on the page, through the timer's ticks, until the registration ends.
+TEST(StatsPublisher, AFrozenRegistrationKeepsItsLastFiguresAfterTheAllocator) {
+  StatsPublisher publisher(options("frozen", 1));
+  StatsPublisher::Registration registration;
+  {
+    Allocator allocator(make_device("sim:hbm=64MiB,ddr=0"));
+    void* p = allocator.allocate(4 * MiB);
+    registration = publisher.publish(allocator);
+    registration.freeze();
+    allocator.deallocate(p);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));  // ticks of 1 ms
+  const auto pages = read_stats_pages(prefix());
+  const ProcessStats* page = find_page(pages, publisher.page_name());
+  ASSERT_NE(page, nullptr);
+  ASSERT_EQ(page->devices.size(), 1u);
+  EXPECT_EQ(page->devices[0].tiers[0].allocated_bytes, 4 * MiB);
+  registration = {};
+  EXPECT_TRUE(find_page(read_stats_pages(prefix()), publisher.page_name())->devices.empty());
+}
+
 TEST(StatsPublisher, AtMostEightAllocatorsPerPage) {
   std::vector<std::unique_ptr<Allocator>> allocators;
   StatsPublisher publisher(options("full", 1000));
