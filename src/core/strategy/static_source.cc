@@ -48,11 +48,15 @@ void StaticSource::pool_created(PoolState& pool) {
         reserved_already == 0
             ? ""
             : " beside the " + format_bytes(reserved_already) + " reserved already";
+    // A named pool's arena is its quota; static_size sizes the default pool's only.
+    const std::string lower =
+        is_default ? std::string("lower static_size")
+                   : "lower the quota of pool '" + pool.name + "' or of the pools before it";
     throw OutOfMemory("out of memory: the static arena of " + format_bytes(bytes) + " for pool '" +
                           pool.name + "' does not fit in HBM" + beside + " (limit " +
-                          format_bytes(allocator_.limit(Tier::hbm)) +
-                          ").\nAdvice: lower static_size (npumem replay --advise measures what "
-                          "a workload needs) or use a larger device.",
+                          format_bytes(allocator_.limit(Tier::hbm)) + ").\nAdvice: " + lower +
+                          " (npumem replay --advise measures what a workload needs) or use a "
+                          "larger device.",
                       bytes, pool.name);
   }
   arenas_.insert(blocks.segments()->address);

@@ -113,6 +113,10 @@ TEST_P(Static, AnArenaThatDoesNotFitBesideTheOthersSaysWhatTheyHold) {
                            "beside the 768 MiB reserved already (limit 1.00 GiB)"),
               std::string::npos)
         << message;
+    // Its arena is its quota: static_size, which the advice named, sizes the default's.
+    EXPECT_NE(message.find("Advice: lower the quota of pool 'model_b' or of the pools before it"),
+              std::string::npos)
+        << message;
   }
 }
 
