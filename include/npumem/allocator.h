@@ -244,6 +244,9 @@ class PoolScope {
   ~PoolScope();
   PoolScope(const PoolScope&) = delete;
   PoolScope& operator=(const PoolScope&) = delete;
+  // The pool this thread's innermost scope routes to, on whichever allocator; "default"
+  // outside every scope. Recordings of a client's allocations write it as `p` lines.
+  static std::string current_pool();
 
  private:
   const Allocator::Impl* previous_owner_;

@@ -32,4 +32,14 @@ struct AllocatorBridge {
   void (*totals)(void* allocator, std::int64_t* allocated, std::int64_t* reserved) = nullptr;
 };
 
+inline constexpr const char* kScopeBridgeCapsule = "npumem._core.ScopeBridge";
+inline constexpr std::uint32_t kScopeBridgeVersion = 1;
+
+// What _torch reads of _core's thread-local scopes whatever the device, installed or not.
+struct ScopeBridge {
+  std::uint32_t version = kScopeBridgeVersion;
+  // The pool this thread's innermost npumem.pool() scope routes to ("default" outside).
+  void (*current_pool)(std::string* name) = nullptr;
+};
+
 }  // namespace npumem::python

@@ -197,4 +197,9 @@ PoolScope::~PoolScope() {
   Allocator::Impl::set_scope(previous_owner_, previous_pool_);
 }
 
+std::string PoolScope::current_pool() {
+  const core::PoolState* pool = Allocator::Impl::scope_pool();
+  return pool == nullptr ? std::string("default") : pool->name;
+}
+
 }  // namespace npumem

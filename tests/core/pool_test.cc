@@ -55,10 +55,14 @@ TEST_P(Pool, ScopeRoutesAllocationsAndStatsArePerPool) {
   allocator.create_pool("model_a", 0);
   void* outside = allocator.allocate(MiB);
   void* inside = nullptr;
+  EXPECT_EQ(PoolScope::current_pool(), "default");
   {
     PoolScope scope(allocator, "model_a");
+    EXPECT_EQ(PoolScope::current_pool(), "model_a");
     inside = allocator.allocate(3 * MiB);
+    std::thread([] { EXPECT_EQ(PoolScope::current_pool(), "default"); }).join();
   }
+  EXPECT_EQ(PoolScope::current_pool(), "default");
   void* after = allocator.allocate(MiB);
   for (const PoolInfo& pool : allocator.pools()) {
     const auto allocated = pool.stats.allocated_bytes.all.current;

@@ -90,7 +90,7 @@ def main(argv: Optional[list[str]] = None) -> int:
             )
         output = options.output or os.path.splitext(os.path.basename(options.script))[0] + ".trace"
         return capture(options.script, options.args, output)
-    except (_core.Error, OSError) as problem:
+    except (_core.Error, OSError, ValueError) as problem:
         print(f"python3 -m npumem.torch: error: {problem}", file=sys.stderr)
         return 2
 

@@ -11,6 +11,7 @@ import npumem
 from npumem import _core
 from npumem.torch import install, mark_optimizer_steps, record, tag_modules
 from npumem.torch.script_runner import run_script
+from npumem.torch.trace import check_pool_names
 from npumem.torch_children import serve_children
 
 
@@ -92,7 +93,8 @@ def capture(script: str, args: list[str], output: str) -> int:
         sys.stdout.write(f"npumem: no trace written to {output}: the script made no "
                          f"allocation (it exited with status {status})\n")
         return status if status != 0 else 1
-    with open(output, "w", encoding="ascii") as trace:
+    check_pool_names(recording.pools)
+    with open(output, "w", encoding="utf-8") as trace:
         recording.write(
             trace, what=" ".join(shlex.quote(part) for part in ["python3", script, *args])
         )

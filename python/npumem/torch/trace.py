@@ -1,23 +1,27 @@
 """Allocation traces of real PyTorch runs, in the shared format of ../shared/traces:
 `a <id> <bytes>` allocates under a fresh id, `f <id>` frees it, `i` starts an
-iteration, `#` lines are comments. record() captures every CPU allocation and free
-with its exact size, and the iteration boundaries (npumem.torch.iteration(),
-optimizer.step())."""
+iteration, `p <name>` routes the allocations after it to a pool, `#` lines are
+comments. record() captures every CPU allocation and free with its exact size, the
+iteration boundaries (npumem.torch.iteration(), optimizer.step()) and the pool each
+allocation was made in (npumem.pool())."""
 
 from __future__ import annotations
 
 import platform
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import Iterable, Optional, TextIO, Union
+from typing import Iterable, Optional, Sequence, TextIO, Union
 
 import torch
 
-from npumem import _torch
+from npumem import _core, _torch
 
-# (kind, id, bytes): kind "a" (bytes requested), "f" (bytes 0) or "i" (id 1 and bytes the
-# key when keyed, else both 0).
+# (kind, id, bytes): kind "a" (bytes requested), "f" (bytes 0), "i" (id 1 and bytes the
+# key when keyed, else both 0) or "p" (id: the index of the pool's name in `pools`).
 Event = tuple[str, int, int]
+
+# The separators of a trace line's fields, which a `p` line's name cannot hold.
+_FIELD_SEPARATORS = (" ", "\t", "\r", "\n")
 
 
 @dataclass
@@ -25,6 +29,7 @@ class Recording:
     """The events of one recording; filled when the `with record()` block ends."""
 
     events: list[Event] = field(default_factory=list)
+    pools: list[str] = field(default_factory=list)  # the names "p" events index
 
     @property
     def allocations(self) -> int:
@@ -42,7 +47,7 @@ class Recording:
     def write(self, path: Union[str, TextIO], what: str) -> None:
         """Writes the trace file (a path, or a file open for writing) with a header
         naming `what` was run."""
-        write_trace(path, self.events, what)
+        write_trace(path, self.events, what, self.pools)
 
 
 class record:  # noqa: N801 - a context, like torch.autograd.profiler.record_function
@@ -55,7 +60,7 @@ class record:  # noqa: N801 - a context, like torch.autograd.profiler.record_fun
         self.recording = Recording()
 
     def __enter__(self) -> Recording:
-        _torch.start_recording()
+        _torch.start_recording(_core.scope_bridge())
         return self.recording
 
     def __exit__(
@@ -64,7 +69,7 @@ class record:  # noqa: N801 - a context, like torch.autograd.profiler.record_fun
         exc: Optional[BaseException],
         traceback: Optional[TracebackType],
     ) -> None:
-        self.recording.events = _torch.stop_recording()
+        self.recording.events, self.recording.pools = _torch.stop_recording()
 
 
 def peak_live_bytes(events: Iterable[Event]) -> int:
@@ -81,11 +86,27 @@ def peak_live_bytes(events: Iterable[Event]) -> int:
     return peak
 
 
-def write_trace(target: Union[str, TextIO], events: Iterable[Event], what: str) -> None:
-    """Writes the trace to `target`, a path or a file open for writing."""
+def check_pool_names(pools: Iterable[str]) -> None:
+    """Raises ValueError for a pool name a trace's `p` line cannot hold."""
+    for name in pools:
+        if not name or any(blank in name for blank in _FIELD_SEPARATORS):
+            raise ValueError(
+                f"pool {name!r} cannot be written in a trace: a `p` line names its pool in "
+                "one field, without blanks or line breaks; rename the pool"
+            )
+
+
+def write_trace(
+    target: Union[str, TextIO], events: Iterable[Event], what: str, pools: Sequence[str] = ()
+) -> None:
+    """Writes the trace to `target`, a path or a file open for writing (UTF-8 where a
+    pool's name needs it); `pools`: the names "p" events index. A name with a blank or
+    a line break, which a `p` line cannot hold, raises ValueError before anything is
+    written."""
+    check_pool_names(pools)
     if isinstance(target, str):
-        with open(target, "w", encoding="ascii") as file:
-            write_trace(file, events, what)
+        with open(target, "w", encoding="utf-8") as file:
+            write_trace(file, events, what, pools)
         return
     # One ASCII comment line whatever `what` holds: a line break in it began a line
     # replay refused, and a character past ASCII failed the write.
@@ -93,8 +114,8 @@ def write_trace(target: Union[str, TextIO], events: Iterable[Event], what: str) 
     header = (
         f"# what: {what}; PyTorch {torch.__version__} CPU, "
         f"{torch.get_num_threads()} intra-op threads, Python {platform.python_version()}\n"
-        "# format: 'a <id> <bytes>' allocates, 'f <id>' frees, 'i' starts an iteration; "
-        "'#' lines are comments/phase markers\n"
+        "# format: 'a <id> <bytes>' allocates, 'f <id>' frees, 'i' starts an iteration, "
+        "'p <name>' routes to a pool; '#' lines are comments/phase markers\n"
     )
     target.write(header)
     for kind, ident, size in events:
@@ -102,6 +123,8 @@ def write_trace(target: Union[str, TextIO], events: Iterable[Event], what: str) 
             target.write(f"a {ident} {size}\n")
         elif kind == "f":
             target.write(f"f {ident}\n")
+        elif kind == "p":
+            target.write(f"p {pools[ident]}\n")
         elif ident:
             target.write(f"i {size}\n")
         else:

@@ -7,6 +7,7 @@
 #include <thread>
 #include <vector>
 
+#include "allocator_bridge.h"
 #include "bindings.h"
 #include "device_registry.h"
 #include "npumem/errors.h"
@@ -61,6 +62,12 @@ class PythonPoolScope {
   std::thread::id thread_;
 };
 
+void current_pool(std::string* name) {
+  *name = PoolScope::current_pool();
+}
+
+ScopeBridge scope_bridge{kScopeBridgeVersion, &current_pool};
+
 }  // namespace
 
 void bind_scopes(py::module_& module) {
@@ -72,6 +79,10 @@ void bind_scopes(py::module_& module) {
       .def("enter", &PythonPoolScope::enter)
       .def("exit", &PythonPoolScope::exit);
 
+  module.def(
+      "scope_bridge",
+      [] { return py::capsule(static_cast<void*>(&scope_bridge), kScopeBridgeCapsule); },
+      "This thread's scopes as npumem._torch reads them (its recordings' `p` lines)");
   module.def(
       "set_memory_tag", [](const std::string& tag) { set_memory_tag(tag); }, py::arg("tag"),
       "Tags the blocks this thread allocates from now on (empty: no tag)");

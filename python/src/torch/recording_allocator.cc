@@ -1,5 +1,6 @@
 #include "recording_allocator.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 namespace npumem::python {
@@ -9,21 +10,24 @@ RecordingAllocator& RecordingAllocator::instance() {
   return *recorder;
 }
 
-void RecordingAllocator::start(c10::Allocator* inner) {
+void RecordingAllocator::start(c10::Allocator* inner, const ScopeBridge& scopes) {
   std::lock_guard lock(mutex_);
   if (recording_) throw std::runtime_error("a recording is running already");
   inner_ = inner;
+  scopes_ = &scopes;
   recording_ = true;
   ++session_;
   next_id_ = 0;
   events_.clear();
+  pools_.clear();
+  current_pool_ = "default";
 }
 
-std::vector<RecordedEvent> RecordingAllocator::stop() {
+Recorded RecordingAllocator::stop() {
   std::lock_guard lock(mutex_);
   if (!recording_) throw std::runtime_error("no recording is running");
   recording_ = false;
-  return std::move(events_);
+  return {std::move(events_), std::move(pools_)};
 }
 
 bool RecordingAllocator::recording() const {
@@ -49,9 +53,23 @@ c10::DataPtr RecordingAllocator::allocate(std::size_t bytes) const {
   const c10::Device device = memory.device();
   std::lock_guard lock(mutex_);
   const std::uint64_t id = next_id_++;
-  if (recording_) events_.push_back({'a', id, bytes});
+  if (recording_) {
+    std::string pool;
+    scopes_->current_pool(&pool);
+    switch_pool(pool);
+    events_.push_back({'a', id, bytes});
+  }
   live_.emplace(ptr, Live{std::move(memory), id, session_});
   return {ptr, ptr, &free_recorded, device};
+}
+
+void RecordingAllocator::switch_pool(const std::string& pool) const {
+  if (pool == current_pool_) return;
+  const auto known = std::find(pools_.begin(), pools_.end(), pool);
+  const auto index = static_cast<std::uint64_t>(known - pools_.begin());
+  if (known == pools_.end()) pools_.push_back(pool);
+  events_.push_back({'p', index, 0});
+  current_pool_ = pool;
 }
 
 c10::DeleterFnPtr RecordingAllocator::raw_deleter() const {

@@ -1,7 +1,8 @@
 // A c10 allocator that forwards to another and records every allocation and free
 // with its exact requested size: the events of an allocation trace
-// (`a <id> <bytes>` / `f <id>`, ids in allocation order from 0), and the iteration
-// boundaries marked meanwhile (`i`).
+// (`a <id> <bytes>` / `f <id>`, ids in allocation order from 0), the iteration
+// boundaries marked meanwhile (`i`), and the pool each allocation's thread was scoped
+// to (`p <name>` where it changes: npumem.pool() / PoolScope).
 #pragma once
 
 #include <c10/core/Allocator.h>
@@ -9,15 +10,23 @@
 #include <cstdint>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <unordered_map>
 #include <vector>
+
+#include "allocator_bridge.h"
 
 namespace npumem::python {
 
 struct RecordedEvent {
-  char kind = 'a';          // 'a' allocation, 'f' free, 'i' iteration boundary
-  std::uint64_t id = 0;     // 'i': 1 when keyed
+  char kind = 'a';          // 'a' allocation, 'f' free, 'i' iteration boundary, 'p' pool
+  std::uint64_t id = 0;     // 'i': 1 when keyed; 'p': the pool's index in Recorded::pools
   std::uint64_t bytes = 0;  // 'a': requested bytes; 'i': the key
+};
+
+struct Recorded {
+  std::vector<RecordedEvent> events;
+  std::vector<std::string> pools;  // the names 'p' events index
 };
 
 class RecordingAllocator final : public c10::Allocator {
@@ -25,11 +34,12 @@ class RecordingAllocator final : public c10::Allocator {
   // Lives for the process: tensors it handed out may be freed at any time.
   static RecordingAllocator& instance();
 
-  // Starts a fresh recording over `inner` (the allocator in use before). Allocations
-  // made earlier are neither recorded nor their frees.
-  void start(c10::Allocator* inner);
+  // Starts a fresh recording over `inner` (the allocator in use before), reading each
+  // allocation's pool through `scopes`. Allocations made earlier are neither recorded
+  // nor their frees.
+  void start(c10::Allocator* inner, const ScopeBridge& scopes);
   // Stops and returns the events since start(); later frees are not recorded.
-  std::vector<RecordedEvent> stop();
+  Recorded stop();
   bool recording() const;
   // Records an iteration boundary (an `i` line, `i <key>` with a key) when recording.
   void mark_iteration(std::optional<std::uint64_t> key);
@@ -42,6 +52,8 @@ class RecordingAllocator final : public c10::Allocator {
  private:
   RecordingAllocator() = default;
   static void free_recorded(void* ptr);
+  // A 'p' event when `pool` is not the pool of the allocation recorded last.
+  void switch_pool(const std::string& pool) const;
 
   struct Live {
     c10::DataPtr inner;
@@ -51,10 +63,13 @@ class RecordingAllocator final : public c10::Allocator {
 
   mutable std::mutex mutex_;
   c10::Allocator* inner_ = nullptr;
+  const ScopeBridge* scopes_ = nullptr;
   bool recording_ = false;
   std::uint64_t session_ = 0;
   mutable std::uint64_t next_id_ = 0;
   mutable std::vector<RecordedEvent> events_;
+  mutable std::vector<std::string> pools_;
+  mutable std::string current_pool_;
   mutable std::unordered_map<void*, Live> live_;
 };
 

@@ -91,23 +91,33 @@ void uninstall() {
   c10::SetCPUAllocator(installation().previous, kPriority);
 }
 
-void start_recording() {
+void start_recording(const py::capsule& scopes) {
+  if (scopes.name() == nullptr || std::string(scopes.name()) != kScopeBridgeCapsule) {
+    throw std::invalid_argument("expected the capsule of npumem._core.scope_bridge()");
+  }
+  const auto* bridge = scopes.get_pointer<ScopeBridge>();
+  if (bridge->version != kScopeBridgeVersion) {
+    throw std::runtime_error("npumem._core and npumem._torch come from different builds");
+  }
   RecordingAllocator& recorder = RecordingAllocator::instance();
-  recorder.start(c10::GetCPUAllocator());
+  recorder.start(c10::GetCPUAllocator(), *bridge);
   c10::SetCPUAllocator(&recorder, kPriority);
 }
 
-// (kind, id, bytes) with kind "a", "f" or "i"; bytes is 0 but for "a".
-std::vector<std::tuple<std::string, std::uint64_t, std::uint64_t>> stop_recording() {
+using Events = std::vector<std::tuple<std::string, std::uint64_t, std::uint64_t>>;
+
+// The events as (kind, id, bytes), kind "a", "f", "i" or "p" (id: the index of its pool
+// among the names), and the pool names.
+std::pair<Events, std::vector<std::string>> stop_recording() {
   RecordingAllocator& recorder = RecordingAllocator::instance();
-  std::vector<RecordedEvent> events = recorder.stop();
+  Recorded recorded = recorder.stop();
   c10::SetCPUAllocator(recorder.inner(), kPriority);
-  std::vector<std::tuple<std::string, std::uint64_t, std::uint64_t>> result;
-  result.reserve(events.size());
-  for (const RecordedEvent& event : events) {
-    result.emplace_back(std::string(1, event.kind), event.id, event.bytes);
+  Events events;
+  events.reserve(recorded.events.size());
+  for (const RecordedEvent& event : recorded.events) {
+    events.emplace_back(std::string(1, event.kind), event.id, event.bytes);
   }
-  return result;
+  return {std::move(events), std::move(recorded.pools)};
 }
 
 }  // namespace
@@ -123,10 +133,12 @@ PYBIND11_MODULE(_torch, module) {
   module.def("route", &route, py::arg("bridge"),
              "Routes this thread's new CPU tensors to a served device (None: the default)");
   module.def("installed", &installed, "Whether npumem serves PyTorch's CPU tensors now");
-  module.def("start_recording", &start_recording,
-             "Records every CPU allocation and free from now on, over the current allocator");
+  module.def("start_recording", &start_recording, py::arg("scopes"),
+             "Records every CPU allocation and free from now on, over the current allocator, "
+             "and the pool of each (scopes: npumem._core.scope_bridge())");
   module.def("stop_recording", &stop_recording,
-             "Stops recording; returns the events as (kind, id, bytes) tuples");
+             "Stops recording; returns the events as (kind, id, bytes) tuples and the names of "
+             "the pools 'p' events index");
   module.def("recording", [] { return RecordingAllocator::instance().recording(); });
   module.def(
       "record_iteration",

@@ -393,6 +393,77 @@ class CliTest(unittest.TestCase):
         self.assertEqual(report["allocations"], sum(1 for kind, _, _ in events if kind == "a"))
         self.assertEqual(report["iterations"], 1)
 
+    def test_capture_writes_the_pools_that_replay_takes_quotas_for(self):
+        # Multi-model serving captured without `p` lines replayed as one pool: --quota
+        # for a model's pool was refused as a pool the trace does not name.
+        trace = os.path.join(self.folder.name, "pools.trace")
+        script = self.script(
+            "two_models.py",
+            """
+            import npumem
+            import torch
+            first = torch.empty(3_000_000, dtype=torch.uint8)
+            with npumem.pool("model_a"):
+                second = torch.empty(5_000_000, dtype=torch.uint8)
+                with npumem.pool("model_b"):
+                    third = torch.empty(7_000_000, dtype=torch.uint8)
+                fourth = torch.empty(2_000_000, dtype=torch.uint8)
+            fifth = torch.empty(1_000_000, dtype=torch.uint8)
+            """,
+        )
+        result = self.npumem_torch("capture", "-o", trace, script)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        with open(trace, encoding="utf-8") as file:
+            lines = [line for line in file.read().splitlines() if not line.startswith("#")]
+        self.assertEqual(
+            [line for line in lines if line.startswith("p ") or line.split()[-1][-6:] == "000000"],
+            [
+                "a 0 3000000",
+                "p model_a",
+                "a 1 5000000",
+                "p model_b",
+                "a 2 7000000",
+                "p model_a",
+                "a 3 2000000",
+                "p default",
+                "a 4 1000000",
+            ],
+        )
+        cli = os.environ.get("NPUMEM_CLI")
+        if not cli:
+            self.skipTest("NPUMEM_CLI (the npumem command) is not set")
+        replay = subprocess.run(
+            [cli, "replay", "--json", "--quota", "model_a=16MiB", trace],
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=False,
+        )
+        self.assertEqual(replay.returncode, 0, replay.stderr)
+        report = json.loads(replay.stdout)
+        self.assertTrue(report["completed"])
+        pools = report["pools"]
+        self.assertEqual(pools["model_a"]["quota_bytes"], 16 << 20)
+        self.assertEqual(pools["model_b"]["peak_requested_bytes"], 7_000_000)
+        self.assertEqual(pools["default"]["peak_requested_bytes"], 4_000_000)
+
+    def test_capture_refuses_a_pool_name_a_trace_cannot_hold(self):
+        trace = os.path.join(self.folder.name, "blank.trace")
+        script = self.script(
+            "blank_pool.py",
+            """
+            import npumem
+            import torch
+            with npumem.pool("model a"):
+                kept = torch.empty(1000)
+            """,
+        )
+        result = self.npumem_torch("capture", "-o", trace, script)
+        self.assertEqual(result.returncode, 2)
+        self.assertIn("pool 'model a' cannot be written in a trace", result.stderr)
+        self.assertNotIn("Traceback", result.stderr)
+        self.assertFalse(os.path.exists(trace))
+
 
 if __name__ == "__main__":
     unittest.main()

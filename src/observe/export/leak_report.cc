@@ -16,14 +16,22 @@ std::string percent(double fraction) {
   return text;
 }
 
+// Iteration 0 is what came before the first mark ("(0..0)" read as nothing at all).
+std::string made_when(const LeakGroup& group) {
+  if (group.first_iteration == group.last_iteration) {
+    return group.first_iteration == 0 ? "iteration 0, before the first mark"
+                                      : "iteration " + std::to_string(group.first_iteration);
+  }
+  return std::to_string(group.first_iteration) + ".." + std::to_string(group.last_iteration);
+}
+
 std::string describe(const LeakGroup& group, std::size_t iterations) {
   std::ostringstream out;
   out << "  " << (group.tag.empty() ? std::string("untagged") : "tag '" + group.tag + "'")
       << ", pool '" << group.pool << "': " << group.count
       << (group.count == 1 ? " allocation, " : " allocations, ") << format_bytes(group.bytes)
       << " (requested " << format_bytes(group.requested_bytes) << "), made in " << group.iterations
-      << " of " << iterations << " iterations (" << group.first_iteration << ".."
-      << group.last_iteration << ")";
+      << " of " << iterations << " iterations (" << made_when(group) << ")";
   if (group.recurring) {
     out << "  <- left behind in " << group.judged_iterations << " iterations after warm-up";
   }

@@ -58,6 +58,9 @@ TEST(LeakReport, PrintsTheSeedsLinesAndTheSurvivors) {
   EXPECT_NE(text.find("left behind in 8 iterations after warm-up"), std::string::npos);
   EXPECT_NE(text.find("  untagged, pool 'default': 1 allocation, 512 B"), std::string::npos)
       << text;
+  EXPECT_NE(text.find("made in 1 of 10 iterations (iteration 0, before the first mark)"),
+            std::string::npos)
+      << text;
   EXPECT_NE(text.find("      at step() (train)\n      at main (train)"), std::string::npos);
 }
 
