@@ -226,7 +226,8 @@ class Allocator {
   Device& device() const;
   // The settings in effect (the strategy after any fallback).
   const Config& config() const;
-  // Problems met at construction that did not stop it, e.g. a strategy fallback.
+  // Problems met that did not stop it: at construction (e.g. a strategy fallback), and
+  // a pool's quota that is not whole granules.
   std::vector<std::string> warnings() const;
 
   struct Impl;

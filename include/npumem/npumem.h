@@ -243,9 +243,9 @@ NPUMEM_API npumem_status_t npumem_pool_allocate(npumem_allocator_t* allocator, c
 NPUMEM_API npumem_status_t npumem_copy(npumem_allocator_t* allocator, void* dst, const void* src,
                                        size_t bytes, double* seconds) NPUMEM_NOEXCEPT;
 
-/* Problems met when the allocator was made that did not stop it (e.g. "expandable_segments
- * feature is not supported by device ..."), one per line, each ending in '\n'; "" when none.
- * Free *out with npumem_string_free(). */
+/* Problems met that did not stop the allocator: when it was made (e.g. "expandable_segments
+ * feature is not supported by device ..."), and a pool quota not in whole granules; one per
+ * line, each ending in '\n'; "" when none. Free *out with npumem_string_free(). */
 NPUMEM_API npumem_status_t npumem_warnings(npumem_allocator_t* allocator,
                                            char** out) NPUMEM_NOEXCEPT;
 /* Frees a string this library returned; NULL is a no-op. */

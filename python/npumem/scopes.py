@@ -8,7 +8,7 @@ from types import TracebackType
 from typing import Any, Optional, Union
 
 from npumem import _core
-from npumem.devices import DeviceLike, get_device
+from npumem.devices import DeviceLike, get_device, make_pool
 
 Size = Union[int, str]
 
@@ -32,7 +32,7 @@ def create_pool(
     """Creates a named pool on the device; quota 0 means none. `tier` ("hbm" or "ddr")
     pins it: its allocations come only from that tier and never spill. Raises
     ConfigError when the pool exists already or the device lacks the tier."""
-    get_device(device).create_pool(_pool_name(name), to_bytes(quota), tier)
+    make_pool(get_device(device), _pool_name(name), to_bytes(quota), tier, 1)
 
 
 def _pool_name(name: str) -> str:
@@ -102,7 +102,7 @@ class pool:  # noqa: N801 - used like torch.cuda.use_mem_pool, as a lower-case c
     def _ensure_pool(self) -> None:
         existing = {info["name"]: info for info in self.device.pools()}
         if self.name not in existing:
-            self.device.create_pool(self.name, self.quota_bytes or 0, self.tier)
+            make_pool(self.device, self.name, self.quota_bytes or 0, self.tier, 2)
             return
         quota = existing[self.name]["quota_bytes"]
         if self.quota_bytes is not None and self.quota_bytes != quota:

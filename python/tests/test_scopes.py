@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import unittest
+import warnings
 
 import npumem
 from support import fresh_device
@@ -57,6 +58,24 @@ class PoolTest(unittest.TestCase):
                 pass
         with self.assertRaisesRegex(npumem.ConfigError, "exists already"):
             npumem.create_pool("fixed", device=device)
+
+    def test_a_quota_not_in_whole_granules_warns_where_the_pool_is_made(self):
+        # A 5 MiB quota held 4 MiB (2 MiB granules), said only by its out-of-memory error.
+        device = fresh_device()
+        with self.assertWarnsRegex(
+            RuntimeWarning, "quota of 5.00 MiB .* the pool holds at most 4.00 MiB"
+        ) as warned:
+            npumem.create_pool("odd", quota="5MiB", device=device)
+        self.assertEqual(warned.filename, __file__)
+        with self.assertWarnsRegex(RuntimeWarning, "pool 'scoped': a quota of 3.00 MiB") as warned:
+            with npumem.pool("scoped", quota=3 * MiB, device=device):
+                pass
+        self.assertEqual(warned.filename, __file__)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            npumem.create_pool("whole", quota="4MiB", device=device)
+            with npumem.pool("scoped", quota=3 * MiB, device=device):  # made already
+                pass
 
     def test_nested_pools_restore_the_outer_one(self):
         device = fresh_device()

@@ -1,10 +1,14 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
+#include <limits>
+#include <string>
 #include <thread>
 
 #include "acl/test_device.h"
 #include "npumem/allocator.h"
+#include "npumem/device.h"
 #include "npumem/errors.h"
 #include "npumem/units.h"
 
@@ -48,6 +52,32 @@ TEST_P(Pool, ANameWithAControlCharacterIsRefused) {
         << error.what();
   }
   allocator.create_pool("model_a.encoder-1", 0);  // anything printable goes
+}
+
+TEST_P(Pool, AQuotaNotInWholeGranulesIsAcceptedAndSaid) {
+  Allocator allocator(device());
+  std::size_t granule = std::numeric_limits<std::size_t>::max();
+  for (Tier tier : kAllTiers) {
+    const TierInfo info = allocator.device().tier_info(tier);
+    if (info.present) granule = std::min<std::size_t>(granule, info.granularity_bytes);
+  }
+  allocator.create_pool("whole", 2 * granule);
+  EXPECT_TRUE(allocator.warnings().empty());
+  const std::uint64_t quota = 2 * granule + granule / 2;
+  allocator.create_pool("odd", quota);
+  ASSERT_EQ(allocator.warnings().size(), 1u);
+  EXPECT_NE(allocator.warnings()[0].find("pool 'odd': a quota of " + format_bytes(quota) + " (" +
+                                         std::to_string(quota) +
+                                         " bytes) is not a whole number of granules of " +
+                                         format_bytes(granule)),
+            std::string::npos)
+      << allocator.warnings()[0];
+  EXPECT_NE(allocator.warnings()[0].find("the pool holds at most " + format_bytes(2 * granule)),
+            std::string::npos);
+  PoolScope scope(allocator, "odd");
+  void* held = allocator.allocate(2 * granule);
+  EXPECT_THROW(allocator.allocate(512), OutOfMemory);
+  allocator.deallocate(held);
 }
 
 TEST_P(Pool, ScopeRoutesAllocationsAndStatsArePerPool) {
