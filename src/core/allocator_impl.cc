@@ -437,12 +437,11 @@ PoolState& Allocator::Impl::create_pool(const std::string& name, std::uint64_t q
   // Accepted (a quota is often given in MB), but said: a 5 MiB quota held 4 MiB, its
   // out-of-memory message the only trace of why.
   if (quota_bytes % least_granule != 0) {
-    warnings.push_back("pool '" + name + "': a quota of " + format_bytes(quota_bytes) + " (" +
-                       std::to_string(quota_bytes) +
-                       " bytes) is not a whole number of granules of " +
-                       format_bytes(least_granule) + "; memory comes in whole granules, so " +
-                       "the pool holds at most " +
-                       format_bytes(quota_bytes / least_granule * least_granule));
+    warnings.push_back(
+        "pool '" + name + "': a quota of " + format_bytes(quota_bytes) + " (" +
+        std::to_string(quota_bytes) + " bytes) is not a whole number of granules of " +
+        format_bytes(least_granule) + "; memory comes in whole granules, so " +
+        "the pool holds at most " + format_bytes(quota_bytes / least_granule * least_granule));
   }
   if (!pools.empty() && !per_pool_stats) {
     // Until now every allocation was the default pool's: its stats are the totals.
