@@ -997,13 +997,15 @@ void Allocator::Impl::invalid_pointer(std::uintptr_t address, std::string_view o
               throw InvalidPointer(what + std::string(text) + " was already freed (" + where +
                                    "; it waits for its streams' work before reuse)");
             }
-            // The pools cannot tell a block freed from the rest of a split one.
-            if (address == b->address && !b->allocated) {
+            // The pools cannot tell a block freed from the rest of a split one, nor, once
+            // it merged with a free neighbour, from the inside of the merged block.
+            const bool inside = address > b->address && address < b->address + b->size;
+            if ((address == b->address || inside) && !b->allocated) {
               throw InvalidPointer(what + std::string(text) +
                                    " is free: freed already, or never returned by allocate() (" +
                                    where + ")");
             }
-            if (address > b->address && address < b->address + b->size) {
+            if (inside) {
               throw InvalidPointer(invalid + std::string(text) + " is " +
                                    std::to_string(address - b->address) +
                                    " bytes inside a block; pass the pointer allocate() returned");

@@ -263,6 +263,33 @@ TEST_P(AllocatorOn, DoubleFreeIsDetectedAndChangesNothing) {
   allocator.deallocate(q);
 }
 
+// A block freed merges with its free neighbour before it: freed again, its pointer lies
+// inside the merged block, and was named "inside a block; pass the pointer allocate()
+// returned", which it was.
+TEST_P(AllocatorOn, DoubleFreeAfterAMergeIsNamedADoubleFree) {
+  Allocator allocator(npu(1 * GiB, 0));
+  void* p = allocator.allocate(3 * MiB);
+  void* q = allocator.allocate(4 * MiB);
+  void* last = allocator.allocate(2 * MiB);
+  allocator.deallocate(q);
+  allocator.deallocate(p);
+  allocator.snapshot();
+  const auto before = allocator.stats().as_map();
+  try {
+    allocator.deallocate(q);
+    FAIL() << "expected InvalidPointer";
+  } catch (const InvalidPointer& e) {
+    EXPECT_NE(std::string(e.what()).find("double free: pointer 0x"), std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("is free: freed already, or never returned by allocate()"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(allocator.stats().as_map(), before);
+  expect_consistent(allocator, {{last, 2 * MiB}});
+  allocator.deallocate(last);
+}
+
 TEST_P(AllocatorOn, ForeignAndInteriorPointersAreRejected) {
   Allocator allocator(npu(1 * GiB, 0));
   int on_stack = 0;
