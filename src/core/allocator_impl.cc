@@ -720,6 +720,16 @@ GrowResult Allocator::Impl::admit(const PoolState& pool, Tier tier, std::size_t 
   return GrowResult::ok;
 }
 
+std::uint64_t Allocator::Impl::growth_room(const PoolState& pool, Tier tier) const {
+  const auto reserved =
+      static_cast<std::uint64_t>(stats.reserved_bytes.by_tier[index(tier)].current);
+  std::uint64_t room = tier_limit[index(tier)] - std::min(tier_limit[index(tier)], reserved);
+  if (pool.quota_bytes != 0) {
+    room = std::min(room, pool.quota_bytes - std::min(pool.quota_bytes, pool.reserved_bytes()));
+  }
+  return room;
+}
+
 bool Allocator::Impl::tier_could_hold(Tier tier, std::size_t bytes) {
   fold_solo_counts();
   const auto allocated =

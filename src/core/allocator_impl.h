@@ -107,6 +107,9 @@ struct Allocator::Impl {
     return core::round_up_pow2(std::max<std::size_t>(bytes, 1), config.granule);
   }
   core::GrowResult admit(const core::PoolState& pool, Tier tier, std::size_t bytes) const;
+  // The most bytes admit() lets `pool` reserve on `tier` now: the tier's limit and the
+  // pool's quota, less what each holds.
+  std::uint64_t growth_room(const core::PoolState& pool, Tier tier) const;
   // Whether `tier` could hold `bytes` more allocated bytes were all its free memory
   // theirs: a growth that fails this is refused before it creates anything.
   bool tier_could_hold(Tier tier, std::size_t bytes);

@@ -279,8 +279,7 @@ TEST_P(AllocatorOn, DoubleFreeAfterAMergeIsNamedADoubleFree) {
     allocator.deallocate(q);
     FAIL() << "expected InvalidPointer";
   } catch (const InvalidPointer& e) {
-    EXPECT_NE(std::string(e.what()).find("double free: pointer 0x"), std::string::npos)
-        << e.what();
+    EXPECT_NE(std::string(e.what()).find("double free: pointer 0x"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("is free: freed already, or never returned by allocate()"),
               std::string::npos)
         << e.what();

@@ -5,6 +5,7 @@
 #include <limits>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "acl/test_device.h"
 #include "npumem/allocator.h"
@@ -66,10 +67,9 @@ TEST_P(Pool, AQuotaNotInWholeGranulesIsAcceptedAndSaid) {
   const std::uint64_t quota = 2 * granule + granule / 2;
   allocator.create_pool("odd", quota);
   ASSERT_EQ(allocator.warnings().size(), 1u);
-  EXPECT_NE(allocator.warnings()[0].find("pool 'odd': a quota of " + format_bytes(quota) + " (" +
-                                         std::to_string(quota) +
-                                         " bytes) is not a whole number of granules of " +
-                                         format_bytes(granule)),
+  EXPECT_NE(allocator.warnings()[0].find(
+                "pool 'odd': a quota of " + format_bytes(quota) + " (" + std::to_string(quota) +
+                " bytes) is not a whole number of granules of " + format_bytes(granule)),
             std::string::npos)
       << allocator.warnings()[0];
   EXPECT_NE(allocator.warnings()[0].find("the pool holds at most " + format_bytes(2 * granule)),
@@ -142,6 +142,37 @@ TEST_P(Pool, QuotaIsEnforcedAndNamesThePool) {
   EXPECT_LE(allocator.pools()[1].stats.reserved_bytes.all.current,
             static_cast<std::int64_t>(64 * MiB));
   allocator.deallocate(b);
+}
+
+// Under a quota that cannot hold the preferred 20 MiB segment, the segment holds a whole
+// number of the request: halving alone gave the first 4 MiB tensor of an 8 MiB quota a
+// 6 MiB segment and the second none, and a 10 MiB quota to one segment, leaving no
+// room for a small tensor's segment.
+TEST_P(Pool, TensorsThatFillTheQuotaFitIt) {
+  Allocator allocator(device());
+  allocator.create_pool("eight", 8 * MiB);
+  allocator.create_pool("twelve", 12 * MiB);
+  allocator.create_pool("ten", 10 * MiB);
+  std::vector<void*> held;
+  {
+    PoolScope scope(allocator, "eight");
+    for (int i = 0; i < 2; ++i) held.push_back(allocator.allocate(4 * MiB));
+  }
+  {
+    PoolScope scope(allocator, "twelve");
+    for (int i = 0; i < 3; ++i) held.push_back(allocator.allocate(4 * MiB));
+  }
+  {
+    PoolScope scope(allocator, "ten");
+    for (int i = 0; i < 2; ++i) held.push_back(allocator.allocate(4 * MiB));
+    held.push_back(allocator.allocate(8 * KiB));
+  }
+  for (const PoolInfo& pool : allocator.pools()) {
+    if (pool.name == "default") continue;
+    EXPECT_LE(pool.stats.reserved_bytes.all.current, static_cast<std::int64_t>(pool.quota_bytes))
+        << pool.name;
+  }
+  for (void* p : held) allocator.deallocate(p);
 }
 
 TEST_P(Pool, QuotaHoldsUnderTwoThreads) {

@@ -44,7 +44,9 @@ std::size_t CachingSource::segment_size(const BlockPool& blocks, std::size_t siz
 }
 
 // When the preferred segment does not fit (a small device, a pool's quota, the
-// tier limit), smaller ones are tried, halving down to the rounded request.
+// tier limit), the largest that holds a whole number of the request in the room left
+// is tried, then smaller ones, halving down to the rounded request. (Halving alone
+// gave a 4 MiB tensor a 6 MiB segment of an 8 MiB quota, and a second one no room.)
 GrowResult CachingSource::grow(PoolState& pool, BlockPool& blocks, std::size_t size) {
   std::size_t bytes = segment_size(blocks, size);
   // Growing past the high-water mark raises the footprint for good: first give back
@@ -57,10 +59,21 @@ GrowResult CachingSource::grow(PoolState& pool, BlockPool& blocks, std::size_t s
       allocator_.count_alloc_retry(pool);
     }
   }
-  const std::size_t smallest = round_up(size, allocator_.granularity(blocks.tier()));
+  const std::size_t granularity = allocator_.granularity(blocks.tier());
+  const std::size_t smallest = round_up(size, granularity);
   GrowResult result = add_segment(pool, blocks, bytes);
+  if (result != GrowResult::ok && bytes > smallest) {
+    // Whole granules: count * size rounds up within the room when it fits their floor.
+    const std::uint64_t room = allocator_.growth_room(pool, blocks.tier());
+    const std::size_t count =
+        std::min<std::uint64_t>(room / granularity * granularity, bytes) / size;
+    if (count > 1 && round_up(count * size, granularity) < bytes) {
+      bytes = round_up(count * size, granularity);
+      result = add_segment(pool, blocks, bytes);
+    }
+  }
   while (result != GrowResult::ok && bytes > smallest) {
-    bytes = std::max(smallest, round_up(bytes / 2, allocator_.granularity(blocks.tier())));
+    bytes = std::max(smallest, round_up(bytes / 2, granularity));
     result = add_segment(pool, blocks, bytes);
   }
   return result;
