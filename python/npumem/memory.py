@@ -61,6 +61,21 @@ def reset_max_memory_allocated(device: DeviceLike = None) -> None:
     reset_peak_memory_stats(device)
 
 
+def memory_cached(device: DeviceLike = None) -> int:
+    """PyTorch's older name for memory_reserved()."""
+    return memory_reserved(device)
+
+
+def max_memory_cached(device: DeviceLike = None) -> int:
+    """PyTorch's older name for max_memory_reserved()."""
+    return max_memory_reserved(device)
+
+
+def reset_max_memory_cached(device: DeviceLike = None) -> None:
+    """PyTorch's older name for reset_peak_memory_stats()."""
+    reset_peak_memory_stats(device)
+
+
 def reset_accumulated_memory_stats(device: DeviceLike = None) -> None:
     """Zeroes what accumulates: each statistic's "allocated" and "freed" totals and the
     num_ counts (num_ooms, num_alloc_retries, ...), on the device and each of its
@@ -155,10 +170,14 @@ def caching_allocator_alloc(
     size: int, device: DeviceLike = None, stream: StreamLike = None
 ) -> int:
     """Allocates `size` bytes on the device (this thread's pool) for work on `stream`
-    (see stream_id); returns the address. Raises OutOfMemoryError with the allocator's
-    explanation; TypeError for a size that is no int, ValueError for one below 0 or
-    past 64 bits."""
-    return get_device(device).allocate(_byte_count(size), stream_id(stream))
+    (see stream_id); returns the address, or 0 for 0 bytes, which hold no memory (as
+    torch.cuda.caching_allocator_alloc(0) gives). Raises OutOfMemoryError with the
+    allocator's explanation; TypeError for a size that is no int, ValueError for one
+    below 0 or past 64 bits."""
+    if _byte_count(size) == 0:
+        stream_id(stream)
+        return 0
+    return get_device(device).allocate(size, stream_id(stream))
 
 
 def _byte_count(size: int) -> int:
@@ -207,9 +226,10 @@ def caching_allocator_resize(ptr: int, size: int, device: DeviceLike = None) -> 
 
 
 def caching_allocator_delete(ptr: int, device: DeviceLike = None) -> None:
-    """Frees an address caching_allocator_alloc() returned. Raises InvalidPointerError
-    for an address the device does not hold."""
-    get_device(device).deallocate(_address(ptr))
+    """Frees an address caching_allocator_alloc() returned; 0 (what 0 bytes gave) frees
+    nothing. Raises InvalidPointerError for an address the device does not hold."""
+    if _address(ptr) != 0:
+        get_device(device).deallocate(ptr)
 
 
 def _address(ptr: int) -> int:

@@ -25,11 +25,12 @@ _ITERATION_MARKS = (
 )
 
 
-def memory_summary(device: DeviceLike = None) -> str:
+def memory_summary(device: DeviceLike = None, abbreviated: bool = False) -> str:
     """A table like torch.cuda.memory_summary(): current, peak, total allocated and
     freed bytes and counts, split by pool kind and tier, then one section per pool and,
     under strategy:planned, the planned report; one line for a device not made yet
-    (making it would refuse a later init())."""
+    (making it would refuse a later init()). `abbreviated` is taken, as PyTorch's
+    signature has it; the table is the same either way."""
     made = existing_device(device)
     if made is None:
         return f"npumem device {device_index(device)}: not made yet, no memory used"

@@ -4,11 +4,13 @@ this thread allocates (snapshots and leak reports show the tag)."""
 
 from __future__ import annotations
 
+import sys
+import threading
 from types import TracebackType
 from typing import Any, Optional, Union
 
 from npumem import _core
-from npumem.devices import DeviceLike, get_device, make_pool
+from npumem.devices import DeviceLike, existing_device, get_device, make_pool
 
 Size = Union[int, str]
 
@@ -32,7 +34,7 @@ def create_pool(
     """Creates a named pool on the device; quota 0 means none. `tier` ("hbm" or "ddr")
     pins it: its allocations come only from that tier and never spill. Raises
     ConfigError when the pool exists already or the device lacks the tier."""
-    make_pool(get_device(device), _pool_name(name), to_bytes(quota), tier, 1)
+    make_pool(get_device(device), _pool_name(name), to_bytes(quota), _tier(tier), 1)
 
 
 def _pool_name(name: str) -> str:
@@ -43,10 +45,20 @@ def _pool_name(name: str) -> str:
     return name
 
 
+def _tier(tier: Optional[str]) -> Optional[str]:
+    """A tier checked for its type here (the bindings' TypeError listed their signature);
+    the allocator names the tiers a device has."""
+    if tier is not None and not isinstance(tier, str):
+        raise TypeError(f"a tier is 'hbm', 'ddr' or None, not {tier!r}")
+    return tier
+
+
 def pools(device: DeviceLike = None) -> list[dict[str, Any]]:
     """Each pool of the device: name, quota_bytes, tier (None unless pinned) and its
-    stats (memory_stats keys)."""
-    return get_device(device).pools()
+    stats (memory_stats keys); [] for a device not made yet (making it would refuse a
+    later init())."""
+    made = existing_device(device)
+    return made.pools() if made is not None else []
 
 
 class pool:  # noqa: N801 - used like torch.cuda.use_mem_pool, as a lower-case context
@@ -66,13 +78,14 @@ class pool:  # noqa: N801 - used like torch.cuda.use_mem_pool, as a lower-case c
     ):
         self.name = _pool_name(name)
         self.quota_bytes = None if quota is None else to_bytes(quota)
-        self.tier = tier
+        self.tier = _tier(tier)
         self.device = get_device(device)
         self._scope: Optional[_core.PoolScope] = None
 
     def __enter__(self) -> "pool":
         if self._scope is not None:
             raise _core.Error(f"pool scope '{self.name}' is active already; a scope enters once")
+        _check_recordable(self.name)
         self._ensure_pool()
         self._scope = _core.PoolScope(self.device, self.name)
         self._scope.enter()
@@ -116,9 +129,31 @@ class pool:  # noqa: N801 - used like torch.cuda.use_mem_pool, as a lower-case c
             )
 
 
+# This thread's tag scopes now active, innermost last: checked as pool scopes are (a
+# second exit, or one out of order, put back a tag that was not this thread's).
+_open_tags = threading.local()
+
+
+def _tag_stack() -> list["tag"]:
+    if not hasattr(_open_tags, "stack"):
+        _open_tags.stack = []
+    return _open_tags.stack
+
+
+def _check_recordable(name: str) -> None:
+    """While npumem.torch.record() records (`python3 -m npumem.torch capture`), a pool
+    name a trace's `p` line cannot hold raises ValueError at once, not after the run."""
+    recorder = sys.modules.get("npumem._torch")
+    if recorder is not None and recorder.recording():
+        from npumem.torch.trace import check_pool_names
+
+        check_pool_names([name])
+
+
 class tag:  # noqa: N801 - a context, like torch.autograd.profiler.record_function
     """Tags the blocks this thread allocates while in the `with` block; the previous
-    tag comes back on exit."""
+    tag comes back on exit. A scope enters once and exits in reverse order, on the
+    thread that entered it (Error otherwise, the tags unchanged)."""
 
     def __init__(self, name: str):
         if not isinstance(name, str):
@@ -129,10 +164,15 @@ class tag:  # noqa: N801 - a context, like torch.autograd.profiler.record_functi
             raise ValueError(f"a memory tag is text UTF-8 can hold, not {name!r}") from None
         self.name = name
         self._previous: Optional[str] = None
+        self._thread: Optional[int] = None
 
     def __enter__(self) -> "tag":
+        if self._thread is not None:
+            raise _core.Error(f"tag scope '{self.name}' is active already; a scope enters once")
         self._previous = _core.memory_tag()
         _core.set_memory_tag(self.name)
+        self._thread = threading.get_ident()
+        _tag_stack().append(self)
         return self
 
     def __exit__(
@@ -141,5 +181,14 @@ class tag:  # noqa: N801 - a context, like torch.autograd.profiler.record_functi
         exc: Optional[BaseException],
         traceback: Optional[TracebackType],
     ) -> None:
+        if self._thread is None:
+            raise _core.Error(f"tag scope '{self.name}' is not active")
+        if self._thread != threading.get_ident():
+            raise _core.Error(f"tag scope '{self.name}' must exit on the thread that entered it")
+        stack = _tag_stack()
+        if stack[-1] is not self:
+            raise _core.Error(f"tag scope '{self.name}' exits before a scope entered after it")
+        stack.pop()
         _core.set_memory_tag(self._previous or "")
         self._previous = None
+        self._thread = None

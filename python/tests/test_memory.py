@@ -460,6 +460,24 @@ class TorchCudaNamesTest(unittest.TestCase):
         self.assertEqual(npumem.max_memory_allocated(device), 3 * MiB)
         npumem.reset_max_memory_allocated(device)
         self.assertEqual(npumem.max_memory_allocated(device), 0)
+        # torch.cuda's older names, and memory_summary's abbreviated argument.
+        self.assertEqual(npumem.memory_cached(device), npumem.memory_reserved(device))
+        self.assertEqual(npumem.max_memory_cached(device), npumem.max_memory_reserved(device))
+        npumem.reset_max_memory_cached(device)
+        self.assertEqual(npumem.max_memory_reserved(device), npumem.memory_reserved(device))
+        self.assertEqual(
+            npumem.memory_summary(device, abbreviated=True), npumem.memory_summary(device)
+        )
+
+    def test_zero_bytes_give_address_zero_and_allocate_nothing(self):
+        # As torch.cuda.caching_allocator_alloc(0): a 512-byte block was allocated.
+        device = fresh_device()
+        self.assertEqual(npumem.caching_allocator_alloc(0, device), 0)
+        self.assertEqual(npumem.memory_allocated(device), 0)
+        self.assertEqual(npumem.memory_stats(device)["allocation.all.allocated"], 0)
+        npumem.caching_allocator_delete(0, device)
+        with self.assertRaises(TypeError):
+            npumem.caching_allocator_alloc(0, device, stream="s")
 
     def test_list_gpu_processes_names_this_process(self):
         # A fresh process: a stats page has places for 8 devices, fewer than this one made.
@@ -508,6 +526,7 @@ class DefaultDeviceTest(unittest.TestCase):
             "npumem.reset_accumulated_memory_stats(5)\n"
             "assert npumem.empty_cache(5) == 0\n"
             "assert 'not made yet' in npumem.memory_summary(5)\n"
+            "assert npumem.pools(5) == []\n"
             "assert npumem.list_gpu_processes(5).splitlines() == ['NPU:5 (not made yet)', "
             "'no processes are running']\n"
             "assert npumem._snapshot(5) == []\n"

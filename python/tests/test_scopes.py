@@ -77,6 +77,16 @@ class PoolTest(unittest.TestCase):
             with npumem.pool("scoped", quota=3 * MiB, device=device):  # made already
                 pass
 
+    def test_a_tier_that_is_no_string_is_named(self):
+        device = fresh_device()
+        for call in (
+            lambda: npumem.create_pool("t", tier=1, device=device),
+            lambda: npumem.pool("t", tier=1, device=device),
+        ):
+            with self.assertRaisesRegex(TypeError, "a tier is 'hbm', 'ddr' or None, not 1"):
+                call()
+        self.assertEqual([info["name"] for info in npumem.pools(device)], ["default"])
+
     def test_nested_pools_restore_the_outer_one(self):
         device = fresh_device()
         with npumem.pool("outer", device=device):
@@ -132,6 +142,34 @@ class TagTest(unittest.TestCase):
         self.assertEqual(tags[inner], "attention")
         self.assertEqual(tags[outer], "encoder")
         self.assertEqual(tags[untagged], "")
+
+    def test_a_tag_scope_enters_once_and_exits_in_order(self):
+        # Unchecked, a second exit or one out of order put back a tag not this thread's.
+        outer, inner = npumem.tag("outer"), npumem.tag("inner")
+        with outer:
+            inner.__enter__()
+            with self.assertRaisesRegex(npumem.Error, "'inner' is active already"):
+                inner.__enter__()
+            with self.assertRaisesRegex(npumem.Error, "'outer' exits before a scope entered"):
+                outer.__exit__(None, None, None)
+            self.assertEqual(npumem._core.memory_tag(), "inner")
+            inner.__exit__(None, None, None)
+            with self.assertRaisesRegex(npumem.Error, "'inner' is not active"):
+                inner.__exit__(None, None, None)
+            self.assertEqual(npumem._core.memory_tag(), "outer")
+            errors: list[str] = []
+
+            def exit_elsewhere() -> None:
+                try:
+                    outer.__exit__(None, None, None)
+                except npumem.Error as error:
+                    errors.append(str(error))
+
+            worker = threading.Thread(target=exit_elsewhere)
+            worker.start()
+            worker.join()
+            self.assertEqual(errors, ["tag scope 'outer' must exit on the thread that entered it"])
+        self.assertEqual(npumem._core.memory_tag(), "")
 
     def test_a_tag_stays_on_its_thread(self):
         device = fresh_device()

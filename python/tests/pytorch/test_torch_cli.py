@@ -459,9 +459,10 @@ class CliTest(unittest.TestCase):
             """,
         )
         result = self.npumem_torch("capture", "-o", trace, script)
-        self.assertEqual(result.returncode, 2)
+        # Refused where the scope is entered, not after the whole run.
+        self.assertNotEqual(result.returncode, 0)
         self.assertIn("pool 'model a' cannot be written in a trace", result.stderr)
-        self.assertNotIn("Traceback", result.stderr)
+        self.assertIn('blank_pool.py", line 4', result.stderr)
         self.assertFalse(os.path.exists(trace))
 
 
