@@ -3,10 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
+#include "input_file.h"
 #include "json_text.h"
 #include "npumem/errors.h"
 #include "npumem/units.h"
@@ -129,11 +128,7 @@ ModelFile parse_model_json(std::string_view text, const std::string& source) {
 }
 
 ModelFile read_model_json(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw Error("cannot read model file " + path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return parse_model_json(text.str(), path);
+  return parse_model_json(read_input_file(path, "model file"), path);
 }
 
 }  // namespace npumem::cli

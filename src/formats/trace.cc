@@ -1,17 +1,13 @@
 #include "trace.h"
 
 #include <array>
-#include <cerrno>
 #include <charconv>
 #include <cstdio>
-#include <cstring>
-#include <filesystem>
-#include <fstream>
 #include <limits>
-#include <sstream>
 #include <unordered_map>
 #include <utility>
 
+#include "input_file.h"
 #include "npumem/errors.h"
 
 namespace npumem::cli {
@@ -107,6 +103,12 @@ class TraceParser {
 
   Trace finish() { return std::move(trace_); }
 
+  [[noreturn]] void line_too_long(std::size_t line_number, std::size_t max_bytes) {
+    line_number_ = line_number;
+    fail("a line longer than " + std::to_string(max_bytes) +
+         " bytes: not a trace (a binary file, or a stream without line breaks?)");
+  }
+
  private:
   struct IdState {
     std::uint32_t slot = 0;
@@ -198,37 +200,73 @@ class TraceParser {
   std::size_t line_number_ = 0;
 };
 
+// Splits text handed over in pieces into lines for the parser, keeping only the line
+// not yet ended: a trace is read in bounded memory, and a "line" longer than any trace
+// has (/dev/zero, a binary file without line breaks) is refused as it grows.
+class LineFeeder {
+ public:
+  explicit LineFeeder(TraceParser& parser) : parser_(parser) {}
+
+  void feed(std::string_view piece) {
+    pending_.append(piece);
+    consume(false);
+  }
+  void finish() { consume(true); }
+
+ private:
+  static constexpr std::size_t kMaxLineBytes = std::size_t{1} << 20;
+
+  void consume(bool at_end) {
+    std::string_view text = pending_;
+    // Editors on Windows may begin a UTF-8 file with a byte order mark.
+    if (!started_) {
+      if (text.size() < 3 && !at_end) return;
+      if (text.starts_with("\xef\xbb\xbf")) text.remove_prefix(3);
+      started_ = true;
+    }
+    // Lines end with LF, CRLF or a lone CR (classic Mac text): a file of CR-ended lines
+    // read as one line, refused for its "extra fields".
+    while (!text.empty()) {
+      const std::size_t end = text.find_first_of("\r\n");
+      // A line not ended yet, or a CR whose LF may come with the next piece.
+      if (!at_end && (end == std::string_view::npos || end + 1 == text.size())) break;
+      const std::string_view line = text.substr(0, end);
+      if (line.size() > kMaxLineBytes) parser_.line_too_long(line_number_ + 1, kMaxLineBytes);
+      parser_.parse_line(line, ++line_number_);
+      if (end == std::string_view::npos) {
+        text = {};
+        break;
+      }
+      text.remove_prefix(text.substr(end).starts_with("\r\n") ? end + 2 : end + 1);
+    }
+    if (text.size() > kMaxLineBytes) {
+      parser_.line_too_long(line_number_ + 1, kMaxLineBytes);
+    }
+    pending_.erase(0, pending_.size() - text.size());
+  }
+
+  TraceParser& parser_;
+  std::string pending_;
+  std::size_t line_number_ = 0;
+  bool started_ = false;
+};
+
 }  // namespace
 
 Trace parse_trace(std::string_view text, std::string source) {
   TraceParser parser(std::move(source));
-  // Editors on Windows may begin a UTF-8 file with a byte order mark.
-  if (text.starts_with("\xef\xbb\xbf")) text.remove_prefix(3);
-  std::size_t line_number = 0;
-  // Lines end with LF, CRLF or a lone CR (classic Mac text): a file of CR-ended lines
-  // read as one line, refused for its "extra fields".
-  while (!text.empty()) {
-    const std::size_t end = text.find_first_of("\r\n");
-    const std::string_view line = text.substr(0, end);
-    parser.parse_line(line, ++line_number);
-    if (end == std::string_view::npos) break;
-    text.remove_prefix(text.substr(end).starts_with("\r\n") ? end + 2 : end + 1);
-  }
+  LineFeeder lines(parser);
+  lines.feed(text);
+  lines.finish();
   return parser.finish();
 }
 
 Trace read_trace(const std::string& path) {
-  // A directory opens, and reads as an empty file.
-  std::error_code ignored;
-  if (std::filesystem::is_directory(path, ignored)) {
-    throw Error("cannot read trace " + path + ": it is a directory");
-  }
-  std::ifstream file(path, std::ios::binary);
-  if (!file) throw Error("cannot read trace " + path + ": " + std::strerror(errno));
-  std::ostringstream text;
-  text << file.rdbuf();
-  if (file.bad()) throw Error("cannot read trace " + path + ": read failed");
-  Trace trace = parse_trace(text.view(), path);
+  TraceParser parser(path);
+  LineFeeder lines(parser);
+  read_input_chunks(path, "trace", [&](std::string_view piece) { lines.feed(piece); });
+  lines.finish();
+  Trace trace = parser.finish();
   // Every command reads traces to replay or plan their allocations: none is a mistake
   // (an empty capture, the wrong file), not a run that uses no memory.
   if (trace.allocations == 0)

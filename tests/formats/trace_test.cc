@@ -219,6 +219,48 @@ TEST(TraceTest, ReadTraceRefusesAFileWithNoAllocationOrADirectory) {
   }
 }
 
+// /dev/zero given as a trace was read until memory ran out: no line break ever came.
+TEST(TraceTest, ALineLongerThanAnyTraceHasIsRefusedAsItIsRead) {
+  try {
+    read_trace("/dev/zero");
+    FAIL() << "expected a ParseError";
+  } catch (const ParseError& e) {
+    EXPECT_EQ(e.line(), 1u);
+    EXPECT_NE(std::string(e.what()).find("/dev/zero:1: a line longer than 1048576 bytes: not a "
+                                         "trace"),
+              std::string::npos)
+        << e.what();
+  }
+  const std::string text = "a 1 2\n# " + std::string(std::size_t{1} << 20, 'x') + "\na 2 3\n";
+  try {
+    parse_trace(text, "long.trace");
+    FAIL() << "expected a ParseError";
+  } catch (const ParseError& e) {
+    EXPECT_EQ(e.line(), 2u);
+  }
+}
+
+// Read a piece at a time, lines (and a CRLF, and a byte order mark) that straddle the
+// pieces' boundaries read as they do from one string.
+TEST(TraceTest, ReadTraceSplitsLinesAcrossItsPieces) {
+  const auto path = std::filesystem::temp_directory_path() / "npumem_trace_test_pieces.trace";
+  std::string text = "\xef\xbb\xbf# header\r\n";
+  std::size_t id = 0;
+  while (text.size() < 3 * (std::size_t{1} << 20)) {
+    text += "a " + std::to_string(id) + " 512\r\nf " + std::to_string(id) + "\r";
+    ++id;
+  }
+  text += "a " + std::to_string(id) + " 7";  // the last line has no line break
+  std::ofstream(path, std::ios::binary) << text;
+  const Trace trace = read_trace(path.string());
+  const Trace whole = parse_trace(text, path.string());
+  EXPECT_EQ(trace.allocations, id + 1);
+  EXPECT_EQ(trace.frees, id);
+  EXPECT_EQ(trace.events.size(), whole.events.size());
+  EXPECT_EQ(trace.events.back().op, TraceOp::alloc);
+  std::filesystem::remove(path);
+}
+
 TEST(TraceTest, ParsesTheSharedTracesWithTheirSummaryCounts) {
   const std::filesystem::path dir = NPUMEM_SHARED_DIR "/traces";
   if (!std::filesystem::exists(dir)) GTEST_SKIP() << "no shared traces at " << dir;

@@ -1,15 +1,14 @@
 // `npumem plan memory|shard|recompute`: offline plans (see docs/PLANNING.md). This file
 // reads the inputs and prints; the planners are pure functions in src/plan.
 #include <chrono>
-#include <fstream>
 #include <iostream>
 #include <memory>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "commands.h"
+#include "input_file.h"
 #include "json_text.h"
 #include "npumem/errors.h"
 #include "npumem/plan.h"
@@ -44,14 +43,6 @@ struct LayerCommandOptions {
   std::string hbm_bandwidth = "1.2TB/s";
   bool json = false;
 };
-
-std::string read_text(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw Error("cannot read " + path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 void print(const nlohmann::json& json_report, const std::string& text_report, bool as_json) {
   if (as_json) {
@@ -100,7 +91,7 @@ MemoryInputs memory_inputs(const MemoryCommandOptions& options) {
   MemoryInputs inputs;
   if (!options.records_path.empty()) {
     inputs.source = options.records_path;
-    inputs.tensors = plan::parse_lifetime_records(read_text(options.records_path),
+    inputs.tensors = plan::parse_lifetime_records(read_input_file(options.records_path, "records"),
                                                   options.records_path, &inputs.lines);
     check_some_tensor(inputs.tensors, options.records_path);
     return inputs;
@@ -179,16 +170,16 @@ int run_layer_plan(const LayerCommandOptions& options, const char* budget_key, P
 
 int run_shard(const LayerCommandOptions& options) {
   return run_layer_plan(options, "hbm_budget_bytes", [&] {
-    const auto run =
-        run_shard_plan(read_text(options.model_path), options.model_path, layer_request(options));
+    const auto run = run_shard_plan(read_input_file(options.model_path, "model file"),
+                                    options.model_path, layer_request(options));
     print(shard_report_json(run->report), shard_report_text(run->report), options.json);
   });
 }
 
 int run_recompute(const LayerCommandOptions& options) {
   return run_layer_plan(options, "activation_budget_bytes", [&] {
-    const auto run = run_recompute_plan(read_text(options.model_path), options.model_path,
-                                        layer_request(options));
+    const auto run = run_recompute_plan(read_input_file(options.model_path, "model file"),
+                                        options.model_path, layer_request(options));
     print(recompute_report_json(run->report), recompute_report_text(run->report), options.json);
   });
 }

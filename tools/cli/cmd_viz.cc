@@ -7,11 +7,11 @@
 #include <iostream>
 #include <memory>
 #include <set>
-#include <sstream>
 #include <vector>
 
 #include "commands.h"
 #include "html_timeline.h"
+#include "input_file.h"
 #include "json_text.h"
 #include "npumem/errors.h"
 
@@ -27,13 +27,10 @@ constexpr const char* kHowToRecord =
     "snapshots come from `npumem replay TRACE --record FILE` or npumem.MemoryHistory";
 
 nlohmann::json read_snapshot(const std::string& path) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file) throw Error("cannot read snapshot " + path + ": " + std::strerror(errno));
-  std::ostringstream text;
-  text << file.rdbuf();
+  const std::string text = read_input_file(path, "snapshot");
   nlohmann::json snapshot;
   try {
-    snapshot = parse_json_text(text.str(), path);
+    snapshot = parse_json_text(text, path);
   } catch (const ParseError& e) {
     // A syntax error's own text says where; other refusals (nesting deeper than npumem
     // reads, a number out of range) are JSON all the same, and keep their file:line.
