@@ -1,5 +1,6 @@
 #include "trace.h"
 
+#include <algorithm>
 #include <array>
 #include <charconv>
 #include <cstdio>
@@ -78,7 +79,7 @@ class TraceParser {
       add_free(parse_number(fields.items[1], "id"));
     } else if (op == "p") {
       expect_arguments(fields, 1, "<pool name>");
-      add_pool_switch(fields.items[1]);
+      add_pool_switch(printable(fields.items[1], "pool name"));
     } else if (op == "i") {
       if (fields.count > 2) expect_arguments(fields, 1, "[<key>]");
       if (fields.count == 2) {
@@ -89,7 +90,7 @@ class TraceParser {
       ++trace_.iterations;
     } else if (op == "t") {
       if (fields.count > 2) expect_arguments(fields, 1, "[<tag>]");
-      add_tag(fields.count == 2 ? fields.items[1] : std::string_view{});
+      add_tag(fields.count == 2 ? printable(fields.items[1], "tag") : std::string_view{});
     } else if (op == "s") {
       expect_arguments(fields, 1, "<stream>");
       trace_.events.push_back({TraceOp::stream, 0, parse_number(fields.items[1], "stream")});
@@ -176,6 +177,17 @@ class TraceParser {
     state.line = line_number_;
     ++trace_.frees;
     trace_.events.push_back({TraceOp::free, state.slot, state.bytes});
+  }
+
+  // Names go into tables and messages, which a control character (an escape sequence)
+  // would break or take over; the allocator refuses such pool names too, but an error
+  // naming the trace's pools came first and printed them as they were.
+  std::string_view printable(std::string_view name, const char* what) const {
+    const auto control = [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; };
+    if (std::any_of(name.begin(), name.end(), control)) {
+      fail(std::string(what) + " " + quoted(name) + " holds a control character");
+    }
+    return name;
   }
 
   void add_pool_switch(std::string_view name) {

@@ -48,7 +48,10 @@ TEST(TraceTest, AcceptsBlankLinesTabsCarriageReturnsAndNoFinalNewline) {
 // As editors write text: a UTF-8 byte order mark first, or lines ended by a lone CR
 // (refused before, "unknown op '\xef\xbb\xbfa'" and "extra fields").
 TEST(TraceTest, AcceptsAByteOrderMarkAndLinesEndedByCarriageReturns) {
-  const Trace marked = parse_trace("\xef\xbb\xbf" "a 1 5\nf 1\n", "t.trace");
+  const Trace marked = parse_trace(
+      "\xef\xbb\xbf"
+      "a 1 5\nf 1\n",
+      "t.trace");
   ASSERT_EQ(marked.events.size(), 2u);
   const Trace mac = parse_trace("a 0 10\rf 0\ra 1 7\r", "t.trace");
   ASSERT_EQ(mac.events.size(), 3u);
@@ -132,6 +135,13 @@ TEST(TraceTest, ErrorsNameFileLineAndProblem) {
   EXPECT_EQ(parse_error(std::string(50, 'z') + "\n"),
             "t.trace:1: unknown op '" + std::string(40, 'z') +
                 "...' (expected a, f, p, i, t, s or a # comment)");
+}
+
+TEST(TraceTest, RejectsControlCharactersInPoolNamesAndTags) {
+  EXPECT_EQ(parse_error("p \x1b]0;x\x07\na 1 5\n"),
+            "t.trace:1: pool name '\\x1b]0;x\\x07' holds a control character");
+  EXPECT_EQ(parse_error("a 1 5\nt a\x1b[2Jb\n"),
+            "t.trace:2: tag 'a\\x1b[2Jb' holds a control character");
 }
 
 TEST(TraceTest, RejectsMissingFields) {
