@@ -321,6 +321,12 @@ Trace pool_part(const Trace& trace, const std::string& pool) {
   return part;
 }
 
+bool allocates_in(const Trace& trace, const std::string& pool) {
+  const Trace part = pool_part(trace, pool);
+  return std::any_of(part.events.begin(), part.events.end(),
+                     [](const TraceEvent& event) { return event.op == TraceOp::alloc; });
+}
+
 std::uint64_t peak_live_bytes(const Trace& trace, std::size_t memory_events) {
   std::uint64_t live = 0;
   std::uint64_t peak = 0;

@@ -60,6 +60,8 @@ inline constexpr const char* kDefaultPoolName = "default";
 // lines, so that it replays in the default pool of its own allocator. Slots keep
 // their indices (`allocations` stays the whole trace's slot count).
 Trace pool_part(const Trace& trace, const std::string& pool);
+// Whether any allocation of `trace` is in `pool`.
+bool allocates_in(const Trace& trace, const std::string& pool);
 
 // The peak of live requested bytes over the trace's first `memory_events` alloc and free
 // events (by default all), computed from its events alone.

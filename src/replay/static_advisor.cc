@@ -94,7 +94,11 @@ StaticAdvice advise_static_size(const Trace& trace, const ReplayOptions& options
   advice.margin = margin;
   advice.min_arena_bytes =
       min_arena(pool_part(trace, kDefaultPoolName), options, steps, kDefaultPoolName);
-  advice.recommended_bytes = with_margin(advice.min_arena_bytes, margin, steps.step);
+  // A default pool nothing allocates in keeps the least arena: a margin over nothing
+  // recommended a second granule.
+  advice.recommended_bytes = allocates_in(trace, kDefaultPoolName)
+                                 ? with_margin(advice.min_arena_bytes, margin, steps.step)
+                                 : advice.min_arena_bytes;
   if (advice.pools.empty()) return advice;
   // Each arena holds its pool; the device must also hold them all at once.
   ReplayOptions together;

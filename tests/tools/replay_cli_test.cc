@@ -216,6 +216,26 @@ TEST(ReplayCliTest, StaticWithoutASizeReplaysInTheAdvisedArena) {
   EXPECT_NE(unsized.err.find("--advise finds one"), std::string::npos) << unsized.err;
 }
 
+// With pools, every arena is the advised one: the pools ran in their smallest arenas
+// while the default pool got its margin, and a default pool nothing allocates in was
+// advised a second granule for its margin.
+TEST(ReplayCliTest, StaticWithoutASizeReplaysEveryPoolInItsAdvisedArena) {
+  const TempTrace trace("p encoder\na 1 5000000\np decoder\na 2 3000000\nf 1\nf 2\n");
+  const auto run = run_npumem("replay " + trace.path() + " --strategy static --advise 50 --json");
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const auto json = nlohmann::json::parse(run.out);
+  const auto& advice = json.at("static_advice");
+  EXPECT_EQ(advice.at("recommended_static_size"), advice.at("min_arena_bytes")) << run.out;
+  std::uint64_t arenas = advice.at("recommended_static_size").get<std::uint64_t>();
+  for (const auto& pool : advice.at("pools")) {
+    const auto name = pool.at("pool").get<std::string>();
+    EXPECT_EQ(json.at("pools").at(name).at("quota_bytes"), pool.at("recommended_quota")) << name;
+    EXPECT_GT(pool.at("recommended_quota"), pool.at("min_arena_bytes")) << name;
+    arenas += pool.at("recommended_quota").get<std::uint64_t>();
+  }
+  EXPECT_EQ(json.at("peak_reserved_bytes").get<std::uint64_t>(), arenas) << run.out;
+}
+
 // A static arena the device cannot hold stops the replay before its first event: the
 // report says so, and its figures are those of no event (not the whole trace's peak).
 TEST(ReplayCliTest, AStaticArenaTooLargeForTheDeviceSaysTheReplayCouldNotStart) {

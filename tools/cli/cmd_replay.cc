@@ -75,12 +75,6 @@ Config build_config(const ReplayCommandOptions& options) {
   return config_over_environment(options.conf + strategy, "--conf");
 }
 
-bool default_pool_unused(const Trace& trace) {
-  const Trace part = pool_part(trace, kDefaultPoolName);
-  return std::none_of(part.events.begin(), part.events.end(),
-                      [](const TraceEvent& event) { return event.op == TraceOp::alloc; });
-}
-
 // Where the static strategy of build_config(options) was set, as a user would look for it.
 std::string static_strategy_source(const ReplayCommandOptions& options) {
   if (options.strategy) return "--strategy static";
@@ -108,34 +102,33 @@ int run_replay(const ReplayCommandOptions& options) {
   replay_options.device_spec = options.device_spec;
   replay_options.config = build_config(options);
   replay_options.record_latencies = options.latency;
-  if (replay_options.config.strategy == Strategy::static_arena &&
-      replay_options.config.static_size == 0 && default_pool_unused(trace)) {
+  const bool static_strategy = replay_options.config.strategy == Strategy::static_arena;
+  const bool arena_unsized = static_strategy && replay_options.config.static_size == 0;
+  if (arena_unsized && !allocates_in(trace, kDefaultPoolName)) {
     // Every allocation is in a named pool, sized by its quota: the default pool's arena
     // serves nothing, and one granule (the least an arena is) stands in for static_size.
     replay_options.config.static_size = 1;
-  }
-  const bool arena_unsized = replay_options.config.strategy == Strategy::static_arena &&
-                             replay_options.config.static_size == 0;
-  if (arena_unsized && !options.advise_margin_percent) {
+  } else if (arena_unsized && !options.advise_margin_percent) {
     throw ConfigError(static_strategy_source(options) +
                       " needs static_size:<bytes> (the arena size) in --conf or "
                       "NPUMEM_ALLOC_CONF; --advise finds one and replays with it");
   }
-  if (replay_options.config.strategy == Strategy::static_arena) {
+  ReplayReport report;
+  report.trace_path = options.trace_path;
+  if (static_strategy && options.advise_margin_percent && arena_unsized) {
+    // --advise is how static arenas get their sizes: the replay uses those it advises,
+    // the default pool's and each named pool's (it ran the pools in their smallest).
+    report.static_advice =
+        advise_static_size(trace, replay_options, *options.advise_margin_percent / 100.0);
+    replay_options.config.static_size = report.static_advice->recommended_bytes;
+    replay_options.pool_quotas = pool_quotas(report.static_advice->pools, true);
+  } else if (static_strategy) {
     // A trace's pools need quotas to size their arenas: each gets the smallest arena
     // its own allocations complete in (the report's pool table shows them).
     replay_options.pool_quotas = pool_quotas(advise_pool_arenas(trace, replay_options, 0.0), false);
   }
   for (const auto& [pool, quota] : parse_quotas(options.quotas, trace)) {
     replay_options.pool_quotas[pool] = quota;
-  }
-  ReplayReport report;
-  report.trace_path = options.trace_path;
-  if (options.advise_margin_percent && arena_unsized) {
-    // --advise is how a static arena gets its size: the replay uses the one it advises.
-    report.static_advice =
-        advise_static_size(trace, replay_options, *options.advise_margin_percent / 100.0);
-    replay_options.config.static_size = report.static_advice->recommended_bytes;
   }
   {
     ProgressBar bar("replay");

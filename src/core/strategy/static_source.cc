@@ -42,12 +42,21 @@ void StaticSource::pool_created(PoolState& pool) {
   if (reserved != GrowResult::ok) {
     // What other arenas hold already: a 10 MiB arena refused by an 18 MiB limit reads as
     // a contradiction without it.
+    // Whose: the default pool's least arena of one granule, which a trace of named pools
+    // alone still has, read as memory from nowhere.
     const auto reserved_already = static_cast<std::uint64_t>(
         allocator_.stats.reserved_bytes.by_tier[static_cast<std::size_t>(Tier::hbm)].current);
-    const std::string beside =
-        reserved_already == 0
-            ? ""
-            : " beside the " + format_bytes(reserved_already) + " reserved already";
+    std::string arenas;
+    for (const auto& other : allocator_.pools) {
+      const std::uint64_t held = other->reserved_bytes();
+      if (other.get() == &pool || held == 0) continue;
+      arenas += std::string(arenas.empty() ? "" : ", ") + "pool '" + other->name + "' " +
+                format_bytes(held);
+    }
+    const std::string beside = reserved_already == 0 ? ""
+                                                     : " beside the " +
+                                                           format_bytes(reserved_already) +
+                                                           " reserved already (" + arenas + ")";
     // A named pool's arena is its quota; static_size sizes the default pool's only.
     const std::string lower =
         is_default ? std::string("lower static_size")

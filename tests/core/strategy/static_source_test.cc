@@ -110,7 +110,8 @@ TEST_P(Static, AnArenaThatDoesNotFitBesideTheOthersSaysWhatTheyHold) {
   } catch (const OutOfMemory& e) {
     const std::string message = e.what();
     EXPECT_NE(message.find("the static arena of 512 MiB for pool 'model_b' does not fit in HBM "
-                           "beside the 768 MiB reserved already (limit 1.00 GiB)"),
+                           "beside the 768 MiB reserved already (pool 'default' 768 MiB) "
+                           "(limit 1.00 GiB)"),
               std::string::npos)
         << message;
     // Its arena is its quota: static_size, which the advice named, sizes the default's.
