@@ -201,6 +201,33 @@ TEST(ReplayCliTest, QuotaGivesATracesPoolItsQuota) {
   }
 }
 
+// Options that only shape another's output are refused alone (they did nothing), and
+// CLI11's refusals read as every other error does.
+TEST(ReplayCliTest, OptionsThatNeedAnotherAreRefusedWithoutIt) {
+  const TempTrace trace(kThreeLarge);
+  const std::pair<std::string, std::string> alone[] = {
+      {"--history-entries 5",
+       "npumem: --history-entries: sizes the history --record and "
+       "--chrome-trace write; give one of them"},
+      {"--leak-threshold 0.3", "npumem: --leak-threshold requires --leak-check"},
+      {"--strategy bogus", "npumem: --strategy: bogus not in {caching,expandable,static,planned}"},
+  };
+  for (const auto& [option, message] : alone) {
+    const auto run = run_npumem("replay " + trace.path() + " " + option);
+    EXPECT_EQ(run.exit_code, 2) << option;
+    EXPECT_NE(run.err.find(message), std::string::npos) << option << ": " << run.err;
+  }
+  const auto missing = run_npumem("replay /nonexistent/x.trace");
+  EXPECT_NE(missing.err.find("npumem: trace: File does not exist: /nonexistent/x.trace"),
+            std::string::npos)
+      << missing.err;
+  const auto record = std::filesystem::temp_directory_path() / "npumem_history_entries.json";
+  const auto with =
+      run_npumem("replay " + trace.path() + " --history-entries 2 --record " + record.string());
+  EXPECT_EQ(with.exit_code, 0) << with.err;
+  std::filesystem::remove(record);
+}
+
 // --advise is how a static arena gets its size: with no static_size the replay uses it.
 TEST(ReplayCliTest, StaticWithoutASizeReplaysInTheAdvisedArena) {
   const TempTrace trace(kThreeLarge);

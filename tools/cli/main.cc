@@ -84,6 +84,11 @@ int main(int argc, char** argv) {
   CLI::App app{"npumem: memory manager for AI accelerators", "npumem"};
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("npumem ") + npumem_version());
+  // CLI11's own refusals (a missing file, a value not among the choices) in the form
+  // of every other error: "npumem: ...".
+  app.failure_message([](const CLI::App*, const CLI::Error& e) {
+    return "npumem: " + std::string(e.what()) + "\nRun with --help for more information.\n";
+  });
   int exit_code = npumem::cli::kExitOk;
   npumem::cli::add_replay_command(app, exit_code);
   npumem::cli::add_plan_command(app, exit_code);

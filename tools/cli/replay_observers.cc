@@ -38,29 +38,41 @@ void write_file(const std::string& path, const char* what, Write write) {
 }  // namespace
 
 void add_replay_observer_options(CLI::App& command, ReplayObserverOptions& options) {
-  command
-      .add_option("--record", options.record_path,
-                  "write a memory snapshot with the recorded history (JSON; see `npumem viz`)")
-      ->check(output_path_check());
-  command
-      .add_option("--chrome-trace", options.chrome_trace_path,
-                  "write the history as a Chrome Trace Event file (Perfetto, chrome://tracing)")
-      ->check(output_path_check());
+  CLI::Option* record =
+      command
+          .add_option("--record", options.record_path,
+                      "write a memory snapshot with the recorded history (JSON; see `npumem viz`)")
+          ->check(output_path_check());
+  CLI::Option* chrome_trace =
+      command
+          .add_option("--chrome-trace", options.chrome_trace_path,
+                      "write the history as a Chrome Trace Event file (Perfetto, chrome://tracing)")
+          ->check(output_path_check());
+  // Options that only shape another's output: alone they were accepted and did nothing.
   command
       .add_option("--history-entries", options.history_entries,
-                  "events the history keeps (the oldest are dropped)")
+                  "events the history keeps (the oldest are dropped; with --record or "
+                  "--chrome-trace)")
       ->capture_default_str()
       ->check(whole_number_check())
-      ->check(CLI::Range(std::size_t{1}, std::size_t{1'000'000'000}));
-  command.add_flag("--leak-check", options.leak_check,
-                   "at the last `i` line, name allocations made after warm-up (the first "
-                   "iteration) that stay alive iteration after iteration; exit 4 on a leak");
+      ->check(CLI::Range(std::size_t{1}, std::size_t{1'000'000'000}))
+      ->each([record, chrome_trace](const std::string&) {
+        if (record->count() == 0 && chrome_trace->count() == 0) {
+          throw CLI::ValidationError(
+              "sizes the history --record and --chrome-trace write; give one of them");
+        }
+      });
+  CLI::Option* leak_check =
+      command.add_flag("--leak-check", options.leak_check,
+                       "at the last `i` line, name allocations made after warm-up (the first "
+                       "iteration) that stay alive iteration after iteration; exit 4 on a leak");
   command
       .add_option("--leak-threshold", options.leak_threshold,
                   "recurring survivors above this fraction of the steady-state allocated "
-                  "bytes are a leak (0: any)")
+                  "bytes are a leak (0: any; with --leak-check)")
       ->capture_default_str()
-      ->check(nonnegative_check());
+      ->check(nonnegative_check())
+      ->needs(leak_check);
   command.add_flag("--patterns", options.patterns,
                    "report the requested sizes: histogram, most frequent sizes, and how much "
                    "each iteration repeats the one before");
