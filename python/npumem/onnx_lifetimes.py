@@ -232,16 +232,29 @@ def _set_input_dims(path: str, graph, initializer_names: set[str],
                 label = f"{dim.dim_param!r}" if dim.dim_param else "unnamed"
                 hint = dim.dim_param if dim.dim_param else by_axis
                 missing.append(f"input {value.name!r} dim {axis} ({label}): {spelled(hint, 'N')}")
+    # A size given to no dimension first: it is what the user meant for a missing one
+    # (`--dim X:5=4` for X's axis 0 was ignored, and the message asked for that axis).
+    unused = sorted(set(dims) - used)
+    if unused:
+        raise OnnxModelError(f"{path}: {spelled(unused[0])}: {_why_unused(graph, unused[0])}")
     if missing:
         raise OnnxModelError(
             f"{path}: symbolic dimensions need a size: " + "; ".join(missing)
         )
-    unused = sorted(set(dims) - used)
-    if unused:
-        raise OnnxModelError(
-            f"{path}: {spelled(unused[0])}: no graph input has a symbolic dimension of that "
-            "name"
-        )
+
+
+def _why_unused(graph, key: str) -> str:
+    """Why `key` of dims sized no dimension: an input's axis it does not have or that is
+    fixed, or a name no symbolic dimension has."""
+    name, _, axis = key.rpartition(":")
+    inputs = {value.name: value for value in graph.input}
+    if name in inputs and axis.isdigit():
+        shape = inputs[name].type.tensor_type.shape.dim
+        if int(axis) >= len(shape):
+            count = len(shape)
+            return f"input {name!r} has {count} ax{'i' if count == 1 else 'e'}s (0 to {count - 1})"
+        return f"input {name!r} dim {axis} is fixed at {shape[int(axis)].dim_value}"
+    return "no graph input has a symbolic dimension of that name"
 
 
 def _tensor_bytes(path: str, name: str, what: str, elem_type: int, shape: list) -> int:

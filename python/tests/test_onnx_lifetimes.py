@@ -145,6 +145,18 @@ class OnnxLifetimesTest(unittest.TestCase):
         self.assertEqual(read(path, {"x:0": 5}).tensors, chain_tensors(batch=5))
         with self.assertRaisesRegex(OnnxModelError, r"dims\['batchsize'\]: no graph input"):
             read(path, {"batch": 3, "batchsize": 3})
+        # An axis the input lacks, or one of fixed size: named before the dimension left
+        # unsized, which it was meant for (it was ignored, and the size asked for).
+        x_axes = len(model.graph.input[0].type.tensor_type.shape.dim)
+        with self.assertRaisesRegex(
+            OnnxModelError, rf"dims\['x:5'\]: input 'x' has {x_axes} axes \(0 to {x_axes - 1}\)"
+        ):
+            read(path, {"x:5": 4})
+        fixed = model.graph.input[0].type.tensor_type.shape.dim[1].dim_value
+        with self.assertRaisesRegex(
+            OnnxModelError, rf"dims\['x:1'\]: input 'x' dim 1 is fixed at {fixed}"
+        ):
+            read(path, {"batch": 3, "x:1": 4})
         # By name and by input and axis at once: "no graph input has ... 'batch'" before.
         with self.assertRaisesRegex(OnnxModelError, r"input 'x' dim 0 is given twice: "
                                     r"dims\['x:0'\]=3 and dims\['batch'\]=2"):
