@@ -1,6 +1,8 @@
 #include "json_text.h"
 
 #include <algorithm>
+#include <unordered_set>
+#include <vector>
 
 #include "npumem/errors.h"
 
@@ -39,12 +41,44 @@ void check_depth(std::string_view text, const std::string& source) {
   }
 }
 
+// The line of `key`'s second appearance as a key, or of the first when it is written
+// with escapes the text does not spell alike (the parser gives no position).
+std::size_t line_of_repeated_key(std::string_view text, const std::string& key) {
+  const std::string quoted = nlohmann::json(key).dump();
+  const std::size_t first = text.find(quoted);
+  const std::size_t second =
+      first == std::string_view::npos ? first : text.find(quoted, first + quoted.size());
+  return line_of(text, second != std::string_view::npos  ? second
+                       : first != std::string_view::npos ? first
+                                                         : 0);
+}
+
 }  // namespace
 
 nlohmann::json parse_json_text(std::string_view text, const std::string& source) {
   check_depth(text, source);
+  // A key given twice in one object: the parser keeps the last, and `{"layers": [...],
+  // "layers": []}` read as an empty model.
+  std::vector<std::unordered_set<std::string>> keys;
+  const auto no_repeated_keys = [&](int, nlohmann::json::parse_event_t event,
+                                    nlohmann::json& parsed) {
+    using Event = nlohmann::json::parse_event_t;
+    if (event == Event::object_start) {
+      keys.emplace_back();
+    } else if (event == Event::object_end) {
+      keys.pop_back();
+    } else if (event == Event::key && !keys.back().insert(parsed.get<std::string>()).second) {
+      const std::string key = parsed.get<std::string>();
+      throw ParseError(
+          source, line_of_repeated_key(text, key),
+          "key " +
+              nlohmann::json(key).dump(-1, ' ', true, nlohmann::json::error_handler_t::replace) +
+              " is given twice in one object");
+    }
+    return true;
+  };
   try {
-    return nlohmann::json::parse(text);
+    return nlohmann::json::parse(text, no_repeated_keys);
   } catch (const nlohmann::json::parse_error& e) {
     // byte is 1-based: the position just after the offending character.
     throw ParseError(source, line_of(text, e.byte == 0 ? 0 : e.byte - 1),

@@ -2,6 +2,7 @@
 
 #include "npumem/config.h"
 #include "npumem/errors.h"
+#include "npumem/observer.h"
 #include "npumem/snapshot.h"
 
 namespace npumem::cli {
@@ -476,11 +477,27 @@ void check_segments(const nlohmann::json& segments) {
   }
 }
 
+// An entry of a kind the page does not know was drawn as nothing and counted as an event.
+void require_event_kind(const nlohmann::json& entry, const std::string& where) {
+  const auto& kind = entry.at("kind").get_ref<const std::string&>();
+  std::string known;
+  for (auto k = static_cast<int>(EventKind::alloc); k <= static_cast<int>(EventKind::iteration);
+       ++k) {
+    const std::string_view name = event_kind_name(static_cast<EventKind>(k));
+    if (kind == name) return;
+    known += (known.empty() ? "" : ", ") + std::string(name);
+  }
+  throw Error("not an npumem snapshot: " + where + "'kind' is " +
+              nlohmann::json(kind).dump(-1, ' ', true, nlohmann::json::error_handler_t::replace) +
+              ", not an event kind (" + known + ")");
+}
+
 void check_history(const nlohmann::json& entries) {
   using Type = nlohmann::json::value_t;
   for (std::size_t i = 0; i < entries.size(); ++i) {
     const std::string where = "history.entries[" + std::to_string(i) + "].";
     require(entries[i], "kind", Type::string, where);
+    require_event_kind(entries[i], where);
     require(entries[i], "tier", Type::string, where);
     require(entries[i], "pool", Type::string, where);
     require(entries[i], "tag", Type::string, where);

@@ -55,6 +55,20 @@ TEST(PlanModelJsonTest, MalformedJsonNamesTheLine) {
   }
 }
 
+// The parser keeps a key's last value: a model's layers given twice read as no layers.
+TEST(PlanModelJsonTest, AKeyGivenTwiceInOneObjectIsRefused) {
+  try {
+    parse_model_json("{\n  \"layers\": [{\"name\": \"a\"}],\n  \"layers\": []\n}", "m.json");
+    FAIL() << "expected a ParseError";
+  } catch (const ParseError& e) {
+    EXPECT_EQ(std::string(e.what()), "m.json:3: key \"layers\" is given twice in one object");
+  }
+  // The same key in two objects is no repeat.
+  EXPECT_EQ(error_of(R"({"layers": [{"name": "a"}, {"name": "b"}], "x": {"layers": 1}})")
+                .find("given twice"),
+            std::string::npos);
+}
+
 TEST(PlanModelJsonTest, SchemaErrorsNameTheField) {
   EXPECT_EQ(error_of("[]"), "m.json: the document must be a JSON object with a \"layers\" array");
   EXPECT_EQ(error_of("{}"), "m.json: layers must be an array of layers");

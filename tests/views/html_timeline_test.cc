@@ -116,6 +116,14 @@ TEST(HtmlTimeline, RejectsSegmentsAndEntriesItCannotDraw) {
   kindless["segments"][0].erase("kind");
   EXPECT_NE(problem(kindless).find("segments[0].'kind' is missing"), std::string::npos)
       << problem(kindless);
+  // An entry of a kind the page does not know was drawn as nothing.
+  nlohmann::json unknown_kind = snapshot;
+  unknown_kind["history"]["entries"][0]["kind"] = "zzz\x1b";
+  EXPECT_NE(problem(unknown_kind)
+                .find("history.entries[0].'kind' is \"zzz\\u001b\", not an event kind (alloc, "
+                      "free, segment_alloc"),
+            std::string::npos)
+      << problem(unknown_kind);
   nlohmann::json statless = snapshot;
   statless["stats"] = nlohmann::json::object();
   EXPECT_NE(problem(statless).find("stats.'allocated_bytes.all.peak' is missing"),
