@@ -1,6 +1,7 @@
 #include "core/allocator_impl.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <limits>
 
@@ -194,8 +195,10 @@ std::uint64_t Allocator::Impl::configured_limit(Tier tier) const {
 void Allocator::Impl::set_memory_fraction(double fraction) {
   if (!(fraction >= 0.0 && fraction <= 1.0)) {
     char given[32];
-    std::snprintf(given, sizeof given, "%g", fraction);  // "nan", not to_string's "-nan"
-    throw ConfigError("memory fraction must be between 0 and 1, got " + std::string(given));
+    // "NaN" whatever its sign bit: %g and to_string wrote 0.0 / 0.0 as "-nan".
+    std::snprintf(given, sizeof given, "%g", fraction);
+    throw ConfigError("memory fraction must be between 0 and 1, got " +
+                      (std::isnan(fraction) ? std::string("NaN") : std::string(given)));
   }
   const TierInfo hbm = device->tier_info(Tier::hbm);
   if (!hbm.present) {

@@ -95,7 +95,10 @@ TEST(MemoryFraction, BadFractionsAreRejectedAndChangeNothing) {
   Allocator allocator(sim(100 * MiB, 0));
   allocator.set_memory_fraction(0.5);
   const std::pair<double, const char*> bad_fractions[] = {
-      {-0.1, "got -0.1"}, {1.5, "got 1.5"}, {std::nan(""), "got nan"}};
+      {-0.1, "got -0.1"},
+      {1.5, "got 1.5"},
+      {std::nan(""), "got NaN"},
+      {-std::nan(""), "got NaN"}};  // "-nan" as 0.0 / 0.0 gave it
   for (const auto& [bad, shown] : bad_fractions) {
     try {
       allocator.set_memory_fraction(bad);
