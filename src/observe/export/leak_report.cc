@@ -16,13 +16,15 @@ std::string percent(double fraction) {
   return text;
 }
 
-// Iteration 0 is what came before the first mark ("(0..0)" read as nothing at all).
+// Iteration 0 is what came before the first mark ("(0..0)" read as nothing at all);
+// two iterations are named both ("made in 2 of 5 iterations (0..4)" read as five).
 std::string made_when(const LeakGroup& group) {
+  const std::string first = std::to_string(group.first_iteration);
+  const std::string last = std::to_string(group.last_iteration);
   if (group.first_iteration == group.last_iteration) {
-    return group.first_iteration == 0 ? "iteration 0, before the first mark"
-                                      : "iteration " + std::to_string(group.first_iteration);
+    return group.first_iteration == 0 ? "iteration 0, before the first mark" : "iteration " + first;
   }
-  return std::to_string(group.first_iteration) + ".." + std::to_string(group.last_iteration);
+  return first + (group.iterations == 2 ? " and " : "..") + last;
 }
 
 std::string describe(const LeakGroup& group, std::size_t iterations) {

@@ -61,6 +61,12 @@ TEST(LeakReport, PrintsTheSeedsLinesAndTheSurvivors) {
   EXPECT_NE(text.find("made in 1 of 10 iterations (iteration 0, before the first mark)"),
             std::string::npos)
       << text;
+  LeakReport two = leaking_report();
+  two.survivors[0].iterations = 2;
+  two.survivors[0].first_iteration = 3;
+  two.survivors[0].last_iteration = 7;
+  EXPECT_NE(to_string(two).find("made in 2 of 10 iterations (3 and 7)"), std::string::npos)
+      << to_string(two);
   EXPECT_NE(text.find("      at step() (train)\n      at main (train)"), std::string::npos);
 }
 
