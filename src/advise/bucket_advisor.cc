@@ -100,9 +100,19 @@ BucketAdvice advise_buckets(const Trace& trace, const BucketAdviceOptions& optio
   }
   IterationShapes shapes = iteration_shapes(trace);
   if (shapes.families.empty()) {
+    // Buckets are the planned strategy's, which plans the default pool alone: a trace
+    // whose iterations allocate in named pools read as one whose iterations free nothing.
+    std::string named;
+    for (const std::string& pool : trace.pools) {
+      if (pool != kDefaultPoolName) named += (named.empty() ? "" : ", ") + pool;
+    }
     throw ConfigError(trace.source +
-                      ": no iteration allocates a tensor freed before the next one ends: "
-                      "nothing to put in buckets");
+                      ": no iteration allocates a tensor in the default pool that is freed "
+                      "before the next one ends: nothing to put in buckets" +
+                      (named.empty() ? ""
+                                     : " (buckets are for the default pool, which the planned "
+                                       "strategy plans; the named pools " +
+                                           named + " are left out)"));
   }
   if (options.max_buckets < shapes.families.size()) {
     throw ConfigError(trace.source + ": " + std::to_string(shapes.families.size()) +

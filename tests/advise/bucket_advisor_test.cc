@@ -158,6 +158,10 @@ void expect_refused(const std::string& text, const std::string& name, const std:
 TEST(BucketAdvisor, BadInputIsNamed) {
   expect_refused("a 0 10\nf 0\n", "flat.trace", "flat.trace: no `i` lines");
   expect_refused("a 0 10\ni\nf 0\ni\n", "idle.trace", "idle.trace: no iteration allocates");
+  // Iterations that allocate in named pools alone: it said they allocated nothing.
+  expect_refused("p acts\ni\na 1 10\nf 1\ni\na 2 20\nf 2\ni\n", "pooled.trace",
+                 "buckets are for the default pool, which the planned strategy plans; the "
+                 "named pools acts are left out");
   BucketAdviceOptions none;
   none.max_buckets = 0;
   EXPECT_THROW(advise_buckets(parse_trace(kThreeShapes, "three"), none), ConfigError);
