@@ -128,6 +128,7 @@ BucketAdvice advise_buckets(const Trace& trace, const BucketAdviceOptions& optio
   advice.families = shapes.families.size();
   advice.max_buckets = options.max_buckets;
   advice.tolerance = options.tolerance;
+  advice.alignment = options.alignment;
   advice.outside_peak_bytes = shapes.outside_peak_bytes;
   advice.before_iterations_peak_bytes = shapes.before_iterations_peak_bytes;
 

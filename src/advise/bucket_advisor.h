@@ -64,6 +64,8 @@ struct BucketAdvice {
   std::size_t families = 0;
   std::size_t max_buckets = 0;
   double tolerance = 0.0;
+  // Each request rounded up to it in the plans (`plan memory --alignment` plans alike).
+  std::uint64_t alignment = 0;
   std::uint64_t outside_peak_bytes = 0;            // weights, optimizer state: beside the arena
   std::uint64_t before_iterations_peak_bytes = 0;  // before the first `i` (iteration_shapes.h)
   std::uint64_t peak_requested_bytes = 0;

@@ -28,6 +28,7 @@ nlohmann::ordered_json bucket_advice_json(const BucketAdvice& advice) {
   out["empty_iterations"] = advice.empty_iterations;
   out["shapes"] = advice.shapes;
   out["families"] = advice.families;
+  out["alignment_bytes"] = advice.alignment;
   out["peak_requested_bytes"] = advice.peak_requested_bytes;
   out["outside_peak_bytes"] = advice.outside_peak_bytes;
   out["before_iterations_peak_bytes"] = advice.before_iterations_peak_bytes;
@@ -75,7 +76,10 @@ std::string bucket_advice_text(const BucketAdvice& advice) {
                                                   : " allocating nothing of their own, left out)"))
       << ", " << advice.shapes << (advice.shapes == 1 ? " shape in " : " shapes in ")
       << advice.families << (advice.families == 1 ? " family" : " families")
-      << " (iterations whose allocations and frees align request by request)\n"
+      << " (iterations whose allocations and frees align request by request); arenas "
+         "planned with each request rounded up to "
+      << format_bytes(advice.alignment) << ", as the planned strategy's blocks are (`plan memory "
+      << "--alignment " << advice.alignment << "` plans alike)\n"
       << "peak requested " << format_bytes(advice.peak_requested_bytes)
       << "; outside the iterations (weights, optimizer state) "
       << format_bytes(advice.outside_peak_bytes) << "; before the first iteration "

@@ -39,6 +39,8 @@ TEST_F(AdviseCli, PrintsEachBucketingAndTheRecommendation) {
   const auto out = run_npumem("advise buckets " + trace.string() + " --max-buckets 3");
   ASSERT_EQ(out.exit_code, 0) << out.err;
   EXPECT_NE(out.out.find("6 iterations, 3 shapes in 1 family"), std::string::npos) << out.out;
+  EXPECT_NE(out.out.find("(`plan memory --alignment 512` plans alike)"), std::string::npos)
+      << out.out;
   // Two buckets: padding 4 MiB to 5 costs less than 1 MiB to 4.
   EXPECT_NE(out.out.find("bucket 5.00 MiB (plan 5.00 MiB): iterations 1 2 4 5"), std::string::npos)
       << out.out;
@@ -56,6 +58,8 @@ TEST_F(AdviseCli, JsonHasOneChoicePerKUpToTheShapes) {
   ASSERT_EQ(out.exit_code, 0) << out.err;
   const auto json = nlohmann::json::parse(out.out);
   EXPECT_EQ(json["max_buckets"], 4u);
+  // Said, so that plan memory's arena (64 B alignment by default) can be matched.
+  EXPECT_EQ(json["alignment_bytes"], 512u);
   EXPECT_EQ(json["tolerance_percent"], 1.0) << "in percent, as --tolerance takes it";
   ASSERT_EQ(json["choices"].size(), 3u);
   EXPECT_EQ(json["choices"][0]["arena_bytes"], 5242880u);
