@@ -50,7 +50,12 @@ std::string to_string(const LeakReport& report) {
       << report.warmup_iterations << ", judged " << report.judged_iterations << ")\n"
       << "allocated after warm-up: " << format_bytes(report.baseline_bytes)
       << " (where the steady state starts)\n"
-      << "final allocated:         " << format_bytes(report.final_bytes) << "\n"
+      // At the last mark, not at the end: beside a snapshot taken at the end (`python3 -m
+      // npumem.torch run` prints both), the two read as two final figures.
+      << "final allocated:         " << format_bytes(report.final_bytes)
+      << (report.iterations == 0 ? " (now: no iteration mark yet)"
+                                 : " (at the last iteration mark)")
+      << "\n"
       << "growth:                  " << percent(report.growth) << "\n";
   if (report.leaking) {
     // At least: each iteration counts up to its group's usual amount (leak_detector.cc),
