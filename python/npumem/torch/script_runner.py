@@ -31,13 +31,24 @@ def run_script(path: str, args: list[str]) -> int:
         # Ctrl-C ends the script, not the report that follows it (status as a shell's).
         print("\nKeyboardInterrupt: the script was interrupted", file=sys.stderr)
         status = 130
-    except Exception:  # noqa: BLE001 - the script's own failure, reported like python3 does
-        traceback.print_exc()
+    except Exception as error:  # noqa: BLE001 - the script's failure, reported as python3 does
+        _print_from_script(error, path)
         status = 1
     finally:
         sys.argv, sys.path[:] = saved_argv, saved_path
     gc.collect()
     return status
+
+
+def _print_from_script(error: Exception, path: str) -> None:
+    """The traceback from the script's own first frame on, as `python3 SCRIPT.py` prints
+    it: run_script's and runpy's frames above it are npumem's, not the user's. An error
+    before the script ran a line (a SyntaxError) names its place itself."""
+    script = os.path.abspath(path)
+    frames = error.__traceback__
+    while frames is not None and os.path.abspath(frames.tb_frame.f_code.co_filename) != script:
+        frames = frames.tb_next
+    traceback.print_exception(type(error), error, frames)
 
 
 def _exit_status(code: object) -> int:

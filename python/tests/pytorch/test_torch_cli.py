@@ -327,6 +327,29 @@ class CliTest(unittest.TestCase):
         self.assertTrue(html.lstrip().lower().startswith("<!doctype html"))
         self.assertIn('"format":"npumem.snapshot"', html.replace(" ", ""))
 
+    def test_a_failing_script_s_traceback_starts_at_the_script(self):
+        # It began in npumem's script_runner and went through runpy.
+        script = self.script(
+            "fails_deep.py",
+            """
+            def inner():
+                raise ValueError("the script's own error")
+            inner()
+            """,
+        )
+        trace = os.path.join(self.folder.name, "f.trace")
+        for args in (["run", script], ["capture", "-o", trace, script]):
+            with self.subTest(command=args[0]):
+                result = self.npumem_torch(*args)
+                self.assertEqual(result.returncode, 1, result.stderr)
+                self.assertIn(
+                    f'Traceback (most recent call last):\n  File "{script}", line 4, in <module>',
+                    result.stderr,
+                )
+                self.assertIn("ValueError: the script's own error", result.stderr)
+                self.assertNotIn("runpy", result.stderr)
+                self.assertNotIn("script_runner", result.stderr)
+
     def test_run_refuses_a_device_without_host_memory(self):
         script = self.script("never_runs.py", "raise SystemExit('must not run')\n")
         result = self.npumem_torch("run", "--device", "sim:hbm=1GiB", script)
