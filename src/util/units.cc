@@ -180,6 +180,10 @@ std::uint64_t parse_quantity(const Quantity& quantity, std::string_view text,
   const Decimal number = split_decimal(body);
   if (number.whole.empty() && number.fraction.empty()) reject(quantity, text, "no number");
   const std::uint64_t unit = unit_bytes(quantity, text, number.rest);
+  // "1.5" read as 1 byte; in a larger unit the fraction's rounding is below a byte.
+  if (unit == 1 && number.fraction.find_first_not_of('0') != std::string_view::npos) {
+    reject(quantity, text, "a fraction of a byte");
+  }
   const std::uint64_t whole = parse_whole(quantity, text, number.whole);
   if (whole > kMax / unit) reject(quantity, text, "too large");
   const std::uint64_t whole_bytes = whole * unit;

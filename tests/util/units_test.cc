@@ -42,10 +42,24 @@ TEST(ParseSize, DecimalFractionsRoundDownToWholeBytes) {
   EXPECT_EQ(parse_size("1.5GiB"), 3 * GiB / 2);
   EXPECT_EQ(parse_size("0.5KiB"), 512U);
   EXPECT_EQ(parse_size(".25MiB"), MiB / 4);
-  EXPECT_EQ(parse_size("1.1B"), 1U);
   EXPECT_EQ(parse_size("0.001KiB"), 1U);   // 1.024 bytes
   EXPECT_EQ(parse_size("0.0009KiB"), 0U);  // 0.9216 bytes
   EXPECT_EQ(parse_size("2."), 2U);
+  EXPECT_EQ(parse_size("2.00B"), 2U);
+}
+
+// In bytes, a fraction is no rounding but a mistake: a quota of "1.5" read as 1 byte.
+TEST(ParseSize, AFractionOfAByteIsRefused) {
+  for (const char* bad : {"1.5", "1.1B", "0.5"}) {
+    try {
+      parse_size(bad);
+      ADD_FAILURE() << "accepted '" << bad << "'";
+    } catch (const ConfigError& error) {
+      EXPECT_NE(std::string(error.what()).find("'" + std::string(bad) + "': a fraction of a byte"),
+                std::string::npos)
+          << error.what();
+    }
+  }
 }
 
 // format_bytes prints sizes past 1024 PiB in EiB; they read back.
