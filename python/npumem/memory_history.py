@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 import pickle
-from typing import Any, Optional
+from typing import Any, Optional, Union
 
 from npumem import _core
 from npumem.devices import (
@@ -62,13 +62,17 @@ def _stop(index: int) -> None:
 
 
 def _record_memory_history(
-    enabled: bool, device: DeviceLike = None, *, stacks: Optional[str] = "python"
+    enabled: Union[bool, str, None], device: DeviceLike = None, *, stacks: Optional[str] = "python"
 ) -> None:
     """From now on (until called with False), _snapshot() gives each allocated block of
-    `device` (None: every device made so far) a history entry. stacks="python" records
-    the Python stack of each allocation made from now on; None records tags alone."""
+    `device` (None: every device made so far) a history entry. `enabled` as PyTorch 1.13
+    (a bool) or 2.x ("state" or "all" to record, None to stop) spells it. stacks="python"
+    records the Python stack of each allocation made from now on; None records tags alone."""
     if stacks not in _STACKS:
         raise ValueError(f"stacks must be 'python' or None, got {stacks!r}")
+    # Any other value read as its truth: "no" started recording.
+    if not (enabled is None or isinstance(enabled, bool) or enabled in ("state", "all")):
+        raise ValueError(f"enabled is True, False, 'state', 'all' or None, not {enabled!r}")
     indices = [device_index(device)] if device is not None else None
     if not enabled:
         for index in list(_recording) if indices is None else indices:

@@ -98,6 +98,18 @@ class PythonFramesTest(unittest.TestCase):
         with self.assertRaisesRegex(ValueError, "stacks must be 'python' or None"):
             npumem._record_memory_history(True, self.device.index, stacks="all")
 
+    def test_enabled_is_pytorch_s_bool_or_its_later_spelling(self):
+        # Any value read as its truth: "no" started recording.
+        for bad in ("no", "yes", 1):
+            with self.assertRaisesRegex(ValueError, "enabled is True, False, 'state', 'all'"):
+                npumem._record_memory_history(bad, self.device.index)
+        npumem._record_memory_history("all", self.device.index)
+        before = npumem.caching_allocator_alloc(64, self.device)
+        self.assertNotEqual(history_frames(self.device, before), [])
+        npumem._record_memory_history(None, self.device.index)  # stops, as in PyTorch 2
+        self.assertFalse(any("history" in block for segment in npumem._snapshot(self.device.index)
+                             for block in segment["blocks"]))
+
 
 class RecordingBeforeTheDeviceTest(unittest.TestCase):
     def printed(self, code: str) -> list[str]:
