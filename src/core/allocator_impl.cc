@@ -1127,6 +1127,9 @@ core::OomContext Allocator::Impl::oom_context(PoolState& pool, std::size_t bytes
   c.requested_bytes = bytes;
   c.rounded_bytes = size;
   c.past_largest_block = bytes > kLargestRequest;
+  if (config.strategy == Strategy::caching && source->kind_for(size) == PoolKind::small) {
+    c.small_segment_bytes = config.small_segment;
+  }
   c.pool = pool.name;
   c.pinned_tier = pool.pinned_tier;
   c.pool_quota_bytes = pool.quota_bytes;

@@ -75,9 +75,14 @@ std::string quota_advice(const OomContext& c) {
                      " allocated; a quota counts reserved bytes, whole segments)";
   const std::uint64_t cached = c.pool_reserved_bytes - c.pool_allocated_bytes;
   if (cached != 0 && c.strategy == "caching") {
-    text += ", and " + format_bytes(cached) +
-            " of it is free in segments that live tensors keep (expandable_segments:true "
-            "packs tighter)";
+    // A small tensor failing beside free large segments read as a fragmentation puzzle.
+    text += ", and " + format_bytes(cached) + " of it is free in segments that live tensors keep" +
+            (c.small_segment_bytes != 0
+                 ? " (a request this small grows by a segment of its own for small tensors, " +
+                       format_bytes(c.small_segment_bytes) +
+                       ", which free space in large segments does not stand in for; "
+                       "expandable_segments:true packs both kinds tighter)"
+                 : " (expandable_segments:true packs tighter)");
   }
   return text + "; raise the quota of pool '" + c.pool + "' or free its tensors.";
 }

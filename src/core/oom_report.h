@@ -45,6 +45,9 @@ struct OomContext {
   // No virtual address range could be reserved (GrowResult::address_space_refused).
   bool address_space_refused = false;
   std::string strategy;
+  // Under caching, the segment a request of the small kind grows by (0: large kind):
+  // free space in large segments does not serve it.
+  std::uint64_t small_segment_bytes = 0;
   bool spill_to_ddr = true;
   double memory_fraction = 1.0;  // of HBM's capacity (set_memory_fraction)
   std::array<TierMemory, kTierCount> tiers;

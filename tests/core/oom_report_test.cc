@@ -79,6 +79,14 @@ TEST(OomReport, AQuotaThatStopsGrowthShowsWhatThePoolReservesAndKeepsFree) {
   EXPECT_NE(advice.find("8.00 MiB of it is free in segments that live tensors keep"),
             std::string::npos)
       << advice;
+  // A small tensor beside free large segments: it needs a segment of its own kind.
+  c.rounded_bytes = c.requested_bytes = 8 * KiB;
+  c.small_segment_bytes = 2 * MiB;
+  EXPECT_NE(advice_of(c).find("a request this small grows by a segment of its own for small "
+                              "tensors, 2.00 MiB, which free space in large segments does not "
+                              "stand in for"),
+            std::string::npos)
+      << advice_of(c);
 }
 
 // Multi-model serving: the pool that failed holds nothing; another model's holds the
