@@ -31,6 +31,14 @@ ArenaSteps arena_steps(const ReplayOptions& options) {
           "the device's HBM (" + format_bytes(hbm.capacity_bytes) + ")"};
 }
 
+}  // namespace
+
+std::uint64_t least_arena_bytes(const ReplayOptions& options) {
+  return arena_steps(options).step;
+}
+
+namespace {
+
 std::uint64_t with_margin(std::uint64_t min_bytes, double margin, std::uint64_t step) {
   const double steps =
       std::ceil(static_cast<double>(min_bytes) * (1.0 + margin) / static_cast<double>(step));

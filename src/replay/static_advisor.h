@@ -42,6 +42,9 @@ StaticAdvice advise_static_size(const Trace& trace, const ReplayOptions& options
 std::vector<PoolArenaAdvice> advise_pool_arenas(const Trace& trace, const ReplayOptions& options,
                                                 double margin);
 
+// The least a static arena can be on options.device_spec: one HBM granule.
+std::uint64_t least_arena_bytes(const ReplayOptions& options);
+
 // Pool quotas for ReplayOptions::pool_quotas: each pool's minimal arena, or the
 // recommended one with the margin.
 std::map<std::string, std::uint64_t> pool_quotas(const std::vector<PoolArenaAdvice>& pools,

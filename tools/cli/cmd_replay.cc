@@ -107,7 +107,7 @@ int run_replay(const ReplayCommandOptions& options) {
   if (arena_unsized && !allocates_in(trace, kDefaultPoolName)) {
     // Every allocation is in a named pool, sized by its quota: the default pool's arena
     // serves nothing, and one granule (the least an arena is) stands in for static_size.
-    replay_options.config.static_size = 1;
+    replay_options.config.static_size = least_arena_bytes(replay_options);
   } else if (arena_unsized && !options.advise_margin_percent) {
     throw ConfigError(static_strategy_source(options) +
                       " needs static_size:<bytes> (the arena size) in --conf or "

@@ -21,6 +21,14 @@ void StaticSource::pool_created(PoolState& pool) {
   const std::size_t granularity = allocator_.granularity(Tier::hbm);
   const std::size_t bytes =
       is_default ? round_up(requested, granularity) : requested / granularity * granularity;
+  // Said, as a quota not in whole granules is (create_pool): static_size:1MiB reserved
+  // 2 MiB without a word.
+  if (is_default && bytes != requested) {
+    allocator_.warnings.push_back(
+        "static_size:" + format_bytes(requested) + " (" + std::to_string(requested) +
+        " bytes) is not a whole number of HBM granules of " + format_bytes(granularity) +
+        "; the arena is " + format_bytes(bytes));
+  }
   if (bytes == 0) {
     throw ConfigError("static strategy: pool '" + pool.name + "' has a quota of " +
                       format_bytes(requested) + ", below one HBM granule (" +
@@ -53,10 +61,10 @@ void StaticSource::pool_created(PoolState& pool) {
       arenas += std::string(arenas.empty() ? "" : ", ") + "pool '" + other->name + "' " +
                 format_bytes(held);
     }
-    const std::string beside = reserved_already == 0 ? ""
-                                                     : " beside the " +
-                                                           format_bytes(reserved_already) +
-                                                           " reserved already (" + arenas + ")";
+    const std::string beside = reserved_already == 0
+                                   ? ""
+                                   : " beside the " + format_bytes(reserved_already) +
+                                         " reserved already (" + arenas + ")";
     // A named pool's arena is its quota; static_size sizes the default pool's only.
     const std::string lower =
         is_default ? std::string("lower static_size")

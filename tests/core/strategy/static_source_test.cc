@@ -57,6 +57,19 @@ TEST_P(Static, MakesNoDeviceCallAfterInitialisation) {
   EXPECT_EQ(allocator.stats().reserved_bytes.all.current, static_cast<std::int64_t>(64 * MiB));
 }
 
+// The default arena rounds up to whole granules, as said: static_size:1MiB reserved
+// 2 MiB without a word.
+TEST_P(Static, AStaticSizeNotInWholeGranulesIsSaid) {
+  Allocator whole(device(), static_arena(64 * MiB));
+  EXPECT_TRUE(whole.warnings().empty());
+  Allocator part(device(), static_arena(MiB));
+  ASSERT_EQ(part.warnings().size(), 1u);
+  EXPECT_EQ(part.warnings()[0],
+            "static_size:1.00 MiB (1048576 bytes) is not a whole number of HBM granules of "
+            "2.00 MiB; the arena is 2.00 MiB");
+  EXPECT_EQ(part.stats().reserved_bytes.all.current, static_cast<std::int64_t>(2 * MiB));
+}
+
 TEST_P(Static, ExhaustionIsAnErrorWithAdvice) {
   Allocator allocator(device(), static_arena(16 * MiB));
   void* a = allocator.allocate(12 * MiB);
