@@ -43,6 +43,23 @@ class CliTest(unittest.TestCase):
             check=False,
         )
 
+    def replay_json(self, trace: str, *options: str) -> dict:
+        """`npumem replay --json` of the trace, completed (skipped without the command)."""
+        cli = os.environ.get("NPUMEM_CLI")
+        if not cli:
+            self.skipTest("NPUMEM_CLI (the npumem command) is not set")
+        replay = subprocess.run(
+            [cli, "replay", "--json", *options, trace],
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=False,
+        )
+        self.assertEqual(replay.returncode, 0, replay.stderr)
+        report = json.loads(replay.stdout)
+        self.assertTrue(report["completed"])
+        return report
+
     @staticmethod
     def figure(output: str, name: str) -> int:
         match = re.search(rf"^  {name} +\S+ \S+  \(([\d,]+) bytes\)$", output, re.MULTILINE)
@@ -399,19 +416,7 @@ class CliTest(unittest.TestCase):
         self.assertGreater(peak, 44 << 20)  # resnet18's weights alone
         self.assertIn(f"({peak} bytes)", result.stdout)
 
-        cli = os.environ.get("NPUMEM_CLI")
-        if not cli:
-            self.skipTest("NPUMEM_CLI (the npumem command) is not set")
-        replay = subprocess.run(
-            [cli, "replay", "--json", trace],
-            capture_output=True,
-            text=True,
-            timeout=600,
-            check=False,
-        )
-        self.assertEqual(replay.returncode, 0, replay.stderr)
-        report = json.loads(replay.stdout)
-        self.assertTrue(report["completed"])
+        report = self.replay_json(trace)
         self.assertEqual(report["peak_requested_bytes"], peak)
         self.assertEqual(report["allocations"], sum(1 for kind, _, _ in events if kind == "a"))
         self.assertEqual(report["iterations"], 1)
@@ -452,20 +457,7 @@ class CliTest(unittest.TestCase):
                 "a 4 1000000",
             ],
         )
-        cli = os.environ.get("NPUMEM_CLI")
-        if not cli:
-            self.skipTest("NPUMEM_CLI (the npumem command) is not set")
-        replay = subprocess.run(
-            [cli, "replay", "--json", "--quota", "model_a=16MiB", trace],
-            capture_output=True,
-            text=True,
-            timeout=600,
-            check=False,
-        )
-        self.assertEqual(replay.returncode, 0, replay.stderr)
-        report = json.loads(replay.stdout)
-        self.assertTrue(report["completed"])
-        pools = report["pools"]
+        pools = self.replay_json(trace, "--quota", "model_a=16MiB")["pools"]
         self.assertEqual(pools["model_a"]["quota_bytes"], 16 << 20)
         self.assertEqual(pools["model_b"]["peak_requested_bytes"], 7_000_000)
         self.assertEqual(pools["default"]["peak_requested_bytes"], 4_000_000)
