@@ -167,6 +167,15 @@ TEST_P(Pool, TensorsThatFillTheQuotaFitIt) {
     for (int i = 0; i < 2; ++i) held.push_back(allocator.allocate(4 * MiB));
     held.push_back(allocator.allocate(8 * KiB));
   }
+  // A segment that fits the quota but fills it: a 2 MiB tensor took all of a 20 MiB
+  // quota, and the pool's first small tensor had no room for its segment.
+  allocator.create_pool("twenty", 20 * MiB);
+  {
+    PoolScope scope(allocator, "twenty");
+    held.push_back(allocator.allocate(2 * MiB));
+    held.push_back(allocator.allocate(4 * KiB));
+    for (int i = 0; i < 4; ++i) held.push_back(allocator.allocate(2 * MiB));
+  }
   for (const PoolInfo& pool : allocator.pools()) {
     if (pool.name == "default") continue;
     EXPECT_LE(pool.stats.reserved_bytes.all.current, static_cast<std::int64_t>(pool.quota_bytes))

@@ -48,7 +48,17 @@ std::size_t CachingSource::segment_size(const BlockPool& blocks, std::size_t siz
 // is tried, then smaller ones, halving down to the rounded request. (Halving alone
 // gave a 4 MiB tensor a 6 MiB segment of an 8 MiB quota, and a second one no room.)
 GrowResult CachingSource::grow(PoolState& pool, BlockPool& blocks, std::size_t size) {
+  const std::size_t granularity = allocator_.granularity(blocks.tier());
+  const std::size_t smallest = round_up(size, granularity);
   std::size_t bytes = segment_size(blocks, size);
+  if (pool.quota_bytes != 0 && blocks.kind() == PoolKind::large) {
+    // Under a quota a segment takes at most half the room left, in whole requests: a
+    // 2 MiB tensor's 20 MiB segment filled a 20 MiB quota, and the pool's first small
+    // tensor found no room for its own segment.
+    const std::uint64_t half =
+        allocator_.growth_room(pool, blocks.tier()) / 2 / granularity * granularity;
+    if (bytes > half) bytes = std::max(smallest, round_up(half / size * size, granularity));
+  }
   // Growing past the high-water mark raises the footprint for good: first give back
   // free cached segments, so the reserved peak follows the live peak.
   if (allocator_.would_raise_high_water(blocks.tier(), bytes)) {
@@ -59,8 +69,6 @@ GrowResult CachingSource::grow(PoolState& pool, BlockPool& blocks, std::size_t s
       allocator_.count_alloc_retry(pool);
     }
   }
-  const std::size_t granularity = allocator_.granularity(blocks.tier());
-  const std::size_t smallest = round_up(size, granularity);
   GrowResult result = add_segment(pool, blocks, bytes);
   if (result != GrowResult::ok && bytes > smallest) {
     // Whole granules: count * size rounds up within the room when it fits their floor.
