@@ -58,6 +58,9 @@ StrategyFigures measure_strategy(const Trace& trace, const ReplayOptions& option
   }
   StrategyFigures row = measure(trace, run);
   row.static_size_given = strategy == Strategy::static_arena && options.config.static_size != 0;
+  if (strategy == Strategy::static_arena) {
+    for (const auto& [pool, quota] : options.pool_quotas) row.quotas_given.insert(pool);
+  }
   return row;
 }
 
@@ -175,17 +178,17 @@ std::string comparison_text(const std::string& trace_path,
           << row.steady_latency.p99_ns << " ns, max " << row.steady_latency.max_ns << " ns\n";
     }
     if (row.strategy == Strategy::static_arena) {
-      out << "static arena: " << format_bytes(row.static_size);
+      // Each arena says where its size came from: a quota given read as "the smallest
+      // that completes" with the others.
+      out << "static arena: " << format_bytes(row.static_size)
+          << (row.static_size_given ? " (static_size as set)" : " (the smallest that completes)");
       for (const auto& [pool, quota] : row.pool_quotas) {
-        out << ", pool '" << pool << "' " << format_bytes(quota);
+        out << ", pool '" << pool << "' " << format_bytes(quota)
+            << (row.quotas_given.contains(pool) ? " (its --quota)" : " (the smallest)");
       }
-      if (!row.static_size_given) {
-        out << " (the smallest that completes; `npumem replay --advise` adds a margin)\n";
-      } else {
-        out << (row.pool_quotas.empty()
-                    ? " (static_size as set)\n"
-                    : " (static_size as set; the pools' arenas the smallest that complete)\n");
-      }
+      out << (row.static_size_given && row.pool_quotas.size() == row.quotas_given.size()
+                  ? "\n"
+                  : "; `npumem replay --advise` adds a margin\n");
     }
   }
   return out.str();

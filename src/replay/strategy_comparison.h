@@ -7,6 +7,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,7 @@ struct StrategyFigures {
   std::uint64_t static_size = 0;   // the arena used (static only)
   bool static_size_given = false;  // by the settings, not the smallest that completes
   std::map<std::string, std::uint64_t> pool_quotas;  // the named pools' arenas (static only)
+  std::set<std::string> quotas_given;                // of those, sized by a quota given (--quota)
   // Why the trace did not complete under this strategy (an out-of-memory report, or no
   // static arena that fits the device); empty when it did, and only then are the
   // figures above measured.

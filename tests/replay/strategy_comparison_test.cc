@@ -92,6 +92,13 @@ TEST(StrategyComparison, GivenQuotasHoldInEveryRow) {
   const auto rows = compare_strategies(pooled_trace(), options);
   EXPECT_EQ(rows[2].pool_quotas.at("encoder"), 8 * MiB);
   EXPECT_EQ(rows[2].pool_quotas.size(), 2u) << "decoder's arena as advised";
+  // Each arena says where its size came from: the quota given read as "the smallest".
+  const std::string text = comparison_text("pooled.trace", rows);
+  EXPECT_NE(text.find("pool 'decoder' "), std::string::npos) << text;
+  EXPECT_NE(text.find(" (the smallest), pool 'encoder' 8.00 MiB (its --quota); `npumem replay "
+                      "--advise` adds a margin"),
+            std::string::npos)
+      << text;
   options.pool_quotas = {{"encoder", 2 * MiB}};  // less than its 6 MiB: no row completes
   for (const StrategyFigures& row : compare_strategies(pooled_trace(), options)) {
     EXPECT_FALSE(row.failure.empty()) << strategy_name(row.strategy);
@@ -159,7 +166,7 @@ TEST(StrategyComparison, TheStaticRowUsesAStaticSizeSet) {
   EXPECT_EQ(rows[2].static_size, 32 * MiB);
   EXPECT_TRUE(rows[2].static_size_given);
   EXPECT_NE(
-      comparison_text("small.trace", rows).find("static arena: 32.0 MiB (static_size as set)"),
+      comparison_text("small.trace", rows).find("static arena: 32.0 MiB (static_size as set)\n"),
       std::string::npos)
       << comparison_text("small.trace", rows);
   EXPECT_FALSE(compare_strategies(small_trace(), ReplayOptions{})[2].static_size_given);
