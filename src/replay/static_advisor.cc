@@ -85,6 +85,14 @@ std::vector<PoolArenaAdvice> advise_pool_arenas(const Trace& trace, const Replay
   return pools;
 }
 
+std::uint64_t all_arenas_bytes(const StaticAdvice& advice, bool with_margin) {
+  std::uint64_t bytes = with_margin ? advice.recommended_bytes : advice.min_arena_bytes;
+  for (const PoolArenaAdvice& pool : advice.pools) {
+    bytes += with_margin ? pool.recommended_bytes : pool.min_arena_bytes;
+  }
+  return bytes;
+}
+
 std::map<std::string, std::uint64_t> pool_quotas(const std::vector<PoolArenaAdvice>& pools,
                                                  bool with_margin) {
   std::map<std::string, std::uint64_t> quotas;
@@ -108,7 +116,19 @@ StaticAdvice advise_static_size(const Trace& trace, const ReplayOptions& options
                                  ? with_margin(advice.min_arena_bytes, margin, steps.step)
                                  : advice.min_arena_bytes;
   if (advice.pools.empty()) return advice;
-  // Each arena holds its pool; the device must also hold them all at once.
+  // Each arena holds its pool; the device must also hold them all at once. Said as a
+  // sum: the out-of-memory advice of the replay below ("lower the quota of pool 'enc'")
+  // was circular under --advise, which had chosen the smallest quotas itself.
+  const std::uint64_t together_bytes = all_arenas_bytes(advice, false);
+  if (together_bytes > steps.hbm_steps * steps.step) {
+    std::string arenas = "default " + format_bytes(advice.min_arena_bytes);
+    for (const PoolArenaAdvice& pool : advice.pools) {
+      arenas += ", '" + pool.pool + "' " + format_bytes(pool.min_arena_bytes);
+    }
+    throw Error("the static arenas need " + format_bytes(together_bytes) + " together (" + arenas +
+                "), more than " + steps.hbm_name +
+                "; a device with more HBM, or a strategy that shares memory between pools");
+  }
   ReplayOptions together;
   together.device_spec = options.device_spec;
   together.config = options.config;

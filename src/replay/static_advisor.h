@@ -38,6 +38,10 @@ struct StaticAdvice {
 // device's HBM holds a pool, or the arenas together do not fit the device.
 StaticAdvice advise_static_size(const Trace& trace, const ReplayOptions& options, double margin);
 
+// The default pool's arena and every named pool's together, smallest or with the margin:
+// the HBM the static strategy takes for the trace.
+std::uint64_t all_arenas_bytes(const StaticAdvice& advice, bool with_margin);
+
 // The arenas of the trace's named pools alone (what a static replay needs as quotas).
 std::vector<PoolArenaAdvice> advise_pool_arenas(const Trace& trace, const ReplayOptions& options,
                                                 double margin);

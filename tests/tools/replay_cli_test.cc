@@ -261,6 +261,17 @@ TEST(ReplayCliTest, StaticWithoutASizeReplaysEveryPoolInItsAdvisedArena) {
     arenas += pool.at("recommended_quota").get<std::uint64_t>();
   }
   EXPECT_EQ(json.at("peak_reserved_bytes").get<std::uint64_t>(), arenas) << run.out;
+  EXPECT_EQ(advice.at("all_arenas_recommended_bytes").get<std::uint64_t>(), arenas) << run.out;
+  // Arenas that each fit but not together: said as their sum, not as "lower the quota of
+  // pool 'decoder'", which --advise had chosen itself.
+  const auto small = run_npumem("replay " + trace.path() +
+                                " --device sim:hbm=10MiB,ddr=0 --strategy static --advise");
+  EXPECT_EQ(small.exit_code, 2) << small.err;  // no arena to replay in
+  EXPECT_NE(small.err.find("the static arenas need 12.0 MiB together (default 2.00 MiB, "
+                           "'encoder' 6.00 MiB, 'decoder' 4.00 MiB), more than the device's HBM "
+                           "(10.0 MiB)"),
+            std::string::npos)
+      << small.out << small.err;
 }
 
 // A static arena the device cannot hold stops the replay before its first event: the

@@ -190,6 +190,8 @@ nlohmann::ordered_json replay_report_json(const ReplayReport& report) {
     json["static_advice"] = {{"min_arena_bytes", advice.min_arena_bytes},
                              {"margin", advice.margin},
                              {"recommended_static_size", advice.recommended_bytes}};
+    json["static_advice"]["all_arenas_min_bytes"] = all_arenas_bytes(advice, false);
+    json["static_advice"]["all_arenas_recommended_bytes"] = all_arenas_bytes(advice, true);
     for (const PoolArenaAdvice& pool : advice.pools) {
       json["static_advice"]["pools"].push_back({{"pool", pool.pool},
                                                 {"peak_requested_bytes", pool.peak_requested_bytes},
@@ -243,7 +245,10 @@ std::string replay_report_text(const ReplayReport& report) {
   }
   if (report.static_advice) {
     const StaticAdvice& advice = *report.static_advice;
-    add_line(out, "static arena needed", format_bytes(advice.min_arena_bytes));
+    // With pools, the default pool's arena alone read as what the workload needs.
+    add_line(out, "static arena needed",
+             format_bytes(advice.min_arena_bytes) +
+                 (advice.pools.empty() ? "" : " for the default pool"));
     add_line(out, "static_size advice",
              format_bytes(advice.recommended_bytes) + " with a " + fixed(advice.margin * 100, 0) +
                  "% margin, in whole granules: NPUMEM_ALLOC_CONF=strategy:static,static_size:" +
@@ -256,6 +261,12 @@ std::string replay_report_text(const ReplayReport& report) {
                   << " under strategy:static (arena needed " << format_bytes(pool.min_arena_bytes)
                   << "; create_pool quota " << pool.recommended_bytes << ")";
       add_line(out, "static pool quota", advice_line.str());
+    }
+    if (!advice.pools.empty()) {
+      add_line(out, "static arenas in all",
+               format_bytes(all_arenas_bytes(advice, false)) + " needed, " +
+                   format_bytes(all_arenas_bytes(advice, true)) +
+                   " advised (the HBM they take together)");
     }
   }
   if (!report.static_advice_failure.empty()) {
