@@ -58,6 +58,7 @@ def run(
         )
         out.write(monitor.report())
         out.write(peaks_text(npumem.memory_stats(device)))
+        out.write(pools_text(npumem.pools(device)))
         planned = npumem.planned_report(device)
         if planned:
             out.write("planned strategy\n" + planned)
@@ -127,6 +128,31 @@ def _writable_path(path: str, option: str, script: str) -> str:
     except OSError as problem:
         raise OSError(f"{option}: cannot write {path}: {problem.strerror}") from None
     return absolute
+
+
+def pools_text(pools: list[dict]) -> str:
+    """With named pools, each pool's peaks and quota, as `npumem replay` prints them: what
+    sizing the quotas of models served together needs ("" with the default pool alone)."""
+    if len(pools) < 2:
+        return ""
+    lines = [f"  {'pool':<16}{'peak requested':>16}{'peak allocated':>16}"
+             f"{'peak reserved':>16}{'quota':>12}\n"]
+    for pool in pools:
+        stats = pool["stats"]
+        quota = pool["quota_bytes"]
+        lines.append(
+            f"  {pool['name']:<16}"
+            + "".join(
+                f"{_core.format_bytes(stats[key]):>16}"
+                for key in (
+                    "requested_bytes.all.peak",
+                    "allocated_bytes.all.peak",
+                    "reserved_bytes.all.peak",
+                )
+            )
+            + f"{_core.format_bytes(quota) if quota else 'none':>12}\n"
+        )
+    return "pools\n" + "".join(lines)
 
 
 def peaks_text(stats: dict[str, int]) -> str:

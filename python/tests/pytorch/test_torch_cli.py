@@ -344,6 +344,25 @@ class CliTest(unittest.TestCase):
         self.assertTrue(html.lstrip().lower().startswith("<!doctype html"))
         self.assertIn('"format":"npumem.snapshot"', html.replace(" ", ""))
 
+    def test_run_prints_each_pool_s_peaks_and_quota(self):
+        # Only the device's totals were printed: no figure to size a model's quota by.
+        script = self.script(
+            "pools.py",
+            """
+            import npumem
+            import torch
+            with npumem.pool("model_a", quota="16MiB"):
+                a = torch.empty(5_000_000, dtype=torch.uint8)
+            with npumem.pool("model_b"):
+                b = torch.empty(3_000_000, dtype=torch.uint8)
+            """,
+        )
+        result = self.npumem_torch("run", script)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        table = result.stdout[result.stdout.index("pools\n"):]
+        self.assertRegex(table, r"\n  model_a +4\.77 MiB +4\.77 MiB +\S+ MiB +16\.0 MiB\n")
+        self.assertRegex(table, r"\n  model_b +2\.86 MiB .* none\n")
+
     def test_a_failing_script_s_traceback_starts_at_the_script(self):
         # It began in npumem's script_runner and went through runpy.
         script = self.script(
