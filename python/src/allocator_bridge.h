@@ -33,13 +33,15 @@ struct AllocatorBridge {
 };
 
 inline constexpr const char* kScopeBridgeCapsule = "npumem._core.ScopeBridge";
-inline constexpr std::uint32_t kScopeBridgeVersion = 1;
+inline constexpr std::uint32_t kScopeBridgeVersion = 2;
 
 // What _torch reads of _core's thread-local scopes whatever the device, installed or not.
 struct ScopeBridge {
   std::uint32_t version = kScopeBridgeVersion;
   // The pool this thread's innermost npumem.pool() scope routes to ("default" outside).
   void (*current_pool)(std::string* name) = nullptr;
+  // This thread's memory tag (npumem.tag(), npumem.torch.tag_modules()); "" when none.
+  void (*current_tag)(std::string* tag) = nullptr;
 };
 
 }  // namespace npumem::python

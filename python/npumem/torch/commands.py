@@ -81,12 +81,15 @@ def run(
 
 def capture(script: str, args: list[str], output: str) -> int:
     """Runs the script under PyTorch's own allocator, recording every CPU allocation
-    and free, and an `i` line at every optimizer.step() and npumem.torch.iteration();
-    writes the trace (allocations alive at the end stay unfreed in it)."""
+    and free, an `i` line at every optimizer.step() and npumem.torch.iteration(), and
+    `p`/`t` lines where the pool scope or the memory tag (the module, as under `run`)
+    changes; writes the trace (allocations alive at the end stay unfreed in it)."""
     output = _writable_path(output, "-o", script)
     mark_optimizer_steps()
     try:
-        with record() as recording:
+        # Module tags, as `run` gives them: a leak check of the trace groups by tag, and
+        # untagged, a model's weights and the outputs it leaked were one group.
+        with record() as recording, tag_modules():
             status = run_script(script, args)
     finally:
         mark_optimizer_steps(False)

@@ -17,7 +17,8 @@ import torch
 from npumem import _core, _torch
 
 # (kind, id, bytes): kind "a" (bytes requested), "f" (bytes 0), "i" (id 1 and bytes the
-# key when keyed, else both 0) or "p" (id: the index of the pool's name in `pools`).
+# key when keyed, else both 0), "p" (id: the index of the pool's name in `pools`) or "t"
+# (id: the index of the memory tag in `tags`; "" clears it).
 Event = tuple[str, int, int]
 
 # The separators of a trace line's fields, which a `p` line's name cannot hold.
@@ -30,6 +31,7 @@ class Recording:
 
     events: list[Event] = field(default_factory=list)
     pools: list[str] = field(default_factory=list)  # the names "p" events index
+    tags: list[str] = field(default_factory=list)  # the tags "t" events index
 
     @property
     def allocations(self) -> int:
@@ -47,7 +49,7 @@ class Recording:
     def write(self, path: Union[str, TextIO], what: str) -> None:
         """Writes the trace file (a path, or a file open for writing) with a header
         naming `what` was run."""
-        write_trace(path, self.events, what, self.pools)
+        write_trace(path, self.events, what, self.pools, self.tags)
 
 
 class record:  # noqa: N801 - a context, like torch.autograd.profiler.record_function
@@ -69,7 +71,9 @@ class record:  # noqa: N801 - a context, like torch.autograd.profiler.record_fun
         exc: Optional[BaseException],
         traceback: Optional[TracebackType],
     ) -> None:
-        self.recording.events, self.recording.pools = _torch.stop_recording()
+        self.recording.events, self.recording.pools, self.recording.tags = (
+            _torch.stop_recording()
+        )
 
 
 def peak_live_bytes(events: Iterable[Event]) -> int:
@@ -97,16 +101,21 @@ def check_pool_names(pools: Iterable[str]) -> None:
 
 
 def write_trace(
-    target: Union[str, TextIO], events: Iterable[Event], what: str, pools: Sequence[str] = ()
+    target: Union[str, TextIO],
+    events: Iterable[Event],
+    what: str,
+    pools: Sequence[str] = (),
+    tags: Sequence[str] = (),
 ) -> None:
     """Writes the trace to `target`, a path or a file open for writing (UTF-8 where a
-    pool's name needs it); `pools`: the names "p" events index. A name with a blank or
-    a line break, which a `p` line cannot hold, raises ValueError before anything is
-    written."""
+    name needs it); `pools` and `tags`: the names "p" and "t" events index. A pool name
+    with a blank or a line break, which a `p` line cannot hold, raises ValueError before
+    anything is written; a tag's blanks are written as '_' (a module's backward tag,
+    "Linear (backward)", is one word in a trace)."""
     check_pool_names(pools)
     if isinstance(target, str):
         with open(target, "w", encoding="utf-8") as file:
-            write_trace(file, events, what, pools)
+            write_trace(file, events, what, pools, tags)
         return
     # One ASCII comment line whatever `what` holds: a line break in it began a line
     # replay refused, and a character past ASCII failed the write.
@@ -115,7 +124,8 @@ def write_trace(
         f"# what: {what}; PyTorch {torch.__version__} CPU, "
         f"{torch.get_num_threads()} intra-op threads, Python {platform.python_version()}\n"
         "# format: 'a <id> <bytes>' allocates, 'f <id>' frees, 'i' starts an iteration, "
-        "'p <name>' routes to a pool; '#' lines are comments/phase markers\n"
+        "'p <name>' routes to a pool, 't <tag>' tags what follows; '#' lines are "
+        "comments/phase markers\n"
     )
     target.write(header)
     for kind, ident, size in events:
@@ -125,6 +135,9 @@ def write_trace(
             target.write(f"f {ident}\n")
         elif kind == "p":
             target.write(f"p {pools[ident]}\n")
+        elif kind == "t":
+            tag = "_".join(tags[ident].split())
+            target.write(f"t {tag}\n" if tag else "t\n")
         elif ident:
             target.write(f"i {size}\n")
         else:

@@ -66,7 +66,11 @@ void current_pool(std::string* name) {
   *name = PoolScope::current_pool();
 }
 
-ScopeBridge scope_bridge{kScopeBridgeVersion, &current_pool};
+void current_tag(std::string* tag) {
+  *tag = memory_tag();
+}
+
+ScopeBridge scope_bridge{kScopeBridgeVersion, &current_pool, &current_tag};
 
 }  // namespace
 
@@ -82,7 +86,7 @@ void bind_scopes(py::module_& module) {
   module.def(
       "scope_bridge",
       [] { return py::capsule(static_cast<void*>(&scope_bridge), kScopeBridgeCapsule); },
-      "This thread's scopes as npumem._torch reads them (its recordings' `p` lines)");
+      "This thread's scopes as npumem._torch reads them (its recordings' `p` and `t` lines)");
   module.def(
       "set_memory_tag", [](const std::string& tag) { set_memory_tag(tag); }, py::arg("tag"),
       "Tags the blocks this thread allocates from now on (empty: no tag)");

@@ -21,13 +21,15 @@ void RecordingAllocator::start(c10::Allocator* inner, const ScopeBridge& scopes)
   events_.clear();
   pools_.clear();
   current_pool_ = "default";
+  tags_.clear();
+  current_tag_.clear();
 }
 
 Recorded RecordingAllocator::stop() {
   std::lock_guard lock(mutex_);
   if (!recording_) throw std::runtime_error("no recording is running");
   recording_ = false;
-  return {std::move(events_), std::move(pools_)};
+  return {std::move(events_), std::move(pools_), std::move(tags_)};
 }
 
 bool RecordingAllocator::recording() const {
@@ -56,20 +58,24 @@ c10::DataPtr RecordingAllocator::allocate(std::size_t bytes) const {
   if (recording_) {
     std::string pool;
     scopes_->current_pool(&pool);
-    switch_pool(pool);
+    switch_to('p', pool, current_pool_, pools_);
+    std::string tag;
+    scopes_->current_tag(&tag);
+    switch_to('t', tag, current_tag_, tags_);
     events_.push_back({'a', id, bytes});
   }
   live_.emplace(ptr, Live{std::move(memory), id, session_});
   return {ptr, ptr, &free_recorded, device};
 }
 
-void RecordingAllocator::switch_pool(const std::string& pool) const {
-  if (pool == current_pool_) return;
-  const auto known = std::find(pools_.begin(), pools_.end(), pool);
-  const auto index = static_cast<std::uint64_t>(known - pools_.begin());
-  if (known == pools_.end()) pools_.push_back(pool);
-  events_.push_back({'p', index, 0});
-  current_pool_ = pool;
+void RecordingAllocator::switch_to(char kind, const std::string& name, std::string& current,
+                                   std::vector<std::string>& names) const {
+  if (name == current) return;
+  const auto known = std::find(names.begin(), names.end(), name);
+  const auto index = static_cast<std::uint64_t>(known - names.begin());
+  if (known == names.end()) names.push_back(name);
+  events_.push_back({kind, index, 0});
+  current = name;
 }
 
 c10::DeleterFnPtr RecordingAllocator::raw_deleter() const {

@@ -1,8 +1,8 @@
 // A c10 allocator that forwards to another and records every allocation and free
 // with its exact requested size: the events of an allocation trace
 // (`a <id> <bytes>` / `f <id>`, ids in allocation order from 0), the iteration
-// boundaries marked meanwhile (`i`), and the pool each allocation's thread was scoped
-// to (`p <name>` where it changes: npumem.pool() / PoolScope).
+// boundaries marked meanwhile (`i`), and the pool and memory tag of each allocation's
+// thread (`p <name>`, `t <tag>` where they change: npumem.pool(), npumem.tag()).
 #pragma once
 
 #include <c10/core/Allocator.h>
@@ -19,14 +19,16 @@
 namespace npumem::python {
 
 struct RecordedEvent {
-  char kind = 'a';          // 'a' allocation, 'f' free, 'i' iteration boundary, 'p' pool
-  std::uint64_t id = 0;     // 'i': 1 when keyed; 'p': the pool's index in Recorded::pools
+  char kind = 'a';  // 'a' allocation, 'f' free, 'i' iteration boundary, 'p' pool, 't' tag
+  // 'i': 1 when keyed; 'p': the pool's index in Recorded::pools, 't' the tag's in tags.
+  std::uint64_t id = 0;
   std::uint64_t bytes = 0;  // 'a': requested bytes; 'i': the key
 };
 
 struct Recorded {
   std::vector<RecordedEvent> events;
   std::vector<std::string> pools;  // the names 'p' events index
+  std::vector<std::string> tags;   // the tags 't' events index ("" clears the tag)
 };
 
 class RecordingAllocator final : public c10::Allocator {
@@ -52,8 +54,10 @@ class RecordingAllocator final : public c10::Allocator {
  private:
   RecordingAllocator() = default;
   static void free_recorded(void* ptr);
-  // A 'p' event when `pool` is not the pool of the allocation recorded last.
-  void switch_pool(const std::string& pool) const;
+  // A `kind` event ('p' or 't') when `name` is not the one of the allocation recorded
+  // last, indexing `names`.
+  void switch_to(char kind, const std::string& name, std::string& current,
+                 std::vector<std::string>& names) const;
 
   struct Live {
     c10::DataPtr inner;
@@ -70,6 +74,8 @@ class RecordingAllocator final : public c10::Allocator {
   mutable std::vector<RecordedEvent> events_;
   mutable std::vector<std::string> pools_;
   mutable std::string current_pool_;
+  mutable std::vector<std::string> tags_;
+  mutable std::string current_tag_;
   mutable std::unordered_map<void*, Live> live_;
 };
 

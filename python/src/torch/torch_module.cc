@@ -106,9 +106,9 @@ void start_recording(const py::capsule& scopes) {
 
 using Events = std::vector<std::tuple<std::string, std::uint64_t, std::uint64_t>>;
 
-// The events as (kind, id, bytes), kind "a", "f", "i" or "p" (id: the index of its pool
-// among the names), and the pool names.
-std::pair<Events, std::vector<std::string>> stop_recording() {
+// The events as (kind, id, bytes), kind "a", "f", "i", "p" or "t" (id: the index of its
+// pool or tag among their names), the pool names and the tags.
+std::tuple<Events, std::vector<std::string>, std::vector<std::string>> stop_recording() {
   RecordingAllocator& recorder = RecordingAllocator::instance();
   Recorded recorded = recorder.stop();
   c10::SetCPUAllocator(recorder.inner(), kPriority);
@@ -117,7 +117,7 @@ std::pair<Events, std::vector<std::string>> stop_recording() {
   for (const RecordedEvent& event : recorded.events) {
     events.emplace_back(std::string(1, event.kind), event.id, event.bytes);
   }
-  return {std::move(events), std::move(recorded.pools)};
+  return {std::move(events), std::move(recorded.pools), std::move(recorded.tags)};
 }
 
 }  // namespace
@@ -138,7 +138,7 @@ PYBIND11_MODULE(_torch, module) {
              "and the pool of each (scopes: npumem._core.scope_bridge())");
   module.def("stop_recording", &stop_recording,
              "Stops recording; returns the events as (kind, id, bytes) tuples and the names of "
-             "the pools 'p' events index");
+             "the pools and tags 'p' and 't' events index");
   module.def("recording", [] { return RecordingAllocator::instance().recording(); });
   module.def(
       "record_iteration",

@@ -422,8 +422,12 @@ class CliTest(unittest.TestCase):
             lines = file.read().splitlines()
         self.assertTrue(lines[0].startswith("# what: python3 "))
         iterations = 0
+        tags = set()
         for line in lines:
             if line.startswith("#"):
+                continue
+            if line.startswith("t"):  # the module that allocates, as under `run`
+                tags.add(line[2:])
                 continue
             if line == "i":  # optimizer.step()
                 iterations += 1
@@ -431,6 +435,8 @@ class CliTest(unittest.TestCase):
             fields = line.split()
             events.append((fields[0], int(fields[1]), int(fields[2]) if fields[0] == "a" else 0))
         self.assertEqual(iterations, 1)
+        self.assertIn("ResNet.layer1.0.conv1", tags)
+        self.assertIn("ResNet.fc_(backward)", tags)
         peak = peak_live_bytes(events)
         self.assertGreater(peak, 44 << 20)  # resnet18's weights alone
         self.assertIn(f"({peak} bytes)", result.stdout)
@@ -480,6 +486,36 @@ class CliTest(unittest.TestCase):
         self.assertEqual(pools["model_a"]["quota_bytes"], 16 << 20)
         self.assertEqual(pools["model_b"]["peak_requested_bytes"], 7_000_000)
         self.assertEqual(pools["default"]["peak_requested_bytes"], 4_000_000)
+
+    def test_a_leak_check_of_a_capture_names_the_leaking_module(self):
+        # Captured without tags, the model's weights and the outputs it leaked were one
+        # untagged group: replay blamed 3 MiB of weights where `run` named 80 KiB.
+        trace = os.path.join(self.folder.name, "leak.trace")
+        script = self.script(
+            "leaky.py",
+            """
+            import npumem.torch
+            import torch
+            model = torch.nn.Sequential(torch.nn.Linear(512, 512), torch.nn.ReLU())
+            kept = []
+            with torch.no_grad():
+                for step in range(8):
+                    npumem.torch.iteration()
+                    kept.append(model(torch.randn(16, 512)))
+            npumem.torch.iteration()
+            """,
+        )
+        result = self.npumem_torch("capture", "-o", trace, script)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        cli = os.environ.get("NPUMEM_CLI")
+        if not cli:
+            self.skipTest("NPUMEM_CLI (the npumem command) is not set")
+        replay = subprocess.run(
+            [cli, "replay", "--leak-check", trace], capture_output=True, text=True, check=False
+        )
+        self.assertEqual(replay.returncode, 4, replay.stdout + replay.stderr)
+        self.assertRegex(replay.stdout, r"tag 'Sequential\.1', pool 'default': \d+ allocations, "
+                         r"[^\n]*<- left behind")
 
     def test_capture_refuses_a_pool_name_a_trace_cannot_hold(self):
         trace = os.path.join(self.folder.name, "blank.trace")
