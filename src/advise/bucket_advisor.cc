@@ -129,6 +129,12 @@ BucketAdvice advise_buckets(const Trace& trace, const BucketAdviceOptions& optio
   advice.max_buckets = options.max_buckets;
   advice.tolerance = options.tolerance;
   advice.alignment = options.alignment;
+  std::size_t marks = 0;  // iteration k begins at the k+1-th `i` line
+  for (const TraceEvent& event : trace.events) {
+    if (event.op != TraceOp::iteration) continue;
+    if (event.index == 1) advice.iteration_keys[marks] = event.bytes;
+    ++marks;
+  }
   advice.outside_peak_bytes = shapes.outside_peak_bytes;
   advice.before_iterations_peak_bytes = shapes.before_iterations_peak_bytes;
 

@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -66,6 +67,9 @@ struct BucketAdvice {
   double tolerance = 0.0;
   // Each request rounded up to it in the plans (`plan memory --alignment` plans alike).
   std::uint64_t alignment = 0;
+  // The key of each keyed iteration (`i <key>`), by its number: what a bucket's
+  // iterations were (a batch size, a sequence-length bucket), not only their numbers.
+  std::map<std::size_t, std::uint64_t> iteration_keys;
   std::uint64_t outside_peak_bytes = 0;            // weights, optimizer state: beside the arena
   std::uint64_t before_iterations_peak_bytes = 0;  // before the first `i` (iteration_shapes.h)
   std::uint64_t peak_requested_bytes = 0;

@@ -13,9 +13,16 @@ std::uint64_t whole_bytes(double bytes) {
   return static_cast<std::uint64_t>(bytes + 0.5);
 }
 
-std::string iteration_list(const std::vector<std::size_t>& iterations) {
+// "3 8", or "3 (key 64) 8 (key 64)" where the trace keys its iterations.
+std::string iteration_list(const std::vector<std::size_t>& iterations,
+                           const std::map<std::size_t, std::uint64_t>& keys) {
   std::string out;
-  for (std::size_t i : iterations) out += (out.empty() ? "" : " ") + std::to_string(i);
+  for (std::size_t i : iterations) {
+    out += (out.empty() ? "" : " ") + std::to_string(i);
+    if (const auto key = keys.find(i); key != keys.end()) {
+      out += " (key " + std::to_string(key->second) + ")";
+    }
+  }
   return out;
 }
 
@@ -55,9 +62,19 @@ nlohmann::ordered_json bucket_advice_json(const BucketAdvice& advice) {
       item["padded_request_share"] = choice->padded_request_share;
       item["bucket_list"] = nlohmann::ordered_json::array();
       for (const AdvisedBucket& bucket : choice->bucket_list) {
-        item["bucket_list"].push_back({{"lower_bound_bytes", bucket.lower_bound_bytes},
-                                       {"arena_bytes", bucket.arena_bytes},
-                                       {"iterations", bucket.iterations}});
+        nlohmann::ordered_json entry = {{"lower_bound_bytes", bucket.lower_bound_bytes},
+                                        {"arena_bytes", bucket.arena_bytes},
+                                        {"iterations", bucket.iterations}};
+        if (!advice.iteration_keys.empty()) {
+          entry["keys"] = nlohmann::ordered_json::array();
+          for (std::size_t i : bucket.iterations) {
+            const auto key = advice.iteration_keys.find(i);
+            entry["keys"].push_back(key == advice.iteration_keys.end()
+                                        ? nlohmann::ordered_json(nullptr)
+                                        : nlohmann::ordered_json(key->second));
+          }
+        }
+        item["bucket_list"].push_back(std::move(entry));
       }
     }
     out["choices"].push_back(item);
@@ -109,7 +126,7 @@ std::string bucket_advice_text(const BucketAdvice& advice) {
     for (const AdvisedBucket& bucket : choice->bucket_list) {
       out << "      bucket " << format_bytes(bucket.lower_bound_bytes) << " (plan "
           << format_bytes(bucket.arena_bytes) << "): iterations "
-          << iteration_list(bucket.iterations) << "\n";
+          << iteration_list(bucket.iterations, advice.iteration_keys) << "\n";
     }
   }
   if (const std::size_t more = advice.choices.size() + 1; more <= advice.max_buckets) {

@@ -2,8 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <string>
 
+#include "bucket_report.h"
 #include "iteration_shapes.h"
 #include "npumem/errors.h"
 
@@ -153,6 +155,25 @@ void expect_refused(const std::string& text, const std::string& name, const std:
   } catch (const ConfigError& e) {
     EXPECT_NE(std::string(e.what()).find(expected), std::string::npos) << e.what();
   }
+}
+
+// A keyed trace's buckets say their iterations' keys (a batch size, a sequence-length
+// bucket): numbers alone had to be mapped back to the trace's `i` lines.
+TEST(BucketAdvisor, BucketsOfAKeyedTraceNameTheKeys) {
+  std::string keyed = kThreeShapes;
+  std::size_t at = 0;
+  for (const char* key : {"i 16\n", "i 4\n", "i 5\n"}) {
+    at = keyed.find("i\n", at);
+    keyed.replace(at, 2, key);
+    at += 2;
+  }
+  const BucketAdvice advice = advise_buckets(parse_trace(keyed, "keyed"), {});
+  EXPECT_EQ(advice.iteration_keys, (std::map<std::size_t, std::uint64_t>{{0, 16}, {1, 4}, {2, 5}}));
+  EXPECT_NE(bucket_advice_text(advice).find("iterations 1 (key 4) 2 (key 5)"), std::string::npos)
+      << bucket_advice_text(advice);
+  const auto json = bucket_advice_json(advice);
+  EXPECT_EQ(json["choices"][1]["bucket_list"][0]["keys"], nlohmann::ordered_json::array({4, 5}));
+  EXPECT_TRUE(advise_buckets(parse_trace(kThreeShapes, "three"), {}).iteration_keys.empty());
 }
 
 TEST(BucketAdvisor, BadInputIsNamed) {
