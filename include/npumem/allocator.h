@@ -79,6 +79,10 @@ struct PlanInfo {
   // Declined not for its arena but because the iterations it served kept differing from
   // it (other sizes, another order), each plan learned again missing in turn.
   bool declined_for_misses = false;
+  // Declined for its arena: the fewest reserved bytes the test found the arena would
+  // bring beside what the fallback held (above fallback_peak_reserved_bytes). 0: not so
+  // declined.
+  std::uint64_t declined_reserved_bytes = 0;
 };
 
 // What the planned strategy did (all zero under other strategies). Requests of the

@@ -92,7 +92,8 @@ nlohmann::ordered_json planned_json(const ReplayResult& result) {
         {"iterations_left", plan.iterations_left},
         {"fallback_peak_reserved_bytes", plan.fallback_peak_reserved_bytes},
         {"declined", plan.declined},
-        {"declined_for_misses", plan.declined_for_misses}};
+        {"declined_for_misses", plan.declined_for_misses},
+        {"declined_reserved_bytes", plan.declined_reserved_bytes}};
     if (plan.key) item["key"] = *plan.key;
     plans.push_back(item);
   }

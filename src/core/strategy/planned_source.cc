@@ -1345,7 +1345,7 @@ void PlannedSource::decline_serving_plan() {
 // less the two its neighbours could hold; a device segment adds all of its bytes.
 // Past the plans' holes, with no request before it that could take its first granule,
 // what it maps is known; and a plan with holes keeps its copies only next to what lasts.
-bool PlannedSource::arena_might_fit(const Plan& plan, std::uint64_t bytes) const {
+bool PlannedSource::arena_might_fit(Plan& plan, std::uint64_t bytes) {
   if (!expandable_ || plan.fallback_peak_reserved == 0) return true;
   std::uint64_t releasable = 0;
   PoolState& pool = default_pool();
@@ -1377,8 +1377,8 @@ bool PlannedSource::arena_might_fit(const Plan& plan, std::uint64_t bytes) const
         round_up(bytes_beyond(leading, std::move(rooms)), allocator_.granularity(Tier::hbm)));
   }
   const auto reserved = static_cast<std::uint64_t>(allocator_.stats.reserved_bytes.all.current);
-  return reserved - std::min(reserved, releasable) + least_growth + kept_growth <=
-         plan.fallback_peak_reserved;
+  plan.tested_reserved = reserved - std::min(reserved, releasable) + least_growth + kept_growth;
+  return plan.tested_reserved <= plan.fallback_peak_reserved;
 }
 
 std::vector<std::size_t> PlannedSource::leading_kept(const Plan& plan) {
@@ -1436,14 +1436,14 @@ std::uint64_t PlannedSource::arena_growth(std::uint64_t bytes) const {
   return expandable_->bytes_to_grow(arena_blocks(), bytes);
 }
 
-bool PlannedSource::arena_fits(std::uint64_t bytes, std::uint64_t growth) const {
+bool PlannedSource::arena_fits(std::uint64_t bytes, std::uint64_t growth) {
+  if (served_->fallback_peak_reserved == 0) return true;
   const auto reserved = static_cast<std::uint64_t>(allocator_.stats.reserved_bytes.all.current);
-  const std::uint64_t fallback_peak = served_->fallback_peak_reserved;
   // The arena takes the fallback's free space that it does not grow for.
   const std::uint64_t free = arena_blocks().free_bytes();
   const std::uint64_t spare = free - std::min(free, bytes - std::min(bytes, growth));
-  return fallback_peak == 0 ||
-         reserved + growth + kept_copy_growth(*served_, spare) <= fallback_peak;
+  served_->tested_reserved = reserved + growth + kept_copy_growth(*served_, spare);
+  return served_->tested_reserved <= served_->fallback_peak_reserved;
 }
 
 std::uint64_t PlannedSource::kept_copy_growth(const Plan& plan, std::uint64_t free) const {
@@ -1498,7 +1498,8 @@ PlannedStats PlannedSource::stats() const {
                       [](std::uintptr_t address) { return address != 0; }));
     out.plans.push_back({plan->sizes.size(), plan->planned_requests, plan->arena_bytes,
                          plan->lower_bound_bytes, served, plan->key, plan->fallback_peak_reserved,
-                         plan->declined, left, in_holes, plan->declined_for_misses});
+                         plan->declined, left, in_holes, plan->declined_for_misses,
+                         plan->declined && !plan->declined_for_misses ? plan->tested_reserved : 0});
   }
   return out;
 }

@@ -133,6 +133,9 @@ class PlannedSource : public SegmentSource {
     std::uint64_t kept_copy_bytes = 0;
     bool declined = false;  // its arena does not pay (reserve_arena), or it keeps missing
     bool declined_for_misses = false;
+    // The reserved bytes the last pay test found its arena would bring (0: none tested):
+    // beside fallback_peak_reserved, why a declined plan was declined.
+    std::uint64_t tested_reserved = 0;
   };
 
   SegmentSource& fallback();
@@ -254,8 +257,8 @@ class PlannedSource : public SegmentSource {
   std::uint64_t arena_growth(std::uint64_t bytes) const;
   // Whether an arena of `bytes` that adds `growth` reserved bytes stays within the
   // serving plan's fallback_peak_reserved, its kept copies counted past the free space
-  // the arena leaves (kept_copy_growth).
-  bool arena_fits(std::uint64_t bytes, std::uint64_t growth) const;
+  // the arena leaves (kept_copy_growth). Notes the reserved bytes it found (tested_reserved).
+  bool arena_fits(std::uint64_t bytes, std::uint64_t growth);
   // The reserved bytes the plan's kept copies (Plan::kept_copy_bytes) add beyond `free`
   // bytes of the fallback's free space, in whole granules.
   std::uint64_t kept_copy_growth(const Plan& plan, std::uint64_t free) const;
@@ -264,7 +267,8 @@ class PlannedSource : public SegmentSource {
   // fallback peak. Such a plan is declined without the release, which would move
   // where the iteration's requests go and could raise the fallback's peak (a declined
   // plan cost an embedding model's training 2 granules: 1.031 against expandable's 1.010).
-  bool arena_might_fit(const Plan& plan, std::uint64_t bytes) const;
+  // Notes the fewest reserved bytes it found (tested_reserved).
+  bool arena_might_fit(Plan& plan, std::uint64_t bytes);
   // Whether `plan` served an iteration whole: its arena is reserved again untested.
   static bool proven(const Plan& plan);
   // The serving plan's arena does not pay: the iteration is the fallback's.

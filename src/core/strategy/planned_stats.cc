@@ -61,6 +61,7 @@ std::map<std::string, std::int64_t> PlannedStats::as_map() const {
     out[prefix + "fallback_peak_reserved_bytes"] = value(plan.fallback_peak_reserved_bytes);
     out[prefix + "declined"] = plan.declined ? 1 : 0;
     out[prefix + "declined_for_misses"] = plan.declined_for_misses ? 1 : 0;
+    out[prefix + "declined_reserved_bytes"] = value(plan.declined_reserved_bytes);
     if (plan.key) out[prefix + "key"] = value(*plan.key);
   }
   return out;

@@ -88,10 +88,10 @@ std::string plan_line(const PlanInfo& plan) {
             " differed from it (other sizes or another order of requests)";
     if (plan.key) text += "; iterations under one key should repeat their requests";
   } else if (plan.declined) {
-    text +=
-        ", declined: its arena beside what the fallback held would pass the fallback's "
-        "reserved peak in the iteration it was learned from, " +
-        format_bytes(plan.fallback_peak_reserved_bytes);
+    text += ", declined: its arena beside what the fallback held would reserve at least " +
+            format_bytes(plan.declined_reserved_bytes) + ", above the fallback's reserved peak " +
+            "in the iteration it was learned from, " +
+            format_bytes(plan.fallback_peak_reserved_bytes);
   }
   return text;
 }

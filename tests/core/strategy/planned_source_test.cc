@@ -646,6 +646,7 @@ TEST(Planned, APlanDeclinedAfterADeferralLeavesNoSteadyState) {
   EXPECT_TRUE(stats.plans[0].declined);
   EXPECT_EQ(stats.plans[0].fallback_peak_reserved_bytes, 16 * MiB);
   EXPECT_FALSE(stats.plans[0].declined_for_misses);
+  EXPECT_GT(stats.plans[0].declined_reserved_bytes, 16 * MiB) << "why it was declined";
   EXPECT_EQ(stats.deferred, 1u);
   EXPECT_EQ(stats.hits, 0u);
   EXPECT_EQ(stats.first_served_iteration, 0u);
@@ -1020,6 +1021,8 @@ TEST(Planned, LaysOutWithTheGivenPlannerAndDeclinesAPlanWorseThanTheFallback) {
   EXPECT_EQ(stats.plans[0].arena_bytes, 17 * MiB);
   EXPECT_EQ(stats.plans[0].fallback_peak_reserved_bytes, 10 * MiB);  // 4 + 6
   EXPECT_TRUE(stats.plans[0].declined);
+  // The fewest granules a carved arena could map: its 9 less the 2 its neighbours may hold.
+  EXPECT_EQ(stats.plans[0].declined_reserved_bytes, 14 * MiB);
   EXPECT_EQ(stats.arena_bytes, 0u);
   EXPECT_EQ(stats.hits, 0u);
   EXPECT_EQ(stats.learning, 4u) << "the first iteration";

@@ -34,6 +34,7 @@ PlannedStats served_stats() {
   declined.arena_bytes = 4 * MiB;
   declined.declined = true;
   declined.fallback_peak_reserved_bytes = 6 * MiB;
+  declined.declined_reserved_bytes = 7 * MiB;
   stats.plans = {keyed, declined};
   return stats;
 }
@@ -68,10 +69,11 @@ TEST(PlannedReport, NamesEachFigureAndEachPlan) {
             "10 of 12 requests (2 in the fallback's free space, beside what lasts), arena "
             "10.0 MiB, lower bound 9.00 MiB, served 3 iterations");
   EXPECT_EQ(lines[4].name, "plan 1");
-  EXPECT_NE(lines[4].value.find("declined: its arena beside what the fallback held would pass "
-                                "the fallback's reserved peak in the iteration it was learned "
-                                "from, 6.00 MiB"),
-            std::string::npos)
+  EXPECT_NE(
+      lines[4].value.find("declined: its arena beside what the fallback held would "
+                          "reserve at least 7.00 MiB, above the fallback's reserved peak in the "
+                          "iteration it was learned from, 6.00 MiB"),
+      std::string::npos)
       << lines[4].value;
 }
 
