@@ -21,6 +21,8 @@ ReplayReport sample_report() {
   result.stats.reserved_bytes.all.peak = 110 * MiB;
   result.stats.allocated_bytes.all.peak = 101 * MiB;
   result.stats.num_spills = 4;
+  result.stats.num_reclaims = 3;
+  result.stats.num_alloc_retries = 1;
   result.tiers[0] = {true, 1 * GiB, 110 * MiB, 101 * MiB};
   result.tiers[1] = {true, 2 * GiB, 0, 0};
   result.ns_per_event = 12.34;
@@ -41,7 +43,8 @@ TEST(ReplayReportTest, JsonHasEveryFigureOfTheReport) {
   EXPECT_EQ(json["tiers"]["hbm"]["peak_allocated_bytes"], 101 * MiB);
   EXPECT_EQ(json["tiers"]["ddr"]["capacity_bytes"], 2 * GiB);
   EXPECT_EQ(json["spills"], 4);
-  EXPECT_EQ(json["reclaims"], 0);
+  EXPECT_EQ(json["reclaims"], 3);
+  EXPECT_EQ(json["alloc_retries"], 1);
   EXPECT_EQ(json["ooms"], 0);
   EXPECT_DOUBLE_EQ(json["ns_per_event"].get<double>(), 12.34);
   EXPECT_EQ(json["min_hbm_capacity_bytes"], 105 * MiB);
@@ -69,6 +72,15 @@ TEST(ReplayReportTest, TextShowsReadableFigures) {
   EXPECT_NE(text.find("ns per event          12.3"), std::string::npos) << text;
   EXPECT_NE(text.find("hbm     " + format_bytes(1 * GiB)), std::string::npos) << text;
   EXPECT_EQ(text.find("min HBM capacity"), std::string::npos) << text;
+}
+
+// Reclaims before growth are routine; the line says how many met a refusal.
+TEST(ReplayReportTest, ReclaimsSayHowManyMadeRoomARequestNeeded) {
+  const std::string text = replay_report_text(sample_report());
+  EXPECT_NE(text.find("reclaims              3 (1 made room a request needed; the rest gave "
+                      "cached memory back before growing past the reserved peak)"),
+            std::string::npos)
+      << text;
 }
 
 TEST(ReplayReportTest, APlansLongKeyStaysApartFromItsFigures) {

@@ -45,6 +45,18 @@ std::string ratio_text(std::optional<double> ratio, const std::string& undefined
   return ratio ? fixed(*ratio, 3) : undefined;
 }
 
+// Most reclaims are routine (cached memory given back before growing past the reserved
+// high-water mark): only those after a refusal (num_alloc_retries) mean pressure, and a
+// count without that split read as pressure where there was none.
+std::string reclaims_text(const Stats& stats) {
+  const auto reclaims = static_cast<std::uint64_t>(stats.num_reclaims);
+  if (reclaims == 0) return "0";
+  const auto retries = static_cast<std::uint64_t>(stats.num_alloc_retries);
+  return format_count(reclaims) + " (" + format_count(retries) +
+         " made room a request needed; the rest gave cached memory back before growing past "
+         "the reserved peak)";
+}
+
 void add_line(std::ostringstream& out, const std::string& name, const std::string& value) {
   // A name of the column's width or more (a plan's 20-digit key) still ends in a space.
   out << "  " << pad_right(name + " ", 22) << value << "\n";
@@ -166,6 +178,7 @@ nlohmann::ordered_json replay_report_json(const ReplayReport& report) {
         {"ddr", tier_json(result.tiers[static_cast<std::size_t>(Tier::ddr)])}}},
       {"spills", result.stats.num_spills},
       {"reclaims", result.stats.num_reclaims},
+      {"alloc_retries", result.stats.num_alloc_retries},
       {"ooms", result.stats.num_ooms},
       {"ns_per_event", result.ns_per_event},
   };
@@ -229,7 +242,7 @@ std::string replay_report_text(const ReplayReport& report) {
   add_line(out, "peak reserved", format_bytes(result.peak_reserved_bytes()));
   add_line(out, "overhead ratio", ratio_text(result.overhead_ratio(), "n/a (no byte requested)"));
   add_line(out, "spills", format_count(static_cast<std::uint64_t>(result.stats.num_spills)));
-  add_line(out, "reclaims", format_count(static_cast<std::uint64_t>(result.stats.num_reclaims)));
+  add_line(out, "reclaims", reclaims_text(result.stats));
   add_line(out, "OOMs", format_count(static_cast<std::uint64_t>(result.stats.num_ooms)));
   add_line(out, "ns per event", fixed(result.ns_per_event, 1));
   if (result.strategy == Strategy::planned) add_planned_lines(out, result);
