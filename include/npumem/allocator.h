@@ -214,6 +214,12 @@ class Allocator {
   // the device lacks the tier.
   void create_pool(const std::string& name, std::uint64_t quota_bytes = 0,
                    std::optional<Tier> tier = std::nullopt);
+  // Removes a named pool (a model unloaded from a server): its memory goes back to the
+  // device, static arena included, and its name is free for create_pool again, with
+  // another quota. Returns the bytes released. ConfigError for the default pool, an
+  // unknown pool, one that holds live allocations (their count and bytes named) and
+  // one a PoolScope routes to on any thread.
+  std::size_t remove_pool(const std::string& name);
   std::vector<PoolInfo> pools() const;  // each pool's stats() as stats() reads them
 
   // Marks the start of an iteration (training step, inference batch): observers see an
@@ -256,6 +262,7 @@ class PoolScope {
  private:
   const Allocator::Impl* previous_owner_;
   core::PoolState* previous_pool_;
+  core::PoolState* pool_ = nullptr;  // counted in its scopes while this lives
 };
 
 }  // namespace npumem

@@ -161,6 +161,12 @@ NPUMEM_API npumem_status_t npumem_resize(npumem_allocator_t* allocator, void* pt
 /* Creates pool `name` with a quota in bytes (0: none). */
 NPUMEM_API npumem_status_t npumem_create_pool(npumem_allocator_t* allocator, const char* name,
                                               size_t quota_bytes) NPUMEM_NOEXCEPT;
+/* Removes pool `name` (a model unloaded): its memory goes back to the device and the
+ * name is free for npumem_create_pool again; released (may be NULL) gets the bytes.
+ * INVALID_CONFIG for the default pool, an unknown pool, one holding live allocations
+ * and one a pool scope routes to (npumem_last_error() says which). */
+NPUMEM_API npumem_status_t npumem_remove_pool(npumem_allocator_t* allocator, const char* name,
+                                              size_t* released) NPUMEM_NOEXCEPT;
 /* Tags the blocks this thread allocates from now on (NULL or "": no tag); tags group
  * memory in snapshots, leak reports and the HTML timeline. */
 NPUMEM_API npumem_status_t npumem_set_tag(const char* tag) NPUMEM_NOEXCEPT;

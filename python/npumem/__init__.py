@@ -51,7 +51,7 @@ from npumem.observe import (
     planned_report,
     snapshot_json,
 )
-from npumem.scopes import create_pool, pool, pools, tag
+from npumem.scopes import create_pool, pool, pools, remove_pool, tag
 
 from npumem import plan  # noqa: E402 - npumem.plan.memory/shard/recompute after `import npumem`
 
@@ -95,6 +95,7 @@ __all__ = [
     "planned_report",
     "pool",
     "pools",
+    "remove_pool",
     "reset_accumulated_memory_stats",
     "reset_max_memory_allocated",
     "reset_max_memory_cached",

@@ -10,7 +10,7 @@ from types import TracebackType
 from typing import Any, Optional, Union
 
 from npumem import _core
-from npumem.devices import DeviceLike, existing_device, get_device, make_pool
+from npumem.devices import DeviceLike, device_index, existing_device, get_device, make_pool
 
 Size = Union[int, str]
 
@@ -35,6 +35,21 @@ def create_pool(
     pins it: its allocations come only from that tier and never spill. Raises
     ConfigError when the pool exists already or the device lacks the tier."""
     make_pool(get_device(device), _pool_name(name), to_bytes(quota), _tier(tier), 1)
+
+
+def remove_pool(name: str, device: DeviceLike = None) -> int:
+    """Removes the named pool (a model unloaded from a server): its memory goes back to
+    the device, a static arena too, and the name is free for create_pool() or pool()
+    again, with another quota. Returns the bytes released. Raises ConfigError for the
+    default pool, an unknown pool, one holding live allocations (named with their
+    count and bytes: free the model's tensors first) and one a pool() scope routes to
+    on any thread."""
+    made = existing_device(device)
+    name = _pool_name(name)
+    if made is None:
+        index = device_index(device)
+        raise _core.ConfigError(f"unknown pool {name!r}: device {index} is not made")
+    return made.remove_pool(name)
 
 
 def _pool_name(name: str) -> str:

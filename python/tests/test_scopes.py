@@ -87,6 +87,27 @@ class PoolTest(unittest.TestCase):
                 call()
         self.assertEqual([info["name"] for info in npumem.pools(device)], ["default"])
 
+    def test_a_removed_pool_gives_back_its_memory_and_takes_another_quota(self):
+        device = fresh_device()
+        reserved = npumem.memory_reserved(device)
+        with npumem.pool("model_a", quota="64MiB", device=device):
+            ptr = npumem.caching_allocator_alloc(3 * MiB, device)
+            with self.assertRaisesRegex(npumem.ConfigError, "a pool scope routes"):
+                npumem.remove_pool("model_a", device)
+        with self.assertRaisesRegex(npumem.ConfigError, r"holds 1 live allocation \(3.00 MiB\)"):
+            npumem.remove_pool("model_a", device)
+        npumem.caching_allocator_delete(ptr, device)
+        self.assertGreater(npumem.remove_pool("model_a", device), 0)
+        self.assertEqual(npumem.memory_reserved(device), reserved)
+        self.assertEqual([info["name"] for info in npumem.pools(device)], ["default"])
+        with npumem.pool("model_a", quota="32MiB", device=device):
+            npumem.caching_allocator_delete(npumem.caching_allocator_alloc(MiB, device), device)
+        self.assertEqual(npumem.pools(device)[1]["quota_bytes"], 32 * MiB)
+        with self.assertRaisesRegex(npumem.ConfigError, "the default pool cannot be removed"):
+            npumem.remove_pool("default", device)
+        with self.assertRaisesRegex(TypeError, "a pool name is a string"):
+            npumem.remove_pool(3, device)
+
     def test_nested_pools_restore_the_outer_one(self):
         device = fresh_device()
         with npumem.pool("outer", device=device):

@@ -213,6 +213,16 @@ npumem_status_t npumem_create_pool(npumem_allocator_t* allocator, const char* na
   });
 }
 
+npumem_status_t npumem_remove_pool(npumem_allocator_t* allocator, const char* name,
+                                   size_t* released) noexcept {
+  return guarded([&] {
+    if (name == nullptr) throw npumem::capi::ArgumentError("name is NULL");
+    const std::size_t bytes = allocator_of(allocator).remove_pool(name);
+    if (released != nullptr) *released = bytes;
+    return NPUMEM_OK;
+  });
+}
+
 npumem_status_t npumem_set_tag(const char* tag) noexcept {
   return guarded([&] {
     npumem::set_memory_tag(tag == nullptr ? "" : tag);

@@ -135,6 +135,10 @@ void Allocator::create_pool(const std::string& name, std::uint64_t quota_bytes,
   impl_->create_pool(name, quota_bytes, tier);
 }
 
+std::size_t Allocator::remove_pool(const std::string& name) {
+  return impl_->remove_pool(name);
+}
+
 std::vector<PoolInfo> Allocator::pools() const {
   std::lock_guard lock(impl_->mutex);
   impl_->flush_recycled();
@@ -187,13 +191,16 @@ PoolScope::PoolScope(Allocator& allocator, const std::string& pool)
   {
     std::lock_guard lock(impl.mutex);
     state = impl.find_pool(pool);
+    if (state != nullptr) ++state->scopes;  // under the lock remove_pool takes
   }
   if (state == nullptr)
     throw ConfigError("unknown pool '" + util::escaped_for_display(pool) + "'; create it first");
+  pool_ = state;
   Allocator::Impl::set_scope(&impl, state);
 }
 
 PoolScope::~PoolScope() {
+  --pool_->scopes;
   Allocator::Impl::set_scope(previous_owner_, previous_pool_);
 }
 

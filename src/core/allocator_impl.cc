@@ -13,6 +13,7 @@
 #include "device/os/process_fence.h"
 #include "npumem/errors.h"
 #include "npumem/units.h"
+#include "util/untrusted_text.h"
 
 namespace npumem {
 
@@ -462,6 +463,42 @@ PoolState& Allocator::Impl::create_pool(const std::string& name, std::uint64_t q
     throw;
   }
   return *pools.back();
+}
+
+// Kept blocks and blocks waiting on streams go back first, so that what the pool holds
+// is either live (refused) or free to release.
+std::size_t Allocator::Impl::remove_pool(const std::string& name) {
+  std::lock_guard lock(mutex);
+  PoolState* pool = find_pool(name);
+  const std::string shown = "'" + util::escaped_for_display(name) + "'";
+  if (pool == nullptr) throw ConfigError("unknown pool " + shown + "; nothing to remove");
+  if (pool == pools.front().get()) throw ConfigError("the default pool cannot be removed");
+  if (pool->scopes.load() != 0) {
+    throw ConfigError("pool " + shown + " is in use: a pool scope routes allocations to it; " +
+                      "remove it after the scope ends");
+  }
+  flush_recycled();
+  if (streams.holds_any()) streams.wait_and_settle(*device, release_to_pool);
+  fold_solo_counts();
+  const Stat& live = pool->stats.allocation.all;
+  if (live.current != 0) {
+    throw ConfigError(
+        "pool " + shown + " holds " +
+        format_count(static_cast<std::uint64_t>(live.current), "live allocation") + " (" +
+        format_bytes(static_cast<std::uint64_t>(pool->stats.allocated_bytes.all.current)) +
+        "); free them before removing it");
+  }
+  for (const auto& cache : caches->caches) {
+    if (cache->pool() == pool) cache->drop_credit();  // its counters were folded at lock
+  }
+  std::size_t released = 0;
+  for (Tier tier : kAllTiers) {
+    for (PoolKind kind : {PoolKind::small, PoolKind::large}) {
+      released += source->release_removed(*pool, pool->block_pool(tier, kind));
+    }
+  }
+  std::erase_if(pools, [&](const auto& kept) { return kept.get() == pool; });
+  return released;
 }
 
 inline PoolState& Allocator::Impl::current_pool() {

@@ -89,6 +89,7 @@ struct Allocator::Impl {
   core::PoolState& create_pool(const std::string& name, std::uint64_t quota_bytes,
                                std::optional<Tier> tier = std::nullopt);
   core::PoolState* find_pool(const std::string& name) const;
+  std::size_t remove_pool(const std::string& name);
   // Statistics as users see them: the allocator's (nullptr) or one pool's.
   Stats public_stats(const core::PoolState* pool) const;
   // Caps the HBM limit at `fraction` of the tier's capacity (ConfigError outside [0, 1]).

@@ -105,6 +105,22 @@ TEST_F(CapiAllocator, PoolsAndTagsShowInTheSnapshot) {
   EXPECT_EQ(npumem_deallocate(allocator_, ptr), NPUMEM_OK);
 }
 
+TEST_F(CapiAllocator, ARemovedPoolGivesBackItsMemory) {
+  ASSERT_EQ(npumem_create_pool(allocator_, "kv", 8 * kMiB), NPUMEM_OK) << npumem_last_error();
+  void* ptr = nullptr;
+  ASSERT_EQ(npumem_pool_allocate(allocator_, "kv", 4096, &ptr), NPUMEM_OK);
+  size_t released = 0;
+  EXPECT_EQ(npumem_remove_pool(allocator_, "kv", &released), NPUMEM_INVALID_CONFIG);
+  EXPECT_NE(std::string(npumem_last_error()).find("holds 1 live allocation"), std::string::npos)
+      << npumem_last_error();
+  ASSERT_EQ(npumem_deallocate(allocator_, ptr), NPUMEM_OK);
+  ASSERT_EQ(npumem_remove_pool(allocator_, "kv", &released), NPUMEM_OK) << npumem_last_error();
+  EXPECT_GT(released, 0u);
+  EXPECT_EQ(npumem_remove_pool(allocator_, "kv", nullptr), NPUMEM_INVALID_CONFIG);
+  EXPECT_EQ(npumem_remove_pool(allocator_, nullptr, nullptr), NPUMEM_INVALID_ARGUMENT);
+  EXPECT_EQ(npumem_create_pool(allocator_, "kv", 16 * kMiB), NPUMEM_OK) << "the name is free";
+}
+
 struct SeenEvents {
   int allocs = 0;
   int frees = 0;

@@ -9,6 +9,7 @@
 
 #include "acl/test_device.h"
 #include "npumem/allocator.h"
+#include "npumem/config.h"
 #include "npumem/device.h"
 #include "npumem/errors.h"
 #include "npumem/units.h"
@@ -230,6 +231,77 @@ TEST_P(Pool, AQuotaBelowOneGranuleIsRefused) {
     EXPECT_NE(std::string(e.what()).find("pool 'tiny': a quota of"), std::string::npos) << e.what();
   }
   allocator.create_pool("one_granule", granule);
+}
+
+// A model unloaded from a server: its pool's memory goes back, static arena included,
+// and the name takes another quota. Under every strategy.
+TEST_P(Pool, ARemovedPoolGivesBackItsMemoryAndItsName) {
+  for (const char* conf : {"strategy:caching", "strategy:expandable", "strategy:planned",
+                           "strategy:static,static_size:4MiB"}) {
+    SCOPED_TRACE(conf);
+    Allocator allocator(device(), parse_config(conf));
+    const std::int64_t before = allocator.stats().reserved_bytes.all.current;
+    allocator.create_pool("model_a", 64 * MiB);
+    {
+      PoolScope scope(allocator, "model_a");
+      void* small = allocator.allocate(4 * KiB);
+      void* large = allocator.allocate(6 * MiB);
+      allocator.deallocate(small);
+      allocator.deallocate(large);
+    }
+    EXPECT_GT(allocator.stats().reserved_bytes.all.current, before) << "the pool holds memory";
+    const std::int64_t device_frees = allocator.stats().num_device_free;
+    const std::size_t released = allocator.remove_pool("model_a");
+    EXPECT_GT(released, 0u);
+    EXPECT_EQ(allocator.stats().reserved_bytes.all.current, before);
+    EXPECT_GT(allocator.stats().num_device_free, device_frees);
+    ASSERT_EQ(allocator.pools().size(), 1u);
+    EXPECT_EQ(allocator.pools()[0].name, "default");
+    allocator.create_pool("model_a", 32 * MiB);
+    {
+      PoolScope scope(allocator, "model_a");
+      allocator.deallocate(allocator.allocate(1 * MiB));
+    }
+    EXPECT_EQ(allocator.pools()[1].quota_bytes, 32 * MiB);
+  }
+}
+
+// Refused, with nothing changed: the default pool, an unknown one, one with live
+// allocations (named), one a scope routes to on another thread.
+TEST_P(Pool, APoolInUseIsNotRemoved) {
+  Allocator allocator(device());
+  allocator.create_pool("model_a", 0);
+  const auto refused = [&](const std::string& name, const std::string& reason) {
+    try {
+      allocator.remove_pool(name);
+      ADD_FAILURE() << "removed " << name;
+    } catch (const ConfigError& error) {
+      EXPECT_NE(std::string(error.what()).find(reason), std::string::npos) << error.what();
+    }
+  };
+  refused("default", "the default pool cannot be removed");
+  refused("model_b", "unknown pool 'model_b'");
+  void* live = nullptr;
+  {
+    PoolScope scope(allocator, "model_a");
+    live = allocator.allocate(3 * MiB);
+    refused("model_a", "a pool scope routes allocations to it");
+  }
+  refused("model_a", "holds 1 live allocation (3.00 MiB); free them before removing it");
+  std::atomic<bool> entered{false}, leave{false};
+  std::thread user([&] {
+    PoolScope scope(allocator, "model_a");
+    entered = true;
+    while (!leave) std::this_thread::yield();
+  });
+  while (!entered) std::this_thread::yield();
+  allocator.deallocate(live);
+  refused("model_a", "a pool scope routes allocations to it");
+  leave = true;
+  user.join();
+  EXPECT_EQ(allocator.pools().size(), 2u);
+  allocator.remove_pool("model_a");
+  EXPECT_EQ(allocator.pools().size(), 1u);
 }
 
 INSTANTIATE_TEST_SUITE_P(Devices, Pool, ::testing::ValuesIn(testing::kBackends),

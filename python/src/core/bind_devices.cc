@@ -193,6 +193,11 @@ void bind_devices(py::module_& module) {
           },
           py::arg("name"), py::arg("quota_bytes") = 0, py::arg("tier") = py::none())
       .def(
+          "remove_pool",
+          [](Entry& e, const std::string& name) { return e.allocator->remove_pool(name); },
+          py::arg("name"), py::call_guard<py::gil_scoped_release>(),
+          "Removes a named pool, its memory given back; returns the bytes released")
+      .def(
           "copy",
           [](Entry& e, std::uintptr_t dst, std::uintptr_t src, std::size_t bytes) {
             return e.allocator->copy(to_pointer(dst), to_pointer(src), bytes);

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -42,6 +43,9 @@ struct PoolState {
   // second exists (its statistics are the totals then, copied when it comes), so its
   // block pools count their inactive splits once, in the totals.
   bool own_stats = true;
+  // PoolScopes routing to it, on any thread: a pool in use is not removed. Changed
+  // under the allocator's lock on entry, read under it by remove_pool.
+  std::atomic<int> scopes{0};
   std::array<std::array<std::unique_ptr<BlockPool>, 2>, kTierCount> blocks;
 };
 

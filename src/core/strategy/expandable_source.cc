@@ -308,6 +308,17 @@ void ExpandableSource::release_if_empty(PoolState& pool, BlockPool& blocks, cons
   ranges_.erase(&blocks);
 }
 
+// The range goes too, whatever may_give_back says: the plans' addresses it guards are
+// the default pool's, which is never removed.
+std::size_t ExpandableSource::release_removed(PoolState& pool, BlockPool& blocks) {
+  const std::size_t released = release(pool, blocks);
+  if (const auto found = ranges_.find(&blocks); found != ranges_.end()) {
+    allocator_.add_segments(pool, blocks.tier(), blocks.kind(), -1, found->second.size);
+    release_all(pool, blocks);
+  }
+  return released;
+}
+
 void ExpandableSource::release_all(PoolState& pool, BlockPool& blocks) {
   const auto found = ranges_.find(&blocks);
   if (found == ranges_.end()) return;

@@ -29,6 +29,7 @@ class ExpandableSource : public SegmentSource {
   GrowResult grow(PoolState& pool, BlockPool& blocks, std::size_t size) override;
   std::size_t release(PoolState& pool, BlockPool& blocks) override;
   void release_all(PoolState& pool, BlockPool& blocks) override;
+  std::size_t release_removed(PoolState& pool, BlockPool& blocks) override;
   PoolKind kind_for(std::size_t size) const override;
   // Maps the granules right after `free` (a free mapped block of `blocks` followed by
   // an unmapped one) that it lacks to hold `size` bytes from its start. The planned

@@ -172,6 +172,10 @@ std::size_t PlannedSource::release(PoolState& pool, BlockPool& blocks) {
   return released + fallback().release(pool, blocks);
 }
 
+std::size_t PlannedSource::release_removed(PoolState& pool, BlockPool& blocks) {
+  return fallback().release_removed(pool, blocks);
+}
+
 // The expandable fallback frees its range alone (an arena carved out of it goes with
 // it): an arena beside it goes first.
 void PlannedSource::release_all(PoolState& pool, BlockPool& blocks) {

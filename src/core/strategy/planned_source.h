@@ -29,6 +29,8 @@ class PlannedSource : public SegmentSource {
   GrowResult grow(PoolState& pool, BlockPool& blocks, std::size_t size) override;
   std::size_t release(PoolState& pool, BlockPool& blocks) override;
   void release_all(PoolState& pool, BlockPool& blocks) override;
+  // Named pools only (the default pool is never removed): the fallback's.
+  std::size_t release_removed(PoolState& pool, BlockPool& blocks) override;
   PoolKind kind_for(std::size_t size) const override;
   void pool_created(PoolState& pool) override;
 

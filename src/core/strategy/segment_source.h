@@ -32,6 +32,11 @@ class SegmentSource {
   virtual void release_all(PoolState& pool, BlockPool& blocks) = 0;
   // A pool was created (the static strategy reserves its arena here).
   virtual void pool_created(PoolState& /*pool*/) {}
+  // Gives back all memory of `blocks`, which holds no live block: its pool is being
+  // removed. Returns the bytes. What release() keeps (a static arena) goes too.
+  virtual std::size_t release_removed(PoolState& pool, BlockPool& blocks) {
+    return release(pool, blocks);
+  }
   // The pool kind that serves a request of `size` rounded bytes.
   virtual PoolKind kind_for(std::size_t size) const = 0;
 };

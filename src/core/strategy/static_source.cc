@@ -93,4 +93,9 @@ void StaticSource::release_all(PoolState& pool, BlockPool& blocks) {
   fallback_.release_all(pool, blocks);
 }
 
+std::size_t StaticSource::release_removed(PoolState& pool, BlockPool& blocks) {
+  for (const Segment* s = blocks.segments(); s != nullptr; s = s->next) arenas_.erase(s->address);
+  return fallback_.release(pool, blocks);
+}
+
 }  // namespace npumem::core

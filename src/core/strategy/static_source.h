@@ -17,6 +17,7 @@ class StaticSource : public SegmentSource {
   GrowResult grow(PoolState& pool, BlockPool& blocks, std::size_t size) override;
   std::size_t release(PoolState& pool, BlockPool& blocks) override;
   void release_all(PoolState& pool, BlockPool& blocks) override;
+  std::size_t release_removed(PoolState& pool, BlockPool& blocks) override;
   void pool_created(PoolState& pool) override;
   PoolKind kind_for(std::size_t /*size*/) const override { return PoolKind::large; }
 
