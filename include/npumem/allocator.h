@@ -258,6 +258,9 @@ class PoolScope {
   // The pool this thread's innermost scope routes to, on whichever allocator; "default"
   // outside every scope. Recordings of a client's allocations write it as `p` lines.
   static std::string current_pool();
+  // That pool's quota in bytes (0: none, or outside every scope). Recordings write it
+  // on the pool's first `p` line, so that a replay keeps it.
+  static std::uint64_t current_pool_quota();
 
  private:
   const Allocator::Impl* previous_owner_;

@@ -33,13 +33,14 @@ struct AllocatorBridge {
 };
 
 inline constexpr const char* kScopeBridgeCapsule = "npumem._core.ScopeBridge";
-inline constexpr std::uint32_t kScopeBridgeVersion = 2;
+inline constexpr std::uint32_t kScopeBridgeVersion = 3;
 
 // What _torch reads of _core's thread-local scopes whatever the device, installed or not.
 struct ScopeBridge {
   std::uint32_t version = kScopeBridgeVersion;
-  // The pool this thread's innermost npumem.pool() scope routes to ("default" outside).
-  void (*current_pool)(std::string* name) = nullptr;
+  // The pool this thread's innermost npumem.pool() scope routes to ("default" outside)
+  // and its quota in bytes (0: none).
+  void (*current_pool)(std::string* name, std::uint64_t* quota_bytes) = nullptr;
   // This thread's memory tag (npumem.tag(), npumem.torch.tag_modules()); "" when none.
   void (*current_tag)(std::string* tag) = nullptr;
 };

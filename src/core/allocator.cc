@@ -209,4 +209,9 @@ std::string PoolScope::current_pool() {
   return pool == nullptr ? std::string("default") : pool->name;
 }
 
+std::uint64_t PoolScope::current_pool_quota() {
+  const core::PoolState* pool = Allocator::Impl::scope_pool();
+  return pool == nullptr ? 0 : pool->quota_bytes;
+}
+
 }  // namespace npumem

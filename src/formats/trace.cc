@@ -78,8 +78,11 @@ class TraceParser {
       expect_arguments(fields, 1, "<id>");
       add_free(parse_number(fields.items[1], "id"));
     } else if (op == "p") {
-      expect_arguments(fields, 1, "<pool name>");
-      add_pool_switch(printable(fields.items[1], "pool name"));
+      constexpr const char* kUsage = "<pool name> [<quota bytes>]";
+      if (fields.count < 2) expect_arguments(fields, 1, kUsage);
+      if (fields.count > 3) expect_arguments(fields, 2, kUsage);
+      add_pool_switch(printable(fields.items[1], "pool name"),
+                      fields.count == 3 ? parse_number(fields.items[2], "quota") : 0);
     } else if (op == "i") {
       if (fields.count > 2) expect_arguments(fields, 1, "[<key>]");
       if (fields.count == 2) {
@@ -190,11 +193,29 @@ class TraceParser {
     return name;
   }
 
-  void add_pool_switch(std::string_view name) {
+  // `quota`: 0 when the line gives none. One quota per pool, however many lines name it.
+  void add_pool_switch(std::string_view name, std::uint64_t quota) {
     auto [it, inserted] = pool_indices_.try_emplace(
         std::string(name), static_cast<std::uint32_t>(trace_.pools.size()));
-    if (inserted) trace_.pools.emplace_back(name);
-    trace_.events.push_back({TraceOp::pool, it->second, 0});
+    if (inserted) {
+      trace_.pools.emplace_back(name);
+      trace_.pool_quotas.push_back(0);
+      quota_lines_.push_back(0);
+    }
+    const std::uint32_t index = it->second;
+    if (quota != 0) {
+      if (name == kDefaultPoolName) {
+        fail("the default pool takes no quota (static_size sizes its static arena)");
+      }
+      std::uint64_t& kept = trace_.pool_quotas[index];
+      if (kept != 0 && kept != quota) {
+        fail("pool " + quoted(name) + " has quota " + std::to_string(quota) + " here and " +
+             std::to_string(kept) + " on line " + std::to_string(quota_lines_[index]));
+      }
+      kept = quota;
+      quota_lines_[index] = line_number_;
+    }
+    trace_.events.push_back({TraceOp::pool, index, 0});
   }
 
   void add_tag(std::string_view text) {
@@ -205,6 +226,7 @@ class TraceParser {
   }
 
   Trace trace_;
+  std::vector<std::size_t> quota_lines_;  // by pool: the line that gave its quota
   std::unordered_map<std::uint64_t, IdState> ids_;
   std::unordered_map<std::string, std::uint32_t> pool_indices_;
   std::unordered_map<std::string, std::uint32_t> tag_indices_;

@@ -13,7 +13,7 @@ namespace npumem::cli {
 enum class TraceOp : std::uint8_t {
   alloc,      // `a <id> <bytes>`
   free,       // `f <id>`
-  pool,       // `p <name>`: later allocations go to this pool
+  pool,       // `p <name> [<quota>]`: later allocations go to this pool
   iteration,  // `i [<key>]`: an iteration boundary, with the caller's key of its shape
   tag,        // `t [<tag>]`: later allocations carry this memory tag (none: no tag)
   stream,     // `s <stream>`: later allocations are made on this stream
@@ -34,8 +34,10 @@ struct Trace {
   std::string source;  // file name used in error messages and reports
   std::vector<TraceEvent> events;
   std::vector<std::string> pools;  // names referenced by `p`, in first-use order
-  std::vector<std::string> tags;   // texts referenced by `t`, in first-use order
-  std::size_t allocations = 0;     // alloc events; also the number of slots
+  // By pool: the quota a `p` line gave it (a recording writes the pool's), 0: none.
+  std::vector<std::uint64_t> pool_quotas;
+  std::vector<std::string> tags;  // texts referenced by `t`, in first-use order
+  std::size_t allocations = 0;    // alloc events; also the number of slots
   std::size_t frees = 0;
   std::size_t iterations = 0;
 

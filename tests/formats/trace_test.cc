@@ -137,6 +137,17 @@ TEST(TraceTest, ErrorsNameFileLineAndProblem) {
                 "...' (expected a, f, p, i, t, s or a # comment)");
 }
 
+// A recording writes a pool's quota on its first `p` line; replay makes the pool with it.
+TEST(TraceTest, APoolLineMayGiveThePoolsQuota) {
+  const Trace trace = parse_trace("p a 4096\na 1 8\np b\np a\np a 4096\np default\n", "t.trace");
+  EXPECT_EQ(trace.pools, (std::vector<std::string>{"a", "b", "default"}));
+  EXPECT_EQ(trace.pool_quotas, (std::vector<std::uint64_t>{4096, 0, 0}));
+  EXPECT_EQ(parse_error("p a 4096\np b\np a 8192\n"),
+            "t.trace:3: pool 'a' has quota 8192 here and 4096 on line 1");
+  EXPECT_EQ(parse_error("p default 4096\n"),
+            "t.trace:1: the default pool takes no quota (static_size sizes its static arena)");
+}
+
 TEST(TraceTest, RejectsControlCharactersInPoolNamesAndTags) {
   EXPECT_EQ(parse_error("p \x1b]0;x\x07\na 1 5\n"),
             "t.trace:1: pool name '\\x1b]0;x\\x07' holds a control character");
@@ -148,7 +159,8 @@ TEST(TraceTest, RejectsMissingFields) {
   EXPECT_EQ(parse_error("a 1\n"), "t.trace:1: 'a' is missing fields: expected <id> <bytes>");
   EXPECT_EQ(parse_error("a\n"), "t.trace:1: 'a' is missing fields: expected <id> <bytes>");
   EXPECT_EQ(parse_error("a 1 2\nf\n"), "t.trace:2: 'f' is missing fields: expected <id>");
-  EXPECT_EQ(parse_error("p\n"), "t.trace:1: 'p' is missing fields: expected <pool name>");
+  EXPECT_EQ(parse_error("p\n"),
+            "t.trace:1: 'p' is missing fields: expected <pool name> [<quota bytes>]");
 }
 
 TEST(TraceTest, RejectsExtraFields) {
@@ -156,7 +168,9 @@ TEST(TraceTest, RejectsExtraFields) {
   EXPECT_EQ(parse_error("a 1 2\nf 1 2\n"), "t.trace:2: 'f' has extra fields after <id>: '2'");
   EXPECT_EQ(parse_error("i 3 4\n"), "t.trace:1: 'i' has extra fields after [<key>]: '4'");
   EXPECT_EQ(parse_error("i x\n"), "t.trace:1: key is not a number: 'x'");
-  EXPECT_EQ(parse_error("p a b\n"), "t.trace:1: 'p' has extra fields after <pool name>: 'b'");
+  EXPECT_EQ(parse_error("p a 5 b\n"),
+            "t.trace:1: 'p' has extra fields after <pool name> [<quota bytes>]: 'b'");
+  EXPECT_EQ(parse_error("p a b\n"), "t.trace:1: quota is not a number: 'b'");
 }
 
 TEST(TraceTest, RejectsBadNumbers) {

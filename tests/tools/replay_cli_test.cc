@@ -201,6 +201,20 @@ TEST(ReplayCliTest, QuotaGivesATracesPoolItsQuota) {
   }
 }
 
+// A recording's `p` line carries the pool's quota: replay and compare apply it, and
+// --quota overrides it.
+TEST(ReplayCliTest, APoolLinesQuotaIsThePoolsUnlessQuotaSaysOtherwise) {
+  const TempTrace trace("a 1 1000\np encoder 4194304\na 2 3000000\na 3 3000000\nf 2\nf 3\n");
+  const auto capped = run_npumem("replay " + trace.path());
+  EXPECT_EQ(capped.exit_code, 3) << capped.out;
+  EXPECT_NE(capped.err.find("pool 'encoder'"), std::string::npos) << capped.err;
+  const auto json = run_npumem("replay " + trace.path() + " --quota encoder=64MiB --json");
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  EXPECT_EQ(nlohmann::json::parse(json.out).at("pools").at("encoder").at("quota_bytes"), 64u << 20);
+  const auto compare = run_npumem("compare --json " + trace.path());
+  EXPECT_EQ(compare.exit_code, 3) << "no strategy fits the trace's quota: " << compare.out;
+}
+
 // Options that only shape another's output are refused alone (they did nothing), and
 // CLI11's refusals read as every other error does.
 TEST(ReplayCliTest, OptionsThatNeedAnotherAreRefusedWithoutIt) {

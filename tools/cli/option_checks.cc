@@ -7,6 +7,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <set>
 
 #include "commands.h"
 #include "npumem/errors.h"
@@ -89,6 +90,7 @@ CLI::Validator output_path_check() {
 std::map<std::string, std::uint64_t> parse_quotas(const std::vector<std::string>& given,
                                                   const Trace& trace) {
   std::map<std::string, std::uint64_t> quotas;
+  std::set<std::string> named;  // by --quota: each once
   for (const std::string& text : given) {
     const std::size_t equals = text.find('=');
     if (equals == std::string::npos || equals == 0) {
@@ -109,7 +111,7 @@ std::map<std::string, std::uint64_t> parse_quotas(const std::vector<std::string>
           "--quota " + name + ": " + trace.source + " has no pool of that name" +
           (known.empty() ? " (no `p` line names one)" : " (its pools: " + known + ")"));
     }
-    if (quotas.contains(name)) {
+    if (!named.insert(name).second) {
       throw ConfigError("--quota " + name + ": given twice");
     }
     std::uint64_t quota = 0;
@@ -125,13 +127,20 @@ std::map<std::string, std::uint64_t> parse_quotas(const std::vector<std::string>
     }
     quotas[name] = quota;
   }
+  // The trace's own (a recording's `p NAME QUOTA` lines) where --quota names none.
+  for (std::size_t i = 0; i < trace.pools.size(); ++i) {
+    if (i < trace.pool_quotas.size() && trace.pool_quotas[i] != 0) {
+      quotas.try_emplace(trace.pools[i], trace.pool_quotas[i]);
+    }
+  }
   return quotas;
 }
 
 void add_quota_option(CLI::App& command, std::vector<std::string>& quotas) {
   command.add_option("--quota", quotas,
                      "a pool's quota, NAME=SIZE (repeatable; pools are the trace's `p` lines; "
-                     "under the static strategy it is the pool's arena)");
+                     "over the quota a `p` line gives; under the static strategy it is the "
+                     "pool's arena)");
 }
 
 void check_writable(const std::string& path, const std::string& what) {

@@ -124,17 +124,21 @@ def write_trace(
         f"# what: {what}; PyTorch {torch.__version__} CPU, "
         f"{torch.get_num_threads()} intra-op threads, Python {platform.python_version()}\n"
         "# format: 'a <id> <bytes>' allocates, 'f <id>' frees, 'i' starts an iteration, "
-        "'p <name>' routes to a pool, 't <tag>' tags what follows; '#' lines are "
+        "'p <name> [<quota>]' routes to a pool, 't <tag>' tags what follows; '#' lines are "
         "comments/phase markers\n"
     )
     target.write(header)
+    quota_written = set()
     for kind, ident, size in events:
         if kind == "a":
             target.write(f"a {ident} {size}\n")
         elif kind == "f":
             target.write(f"f {ident}\n")
         elif kind == "p":
-            target.write(f"p {pools[ident]}\n")
+            # The quota once, on the pool's first line: a replay makes the pool with it.
+            quota = f" {size}" if size and ident not in quota_written else ""
+            quota_written.add(ident)
+            target.write(f"p {pools[ident]}{quota}\n")
         elif kind == "t":
             tag = "_".join(tags[ident].split())
             target.write(f"t {tag}\n" if tag else "t\n")

@@ -62,8 +62,9 @@ class PythonPoolScope {
   std::thread::id thread_;
 };
 
-void current_pool(std::string* name) {
+void current_pool(std::string* name, std::uint64_t* quota_bytes) {
   *name = PoolScope::current_pool();
+  *quota_bytes = PoolScope::current_pool_quota();
 }
 
 void current_tag(std::string* tag) {

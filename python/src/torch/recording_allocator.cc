@@ -57,8 +57,9 @@ c10::DataPtr RecordingAllocator::allocate(std::size_t bytes) const {
   const std::uint64_t id = next_id_++;
   if (recording_) {
     std::string pool;
-    scopes_->current_pool(&pool);
-    switch_to('p', pool, current_pool_, pools_);
+    std::uint64_t quota = 0;
+    scopes_->current_pool(&pool, &quota);
+    switch_to('p', pool, current_pool_, pools_, quota);
     std::string tag;
     scopes_->current_tag(&tag);
     switch_to('t', tag, current_tag_, tags_);
@@ -69,12 +70,12 @@ c10::DataPtr RecordingAllocator::allocate(std::size_t bytes) const {
 }
 
 void RecordingAllocator::switch_to(char kind, const std::string& name, std::string& current,
-                                   std::vector<std::string>& names) const {
+                                   std::vector<std::string>& names, std::uint64_t bytes) const {
   if (name == current) return;
   const auto known = std::find(names.begin(), names.end(), name);
   const auto index = static_cast<std::uint64_t>(known - names.begin());
   if (known == names.end()) names.push_back(name);
-  events_.push_back({kind, index, 0});
+  events_.push_back({kind, index, bytes});
   current = name;
 }
 

@@ -22,7 +22,7 @@ struct RecordedEvent {
   char kind = 'a';  // 'a' allocation, 'f' free, 'i' iteration boundary, 'p' pool, 't' tag
   // 'i': 1 when keyed; 'p': the pool's index in Recorded::pools, 't' the tag's in tags.
   std::uint64_t id = 0;
-  std::uint64_t bytes = 0;  // 'a': requested bytes; 'i': the key
+  std::uint64_t bytes = 0;  // 'a': requested bytes; 'i': the key; 'p': the pool's quota
 };
 
 struct Recorded {
@@ -55,9 +55,9 @@ class RecordingAllocator final : public c10::Allocator {
   RecordingAllocator() = default;
   static void free_recorded(void* ptr);
   // A `kind` event ('p' or 't') when `name` is not the one of the allocation recorded
-  // last, indexing `names`.
+  // last, indexing `names`, with `bytes` (a pool's quota).
   void switch_to(char kind, const std::string& name, std::string& current,
-                 std::vector<std::string>& names) const;
+                 std::vector<std::string>& names, std::uint64_t bytes = 0) const;
 
   struct Live {
     c10::DataPtr inner;

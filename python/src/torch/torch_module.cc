@@ -107,7 +107,8 @@ void start_recording(const py::capsule& scopes) {
 using Events = std::vector<std::tuple<std::string, std::uint64_t, std::uint64_t>>;
 
 // The events as (kind, id, bytes), kind "a", "f", "i", "p" or "t" (id: the index of its
-// pool or tag among their names), the pool names and the tags.
+// pool or tag among their names; a "p" event's bytes: the pool's quota, 0 for none), the
+// pool names and the tags.
 std::tuple<Events, std::vector<std::string>, std::vector<std::string>> stop_recording() {
   RecordingAllocator& recorder = RecordingAllocator::instance();
   Recorded recorded = recorder.stop();

@@ -448,7 +448,8 @@ class CliTest(unittest.TestCase):
 
     def test_capture_writes_the_pools_that_replay_takes_quotas_for(self):
         # Multi-model serving captured without `p` lines replayed as one pool: --quota
-        # for a model's pool was refused as a pool the trace does not name.
+        # for a model's pool was refused as a pool the trace does not name. Without the
+        # quotas, the replay needed --quota again for each.
         trace = os.path.join(self.folder.name, "pools.trace")
         script = self.script(
             "two_models.py",
@@ -456,7 +457,7 @@ class CliTest(unittest.TestCase):
             import npumem
             import torch
             first = torch.empty(3_000_000, dtype=torch.uint8)
-            with npumem.pool("model_a"):
+            with npumem.pool("model_a", quota="16MiB"):
                 second = torch.empty(5_000_000, dtype=torch.uint8)
                 with npumem.pool("model_b"):
                     third = torch.empty(7_000_000, dtype=torch.uint8)
@@ -472,7 +473,7 @@ class CliTest(unittest.TestCase):
             [line for line in lines if line.startswith("p ") or line.split()[-1][-6:] == "000000"],
             [
                 "a 0 3000000",
-                "p model_a",
+                "p model_a 16777216",
                 "a 1 5000000",
                 "p model_b",
                 "a 2 7000000",
@@ -482,8 +483,10 @@ class CliTest(unittest.TestCase):
                 "a 4 1000000",
             ],
         )
-        pools = self.replay_json(trace, "--quota", "model_a=16MiB")["pools"]
-        self.assertEqual(pools["model_a"]["quota_bytes"], 16 << 20)
+        # The quota the script gave, unless --quota gives another.
+        self.assertEqual(self.replay_json(trace)["pools"]["model_a"]["quota_bytes"], 16 << 20)
+        pools = self.replay_json(trace, "--quota", "model_a=32MiB")["pools"]
+        self.assertEqual(pools["model_a"]["quota_bytes"], 32 << 20)
         self.assertEqual(pools["model_b"]["peak_requested_bytes"], 7_000_000)
         self.assertEqual(pools["default"]["peak_requested_bytes"], 4_000_000)
 
