@@ -53,6 +53,10 @@ class BlockPool {
   // Indexes the free blocks of open segments by address too, for take_at (the planned
   // strategy's holes); before the first segment is added.
   void index_addresses() { index_addresses_ = true; }
+  // With index_addresses(): the free mapped block that starts at `address`, or nullptr.
+  Block* free_block_starting_at(std::uintptr_t address) const {
+    return index_addresses_ ? free_by_start_.find(address) : nullptr;
+  }
   // Opens or closes a segment's free space to take() (see Segment::closed).
   void set_closed(Segment& segment, bool closed);
   // Frees an allocated block, merging it with free neighbours; returns the merged block.

@@ -102,6 +102,10 @@ class PlannedSource : public SegmentSource {
     // offset) or in its hole (an address), when the learned iteration's requests come
     // again in order; kNoSlot: not known.
     std::vector<std::uint64_t> first_from;
+    // Requests kept out of the arena: where the fallback placed them the last two times
+    // (0: not yet), where the next looks first.
+    std::vector<std::uintptr_t> kept_at;
+    std::vector<std::uintptr_t> kept_before;
     std::uint64_t arena_bytes = 0;
     std::uint64_t lower_bound_bytes = 0;
     std::uint64_t planned_requests = 0;
@@ -182,6 +186,10 @@ class PlannedSource : public SegmentSource {
   // that lasts and clear of the serving plan's holes, or nullptr. Free space too short
   // there is grown into the unmapped space after it when that maps fewer granules.
   Block* take_clear_of_holes(std::size_t size);
+  // Expandable: request `index` of the serving plan, kept out of the arena, at the start
+  // of a free block where it was placed one of the last two times; nullptr when neither
+  // starts one that holds it.
+  Block* take_where_kept(std::uint32_t index, std::size_t size);
   // Whether [begin, begin + size) misses every hole of the kept plans: where an arena may go.
   bool clear_of_plans_holes(std::uintptr_t begin, std::size_t size) const;
   // The end of the kept plans' highest hole (0: none uses holes).
