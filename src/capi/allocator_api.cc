@@ -215,6 +215,7 @@ npumem_status_t npumem_create_pool(npumem_allocator_t* allocator, const char* na
 
 npumem_status_t npumem_remove_pool(npumem_allocator_t* allocator, const char* name,
                                    size_t* released) noexcept {
+  if (released != nullptr) *released = 0;  // what a failing call leaves
   return guarded([&] {
     if (name == nullptr) throw npumem::capi::ArgumentError("name is NULL");
     const std::size_t bytes = allocator_of(allocator).remove_pool(name);

@@ -109,8 +109,9 @@ TEST_F(CapiAllocator, ARemovedPoolGivesBackItsMemory) {
   ASSERT_EQ(npumem_create_pool(allocator_, "kv", 8 * kMiB), NPUMEM_OK) << npumem_last_error();
   void* ptr = nullptr;
   ASSERT_EQ(npumem_pool_allocate(allocator_, "kv", 4096, &ptr), NPUMEM_OK);
-  size_t released = 0;
+  size_t released = 777;
   EXPECT_EQ(npumem_remove_pool(allocator_, "kv", &released), NPUMEM_INVALID_CONFIG);
+  EXPECT_EQ(released, 0u) << "a failing call's outputs are 0";
   EXPECT_NE(std::string(npumem_last_error()).find("holds 1 live allocation"), std::string::npos)
       << npumem_last_error();
   ASSERT_EQ(npumem_deallocate(allocator_, ptr), NPUMEM_OK);
