@@ -7,7 +7,7 @@ from __future__ import annotations
 import sys
 import threading
 from types import TracebackType
-from typing import Any, Optional, Union
+from typing import Any, Optional, Protocol, Union
 
 from npumem import _core
 from npumem.devices import DeviceLike, device_index, existing_device, get_device, make_pool
@@ -49,7 +49,29 @@ def remove_pool(name: str, device: DeviceLike = None) -> int:
     if made is None:
         index = device_index(device)
         raise _core.ConfigError(f"unknown pool {name!r}: device {index} is not made")
-    return made.remove_pool(name)
+    for watcher in _removal_watchers:
+        watcher.check(name)
+    released = made.remove_pool(name)
+    for watcher in _removal_watchers:
+        watcher.removed(name)
+    return released
+
+
+class RemovalWatcher(Protocol):
+    """What remove_pool tells besides the device (npumem.torch's recordings)."""
+
+    def check(self, name: str) -> None:
+        """Raises ConfigError to refuse the removal before anything changes."""
+
+    def removed(self, name: str) -> None:
+        """The pool was removed."""
+
+
+_removal_watchers: list[RemovalWatcher] = []
+
+
+def watch_pool_removals(watcher: RemovalWatcher) -> None:
+    _removal_watchers.append(watcher)
 
 
 def _pool_name(name: str) -> str:

@@ -83,6 +83,9 @@ class TraceParser {
       if (fields.count > 3) expect_arguments(fields, 2, kUsage);
       add_pool_switch(printable(fields.items[1], "pool name"),
                       fields.count == 3 ? parse_number(fields.items[2], "quota") : 0);
+    } else if (op == "r") {
+      expect_arguments(fields, 1, "<pool name>");
+      add_pool_removal(printable(fields.items[1], "pool name"));
     } else if (op == "i") {
       if (fields.count > 2) expect_arguments(fields, 1, "[<key>]");
       if (fields.count == 2) {
@@ -98,7 +101,7 @@ class TraceParser {
       expect_arguments(fields, 1, "<stream>");
       trace_.events.push_back({TraceOp::stream, 0, parse_number(fields.items[1], "stream")});
     } else {
-      fail("unknown op " + quoted(op) + " (expected a, f, p, i, t, s or a # comment)" +
+      fail("unknown op " + quoted(op) + " (expected a, f, p, r, i, t, s or a # comment)" +
            (all_digits(op) ? "; lifetime records '<bytes> <first_op> <last_op>' are planned "
                              "(`npumem plan memory RECORDS`), not replayed"
                            : ""));
@@ -118,7 +121,15 @@ class TraceParser {
     std::uint32_t slot = 0;
     std::uint64_t bytes = 0;
     bool live = false;
-    std::size_t line = 0;  // of its allocation while live, of its free afterwards
+    std::size_t line = 0;    // of its allocation while live, of its free afterwards
+    std::uint32_t pool = 0;  // its pool's index in trace_.pools (with pools_.live)
+  };
+  // What the parser knows of a pool, by its index in trace_.pools.
+  struct PoolState {
+    std::size_t live = 0;        // its allocations not freed yet
+    std::size_t created_at = 0;  // the index of the `p` event that made it now
+    std::size_t quota_line = 0;  // the line that gave this making its quota (0: none)
+    bool made = false;           // a `p` line made it and no `r` line removed it since
   };
 
   [[noreturn]] void fail(const std::string& problem) const {
@@ -163,7 +174,9 @@ class TraceParser {
       fail("too many allocations (the limit is 2^32 - 1)");
     }
     live_bytes_ += bytes;
-    state = {static_cast<std::uint32_t>(trace_.allocations++), bytes, true, line_number_};
+    state = {static_cast<std::uint32_t>(trace_.allocations++), bytes, true, line_number_,
+             current_pool_};
+    if (current_pool_ != kNoPool) ++pools_[current_pool_].live;
     trace_.events.push_back({TraceOp::alloc, state.slot, bytes});
   }
 
@@ -176,6 +189,7 @@ class TraceParser {
            ")");
     }
     live_bytes_ -= state.bytes;
+    if (state.pool != kNoPool) --pools_[state.pool].live;
     state.live = false;
     state.line = line_number_;
     ++trace_.frees;
@@ -193,29 +207,55 @@ class TraceParser {
     return name;
   }
 
-  // `quota`: 0 when the line gives none. One quota per pool, however many lines name it.
+  // `quota`: 0 when the line gives none. One quota per making of a pool (an `r` line
+  // ends one), however many lines name it; it goes in the event that makes the pool.
   void add_pool_switch(std::string_view name, std::uint64_t quota) {
+    const std::uint32_t index = pool_index(name);
+    PoolState& pool = pools_[index];
+    if (!pool.made) pool = {pool.live, trace_.events.size(), 0, true};
+    trace_.events.push_back({TraceOp::pool, index, 0});
+    current_pool_ = name == kDefaultPoolName ? kNoPool : index;
+    if (quota == 0) return;
+    if (name == kDefaultPoolName) {
+      fail("the default pool takes no quota (static_size sizes its static arena)");
+    }
+    std::uint64_t& kept = trace_.events[pool.created_at].bytes;
+    if (kept != 0 && kept != quota) {
+      fail("pool " + quoted(name) + " has quota " + std::to_string(quota) + " here and " +
+           std::to_string(kept) + " on line " + std::to_string(pool.quota_line) +
+           " (an `r` line between them would make it anew)");
+    }
+    kept = quota;
+    pool.quota_line = line_number_;
+  }
+
+  // As remove_pool: refused where npumem refuses it (a capture, made on PyTorch's own
+  // allocator, records what npumem would not have done).
+  void add_pool_removal(std::string_view name) {
+    if (name == kDefaultPoolName) fail("the default pool cannot be removed");
+    const auto found = pool_indices_.find(std::string(name));
+    if (found == pool_indices_.end() || !pools_[found->second].made) {
+      fail("pool " + quoted(name) + " is removed, but no `p` line made it" +
+           (found == pool_indices_.end() ? "" : " since it was last removed"));
+    }
+    PoolState& pool = pools_[found->second];
+    if (pool.live != 0) {
+      fail("pool " + quoted(name) + " is removed while " + std::to_string(pool.live) +
+           " of its allocations are live (npumem refuses that: free them first)");
+    }
+    pool.made = false;
+    if (current_pool_ == found->second) current_pool_ = kNoPool;
+    trace_.events.push_back({TraceOp::pool_removal, found->second, 0});
+  }
+
+  std::uint32_t pool_index(std::string_view name) {
     auto [it, inserted] = pool_indices_.try_emplace(
         std::string(name), static_cast<std::uint32_t>(trace_.pools.size()));
     if (inserted) {
       trace_.pools.emplace_back(name);
-      trace_.pool_quotas.push_back(0);
-      quota_lines_.push_back(0);
+      pools_.emplace_back();
     }
-    const std::uint32_t index = it->second;
-    if (quota != 0) {
-      if (name == kDefaultPoolName) {
-        fail("the default pool takes no quota (static_size sizes its static arena)");
-      }
-      std::uint64_t& kept = trace_.pool_quotas[index];
-      if (kept != 0 && kept != quota) {
-        fail("pool " + quoted(name) + " has quota " + std::to_string(quota) + " here and " +
-             std::to_string(kept) + " on line " + std::to_string(quota_lines_[index]));
-      }
-      kept = quota;
-      quota_lines_[index] = line_number_;
-    }
-    trace_.events.push_back({TraceOp::pool, index, 0});
+    return it->second;
   }
 
   void add_tag(std::string_view text) {
@@ -225,8 +265,10 @@ class TraceParser {
     trace_.events.push_back({TraceOp::tag, it->second, 0});
   }
 
+  static constexpr std::uint32_t kNoPool = ~std::uint32_t{0};  // the default pool
   Trace trace_;
-  std::vector<std::size_t> quota_lines_;  // by pool: the line that gave its quota
+  std::vector<PoolState> pools_;
+  std::uint32_t current_pool_ = kNoPool;
   std::unordered_map<std::uint64_t, IdState> ids_;
   std::unordered_map<std::string, std::uint32_t> pool_indices_;
   std::unordered_map<std::string, std::uint32_t> tag_indices_;
@@ -320,6 +362,8 @@ Trace pool_part(const Trace& trace, const std::string& pool) {
       case TraceOp::pool:
         current = trace.pools[event.index] == pool;
         break;
+      case TraceOp::pool_removal:
+        break;
       case TraceOp::alloc:
         in_pool[event.index] = current;
         if (current) part.events.push_back(event);
@@ -341,6 +385,16 @@ Trace pool_part(const Trace& trace, const std::string& pool) {
     }
   }
   return part;
+}
+
+std::map<std::string, std::uint64_t> trace_quotas(const Trace& trace) {
+  std::map<std::string, std::uint64_t> quotas;
+  for (const TraceEvent& event : trace.events) {
+    if (event.op == TraceOp::pool && event.bytes != 0) {
+      quotas.try_emplace(trace.pools[event.index], event.bytes);
+    }
+  }
+  return quotas;
 }
 
 bool allocates_in(const Trace& trace, const std::string& pool) {

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -11,22 +12,24 @@
 namespace npumem::cli {
 
 enum class TraceOp : std::uint8_t {
-  alloc,      // `a <id> <bytes>`
-  free,       // `f <id>`
-  pool,       // `p <name> [<quota>]`: later allocations go to this pool
-  iteration,  // `i [<key>]`: an iteration boundary, with the caller's key of its shape
-  tag,        // `t [<tag>]`: later allocations carry this memory tag (none: no tag)
-  stream,     // `s <stream>`: later allocations are made on this stream
+  alloc,         // `a <id> <bytes>`
+  free,          // `f <id>`
+  pool,          // `p <name> [<quota>]`: later allocations go to this pool
+  pool_removal,  // `r <name>`: the pool is removed; a later `p <name>` makes it anew
+  iteration,     // `i [<key>]`: an iteration boundary, with the caller's key of its shape
+  tag,           // `t [<tag>]`: later allocations carry this memory tag (none: no tag)
+  stream,        // `s <stream>`: later allocations are made on this stream
 };
 
 struct TraceEvent {
   TraceOp op = TraceOp::alloc;
   // alloc/free: the allocation's slot (0, 1, 2, ... in allocation order), so a free
-  // finds its pointer by index; pool: the index into Trace::pools; iteration: 1 when
-  // keyed, else 0; tag: the index into Trace::tags.
+  // finds its pointer by index; pool, pool_removal: the index into Trace::pools;
+  // iteration: 1 when keyed, else 0; tag: the index into Trace::tags.
   std::uint32_t index = 0;
   // alloc/free: the allocation's requested bytes; stream: the stream; iteration: its
-  // key; otherwise 0.
+  // key; pool: the quota of the pool it makes (the first after the start or an `r`
+  // line), 0 for none or a switch to a pool made before; otherwise 0.
   std::uint64_t bytes = 0;
 };
 
@@ -34,10 +37,8 @@ struct Trace {
   std::string source;  // file name used in error messages and reports
   std::vector<TraceEvent> events;
   std::vector<std::string> pools;  // names referenced by `p`, in first-use order
-  // By pool: the quota a `p` line gave it (a recording writes the pool's), 0: none.
-  std::vector<std::uint64_t> pool_quotas;
-  std::vector<std::string> tags;  // texts referenced by `t`, in first-use order
-  std::size_t allocations = 0;    // alloc events; also the number of slots
+  std::vector<std::string> tags;   // texts referenced by `t`, in first-use order
+  std::size_t allocations = 0;     // alloc events; also the number of slots
   std::size_t frees = 0;
   std::size_t iterations = 0;
 
@@ -47,7 +48,8 @@ struct Trace {
 
 // Parses trace text. Throws ParseError(source, line, problem) on an unknown op,
 // missing or extra fields, a bad number, a duplicate live id, a free of an id that is
-// not live, or live bytes that overflow 64 bits.
+// not live, live bytes that overflow 64 bits, two quotas for one making of a pool, or
+// the removal of a pool not made or holding live allocations.
 Trace parse_trace(std::string_view text, std::string source);
 
 // Reads and parses a trace file. Throws Error when the file cannot be read or holds no
@@ -64,6 +66,9 @@ inline constexpr const char* kDefaultPoolName = "default";
 Trace pool_part(const Trace& trace, const std::string& pool);
 // Whether any allocation of `trace` is in `pool`.
 bool allocates_in(const Trace& trace, const std::string& pool);
+// By pool name, the quota the trace's `p` lines give it (its first making's; a pool
+// made anew after an `r` line may have another); pools given none are left out.
+std::map<std::string, std::uint64_t> trace_quotas(const Trace& trace);
 
 // The peak of live requested bytes over the trace's first `memory_events` alloc and free
 // events (by default all), computed from its events alone.

@@ -86,7 +86,10 @@ class ReplayRun {
         pointers_[event.index] = nullptr;
         return 1;
       case TraceOp::pool:
-        switch_pool(event.index);
+        switch_pool(event.index, event.bytes);
+        return 0;
+      case TraceOp::pool_removal:
+        remove_pool(event.index);
         return 0;
       case TraceOp::iteration:
         ++result_.iterations;
@@ -116,16 +119,38 @@ class ReplayRun {
     result_.allocation_latencies_ns.push_back(elapsed_ns(start, Clock::now()));
   }
 
-  // Creates the pool on first use, then routes this thread's allocations to it.
-  void switch_pool(std::uint32_t pool_index) {
+  // Creates the pool on first use (again after a removal) with the options' quota, else
+  // the trace's `trace_quota`, then routes this thread's allocations to it.
+  void switch_pool(std::uint32_t pool_index, std::uint64_t trace_quota) {
     const std::string& name = trace_.pools[pool_index];
     if (!pool_ready_[pool_index]) {
       const auto quota = options_.pool_quotas.find(name);
-      allocator_.create_pool(name, quota == options_.pool_quotas.end() ? 0 : quota->second);
+      allocator_.create_pool(name,
+                             quota == options_.pool_quotas.end() ? trace_quota : quota->second);
       pool_ready_[pool_index] = true;
     }
     pool_scope_.reset();
     pool_scope_.emplace(allocator_, name);
+    scoped_pool_ = pool_index;
+  }
+
+  // Its figures stay in the report, under "NAME (removed)" (a second removal: "(removed 2)").
+  void remove_pool(std::uint32_t pool_index) {
+    const std::string& name = trace_.pools[pool_index];
+    if (scoped_pool_ == pool_index) {
+      pool_scope_.reset();
+      scoped_pool_.reset();
+    }
+    for (PoolInfo& pool : allocator_.pools()) {
+      if (pool.name != name) continue;
+      const std::size_t before = std::count_if(
+          removed_pools_.begin(), removed_pools_.end(),
+          [&](const PoolInfo& removed) { return removed.name.starts_with(name + " (removed"); });
+      pool.name += before == 0 ? " (removed)" : " (removed " + std::to_string(before + 1) + ")";
+      removed_pools_.push_back(std::move(pool));
+    }
+    allocator_.remove_pool(name);
+    pool_ready_[pool_index] = false;
   }
 
   void collect_figures() {
@@ -138,6 +163,7 @@ class ReplayRun {
     result_.stats = allocator_.stats();
     result_.planned = allocator_.planned_stats();
     result_.pools = allocator_.pools();
+    result_.pools.insert(result_.pools.begin() + 1, removed_pools_.begin(), removed_pools_.end());
     for (const Tier tier : kAllTiers) {
       const TierInfo info = allocator_.device().tier_info(tier);
       const auto index = static_cast<std::size_t>(tier);
@@ -158,6 +184,8 @@ class ReplayRun {
   std::vector<void*> pointers_;
   std::vector<bool> pool_ready_;
   std::optional<PoolScope> pool_scope_;       // declared after allocator_: ends before it
+  std::optional<std::uint32_t> scoped_pool_;  // the trace's pool pool_scope_ routes to
+  std::vector<PoolInfo> removed_pools_;       // as they were when removed
   StreamId stream_ = 0;                       // set by `s` lines
   ScopedMemoryTag caller_tag_{memory_tag()};  // restores it after the trace's `t` lines
   ReplayResult result_;

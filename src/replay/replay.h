@@ -35,8 +35,8 @@ struct ReplayHooks {
 struct ReplayOptions {
   std::string device_spec = "sim";
   Config config;
-  // Quotas of the pools the trace's `p` lines create (a pool not here gets none). The
-  // static strategy sizes a pool's arena by its quota.
+  // Quotas of the pools the trace's `p` lines create (a pool not here gets the quota its
+  // `p` line gives, else none). The static strategy sizes a pool's arena by its quota.
   std::map<std::string, std::uint64_t> pool_quotas;
   // Times every allocation on its own (adds clock reads to the timed loop).
   bool record_latencies = false;
@@ -60,9 +60,11 @@ struct ReplayResult {
   std::size_t iterations = 0;       // `i` markers passed
   // Peak live bytes, from the trace alone: of the events replayed when it stopped.
   std::uint64_t peak_requested_bytes = 0;
-  Stats stats;                  // the allocator's, at the end of the replay
-  PlannedStats planned;         // the planned strategy's (zero otherwise)
-  std::vector<PoolInfo> pools;  // every pool with its stats, default first
+  Stats stats;           // the allocator's, at the end of the replay
+  PlannedStats planned;  // the planned strategy's (zero otherwise)
+  // Every pool with its stats, default first, then those the trace removed (`r` lines:
+  // named "NAME (removed)", as they were then), then the others.
+  std::vector<PoolInfo> pools;
   std::array<TierFigures, kTierCount> tiers;
   double ns_per_event = 0.0;  // wall time of the replay loop per event replayed
   std::vector<std::uint64_t> allocation_latencies_ns;  // when record_latencies

@@ -52,13 +52,16 @@ StrategyFigures measure_strategy(const Trace& trace, const ReplayOptions& option
     const StaticAdvice advice = advise_static_size(trace, options, 0.0);
     // A static_size in the settings is the arena compared (it was replaced without a word).
     if (run.config.static_size == 0) run.config.static_size = advice.min_arena_bytes;
-    // Quotas given (--quota) size their pools' arenas, the advice the others'.
+    // Quotas given (--quota, else the trace's) size their pools' arenas, as a live
+    // static allocator's; the advice the others'.
     run.pool_quotas = pool_quotas(advice.pools, false);
+    for (const auto& [pool, quota] : trace_quotas(trace)) run.pool_quotas[pool] = quota;
     for (const auto& [pool, quota] : options.pool_quotas) run.pool_quotas[pool] = quota;
   }
   StrategyFigures row = measure(trace, run);
   row.static_size_given = strategy == Strategy::static_arena && options.config.static_size != 0;
   if (strategy == Strategy::static_arena) {
+    for (const auto& [pool, quota] : trace_quotas(trace)) row.quotas_in_trace.insert(pool);
     for (const auto& [pool, quota] : options.pool_quotas) row.quotas_given.insert(pool);
   }
   return row;
@@ -184,7 +187,9 @@ std::string comparison_text(const std::string& trace_path,
           << (row.static_size_given ? " (static_size as set)" : " (the smallest that completes)");
       for (const auto& [pool, quota] : row.pool_quotas) {
         out << ", pool '" << pool << "' " << format_bytes(quota)
-            << (row.quotas_given.contains(pool) ? " (its --quota)" : " (the smallest)");
+            << (row.quotas_given.contains(pool)      ? " (its --quota)"
+                : row.quotas_in_trace.contains(pool) ? " (its quota in the trace)"
+                                                     : " (the smallest)");
       }
       out << (row.static_size_given && row.pool_quotas.size() == row.quotas_given.size()
                   ? "\n"

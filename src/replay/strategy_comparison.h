@@ -33,6 +33,7 @@ struct StrategyFigures {
   bool static_size_given = false;  // by the settings, not the smallest that completes
   std::map<std::string, std::uint64_t> pool_quotas;  // the named pools' arenas (static only)
   std::set<std::string> quotas_given;                // of those, sized by a quota given (--quota)
+  std::set<std::string> quotas_in_trace;             // of those, whose `p` line gives a quota
   // Why the trace did not complete under this strategy (an out-of-memory report, or no
   // static arena that fits the device); empty when it did, and only then are the
   // figures above measured.

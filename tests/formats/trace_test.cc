@@ -121,31 +121,55 @@ TEST(TraceTest, PeakLiveBytesFollowsAllocationsAndFrees) {
 
 TEST(TraceTest, ErrorsNameFileLineAndProblem) {
   EXPECT_EQ(parse_error("a 1 10\nx 2\n"),
-            "t.trace:2: unknown op 'x' (expected a, f, p, i, t, s or a # comment)");
+            "t.trace:2: unknown op 'x' (expected a, f, p, r, i, t, s or a # comment)");
   EXPECT_EQ(parse_error("alloc 1 2\n"),
-            "t.trace:1: unknown op 'alloc' (expected a, f, p, i, t, s or a # comment)");
+            "t.trace:1: unknown op 'alloc' (expected a, f, p, r, i, t, s or a # comment)");
   EXPECT_EQ(parse_error("# records\n4096 0 3\n"),
-            "t.trace:2: unknown op '4096' (expected a, f, p, i, t, s or a # comment); lifetime "
+            "t.trace:2: unknown op '4096' (expected a, f, p, r, i, t, s or a # comment); lifetime "
             "records '<bytes> <first_op> <last_op>' are planned (`npumem plan memory RECORDS`), "
             "not replayed");
   EXPECT_EQ(
       parse_error(std::string("\x7f"
                               "ELF\x02\x01 x\n")),
-      "t.trace:1: unknown op '\\x7fELF\\x02\\x01' (expected a, f, p, i, t, s or a # comment)");
+      "t.trace:1: unknown op '\\x7fELF\\x02\\x01' (expected a, f, p, r, i, t, s or a # comment)");
   EXPECT_EQ(parse_error(std::string(50, 'z') + "\n"),
             "t.trace:1: unknown op '" + std::string(40, 'z') +
-                "...' (expected a, f, p, i, t, s or a # comment)");
+                "...' (expected a, f, p, r, i, t, s or a # comment)");
 }
 
 // A recording writes a pool's quota on its first `p` line; replay makes the pool with it.
+// The quota goes in the event that makes the pool.
 TEST(TraceTest, APoolLineMayGiveThePoolsQuota) {
   const Trace trace = parse_trace("p a 4096\na 1 8\np b\np a\np a 4096\np default\n", "t.trace");
   EXPECT_EQ(trace.pools, (std::vector<std::string>{"a", "b", "default"}));
-  EXPECT_EQ(trace.pool_quotas, (std::vector<std::uint64_t>{4096, 0, 0}));
+  ASSERT_EQ(trace.events.size(), 6u);
+  EXPECT_EQ(trace.events[0].bytes, 4096u);
+  for (std::size_t i : {2u, 3u, 4u, 5u}) EXPECT_EQ(trace.events[i].bytes, 0u) << i;
   EXPECT_EQ(parse_error("p a 4096\np b\np a 8192\n"),
-            "t.trace:3: pool 'a' has quota 8192 here and 4096 on line 1");
+            "t.trace:3: pool 'a' has quota 8192 here and 4096 on line 1 (an `r` line between "
+            "them would make it anew)");
   EXPECT_EQ(parse_error("p default 4096\n"),
             "t.trace:1: the default pool takes no quota (static_size sizes its static arena)");
+}
+
+// A served model unloaded (remove_pool) and another loaded under the pool's name.
+TEST(TraceTest, ARemovedPoolIsMadeAnewWithItsNewQuota) {
+  const Trace trace =
+      parse_trace("p a 4096\na 1 8\np default\nf 1\nr a\np a 8192\na 2 8\n", "t.trace");
+  ASSERT_EQ(trace.events.size(), 7u);
+  EXPECT_EQ(trace.events[4].op, TraceOp::pool_removal);
+  EXPECT_EQ(trace.events[4].index, 0u);
+  EXPECT_EQ(trace.events[5].op, TraceOp::pool);
+  EXPECT_EQ(trace.events[5].bytes, 8192u);
+  EXPECT_EQ(trace.pools, (std::vector<std::string>{"a", "default"}));
+  EXPECT_EQ(parse_error("p a\na 1 8\np default\nr a\n"),
+            "t.trace:4: pool 'a' is removed while 1 of its allocations are live (npumem "
+            "refuses that: free them first)");
+  EXPECT_EQ(parse_error("r a\n"), "t.trace:1: pool 'a' is removed, but no `p` line made it");
+  EXPECT_EQ(parse_error("p a\nr a\nr a\n"),
+            "t.trace:3: pool 'a' is removed, but no `p` line made it since it was last removed");
+  EXPECT_EQ(parse_error("r default\n"), "t.trace:1: the default pool cannot be removed");
+  EXPECT_EQ(parse_error("r\n"), "t.trace:1: 'r' is missing fields: expected <pool name>");
 }
 
 TEST(TraceTest, RejectsControlCharactersInPoolNamesAndTags) {

@@ -215,6 +215,22 @@ TEST(ReplayCliTest, APoolLinesQuotaIsThePoolsUnlessQuotaSaysOtherwise) {
   EXPECT_EQ(compare.exit_code, 3) << "no strategy fits the trace's quota: " << compare.out;
 }
 
+// A model unloaded and another loaded in its pool's name (`r` line): the pool is made
+// anew with the new quota, and the first one's figures stay in the report.
+TEST(ReplayCliTest, APoolRemovedAndMadeAnewKeepsBothInTheReport) {
+  const TempTrace trace(
+      "p model 8388608\na 1 6000000\nf 1\nr model\np model 4194304\na 2 3000000\nf 2\n");
+  const auto run = run_npumem("replay --json " + trace.path());
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const auto pools = nlohmann::json::parse(run.out).at("pools");
+  EXPECT_EQ(pools.at("model (removed)").at("quota_bytes"), 8u << 20) << pools;
+  EXPECT_EQ(pools.at("model (removed)").at("peak_requested_bytes"), 6000000u) << pools;
+  EXPECT_EQ(pools.at("model").at("quota_bytes"), 4u << 20) << pools;
+  EXPECT_EQ(pools.at("model").at("peak_requested_bytes"), 3000000u) << pools;
+  const auto text = run_npumem("replay " + trace.path());
+  EXPECT_NE(text.out.find("model (removed)"), std::string::npos) << text.out;
+}
+
 // Options that only shape another's output are refused alone (they did nothing), and
 // CLI11's refusals read as every other error does.
 TEST(ReplayCliTest, OptionsThatNeedAnotherAreRefusedWithoutIt) {

@@ -117,15 +117,18 @@ int run_replay(const ReplayCommandOptions& options) {
   report.trace_path = options.trace_path;
   if (static_strategy && options.advise_margin_percent && arena_unsized) {
     // --advise is how static arenas get their sizes: the replay uses those it advises,
-    // the default pool's and each named pool's (it ran the pools in their smallest).
+    // the default pool's and each named pool's (it ran the pools in their smallest),
+    // the quotas the trace's `p` lines give set aside; --quota still overrides.
     report.static_advice =
         advise_static_size(trace, replay_options, *options.advise_margin_percent / 100.0);
     replay_options.config.static_size = report.static_advice->recommended_bytes;
     replay_options.pool_quotas = pool_quotas(report.static_advice->pools, true);
   } else if (static_strategy) {
-    // A trace's pools need quotas to size their arenas: each gets the smallest arena
-    // its own allocations complete in (the report's pool table shows them).
+    // A trace's pools need quotas to size their arenas: the quota its `p` line gives (as
+    // a live static allocator's), else the smallest arena its own allocations complete
+    // in (the report's pool table shows them).
     replay_options.pool_quotas = pool_quotas(advise_pool_arenas(trace, replay_options, 0.0), false);
+    for (const auto& [pool, quota] : trace_quotas(trace)) replay_options.pool_quotas[pool] = quota;
   }
   for (const auto& [pool, quota] : parse_quotas(options.quotas, trace)) {
     replay_options.pool_quotas[pool] = quota;

@@ -41,8 +41,8 @@ void check_outputs_apart(const std::vector<std::pair<std::string, std::string>>&
 // input emptied the last run's snapshot).
 void check_writable(const std::string& path, const std::string& what);
 // --quota NAME=SIZE (repeatable) for pools the trace switches to (`p` lines), as replay
-// and compare take it; parse_quotas checks them against the trace's pools and adds the
-// quotas the trace's `p` lines give the pools --quota leaves out.
+// and compare take it (over the quotas the trace's `p` lines give); parse_quotas checks
+// them against the trace's pools.
 void add_quota_option(CLI::App& command, std::vector<std::string>& quotas);
 std::map<std::string, std::uint64_t> parse_quotas(const std::vector<std::string>& given,
                                                   const Trace& trace);

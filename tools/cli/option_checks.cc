@@ -7,7 +7,6 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <set>
 
 #include "commands.h"
 #include "npumem/errors.h"
@@ -90,7 +89,6 @@ CLI::Validator output_path_check() {
 std::map<std::string, std::uint64_t> parse_quotas(const std::vector<std::string>& given,
                                                   const Trace& trace) {
   std::map<std::string, std::uint64_t> quotas;
-  std::set<std::string> named;  // by --quota: each once
   for (const std::string& text : given) {
     const std::size_t equals = text.find('=');
     if (equals == std::string::npos || equals == 0) {
@@ -111,7 +109,7 @@ std::map<std::string, std::uint64_t> parse_quotas(const std::vector<std::string>
           "--quota " + name + ": " + trace.source + " has no pool of that name" +
           (known.empty() ? " (no `p` line names one)" : " (its pools: " + known + ")"));
     }
-    if (!named.insert(name).second) {
+    if (quotas.contains(name)) {
       throw ConfigError("--quota " + name + ": given twice");
     }
     std::uint64_t quota = 0;
@@ -126,12 +124,6 @@ std::map<std::string, std::uint64_t> parse_quotas(const std::vector<std::string>
                         "--quota for no quota");
     }
     quotas[name] = quota;
-  }
-  // The trace's own (a recording's `p NAME QUOTA` lines) where --quota names none.
-  for (std::size_t i = 0; i < trace.pools.size(); ++i) {
-    if (i < trace.pool_quotas.size() && trace.pool_quotas[i] != 0) {
-      quotas.try_emplace(trace.pools[i], trace.pool_quotas[i]);
-    }
   }
   return quotas;
 }

@@ -17,6 +17,7 @@ SCRIPT.py` runs a script this way and reports at exit.
 from __future__ import annotations
 
 import os
+import sys
 import threading
 from typing import Optional
 
@@ -34,6 +35,7 @@ from npumem.devices import (
     settings,
 )
 from npumem.torch.steps import iteration, mark_optimizer_steps, tag_modules
+from npumem.torch import trace
 from npumem.torch.trace import Recording, record
 
 # Sized for a workstation: tensors beyond 4 GiB spill to DDR, and the device holds
@@ -73,6 +75,14 @@ def install(
             )
         indices = list(range(devices))
     chosen = {i: _host_device(i, spec, conf) for i in indices}
+    if trace.capturing:
+        # `capture` records PyTorch's own allocator: installed, npumem would take its
+        # place and the script stopped here (a serving script could not be captured).
+        _say_once(
+            "npumem: capture: the script's npumem.torch.install() leaves PyTorch's allocator "
+            "in place, which the capture records (replay the trace to run it under npumem)"
+        )
+        return chosen[index]
     for i in indices:
         if i != index:
             _torch.install(chosen[i].bridge())
@@ -85,6 +95,15 @@ def install(
     if any(settings(made)["strategy"] == "planned" for made in chosen.values()):
         mark_optimizer_steps()
     return chosen[index]
+
+
+_said: set[str] = set()
+
+
+def _say_once(message: str) -> None:
+    if message not in _said:
+        _said.add(message)
+        sys.stderr.write(message + "\n")
 
 
 def _host_device(index: int, spec: Optional[str], conf: Optional[str]) -> _core.Device:

@@ -11,7 +11,8 @@ import npumem
 from npumem import _core
 from npumem.torch import install, mark_optimizer_steps, record, tag_modules
 from npumem.torch.script_runner import run_script
-from npumem.torch.trace import check_pool_names
+from npumem.torch import trace as trace_module
+from npumem.torch.trace import check_pool_names, quota_excesses
 from npumem.torch_children import serve_children
 
 
@@ -86,12 +87,14 @@ def capture(script: str, args: list[str], output: str) -> int:
     changes; writes the trace (allocations alive at the end stay unfreed in it)."""
     output = _writable_path(output, "-o", script)
     mark_optimizer_steps()
+    trace_module.capturing = True
     try:
         # Module tags, as `run` gives them: a leak check of the trace groups by tag, and
         # untagged, a model's weights and the outputs it leaked were one group.
         with record() as recording, tag_modules():
             status = run_script(script, args)
     finally:
+        trace_module.capturing = False
         mark_optimizer_steps(False)
     if recording.allocations == 0:
         sys.stdout.write(f"npumem: no trace written to {output}: the script made no "
@@ -107,6 +110,13 @@ def capture(script: str, args: list[str], output: str) -> int:
         f"events, peak live {_core.format_bytes(recording.peak_live_bytes())} "
         f"({recording.peak_live_bytes()} bytes)\n"
     )
+    for pool, peak, quota in quota_excesses(recording.events, recording.pools):
+        sys.stderr.write(
+            f"npumem: warning: pool {pool!r} held {_core.format_bytes(peak)} live, past its "
+            f"quota of {_core.format_bytes(quota)}: npumem would have raised OutOfMemoryError "
+            f"there (the capture ran on PyTorch's own allocator); the replay stops there "
+            f"unless --quota {pool}=SIZE gives it more\n"
+        )
     return status
 
 

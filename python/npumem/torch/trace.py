@@ -1,9 +1,10 @@
 """Allocation traces of real PyTorch runs, in the shared format of ../shared/traces:
 `a <id> <bytes>` allocates under a fresh id, `f <id>` frees it, `i` starts an
-iteration, `p <name>` routes the allocations after it to a pool, `#` lines are
-comments. record() captures every CPU allocation and free with its exact size, the
-iteration boundaries (npumem.torch.iteration(), optimizer.step()) and the pool each
-allocation was made in (npumem.pool())."""
+iteration, `p <name> [<quota>]` routes the allocations after it to a pool, `r <name>`
+removes it, `#` lines are comments. record() captures every CPU allocation and free
+with its exact size, the iteration boundaries (npumem.torch.iteration(),
+optimizer.step()), the pool each allocation was made in (npumem.pool()) with its
+quota, and the pools removed (npumem.remove_pool())."""
 
 from __future__ import annotations
 
@@ -15,11 +16,39 @@ from typing import Iterable, Optional, Sequence, TextIO, Union
 import torch
 
 from npumem import _core, _torch
+from npumem.scopes import watch_pool_removals
 
 # (kind, id, bytes): kind "a" (bytes requested), "f" (bytes 0), "i" (id 1 and bytes the
-# key when keyed, else both 0), "p" (id: the index of the pool's name in `pools`) or "t"
-# (id: the index of the memory tag in `tags`; "" clears it).
+# key when keyed, else both 0), "p" (id: the index of the pool's name in `pools`, bytes
+# its quota), "r" (the pool removed; id as "p") or "t" (id: the index of the memory tag in
+# `tags`; "" clears it).
 Event = tuple[str, int, int]
+
+
+class _RecordedRemovals:
+    """remove_pool() while recording. A capture runs on PyTorch's own allocator, so the
+    npumem device holds none of the pool's tensors and would remove it with tensors
+    live, which npumem refuses: the recording sees them and refuses as npumem does (a
+    capture recorded removals its live run had refused). A removal is an `r` line."""
+
+    def check(self, name: str) -> None:
+        count, size = _torch.live_in_pool(name)
+        if count:
+            plural = "" if count == 1 else "s"
+            raise _core.ConfigError(
+                f"pool {name!r} holds {count} live allocation{plural} "
+                f"({_core.format_bytes(size)}); free them before removing it"
+            )
+
+    def removed(self, name: str) -> None:
+        _torch.record_pool_removal(name)
+
+
+watch_pool_removals(_RecordedRemovals())
+
+# While `python3 -m npumem.torch capture` runs its script: install() then leaves
+# PyTorch's allocator in place, which the capture records.
+capturing = False
 
 # The separators of a trace line's fields, which a `p` line's name cannot hold.
 _FIELD_SEPARATORS = (" ", "\t", "\r", "\n")
@@ -76,6 +105,45 @@ class record:  # noqa: N801 - a context, like torch.autograd.profiler.record_fun
         )
 
 
+def quota_excesses(events: Iterable[Event], pools: Sequence[str]) -> list[tuple[str, int, int]]:
+    """(pool, peak live requested bytes, quota) for each making of a pool whose live
+    requested bytes passed its quota: a capture, on PyTorch's own allocator, records
+    what npumem would have refused with OutOfMemoryError there (and a replay stops)."""
+    quotas: dict[int, int] = {}
+    current: dict[int, int] = {}
+    peaks: dict[int, int] = {}
+    live: dict[int, tuple[Optional[int], int]] = {}
+    pool: Optional[int] = None
+    excesses = []
+
+    def close(index: int) -> None:
+        if quotas.get(index) and peaks.get(index, 0) > quotas[index]:
+            excesses.append((pools[index], peaks[index], quotas[index]))
+        quotas.pop(index, None)
+        peaks.pop(index, None)
+
+    for kind, ident, size in events:
+        if kind == "p":
+            pool = None if pools[ident] == "default" else ident
+            if size and pool is not None:
+                quotas.setdefault(pool, size)
+        elif kind == "r":
+            close(ident)
+            pool = None if pool == ident else pool
+        elif kind == "a":
+            live[ident] = (pool, size)
+            if pool is not None:
+                current[pool] = current.get(pool, 0) + size
+                peaks[pool] = max(peaks.get(pool, 0), current[pool])
+        elif kind == "f":
+            owner, freed = live.pop(ident)
+            if owner is not None:
+                current[owner] -= freed
+    for index in list(quotas):
+        close(index)
+    return excesses
+
+
 def peak_live_bytes(events: Iterable[Event]) -> int:
     live: dict[int, int] = {}
     current = 0
@@ -124,8 +192,8 @@ def write_trace(
         f"# what: {what}; PyTorch {torch.__version__} CPU, "
         f"{torch.get_num_threads()} intra-op threads, Python {platform.python_version()}\n"
         "# format: 'a <id> <bytes>' allocates, 'f <id>' frees, 'i' starts an iteration, "
-        "'p <name> [<quota>]' routes to a pool, 't <tag>' tags what follows; '#' lines are "
-        "comments/phase markers\n"
+        "'p <name> [<quota>]' routes to a pool, 'r <name>' removes it, 't <tag>' tags what "
+        "follows; '#' lines are comments/phase markers\n"
     )
     target.write(header)
     quota_written = set()
@@ -139,6 +207,9 @@ def write_trace(
             quota = f" {size}" if size and ident not in quota_written else ""
             quota_written.add(ident)
             target.write(f"p {pools[ident]}{quota}\n")
+        elif kind == "r":
+            quota_written.discard(ident)  # made anew, it gets its own quota
+            target.write(f"r {pools[ident]}\n")
         elif kind == "t":
             tag = "_".join(tags[ident].split())
             target.write(f"t {tag}\n" if tag else "t\n")

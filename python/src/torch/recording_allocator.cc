@@ -21,6 +21,7 @@ void RecordingAllocator::start(c10::Allocator* inner, const ScopeBridge& scopes)
   events_.clear();
   pools_.clear();
   current_pool_ = "default";
+  current_pool_index_ = kDefaultPool;
   tags_.clear();
   current_tag_.clear();
 }
@@ -59,24 +60,54 @@ c10::DataPtr RecordingAllocator::allocate(std::size_t bytes) const {
     std::string pool;
     std::uint64_t quota = 0;
     scopes_->current_pool(&pool, &quota);
-    switch_to('p', pool, current_pool_, pools_, quota);
+    if (pool != current_pool_) {
+      const std::size_t index = switch_to('p', pool, current_pool_, pools_, quota);
+      current_pool_index_ = pool == "default" ? kDefaultPool : index;
+    }
     std::string tag;
     scopes_->current_tag(&tag);
     switch_to('t', tag, current_tag_, tags_);
     events_.push_back({'a', id, bytes});
   }
-  live_.emplace(ptr, Live{std::move(memory), id, session_});
+  live_.emplace(ptr, Live{std::move(memory), id, session_, bytes, current_pool_index_});
   return {ptr, ptr, &free_recorded, device};
 }
 
-void RecordingAllocator::switch_to(char kind, const std::string& name, std::string& current,
-                                   std::vector<std::string>& names, std::uint64_t bytes) const {
-  if (name == current) return;
+std::size_t RecordingAllocator::switch_to(char kind, const std::string& name, std::string& current,
+                                          std::vector<std::string>& names,
+                                          std::uint64_t bytes) const {
   const auto known = std::find(names.begin(), names.end(), name);
-  const auto index = static_cast<std::uint64_t>(known - names.begin());
+  const auto index = static_cast<std::size_t>(known - names.begin());
+  if (name == current) return index;
   if (known == names.end()) names.push_back(name);
   events_.push_back({kind, index, bytes});
   current = name;
+  return index;
+}
+
+std::pair<std::size_t, std::uint64_t> RecordingAllocator::live_in_pool(
+    const std::string& name) const {
+  std::lock_guard lock(mutex_);
+  const auto known = std::find(pools_.begin(), pools_.end(), name);
+  if (!recording_ || known == pools_.end()) return {0, 0};
+  const auto index = static_cast<std::size_t>(known - pools_.begin());
+  std::pair<std::size_t, std::uint64_t> live{0, 0};
+  for (const auto& [ptr, entry] : live_) {
+    if (entry.session == session_ && entry.pool == index) {
+      ++live.first;
+      live.second += entry.bytes;
+    }
+  }
+  return live;
+}
+
+void RecordingAllocator::record_pool_removal(const std::string& name) {
+  std::lock_guard lock(mutex_);
+  const auto known = std::find(pools_.begin(), pools_.end(), name);
+  if (!recording_ || known == pools_.end()) return;
+  events_.push_back({'r', static_cast<std::uint64_t>(known - pools_.begin()), 0});
+  current_pool_.clear();
+  current_pool_index_ = kDefaultPool;
 }
 
 c10::DeleterFnPtr RecordingAllocator::raw_deleter() const {

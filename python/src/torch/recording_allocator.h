@@ -19,8 +19,9 @@
 namespace npumem::python {
 
 struct RecordedEvent {
-  char kind = 'a';  // 'a' allocation, 'f' free, 'i' iteration boundary, 'p' pool, 't' tag
-  // 'i': 1 when keyed; 'p': the pool's index in Recorded::pools, 't' the tag's in tags.
+  // 'a' allocation, 'f' free, 'i' iteration boundary, 'p' pool, 'r' pool removed, 't' tag
+  char kind = 'a';
+  // 'i': 1 when keyed; 'p', 'r': the pool's index in Recorded::pools, 't' the tag's in tags.
   std::uint64_t id = 0;
   std::uint64_t bytes = 0;  // 'a': requested bytes; 'i': the key; 'p': the pool's quota
 };
@@ -45,6 +46,11 @@ class RecordingAllocator final : public c10::Allocator {
   bool recording() const;
   // Records an iteration boundary (an `i` line, `i <key>` with a key) when recording.
   void mark_iteration(std::optional<std::uint64_t> key);
+  // The allocations of this recording in pool `name` still live: count and requested bytes.
+  std::pair<std::size_t, std::uint64_t> live_in_pool(const std::string& name) const;
+  // Records the removal of pool `name` (an `r` line) when recording; the next allocation
+  // names its pool again, so one made anew under the name gets its own `p` line.
+  void record_pool_removal(const std::string& name);
   c10::Allocator* inner() const;
 
   // Zero bytes hold no memory and are passed through unrecorded.
@@ -55,14 +61,17 @@ class RecordingAllocator final : public c10::Allocator {
   RecordingAllocator() = default;
   static void free_recorded(void* ptr);
   // A `kind` event ('p' or 't') when `name` is not the one of the allocation recorded
-  // last, indexing `names`, with `bytes` (a pool's quota).
-  void switch_to(char kind, const std::string& name, std::string& current,
-                 std::vector<std::string>& names, std::uint64_t bytes = 0) const;
+  // last, indexing `names`, with `bytes` (a pool's quota). Returns the index of `name`.
+  std::size_t switch_to(char kind, const std::string& name, std::string& current,
+                        std::vector<std::string>& names, std::uint64_t bytes = 0) const;
 
+  static constexpr std::size_t kDefaultPool = ~std::size_t{0};
   struct Live {
     c10::DataPtr inner;
     std::uint64_t id = 0;
     std::uint64_t session = 0;  // the recording it was made in
+    std::uint64_t bytes = 0;
+    std::size_t pool = kDefaultPool;  // its index in pools_, in its session
   };
 
   mutable std::mutex mutex_;
@@ -74,6 +83,7 @@ class RecordingAllocator final : public c10::Allocator {
   mutable std::vector<RecordedEvent> events_;
   mutable std::vector<std::string> pools_;
   mutable std::string current_pool_;
+  mutable std::size_t current_pool_index_ = kDefaultPool;
   mutable std::vector<std::string> tags_;
   mutable std::string current_tag_;
   mutable std::unordered_map<void*, Live> live_;

@@ -106,9 +106,9 @@ void start_recording(const py::capsule& scopes) {
 
 using Events = std::vector<std::tuple<std::string, std::uint64_t, std::uint64_t>>;
 
-// The events as (kind, id, bytes), kind "a", "f", "i", "p" or "t" (id: the index of its
-// pool or tag among their names; a "p" event's bytes: the pool's quota, 0 for none), the
-// pool names and the tags.
+// The events as (kind, id, bytes), kind "a", "f", "i", "p", "r" or "t" (id: the index of
+// its pool or tag among their names; a "p" event's bytes: the pool's quota, 0 for none),
+// the pool names and the tags.
 std::tuple<Events, std::vector<std::string>, std::vector<std::string>> stop_recording() {
   RecordingAllocator& recorder = RecordingAllocator::instance();
   Recorded recorded = recorder.stop();
@@ -141,6 +141,15 @@ PYBIND11_MODULE(_torch, module) {
              "Stops recording; returns the events as (kind, id, bytes) tuples and the names of "
              "the pools and tags 'p' and 't' events index");
   module.def("recording", [] { return RecordingAllocator::instance().recording(); });
+  module.def(
+      "live_in_pool",
+      [](const std::string& name) { return RecordingAllocator::instance().live_in_pool(name); },
+      py::arg("name"),
+      "The recording's allocations in pool `name` still live: (count, requested bytes)");
+  module.def(
+      "record_pool_removal",
+      [](const std::string& name) { RecordingAllocator::instance().record_pool_removal(name); },
+      py::arg("name"), "Records the removal of pool `name` (an `r` line) when recording");
   module.def(
       "record_iteration",
       [](std::optional<std::uint64_t> key) { RecordingAllocator::instance().mark_iteration(key); },
