@@ -23,7 +23,11 @@ StrategyFigures measure(const Trace& trace, const ReplayOptions& options) {
   ReplayOptions timed = options;
   timed.record_latencies = false;
   const ReplayResult result = replay_trace(trace, timed);
-  if (!result.completed()) throw Error(*result.out_of_memory);
+  row.warnings = result.warnings;
+  if (!result.completed()) {
+    row.failure = *result.out_of_memory;
+    return row;
+  }
   row.peak_requested_bytes = result.peak_requested_bytes;
   row.peak_reserved_bytes = result.peak_reserved_bytes();
   row.overhead_ratio = result.overhead_ratio();

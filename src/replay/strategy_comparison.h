@@ -38,6 +38,8 @@ struct StrategyFigures {
   // static arena that fits the device); empty when it did, and only then are the
   // figures above measured.
   std::string failure;
+  // What the allocator said that did not stop it (a quota not in whole granules).
+  std::vector<std::string> warnings;
 };
 
 // Replays `trace` under every strategy over options.config (its strategy ignored). A

@@ -215,6 +215,17 @@ TEST(ReplayCliTest, APoolLinesQuotaIsThePoolsUnlessQuotaSaysOtherwise) {
   EXPECT_EQ(compare.exit_code, 3) << "no strategy fits the trace's quota: " << compare.out;
 }
 
+// Said once, whatever the number of strategies compared: replay said it, compare did not.
+TEST(ReplayCliTest, CompareSaysAQuotaIsNotWholeGranulesOnce) {
+  const TempTrace trace("p encoder\na 1 1000\nf 1\n");
+  const auto compare = run_npumem("compare " + trace.path() + " --quota encoder=5MiB");
+  ASSERT_EQ(compare.exit_code, 0) << compare.err;
+  const std::string said = "npumem: warning: pool 'encoder': a quota of 5.00 MiB";
+  const std::size_t first = compare.err.find(said);
+  EXPECT_NE(first, std::string::npos) << compare.err;
+  EXPECT_EQ(compare.err.find(said, first + 1), std::string::npos) << compare.err;
+}
+
 // A model unloaded and another loaded in its pool's name (`r` line): the pool is made
 // anew with the new quota, and the first one's figures stay in the report.
 TEST(ReplayCliTest, APoolRemovedAndMadeAnewKeepsBothInTheReport) {

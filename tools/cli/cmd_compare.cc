@@ -1,6 +1,7 @@
 // `npumem compare TRACE`: the trace under every strategy, in one table.
 #include <algorithm>
 #include <iostream>
+#include <set>
 #include <string>
 
 #include "commands.h"
@@ -39,6 +40,12 @@ void add_compare_command(CLI::App& app, int& exit_code) {
     replay.config = config_over_environment("strategy:caching," + options->conf, "--conf");
     replay.pool_quotas = parse_quotas(options->quotas, trace);
     const auto rows = compare_strategies(trace, replay);
+    std::set<std::string> said;  // each strategy's allocator says the same of a quota
+    for (const StrategyFigures& row : rows) {
+      for (const std::string& warning : row.warnings) {
+        if (said.insert(warning).second) std::cerr << "npumem: warning: " << warning << "\n";
+      }
+    }
     if (options->json) {
       std::cout << json_text(comparison_json(options->trace_path, rows)) << "\n";
     } else {
