@@ -1065,7 +1065,10 @@ void Allocator::Impl::invalid_pointer(std::uintptr_t address, std::string_view o
       }
     }
   }
-  throw InvalidPointer(invalid + std::string(text) + " was not allocated by this allocator");
+  // No segment holds it now; a block freed, then its segment given back, reads so too.
+  throw InvalidPointer(invalid + std::string(text) +
+                       " was not allocated by this allocator, or was freed and its memory given "
+                       "back since (empty_cache, remove_pool)");
 }
 
 // The bytes move outside the lock (a large copy must not stall other threads); the

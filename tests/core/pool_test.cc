@@ -242,16 +242,25 @@ TEST_P(Pool, ARemovedPoolGivesBackItsMemoryAndItsName) {
     Allocator allocator(device(), parse_config(conf));
     const std::int64_t before = allocator.stats().reserved_bytes.all.current;
     allocator.create_pool("model_a", 64 * MiB);
+    void* freed = nullptr;
     {
       PoolScope scope(allocator, "model_a");
       void* small = allocator.allocate(4 * KiB);
-      void* large = allocator.allocate(6 * MiB);
+      freed = allocator.allocate(6 * MiB);
       allocator.deallocate(small);
-      allocator.deallocate(large);
+      allocator.deallocate(freed);
     }
     EXPECT_GT(allocator.stats().reserved_bytes.all.current, before) << "the pool holds memory";
     const std::int64_t device_frees = allocator.stats().num_device_free;
     const std::size_t released = allocator.remove_pool("model_a");
+    try {
+      allocator.deallocate(freed);
+      ADD_FAILURE() << "a pointer of a removed pool freed again";
+    } catch (const InvalidPointer& error) {
+      EXPECT_NE(std::string(error.what()).find("or was freed and its memory given back since"),
+                std::string::npos)
+          << error.what();
+    }
     EXPECT_GT(released, 0u);
     EXPECT_EQ(allocator.stats().reserved_bytes.all.current, before);
     EXPECT_GT(allocator.stats().num_device_free, device_frees);
