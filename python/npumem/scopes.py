@@ -51,7 +51,13 @@ def remove_pool(name: str, device: DeviceLike = None) -> int:
         raise _core.ConfigError(f"unknown pool {name!r}: device {index} is not made")
     for watcher in _removal_watchers:
         watcher.check(name)
+    kept = [info for info in made.pools() if info["name"] == name]
     released = made.remove_pool(name)
+    removed = _removed.setdefault(made.index, [])
+    for info in kept:
+        earlier = sum(1 for other in removed if other["name"].startswith(f"{name} (removed"))
+        info["name"] = f"{name} (removed)" if earlier == 0 else f"{name} (removed {earlier + 1})"
+        removed.append(info)
     for watcher in _removal_watchers:
         watcher.removed(name)
     return released
@@ -90,12 +96,23 @@ def _tier(tier: Optional[str]) -> Optional[str]:
     return tier
 
 
-def pools(device: DeviceLike = None) -> list[dict[str, Any]]:
+def pools(device: DeviceLike = None, removed: bool = False) -> list[dict[str, Any]]:
     """Each pool of the device: name, quota_bytes, tier (None unless pinned) and its
     stats (memory_stats keys); [] for a device not made yet (making it would refuse a
-    later init())."""
+    later init()). With `removed`, the pools remove_pool() removed come after the
+    default one too, as they were then, named "NAME (removed)" ("(removed 2)" for a
+    second): a report of a server's whole run."""
     made = existing_device(device)
-    return made.pools() if made is not None else []
+    if made is None:
+        return []
+    listed = made.pools()
+    if removed:
+        listed[1:1] = [dict(info) for info in _removed.get(made.index, [])]
+    return listed
+
+
+# By device index: the pools remove_pool() removed, as they were then.
+_removed: dict[int, list[dict[str, Any]]] = {}
 
 
 class pool:  # noqa: N801 - used like torch.cuda.use_mem_pool, as a lower-case context

@@ -103,6 +103,13 @@ class PoolTest(unittest.TestCase):
         with npumem.pool("model_a", quota="32MiB", device=device):
             npumem.caching_allocator_delete(npumem.caching_allocator_alloc(MiB, device), device)
         self.assertEqual(npumem.pools(device)[1]["quota_bytes"], 32 * MiB)
+        # A report of the whole run keeps the first model's figures (`run` prints them).
+        listed = npumem.pools(device, removed=True)
+        self.assertEqual(
+            [info["name"] for info in listed], ["default", "model_a (removed)", "model_a"]
+        )
+        self.assertEqual(listed[1]["quota_bytes"], 64 * MiB)
+        self.assertEqual(listed[1]["stats"]["requested_bytes.all.peak"], 3 * MiB)
         with self.assertRaisesRegex(npumem.ConfigError, "the default pool cannot be removed"):
             npumem.remove_pool("default", device)
         with self.assertRaisesRegex(TypeError, "a pool name is a string"):

@@ -59,7 +59,7 @@ def run(
         )
         out.write(monitor.report())
         out.write(peaks_text(npumem.memory_stats(device)))
-        out.write(pools_text(npumem.pools(device)))
+        out.write(pools_text(npumem.pools(device, removed=True)))
         planned = npumem.planned_report(device)
         if planned:
             out.write("planned strategy\n" + planned)
