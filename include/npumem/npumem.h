@@ -167,6 +167,12 @@ NPUMEM_API npumem_status_t npumem_create_pool(npumem_allocator_t* allocator, con
  * and one a pool scope routes to (npumem_last_error() says which). */
 NPUMEM_API npumem_status_t npumem_remove_pool(npumem_allocator_t* allocator, const char* name,
                                               size_t* released) NPUMEM_NOEXCEPT;
+/* Routes this thread's npumem_allocate and npumem_malloc calls from now on to pool `name`
+ * of whichever allocator they reach (NULL or "": the default pool), as a C++ PoolScope
+ * or Python's npumem.pool() does: the pluggable allocator's way to a model's pool. An
+ * allocator without the pool fails those calls with INVALID_CONFIG ("unknown pool").
+ * It holds no scope between calls, so the pool may still be removed (npumem_remove_pool). */
+NPUMEM_API npumem_status_t npumem_set_pool(const char* name) NPUMEM_NOEXCEPT;
 /* Tags the blocks this thread allocates from now on (NULL or "": no tag); tags group
  * memory in snapshots, leak reports and the HTML timeline. */
 NPUMEM_API npumem_status_t npumem_set_tag(const char* tag) NPUMEM_NOEXCEPT;

@@ -10,6 +10,7 @@
 
 #include "capi/abi_guard.h"
 #include "capi/handle.h"
+#include "capi/pool_routing.h"
 #include "npumem/errors.h"
 #include "npumem/npumem.h"
 #include "npumem/observer.h"
@@ -115,7 +116,7 @@ npumem_status_t npumem_allocate(npumem_allocator_t* allocator, size_t size, void
   return guarded([&] {
     void*& result = required(out, "out");
     result = nullptr;
-    result = allocator_of(allocator).allocate(size);
+    result = npumem::capi::allocate_in_thread_pool(allocator_of(allocator), size);
     return NPUMEM_OK;
   });
 }
@@ -220,6 +221,13 @@ npumem_status_t npumem_remove_pool(npumem_allocator_t* allocator, const char* na
     if (name == nullptr) throw npumem::capi::ArgumentError("name is NULL");
     const std::size_t bytes = allocator_of(allocator).remove_pool(name);
     if (released != nullptr) *released = bytes;
+    return NPUMEM_OK;
+  });
+}
+
+npumem_status_t npumem_set_pool(const char* name) noexcept {
+  return guarded([&] {
+    npumem::capi::set_thread_pool(name);
     return NPUMEM_OK;
   });
 }

@@ -4,6 +4,7 @@
 
 #include "capi/abi_guard.h"
 #include "capi/device_registry.h"
+#include "capi/pool_routing.h"
 #include "capi/process_stats_page.h"
 #include "npumem/npumem.h"
 
@@ -30,8 +31,9 @@ void* npumem_malloc(ssize_t size, int device, void* stream) noexcept {
     }
     // The stream orders reuse (Allocator::allocate); the block remembers it, so the
     // free's stream argument (the same one, from PyTorch) is not needed.
-    result = npumem::capi::device_allocator(device).allocator->allocate(
-        static_cast<std::size_t>(size), reinterpret_cast<npumem::StreamId>(stream));
+    result = npumem::capi::allocate_in_thread_pool(
+        *npumem::capi::device_allocator(device).allocator, static_cast<std::size_t>(size),
+        reinterpret_cast<npumem::StreamId>(stream));
     return NPUMEM_OK;
   });
   return result;

@@ -2,7 +2,10 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <map>
+#include <nlohmann/json.hpp>
 #include <string>
+#include <thread>
 
 #include "npumem/npumem.h"
 #include "npumem/units.h"
@@ -103,6 +106,37 @@ TEST_F(CapiAllocator, PoolsAndTagsShowInTheSnapshot) {
   EXPECT_NE(snapshot.find("\"encoder\""), std::string::npos);
   EXPECT_NE(snapshot.find("\"kv\""), std::string::npos);
   EXPECT_EQ(npumem_deallocate(allocator_, ptr), NPUMEM_OK);
+}
+
+// The pluggable allocator's calls carry no pool: a thread routes them to one by name.
+TEST_F(CapiAllocator, SetPoolRoutesThisThreadsAllocations) {
+  ASSERT_EQ(npumem_create_pool(allocator_, "kv", 8 * kMiB), NPUMEM_OK) << npumem_last_error();
+  ASSERT_EQ(npumem_set_pool("kv"), NPUMEM_OK);
+  void* in_pool = nullptr;
+  ASSERT_EQ(npumem_allocate(allocator_, 4096, &in_pool), NPUMEM_OK) << npumem_last_error();
+  void* elsewhere = nullptr;
+  std::thread([&] { EXPECT_EQ(npumem_allocate(allocator_, 8192, &elsewhere), NPUMEM_OK); }).join();
+  ASSERT_EQ(npumem_set_pool(nullptr), NPUMEM_OK);
+  void* outside = nullptr;
+  ASSERT_EQ(npumem_allocate(allocator_, 2048, &outside), NPUMEM_OK);
+  char* json = nullptr;
+  ASSERT_EQ(npumem_snapshot_json(allocator_, &json), NPUMEM_OK);
+  const nlohmann::json snapshot = nlohmann::json::parse(json);
+  npumem_string_free(json);
+  std::map<std::string, std::int64_t> requested;
+  for (const auto& pool : snapshot.at("pools")) {
+    requested[pool.at("name")] = pool.at("stats").at("requested_bytes.all.current");
+  }
+  EXPECT_EQ(requested["kv"], 4096);
+  EXPECT_EQ(requested["default"], 8192 + 2048) << "another thread's, and after the reset";
+  ASSERT_EQ(npumem_set_pool("nope"), NPUMEM_OK);
+  void* refused = nullptr;
+  EXPECT_EQ(npumem_allocate(allocator_, 64, &refused), NPUMEM_INVALID_CONFIG);
+  EXPECT_NE(std::string(npumem_last_error()).find("unknown pool 'nope'"), std::string::npos);
+  EXPECT_EQ(refused, nullptr);
+  ASSERT_EQ(npumem_set_pool(""), NPUMEM_OK);
+  for (void* ptr : {in_pool, elsewhere, outside})
+    EXPECT_EQ(npumem_deallocate(allocator_, ptr), NPUMEM_OK);
 }
 
 TEST_F(CapiAllocator, ARemovedPoolGivesBackItsMemory) {

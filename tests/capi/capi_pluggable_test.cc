@@ -53,6 +53,23 @@ TEST(CapiPluggable, MallocUsesTheAllocatorMadeFromTheEnvironment) {
   EXPECT_EQ(allocator.stats().allocated_bytes.all.current, 0);
 }
 
+// PyTorch's pluggable allocator passes no pool: npumem_set_pool routes a model's tensors.
+TEST(CapiPluggable, MallocGoesToThePoolThisThreadSet) {
+  ASSERT_EQ(npumem_init(12, "sim:hbm=256MiB,ddr=0", ""), NPUMEM_OK) << npumem_last_error();
+  npumem::Allocator& allocator = process_wide(12);
+  allocator.create_pool("model_a", 64 * npumem::MiB);
+  ASSERT_EQ(npumem_set_pool("model_a"), NPUMEM_OK);
+  void* ptr = npumem_malloc(1000, 12, nullptr);
+  ASSERT_EQ(npumem_set_pool(nullptr), NPUMEM_OK);
+  ASSERT_NE(ptr, nullptr) << npumem_last_error();
+  for (const npumem::PoolInfo& pool : allocator.pools()) {
+    EXPECT_EQ(pool.stats.requested_bytes.all.current, pool.name == "model_a" ? 1000 : 0)
+        << pool.name;
+  }
+  npumem_free(ptr, 1000, 12, nullptr);
+  EXPECT_STREQ(npumem_last_error(), "");
+}
+
 TEST(CapiPluggable, MallocReturnsNullWithTheReasonOnOutOfMemory) {
   set_environment("sim:hbm=64MiB,ddr=0", "");
   EXPECT_EQ(npumem_malloc(128 << 20, 6, nullptr), nullptr);
