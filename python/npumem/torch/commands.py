@@ -182,8 +182,16 @@ def peaks_text(stats: dict[str, int]) -> str:
     for tier in ("hbm", "ddr"):
         lines.append(figure(f"{tier} peak allocated", f"allocated_bytes.{tier}.peak"))
         lines.append(figure(f"{tier} peak reserved", f"reserved_bytes.{tier}.peak"))
+    reclaims = stats["num_reclaims"]
+    # As replay says it: most reclaims are routine, only those after a refusal are pressure.
+    routine = (
+        f" ({stats['num_alloc_retries']:,} made room a request needed; the rest gave cached "
+        "memory back before growing past the reserved peak)"
+        if reclaims
+        else ""
+    )
     lines.append(
-        f"  spills {stats['num_spills']:,}, reclaims {stats['num_reclaims']:,}, "
+        f"  spills {stats['num_spills']:,}, reclaims {reclaims:,}{routine}, "
         f"out-of-memory errors {stats['num_ooms']:,}\n"
     )
     return "".join(lines)

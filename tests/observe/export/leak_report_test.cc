@@ -28,6 +28,7 @@ LeakReport leaking_report() {
   group.iterations = 10;
   group.last_iteration = 9;
   group.judged_iterations = 8;
+  group.judged_bytes = 800 * KiB;
   group.recurring = true;
   report.survivors.push_back(group);
   LeakGroup untagged;
@@ -57,12 +58,26 @@ TEST(LeakReport, PrintsTheSeedsLinesAndTheSurvivors) {
             std::string::npos)
       << text;
   EXPECT_NE(text.find("made in 10 of 10 iterations (0..9)"), std::string::npos) << text;
-  EXPECT_NE(text.find("left behind in 8 iterations after warm-up"), std::string::npos);
-  EXPECT_NE(text.find("  untagged, pool 'default': 1 allocation, 512 B"), std::string::npos)
-      << text;
-  EXPECT_NE(text.find("made in 1 of 10 iterations (iteration 0, before the first mark)"),
+  // Of the group's bytes, what the judged iterations left: a group holding weights besides
+  // read as a leak of all of them.
+  EXPECT_NE(text.find("left behind in 8 iterations after warm-up: 800 KiB of it, about 100 KiB "
+                      "per iteration"),
             std::string::npos)
       << text;
+  // Made before the first mark only: one line for all such groups once judged.
+  EXPECT_EQ(text.find("  untagged, pool 'default'"), std::string::npos) << text;
+  EXPECT_NE(text.find("  and 1 group, 512 B, that no judged iteration left (made in warm-up"),
+            std::string::npos)
+      << text;
+  LeakReport unjudged = leaking_report();
+  unjudged.judged_iterations = 1;
+  const std::string listed = to_string(unjudged);
+  EXPECT_NE(listed.find("  untagged, pool 'default': 1 allocation, 512 B"), std::string::npos)
+      << listed;
+  EXPECT_NE(listed.find("made in 1 of 10 iterations (iteration 0, before the first mark)"),
+            std::string::npos)
+      << listed;
+  EXPECT_EQ(listed.find("growth:"), std::string::npos) << "no steady state to grow from";
   LeakReport two = leaking_report();
   two.survivors[0].iterations = 2;
   two.survivors[0].first_iteration = 3;
