@@ -96,6 +96,27 @@ std::string plan_line(const PlanInfo& plan) {
   return text;
 }
 
+// Unkeyed iterations whose shapes do not repeat (random sequence lengths): plans learned
+// and never served, or not learned at all, said with the way out; empty otherwise.
+std::string shapes_advice(const PlannedStats& stats) {
+  std::size_t unserved = 0;
+  std::size_t unkeyed = 0;
+  for (const PlanInfo& plan : stats.plans) {
+    if (plan.key) continue;
+    ++unkeyed;
+    if (plan.iterations_served == 0 && !plan.declined) ++unserved;
+  }
+  if (unkeyed == 0 || (stats.iterations_not_learned == 0 && unserved < 2)) return {};
+  return "the iterations' shapes seldom repeat (" + format_count(unserved) + " of the " +
+         format_count(unkeyed) + " plans kept never served" +
+         (stats.iterations_not_learned == 0
+              ? std::string()
+              : ", " + format_count(stats.iterations_not_learned, "iteration") + " not learned") +
+         "): pad the size that varies to a few values (`npumem advise buckets TRACE` recommends "
+         "them) and key each iteration by its value (`npumem.torch.iteration(key=...)`, `i "
+         "<key>` lines), so that each gets a plan of its own";
+}
+
 }  // namespace
 
 std::string why_no_plan_served(const PlannedStats& stats, std::string_view marks) {
@@ -129,6 +150,9 @@ std::vector<ReportLine> planned_report_lines(const PlannedStats& stats, std::str
     std::string name = "plan " + std::to_string(i);
     if (plan.key) name += " (key " + std::to_string(*plan.key) + ")";
     lines.push_back({std::move(name), plan_line(plan)});
+  }
+  if (std::string advice = shapes_advice(stats); !advice.empty()) {
+    lines.push_back({"advice", std::move(advice)});
   }
   return lines;
 }

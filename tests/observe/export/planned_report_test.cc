@@ -77,6 +77,24 @@ TEST(PlannedReport, NamesEachFigureAndEachPlan) {
       << lines[4].value;
 }
 
+// Random sequence lengths, unkeyed: plans learned and never served said with the way out.
+TEST(PlannedReport, AdvisesBucketsAndKeysWhenShapesSeldomRepeat) {
+  PlannedStats stats = served_stats();
+  PlanInfo unserved;
+  unserved.requests = 7;
+  stats.plans = {unserved, unserved, stats.plans[0]};
+  stats.iterations_not_learned = 3;
+  const std::vector<ReportLine> lines = planned_report_lines(stats, "`i` lines");
+  ASSERT_EQ(lines.back().name, "advice");
+  EXPECT_NE(lines.back().value.find("the iterations' shapes seldom repeat (2 of the 2 plans kept "
+                                    "never served, 3 iterations not learned): pad the size"),
+            std::string::npos)
+      << lines.back().value;
+  EXPECT_NE(lines.back().value.find("npumem advise buckets TRACE"), std::string::npos);
+  EXPECT_NE(planned_report_lines(served_stats(), "`i` lines").back().name, "advice")
+      << "plans that serve need no advice";
+}
+
 // Reserved memory comes in whole granules: the steady line says the least ratio they
 // allow, so a small model's 1.07 reads as the granules' and not the plan's.
 TEST(PlannedReport, SteadyLineGivesTheLeastRatioWholeGranulesAllow) {
