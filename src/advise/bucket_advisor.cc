@@ -125,6 +125,7 @@ BucketAdvice advise_buckets(const Trace& trace, const BucketAdviceOptions& optio
   advice.source = trace.source;
   advice.iterations = shapes.iterations;
   advice.empty_iterations = shapes.empty_iterations;
+  advice.set_aside = shapes.set_aside;
   advice.families = shapes.families.size();
   advice.max_buckets = options.max_buckets;
   advice.tolerance = options.tolerance;
@@ -148,8 +149,9 @@ BucketAdvice advise_buckets(const Trace& trace, const BucketAdviceOptions& optio
     for (const IterationShape& shape : family.shapes) {
       requested_bytes += shape.requested_bytes * shape.iterations.size();
     }
-    costs.push_back(
-        range_costs(family, options, shapes.iterations - shapes.empty_iterations, figures[f]));
+    costs.push_back(range_costs(
+        family, options, shapes.iterations - shapes.empty_iterations - shapes.set_aside.size(),
+        figures[f]));
   }
 
   for (std::optional<Bucketing>& best :

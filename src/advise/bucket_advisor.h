@@ -61,6 +61,8 @@ struct BucketAdvice {
   std::string source;
   std::size_t iterations = 0;
   std::size_t empty_iterations = 0;  // of those, with nothing to pad (iteration_shapes.h)
+  // Of those, the first or last, alone in an allocation order (iteration_shapes.h).
+  std::vector<std::size_t> set_aside;
   std::size_t shapes = 0;
   std::size_t families = 0;
   std::size_t max_buckets = 0;

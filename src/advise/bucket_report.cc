@@ -33,6 +33,7 @@ nlohmann::ordered_json bucket_advice_json(const BucketAdvice& advice) {
   out["trace"] = advice.source;
   out["iterations"] = advice.iterations;
   out["empty_iterations"] = advice.empty_iterations;
+  out["set_aside_iterations"] = advice.set_aside;
   out["shapes"] = advice.shapes;
   out["families"] = advice.families;
   out["alignment_bytes"] = advice.alignment;
@@ -93,9 +94,15 @@ std::string bucket_advice_text(const BucketAdvice& advice) {
                                                   : " allocating nothing of their own, left out)"))
       << ", " << advice.shapes << (advice.shapes == 1 ? " shape in " : " shapes in ")
       << advice.families << (advice.families == 1 ? " family" : " families")
-      << " (iterations whose allocations and frees align request by request); arenas "
-         "planned with each request rounded up to "
-      << format_bytes(advice.alignment) << ", as the planned strategy's blocks are (`plan memory "
+      << " (iterations whose allocations and frees align request by request)"
+      << (advice.set_aside.empty()
+              ? ""
+              : "; set aside, each alone in its order of allocations (the first makes what "
+                "lasts, the last ends the run): iteration" +
+                    std::string(advice.set_aside.size() == 1 ? " " : "s ") +
+                    iteration_list(advice.set_aside, advice.iteration_keys))
+      << "; arenas planned with each request rounded up to " << format_bytes(advice.alignment)
+      << ", as the planned strategy's blocks are (`plan memory "
       << "--alignment " << advice.alignment << "` plans alike)\n"
       << "peak requested " << format_bytes(advice.peak_requested_bytes)
       << "; outside the iterations (weights, optimizer state) "

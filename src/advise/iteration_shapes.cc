@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 
 #include "npumem/errors.h"
 
@@ -29,6 +30,37 @@ std::vector<plan::TensorLifetime> lifetimes_of(const std::vector<std::uint32_t>&
     }
   }
   return lifetimes;
+}
+
+// The first iteration (it makes the optimizer state among its tensors) and the last (a
+// script's end frees in another order) often allocate in an order of their own: as
+// families of one iteration, a keyed loop of 3 lengths got 5 buckets, 2 of them for one
+// iteration each. Such an edge iteration is set aside when a family of several
+// iterations remains: the loop's own order.
+void set_aside_edges(IterationShapes& shapes) {
+  const bool loop_found =
+      std::any_of(shapes.families.begin(), shapes.families.end(), [](const ShapeFamily& family) {
+        std::size_t members = 0;
+        for (const IterationShape& shape : family.shapes) members += shape.iterations.size();
+        return members >= 2;
+      });
+  if (!loop_found) return;
+  const auto alone = [&](std::size_t iteration) {
+    for (std::size_t f = 0; f < shapes.families.size(); ++f) {
+      const std::vector<IterationShape>& members = shapes.families[f].shapes;
+      if (members.size() == 1 && members[0].iterations == std::vector<std::size_t>{iteration}) {
+        return std::optional<std::size_t>(f);
+      }
+    }
+    return std::optional<std::size_t>();
+  };
+  for (const std::size_t edge : {shapes.iterations - 1, std::size_t{0}}) {
+    const std::optional<std::size_t> family = alone(edge);
+    if (!family) continue;
+    if (!shapes.set_aside.empty() && shapes.set_aside.front() == edge) continue;  // 1 iteration
+    shapes.families.erase(shapes.families.begin() + static_cast<std::ptrdiff_t>(*family));
+    shapes.set_aside.insert(shapes.set_aside.begin(), edge);
+  }
 }
 
 }  // namespace
@@ -119,6 +151,7 @@ IterationShapes iteration_shapes(const Trace& trace) {
     }
     family.shapes[shape_it->second].iterations.push_back(i);
   }
+  set_aside_edges(out);
   return out;
 }
 

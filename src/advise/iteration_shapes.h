@@ -7,7 +7,7 @@
 // request) form a family and share lifetimes; within a family, a shape is one
 // sequence of request sizes. An iteration whose working set is empty (what a capture
 // marked at optimizer.step() has after its last step) has no shape: nothing in it to
-// pad or plan.
+// pad or plan. The first or last iteration alone in its family is set aside (below).
 #pragma once
 
 #include <cstddef>
@@ -37,6 +37,11 @@ struct IterationShapes {
   std::size_t iterations = 0;         // every iteration of the trace
   std::size_t empty_iterations = 0;   // of those, the ones with no shape (empty working set)
   std::vector<ShapeFamily> families;  // in the order of their first iteration
+  // The first and the last iteration, when each allocates in an order no other does
+  // (the first making the optimizer state, the last the script's end) and a family of
+  // several iterations exists: left out of the families, as bucket advice for one
+  // iteration.
+  std::vector<std::size_t> set_aside;
   // Peak of the bytes live outside the working sets from the first `i` on.
   std::uint64_t outside_peak_bytes = 0;
   // Peak of the bytes live before the first `i` (a capture's first step, the weights):

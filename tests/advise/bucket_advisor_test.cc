@@ -128,6 +128,29 @@ TEST(IterationShapes, WorkingSetsAndFamilies) {
   }
 }
 
+// A keyed loop of two lengths whose first step also makes the optimizer state, and whose
+// last frees in another order: alone in their orders, they took 2 of 4 buckets.
+TEST(IterationShapes, TheFirstAndLastIterationsAloneInTheirOrdersAreSetAside) {
+  std::string trace = "i 16\na 0 512\na 1 4096\nf 0\n";  // 1 lasts: optimizer state
+  std::uint64_t id = 2;
+  for (int step = 0; step < 6; ++step) {
+    const std::string size = step % 2 == 0 ? "1024" : "2048";
+    trace += "i " + std::string(step % 2 == 0 ? "16" : "32") + "\na " + std::to_string(id) + " " +
+             size + "\na " + std::to_string(id + 1) + " " + size + "\nf " + std::to_string(id) +
+             "\nf " + std::to_string(id + 1) + "\n";
+    id += 2;
+  }
+  trace += "i 32\na 50 2048\na 51 2048\nf 51\nf 50\n";  // the end frees in reverse
+  const IterationShapes shapes = iteration_shapes(parse_trace(trace, "t"));
+  EXPECT_EQ(shapes.set_aside, (std::vector<std::size_t>{0, 7}));
+  ASSERT_EQ(shapes.families.size(), 1u);
+  EXPECT_EQ(shapes.families[0].shapes.size(), 2u) << "the loop's two lengths";
+  const BucketAdvice advice = advise_buckets(parse_trace(trace, "t.trace"), {});
+  EXPECT_EQ(advice.recommended_buckets, 2u);
+  EXPECT_NE(bucket_advice_text(advice).find("iterations 0 (key 16) 7 (key 32)"), std::string::npos)
+      << bucket_advice_text(advice);
+}
+
 // A capture marked at optimizer.step() ends with an iteration that only frees what the
 // last step left: it has no shape, so it is no family of its own (which took the one
 // bucket that all the steps' shapes fit) and no iteration the waste is shared over.
