@@ -23,6 +23,16 @@ void add_compare_command(CLI::App& app, int& exit_code) {
   auto options = std::make_shared<Options>();
   CLI::App* command =
       app.add_subcommand("compare", "Replay a trace under every strategy and compare them");
+  // The columns, which read as the same figure twice (ns/event near p99 under planned,
+  // min HBM below peak resv) without their definitions.
+  command->footer(
+      "Columns: peak req / peak resv: peaks of requested and reserved bytes; overhead: their "
+      "ratio; min HBM: the smallest HBM (no DDR) that completes the trace, found by replays "
+      "(below peak resv where a tighter device makes the strategy release or pack more); "
+      "HBM/peak: min HBM over peak req; ns/event: the whole replay's time per allocation or "
+      "free (planned: its planning at iteration marks included); p50 / p99 / max ns: one "
+      "allocation's latency, timed each on its own; dev alloc: device allocations (segments, "
+      "granules mapped).");
   command->add_option("trace", options->trace_path, "trace file (see docs/TRACE_FORMAT.md)")
       ->required()
       ->check(CLI::ExistingFile);
