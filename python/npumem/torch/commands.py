@@ -9,9 +9,10 @@ from typing import Optional
 
 import npumem
 from npumem import _core
+from npumem.devices import settings
 from npumem.torch import install, mark_optimizer_steps, record, tag_modules
-from npumem.torch.script_runner import run_script
 from npumem.torch import trace as trace_module
+from npumem.torch.script_runner import run_script
 from npumem.torch.trace import check_pool_names, quota_excesses
 from npumem.torch_children import serve_children
 
@@ -57,6 +58,7 @@ def run(
         out.write(
             f"\nnpumem: {script} exited with status {status} on {device.name} ({device.spec})\n"
         )
+        out.write(_hbm_limit_text(device))
         out.write(monitor.report())
         out.write(peaks_text(npumem.memory_stats(device)))
         out.write(pools_text(npumem.pools(device, removed=True)))
@@ -166,6 +168,24 @@ def pools_text(pools: list[dict]) -> str:
             + f"{_core.format_bytes(quota) if quota else 'none':>12}\n"
         )
     return "pools\n" + "".join(lines)
+
+
+def _hbm_limit_text(device: _core.Device) -> str:
+    """A line when the HBM the run could reserve was below the tier's capacity (a memory
+    fraction, an `hbm` setting): spills to DDR read as unexplained beside the spec."""
+    capacity = device.tier_info("hbm")["capacity_bytes"]
+    _, total = npumem.mem_get_info(device)
+    if total >= capacity:
+        return ""
+    because = []
+    if device.memory_fraction < 1.0:
+        because.append(f"memory fraction {device.memory_fraction:g}")
+    if int(settings(device).get("hbm", "0")):
+        because.append("the hbm setting")
+    return (
+        f"HBM limit {_core.format_bytes(total)} of {_core.format_bytes(capacity)} "
+        f"({', '.join(because)}): past it, memory spills to DDR or runs out\n"
+    )
 
 
 def peaks_text(stats: dict[str, int]) -> str:

@@ -167,6 +167,25 @@ class CliTest(unittest.TestCase):
         self.assertEqual(result.returncode, 0, result.stderr)
         self.assertRegex(result.stdout, r"tag 'forgotten cache', pool 'default': 3 allocations")
 
+    def test_run_names_a_memory_fraction_that_caps_the_hbm(self):
+        # Spills to DDR beside a 4 GiB device read as unexplained: the cap was not said.
+        script = self.script(
+            "capped.py",
+            """
+            import npumem
+            import torch
+            npumem.set_per_process_memory_fraction(0.25)
+            kept = torch.empty(1000, dtype=torch.uint8)
+            """,
+        )
+        spec = "sim:hbm=64MiB,ddr=64MiB,backing=host"
+        result = self.npumem_torch("run", "--device", spec, script)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertIn("HBM limit 16.0 MiB of 64.0 MiB (memory fraction 0.25)", result.stdout)
+        plain = self.script("plain.py", "import torch\nkept = torch.empty(1000)\n")
+        result = self.npumem_torch("run", "--device", spec, plain)
+        self.assertNotIn("HBM limit", result.stdout)
+
     def test_run_says_when_the_timeline_dropped_events(self):
         script = self.script("many.py", "import torch\nfor _ in range(50):\n    torch.ones(100)\n")
         page = os.path.join(self.folder.name, "t.html")
