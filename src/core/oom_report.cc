@@ -202,12 +202,23 @@ std::string advice(const OomContext& c) {
         tier->largest_free_bytes < c.rounded_bytes) {
       // Under expandable, fragmentation is within the mapped ranges: suggesting the
       // strategy already in use would be no advice.
-      return c.strategy == "expandable"
-                 ? "Advice: enough memory is free but fragmented within granules that live "
-                   "blocks also use (mapping cannot gather it); empty the cache (empty_cache) "
-                   "between phases."
-                 : "Advice: enough memory is free but fragmented; try expandable_segments:true, "
-                   "or max_split_size to keep large cached blocks whole.";
+      std::string advice =
+          c.strategy == "expandable"
+              ? "Advice: enough memory is free but fragmented within granules that live "
+                "blocks also use (mapping cannot gather it); empty the cache (empty_cache) "
+                "between phases."
+              : "Advice: enough memory is free but fragmented; try expandable_segments:true, "
+                "or max_split_size to keep large cached blocks whole.";
+      // Nearly full: a training step needing 180 MiB on 150 was told "fragmented", and
+      // each setting it named only moved the error.
+      if (10 * (tier->allocated_bytes + c.rounded_bytes) > 9 * tier->limit_bytes) {
+        advice += " The live tensors and this request take " +
+                  format_bytes(tier->allocated_bytes + c.rounded_bytes) + " of the " +
+                  format_bytes(tier->limit_bytes) +
+                  " limit already: if the workload needs more later, only more memory helps "
+                  "(`npumem replay --min-capacity` of a capture measures what it needs).";
+      }
+      return advice;
     }
   }
   if (c.memory_fraction < 1.0 && hbm.limit_bytes < hbm.capacity_bytes &&

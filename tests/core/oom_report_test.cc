@@ -157,6 +157,23 @@ TEST(OomReport, SpillingOffNamesDdrsRoomBesideOtherAdvice) {
   EXPECT_EQ(advice_of(c), "Advice: DDR has room; allow spilling with spill_to_ddr:true.");
 }
 
+// Fragmented and nearly full: the settings it names would only move the error when the
+// workload needs more later, which the advice says (a step needing 180 MiB on 150).
+TEST(OomReport, FragmentedAndNearlyFullSaysMoreMemoryMayBeNeeded) {
+  OomContext c = context_of(9 * MiB, 150 * MiB, 0);
+  TierMemory& hbm = c.tiers[static_cast<int>(Tier::hbm)];
+  hbm.reserved_bytes = 150 * MiB;
+  hbm.allocated_bytes = 138 * MiB;
+  hbm.free_cached_bytes = 12 * MiB;
+  hbm.largest_free_bytes = 4 * MiB;
+  const std::string advice = advice_of(c);
+  EXPECT_NE(advice.find("fragmented; try expandable_segments:true"), std::string::npos) << advice;
+  EXPECT_NE(advice.find("The live tensors and this request take 147 MiB of the 150 MiB limit "
+                        "already: if the workload needs more later, only more memory helps"),
+            std::string::npos)
+      << advice;
+}
+
 // 5 MiB live and 2.5 MiB asked fit on 8 MiB, but 6 MiB reserved in whole segments
 // strands the rest: not "the live tensors need more than the device holds".
 TEST(OomReport, RoomStrandedByReservedSegmentsIsNotBlamedOnTheLiveTensors) {
