@@ -48,6 +48,14 @@ struct PoolInfo {
 };
 
 // One plan of the planned strategy.
+// The first request of an iteration that a plan did not serve as planned.
+struct PlanMiss {
+  bool seen = false;
+  std::uint64_t request = 0;        // its index in the iteration (0: the first)
+  std::uint64_t bytes = 0;          // what it asked, rounded to the block size
+  std::uint64_t planned_bytes = 0;  // what the plan has there; 0: past the plan's requests
+};
+
 struct PlanInfo {
   std::uint64_t requests = 0;  // requests of the iteration it was learned from
   // Of those, the ones it places: at an offset in the arena, or (hole_requests) in free
@@ -79,6 +87,8 @@ struct PlanInfo {
   // Declined not for its arena but because the iterations it served kept differing from
   // it (other sizes, another order), each plan learned again missing in turn.
   bool declined_for_misses = false;
+  // Of its last iteration with a miss (a fallback), the first request that missed.
+  PlanMiss last_miss;
   // Declined for its arena: the fewest reserved bytes the test found the arena would
   // bring beside what the fallback held (above fallback_peak_reserved_bytes). 0: not so
   // declined.

@@ -107,6 +107,11 @@ nlohmann::ordered_json planned_json(const ReplayResult& result) {
         {"declined_for_misses", plan.declined_for_misses},
         {"declined_reserved_bytes", plan.declined_reserved_bytes}};
     if (plan.key) item["key"] = *plan.key;
+    if (plan.last_miss.seen) {
+      item["last_miss"] = {{"request", plan.last_miss.request},
+                           {"bytes", plan.last_miss.bytes},
+                           {"planned_bytes", plan.last_miss.planned_bytes}};
+    }
     plans.push_back(item);
   }
   nlohmann::ordered_json out = {

@@ -399,6 +399,10 @@ Block* PlannedSource::take(PoolState& pool, std::size_t size) {
     stats_.lasting_bytes += size;
     ++iteration_lasting_;
   } else {
+    if (iteration_misses_ == 0) {
+      served_->last_miss = {true, index, size,
+                            index < served_->sizes.size() ? served_->sizes[index] : 0};
+    }
     ++stats_.fallbacks;
     stats_.fallback_bytes += size;
     ++iteration_fallbacks_;
@@ -1121,6 +1125,7 @@ void PlannedSource::keep_plan(std::unique_ptr<Plan> plan) {
       plan->served_before =
           kept->served_before + kept->iterations_served - kept->iterations_abandoned;
       plan->left_before = kept->left_before + kept->iterations_left;
+      plan->last_miss = kept->last_miss;  // why it was learned again
       // A plan replaced before it served (learned again from an iteration no plan
       // served) passes on its count untested.
       plan->missed_relearns = kept->missed                   ? kept->missed_relearns + 1
@@ -1525,7 +1530,7 @@ PlannedStats PlannedSource::stats() const {
                       [](std::uintptr_t address) { return address != 0; }));
     out.plans.push_back({plan->sizes.size(), plan->planned_requests, plan->arena_bytes,
                          plan->lower_bound_bytes, served, plan->key, plan->fallback_peak_reserved,
-                         plan->declined, left, in_holes, plan->declined_for_misses,
+                         plan->declined, left, in_holes, plan->declined_for_misses, plan->last_miss,
                          plan->declined && !plan->declined_for_misses ? plan->tested_reserved : 0});
   }
   return out;

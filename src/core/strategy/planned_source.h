@@ -142,6 +142,9 @@ class PlannedSource : public SegmentSource {
     // The reserved bytes the last pay test found its arena would bring (0: none tested):
     // beside fallback_peak_reserved, why a declined plan was declined.
     std::uint64_t tested_reserved = 0;
+    // The first request of its last iteration with a miss that differed from it: which
+    // one and how, so a report can say why iterations left it.
+    PlanMiss last_miss;
   };
 
   SegmentSource& fallback();

@@ -62,6 +62,11 @@ std::map<std::string, std::int64_t> PlannedStats::as_map() const {
     out[prefix + "declined"] = plan.declined ? 1 : 0;
     out[prefix + "declined_for_misses"] = plan.declined_for_misses ? 1 : 0;
     out[prefix + "declined_reserved_bytes"] = value(plan.declined_reserved_bytes);
+    if (plan.last_miss.seen) {
+      out[prefix + "last_miss_request"] = value(plan.last_miss.request);
+      out[prefix + "last_miss_bytes"] = value(plan.last_miss.bytes);
+      out[prefix + "last_miss_planned_bytes"] = value(plan.last_miss.planned_bytes);
+    }
     if (plan.key) out[prefix + "key"] = value(*plan.key);
   }
   return out;

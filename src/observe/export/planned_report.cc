@@ -82,6 +82,14 @@ std::string plan_line(const PlanInfo& plan) {
           "keys tell them apart)";
     }
   }
+  if (plan.last_miss.seen && (plan.iterations_left != 0 || plan.declined_for_misses)) {
+    // Which request sent iterations away: "left" alone said nothing of why.
+    const PlanMiss& miss = plan.last_miss;
+    text += "; the last that missed it first differed at request " + format_count(miss.request) +
+            ": " + format_bytes(miss.bytes) +
+            (miss.planned_bytes == 0 ? ", past the plan's requests"
+                                     : " where the plan has " + format_bytes(miss.planned_bytes));
+  }
   if (plan.declined_for_misses) {
     text += std::string(", declined: each time it was learned again, the next iteration ") +
             (plan.key ? "under its key" : "of its shape") +

@@ -280,6 +280,12 @@ TEST(Planned, AnIterationThatLeavesItsPlanEarlyUsesTheArenasFreeSpace) {
   EXPECT_EQ(stats.plans[0].lower_bound_bytes, 10 * MiB);
   EXPECT_EQ(stats.plans[0].iterations_left, 1u) << "it began on A's plan and left it";
   EXPECT_EQ(stats.plans[0].iterations_served, 1u);
+  // Why: its second request, 9 MiB where A has 6 (the report says so).
+  const PlanMiss& miss = stats.plans[0].last_miss;
+  ASSERT_TRUE(miss.seen);
+  EXPECT_EQ(miss.request, 1u);
+  EXPECT_EQ(miss.bytes, 9 * MiB);
+  EXPECT_EQ(miss.planned_bytes, kChainA[1]);
 }
 
 // A large request whose size changes each iteration, among small ones that repeat: the

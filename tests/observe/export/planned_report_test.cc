@@ -77,6 +77,22 @@ TEST(PlannedReport, NamesEachFigureAndEachPlan) {
       << lines[4].value;
 }
 
+// Iterations that began on a plan and left it: the report says at which request and how.
+TEST(PlannedReport, APlanLeftSaysWhichRequestDiffered) {
+  PlannedStats stats = served_stats();
+  stats.plans[0].iterations_left = 2;
+  stats.plans[0].last_miss = {true, 37, 2 * MiB, 1536 * KiB};
+  const std::string line = planned_report_lines(stats, "`i` lines")[3].value;
+  EXPECT_NE(line.find("2 iterations began on it and left it; the last that missed it first "
+                      "differed at request 37: 2.00 MiB where the plan has 1.50 MiB"),
+            std::string::npos)
+      << line;
+  stats.plans[0].last_miss = {true, 12, 512, 0};
+  EXPECT_NE(planned_report_lines(stats, "`i` lines")[3].value.find(
+                "request 12: 512 B, past the plan's requests"),
+            std::string::npos);
+}
+
 // Random sequence lengths, unkeyed: plans learned and never served said with the way out.
 TEST(PlannedReport, AdvisesBucketsAndKeysWhenShapesSeldomRepeat) {
   PlannedStats stats = served_stats();
