@@ -121,8 +121,8 @@ class TraceParser {
     std::uint32_t slot = 0;
     std::uint64_t bytes = 0;
     bool live = false;
-    std::size_t line = 0;    // of its allocation while live, of its free afterwards
-    std::uint32_t pool = 0;  // its pool's index in trace_.pools (with pools_.live)
+    std::size_t line = 0;          // of its allocation while live, of its free afterwards
+    std::uint32_t pool = kNoPool;  // its pool's index in trace_.pools (kNoPool: default)
   };
   // What the parser knows of a pool, by its index in trace_.pools.
   struct PoolState {
