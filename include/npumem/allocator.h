@@ -132,6 +132,10 @@ struct PlannedStats {
   // Device calls (creations and releases) since the arena was first reserved: only
   // fallbacks and a re-sized arena need any.
   std::uint64_t device_calls_after_arena = 0;
+  // Of those, the calls for arenas as plans change: reserving and releasing them, and the
+  // fallback's cache released for one. The rest are the fallback's (misses, learning,
+  // iterations of declined plans).
+  std::uint64_t arena_device_calls = 0;
   // Reserved and requested peaks since the first iteration a plan served (steady state),
   // or since reset_peak_stats() when that came later.
   std::uint64_t steady_peak_reserved_bytes = 0;

@@ -140,6 +140,7 @@ nlohmann::ordered_json planned_json(const ReplayResult& result) {
                                      ? nlohmann::ordered_json(nullptr)
                                      : nlohmann::ordered_json(p.first_served_iteration)},
       {"device_calls_after_arena", p.device_calls_after_arena},
+      {"arena_device_calls", p.arena_device_calls},
       {"plans", plans}};
   if (const std::string why = result.why_no_plan_served(); !why.empty()) {
     out["no_plan_served"] = why;

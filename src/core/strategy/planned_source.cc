@@ -1151,6 +1151,7 @@ void PlannedSource::keep_plan(std::unique_ptr<Plan> plan) {
 }
 
 void PlannedSource::release_fallback_cache() {
+  const ArenaCalls counted(*this);
   allocator_.flush_recycled();
   PoolState& pool = default_pool();
   for (Tier tier : kAllTiers) {
@@ -1169,6 +1170,7 @@ void PlannedSource::release_fallback_cache() {
 // range: that one joins the range again, its live blocks and free granules with it
 // (released with the range's).
 std::size_t PlannedSource::release_arena() {
+  const ArenaCalls counted(*this);
   std::size_t released = 0;
   if (arena_->carved) {
     joined_at_ = arena_->address;
@@ -1208,6 +1210,7 @@ std::uint64_t PlannedSource::arena_size(const Plan& plan) const {
 // Once plans use the range's holes, clear of them all: an arena over another plan's
 // hole made that plan miss at every request there.
 Segment* PlannedSource::add_arena(std::uint64_t bytes) {
+  const ArenaCalls counted(*this);
   PoolState& pool = default_pool();
   BlockPool& blocks = arena_blocks();
   if (!expandable_) {
@@ -1487,6 +1490,12 @@ std::int64_t PlannedSource::device_calls() const {
   return allocator_.stats.num_device_alloc + allocator_.stats.num_device_free;
 }
 
+PlannedSource::ArenaCalls::~ArenaCalls() {
+  if (source.device_calls_at_arena_ && before >= *source.device_calls_at_arena_) {
+    source.arena_device_calls_ += static_cast<std::uint64_t>(source.device_calls() - before);
+  }
+}
+
 void PlannedSource::reset_accumulated() {
   for (std::uint64_t* count :
        {&stats_.plans_learned, &stats_.hits, &stats_.hit_bytes, &stats_.fallbacks,
@@ -1509,6 +1518,7 @@ PlannedStats PlannedSource::stats() const {
   PlannedStats out = stats_;
   out.iterations = current_.iteration;
   out.granule_bytes = allocator_.granularity(Tier::hbm);
+  out.arena_device_calls = arena_device_calls_;
   if (device_calls_at_arena_) {
     out.device_calls_after_arena =
         static_cast<std::uint64_t>(device_calls() - *device_calls_at_arena_);

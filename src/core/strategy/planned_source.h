@@ -350,6 +350,18 @@ class PlannedSource : public SegmentSource {
   std::uint32_t learn_interval_ = 1;
   bool steady_ = false;                                // a plan has served an iteration
   std::optional<std::int64_t> device_calls_at_arena_;  // when the arena was first reserved
+  // Of the device calls since, those for arenas: reserving and releasing them, and the
+  // fallback's cache released for one (PlannedStats::arena_device_calls).
+  std::uint64_t arena_device_calls_ = 0;
+  // Adds the device calls made in its scope, after the first arena, to arena_device_calls_.
+  struct ArenaCalls {
+    explicit ArenaCalls(PlannedSource& counted) : source(counted), before(counted.device_calls()) {}
+    ~ArenaCalls();
+    ArenaCalls(const ArenaCalls&) = delete;
+    ArenaCalls& operator=(const ArenaCalls&) = delete;
+    PlannedSource& source;
+    std::int64_t before;
+  };
   std::uint64_t arena_wanted_ = 0;    // bytes of the arena to reserve, once awaiting_ ends
   std::uint64_t awaiting_ = 0;        // awaited_bytes() not yet freed
   std::uint64_t deferred_bytes_ = 0;  // requested in this iteration while awaiting_

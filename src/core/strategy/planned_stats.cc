@@ -44,6 +44,7 @@ std::map<std::string, std::int64_t> PlannedStats::as_map() const {
       {"planned.iterations", value(iterations)},
       {"planned.first_served_iteration", value(first_served_iteration)},
       {"planned.device_calls_after_arena", value(device_calls_after_arena)},
+      {"planned.arena_device_calls", value(arena_device_calls)},
       {"planned.steady_peak_reserved_bytes", value(steady_peak_reserved_bytes)},
       {"planned.steady_peak_requested_bytes", value(steady_peak_requested_bytes)},
       {"planned.granule_bytes", value(granule_bytes)}};

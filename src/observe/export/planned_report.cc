@@ -56,9 +56,17 @@ std::string steady_line(const PlannedStats& p, std::string_view marks) {
     std::snprintf(text, sizeof text, "%.3f", *least);
     floor = "; whole granules of " + format_bytes(p.granule_bytes) + " allow " + text + " at least";
   }
+  // Where they came from: 250 calls "after the arena" read as the arena's failure.
+  const std::string calls =
+      p.device_calls_after_arena == 0
+          ? std::string()
+          : " (" + format_count(p.arena_device_calls) +
+                " for arenas as plans changed: reserving, releasing, and the fallback's cache "
+                "released for one; the rest the fallback's: misses, learning, iterations of "
+                "declined plans)";
   return ratio + " (peak reserved / peak requested since a plan served, from iteration " +
          format_count(p.first_served_iteration) + floor + "); " +
-         format_count(p.device_calls_after_arena, "device call") + " after the arena";
+         format_count(p.device_calls_after_arena, "device call") + " after the arena" + calls;
 }
 
 std::string plan_line(const PlanInfo& plan) {

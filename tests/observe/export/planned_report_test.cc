@@ -77,6 +77,17 @@ TEST(PlannedReport, NamesEachFigureAndEachPlan) {
       << lines[4].value;
 }
 
+// Device calls after the arena: how many were the arenas' and how many the fallback's.
+TEST(PlannedReport, SplitsTheDeviceCallsAfterTheArena) {
+  PlannedStats stats = served_stats();
+  stats.device_calls_after_arena = 250;
+  stats.arena_device_calls = 60;
+  EXPECT_NE(planned_report_lines(stats, "`i` lines")[2].value.find(
+                "250 device calls after the arena (60 for arenas as plans changed"),
+            std::string::npos)
+      << planned_report_lines(stats, "`i` lines")[2].value;
+}
+
 // Iterations that began on a plan and left it: the report says at which request and how.
 TEST(PlannedReport, APlanLeftSaysWhichRequestDiffered) {
   PlannedStats stats = served_stats();
