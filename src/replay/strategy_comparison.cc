@@ -51,6 +51,7 @@ StrategyFigures measure_strategy(const Trace& trace, const ReplayOptions& option
                                  Strategy strategy) {
   ReplayOptions run = options;
   run.config.strategy = strategy;
+  const std::map<std::string, std::uint64_t> in_trace = trace_quotas(trace);
   if (strategy == Strategy::static_arena) {
     run.config.static_fallback = false;
     const StaticAdvice advice = advise_static_size(trace, options, 0.0);
@@ -59,13 +60,13 @@ StrategyFigures measure_strategy(const Trace& trace, const ReplayOptions& option
     // Quotas given (--quota, else the trace's) size their pools' arenas, as a live
     // static allocator's; the advice the others'.
     run.pool_quotas = pool_quotas(advice.pools, false);
-    for (const auto& [pool, quota] : trace_quotas(trace)) run.pool_quotas[pool] = quota;
+    for (const auto& [pool, quota] : in_trace) run.pool_quotas[pool] = quota;
     for (const auto& [pool, quota] : options.pool_quotas) run.pool_quotas[pool] = quota;
   }
   StrategyFigures row = measure(trace, run);
   row.static_size_given = strategy == Strategy::static_arena && options.config.static_size != 0;
   if (strategy == Strategy::static_arena) {
-    for (const auto& [pool, quota] : trace_quotas(trace)) row.quotas_in_trace.insert(pool);
+    for (const auto& [pool, quota] : in_trace) row.quotas_in_trace.insert(pool);
     for (const auto& [pool, quota] : options.pool_quotas) row.quotas_given.insert(pool);
   }
   return row;

@@ -296,6 +296,7 @@ bool PlannedSource::too_many_misses() const {
 Block* PlannedSource::take(PoolState& pool, std::size_t size) {
   pending_ = false;
   kept_out_ = false;
+  unplanned_ = false;
   missed_ = false;
   if (&pool != &default_pool() || current_.iteration == 0 || current_.clock >= kMaxEvents) {
     return nullptr;
@@ -395,6 +396,7 @@ Block* PlannedSource::take(PoolState& pool, std::size_t size) {
     } else if (expandable_) {
       block = take_where_kept(index, size);
     }
+    unplanned_ = true;
     ++stats_.lasting;
     stats_.lasting_bytes += size;
     ++iteration_lasting_;
@@ -429,14 +431,16 @@ bool PlannedSource::arena_holds(std::size_t size) const {
 void PlannedSource::allocated(Block& block) {
   block.sequence =
       pending_ ? (current_.iteration << 32) | (current_.requests.size() - 1) : std::uint64_t{0};
+  // Where take_where_kept looks next time: only in the arena's block pool.
   const std::size_t index = current_.requests.size() - 1;
-  if (pending_ && expandable_ && served_ != nullptr && index < served_->sizes.size() &&
-      served_->offsets[index] == kNoSlot && served_->hole_address[index] == 0 &&
-      block.segment->pool == &default_pool() && block.segment->tier == Tier::hbm &&
-      block.segment->kind == PoolKind::large && served_->kept_at[index] != block.address) {
+  const Segment& segment = *block.segment;
+  if (unplanned_ && expandable_ &&
+      &segment.pool->block_pool(segment.tier, segment.kind) == &arena_blocks() &&
+      served_->kept_at[index] != block.address) {
     served_->kept_before[index] = served_->kept_at[index];
     served_->kept_at[index] = block.address;
   }
+  unplanned_ = false;
   pending_ = false;
   const Stats& s = allocator_.stats;
   if (const auto reserved = static_cast<std::uint64_t>(s.reserved_bytes.all.current);

@@ -322,6 +322,9 @@ class PlannedSource : public SegmentSource {
   // The request take() saw last is one the serving plan keeps out of the arena and no
   // free space clear of its holes could take (expandable).
   bool kept_out_ = false;
+  // The request take() saw last is one the serving plan keeps out of the arena, which the
+  // fallback serves: allocated() notes where (Plan::kept_at).
+  bool unplanned_ = false;
   // The request take() saw last is a miss: were the fallback to grow for it, the
   // iteration leaves its plan first (grow).
   bool missed_ = false;
