@@ -167,6 +167,25 @@ NPUMEM_API npumem_status_t npumem_create_pool(npumem_allocator_t* allocator, con
  * and one a pool scope routes to (npumem_last_error() says which). */
 NPUMEM_API npumem_status_t npumem_remove_pool(npumem_allocator_t* allocator, const char* name,
                                               size_t* released) NPUMEM_NOEXCEPT;
+/* A pool as npumem_pool_info reads it. */
+typedef struct npumem_pool_info {
+  char* name;           /* free with npumem_string_free() */
+  uint64_t quota_bytes; /* 0: no quota */
+  npumem_tier_t tier;   /* the tier it is pinned to; NPUMEM_TIER_ANY: none */
+  npumem_stats_t stats; /* its own figures: what its allocations hold */
+} npumem_pool_info_t;
+
+/* The pools the allocator has now: "default" and those made and not removed. */
+NPUMEM_API npumem_status_t npumem_pool_count(npumem_allocator_t* allocator,
+                                             size_t* count) NPUMEM_NOEXCEPT;
+/* Pool `index` (0: "default", then in the order they were made; a removal shifts the
+ * later ones down). Past the last: INVALID_ARGUMENT, and out->name is NULL. */
+NPUMEM_API npumem_status_t npumem_pool_info(npumem_allocator_t* allocator, size_t index,
+                                            npumem_pool_info_t* out) NPUMEM_NOEXCEPT;
+/* The statistics of pool `name` alone (npumem_stats covers them all); INVALID_CONFIG
+ * for an unknown pool. */
+NPUMEM_API npumem_status_t npumem_pool_stats(npumem_allocator_t* allocator, const char* name,
+                                             npumem_stats_t* out) NPUMEM_NOEXCEPT;
 /* Routes this thread's npumem_allocate and npumem_malloc calls from now on to pool `name`
  * of whichever allocator they reach (NULL or "": the default pool), as a C++ PoolScope
  * or Python's npumem.pool() does: the pluggable allocator's way to a model's pool. An

@@ -15,6 +15,7 @@
 #include "npumem/npumem.h"
 #include "npumem/observer.h"
 #include "npumem/snapshot.h"
+#include "util/untrusted_text.h"
 
 namespace npumem::capi {
 
@@ -222,6 +223,50 @@ npumem_status_t npumem_remove_pool(npumem_allocator_t* allocator, const char* na
     const std::size_t bytes = allocator_of(allocator).remove_pool(name);
     if (released != nullptr) *released = bytes;
     return NPUMEM_OK;
+  });
+}
+
+npumem_status_t npumem_pool_count(npumem_allocator_t* allocator, size_t* count) noexcept {
+  return guarded([&] {
+    required(count, "count") = allocator_of(allocator).pools().size();
+    return NPUMEM_OK;
+  });
+}
+
+npumem_status_t npumem_pool_info(npumem_allocator_t* allocator, size_t index,
+                                 npumem_pool_info_t* out) noexcept {
+  if (out != nullptr) out->name = nullptr;  // what a failing call leaves
+  return guarded([&] {
+    npumem_pool_info_t& result = required(out, "out");
+    const auto pools = allocator_of(allocator).pools();
+    if (index >= pools.size()) {
+      throw ArgumentError("pool index " + std::to_string(index) + " is past the last (" +
+                          std::to_string(pools.size()) + " pools)");
+    }
+    const npumem::PoolInfo& pool = pools[index];
+    npumem_pool_info_t info{};
+    info.quota_bytes = pool.quota_bytes;
+    info.tier = !pool.tier                       ? NPUMEM_TIER_ANY
+                : *pool.tier == npumem::Tier::hbm ? NPUMEM_TIER_HBM
+                                                  : NPUMEM_TIER_DDR;
+    npumem::capi::fill(pool.stats, info.stats);
+    info.name = npumem::capi::c_string(pool.name);
+    result = info;
+    return NPUMEM_OK;
+  });
+}
+
+npumem_status_t npumem_pool_stats(npumem_allocator_t* allocator, const char* name,
+                                  npumem_stats_t* out) noexcept {
+  return guarded([&] {
+    npumem_stats_t& result = required(out, "out");
+    if (name == nullptr) throw ArgumentError("name is NULL");
+    for (const npumem::PoolInfo& pool : allocator_of(allocator).pools()) {
+      if (pool.name != name) continue;
+      npumem::capi::fill(pool.stats, result);
+      return NPUMEM_OK;
+    }
+    throw npumem::ConfigError("unknown pool '" + npumem::util::escaped_for_display(name) + "'");
   });
 }
 

@@ -156,6 +156,66 @@ TEST_F(CapiAllocator, ARemovedPoolGivesBackItsMemory) {
   EXPECT_EQ(npumem_create_pool(allocator_, "kv", 16 * kMiB), NPUMEM_OK) << "the name is free";
 }
 
+// A server in C reads each model's pool: its name, quota, tier and own figures.
+TEST_F(CapiAllocator, PoolsAreListedWithTheirOwnStatistics) {
+  ASSERT_EQ(npumem_create_pool(allocator_, "encoder", 64 * kMiB), NPUMEM_OK);
+  ASSERT_EQ(npumem_create_tier_pool(allocator_, "kv", 0, NPUMEM_TIER_HBM), NPUMEM_OK);
+  void* encoder = nullptr;
+  void* kv = nullptr;
+  void* plain = nullptr;
+  ASSERT_EQ(npumem_pool_allocate(allocator_, "encoder", 3 * kMiB, &encoder), NPUMEM_OK);
+  ASSERT_EQ(npumem_pool_allocate(allocator_, "kv", 1000, &kv), NPUMEM_OK);
+  ASSERT_EQ(npumem_allocate(allocator_, 5000, &plain), NPUMEM_OK);
+
+  size_t count = 0;
+  ASSERT_EQ(npumem_pool_count(allocator_, &count), NPUMEM_OK) << npumem_last_error();
+  ASSERT_EQ(count, 3u);
+  std::map<std::string, npumem_pool_info_t> pools;
+  for (size_t i = 0; i < count; ++i) {
+    npumem_pool_info_t info;
+    ASSERT_EQ(npumem_pool_info(allocator_, i, &info), NPUMEM_OK) << npumem_last_error();
+    pools[info.name] = info;
+    if (i == 0) {
+      EXPECT_STREQ(info.name, "default");
+    }
+    npumem_string_free(info.name);
+  }
+  EXPECT_EQ(pools["encoder"].quota_bytes, static_cast<uint64_t>(64 * kMiB));
+  EXPECT_EQ(pools["encoder"].tier, NPUMEM_TIER_ANY);
+  EXPECT_EQ(pools["encoder"].stats.requested_bytes, 3 * kMiB);
+  EXPECT_EQ(pools["kv"].tier, NPUMEM_TIER_HBM);
+  EXPECT_EQ(pools["kv"].quota_bytes, 0u);
+  EXPECT_EQ(pools["kv"].stats.requested_bytes, 1000);
+  EXPECT_EQ(pools["default"].stats.requested_bytes, 5000);
+  EXPECT_EQ(pools["default"].stats.allocations, 1);
+  EXPECT_GT(pools["encoder"].stats.reserved_bytes, 0);
+  EXPECT_EQ(pools["encoder"].stats.reserved_bytes + pools["kv"].stats.reserved_bytes +
+                pools["default"].stats.reserved_bytes,
+            stats().reserved_bytes)
+      << "the pools' reserved bytes add up to the allocator's";
+
+  npumem_stats_t encoder_stats;
+  ASSERT_EQ(npumem_pool_stats(allocator_, "encoder", &encoder_stats), NPUMEM_OK);
+  EXPECT_EQ(encoder_stats.requested_bytes, 3 * kMiB);
+  EXPECT_EQ(npumem_pool_stats(allocator_, "nope", &encoder_stats), NPUMEM_INVALID_CONFIG);
+  EXPECT_NE(std::string(npumem_last_error()).find("unknown pool 'nope'"), std::string::npos);
+  EXPECT_EQ(npumem_pool_stats(allocator_, nullptr, &encoder_stats), NPUMEM_INVALID_ARGUMENT);
+  EXPECT_EQ(npumem_pool_count(allocator_, nullptr), NPUMEM_INVALID_ARGUMENT);
+
+  npumem_pool_info_t past;
+  past.name = reinterpret_cast<char*>(&count);
+  EXPECT_EQ(npumem_pool_info(allocator_, 3, &past), NPUMEM_INVALID_ARGUMENT);
+  EXPECT_EQ(past.name, nullptr) << "a failing call leaves no name to free";
+  EXPECT_NE(std::string(npumem_last_error()).find("past the last (3 pools)"), std::string::npos)
+      << npumem_last_error();
+
+  ASSERT_EQ(npumem_deallocate(allocator_, kv), NPUMEM_OK);
+  ASSERT_EQ(npumem_remove_pool(allocator_, "kv", nullptr), NPUMEM_OK);
+  ASSERT_EQ(npumem_pool_count(allocator_, &count), NPUMEM_OK);
+  EXPECT_EQ(count, 2u) << "a removed pool is no longer listed";
+  for (void* ptr : {encoder, plain}) EXPECT_EQ(npumem_deallocate(allocator_, ptr), NPUMEM_OK);
+}
+
 struct SeenEvents {
   int allocs = 0;
   int frees = 0;
