@@ -60,7 +60,7 @@ struct Allocator::Impl {
     // The lock for a thread already holding its cache's lock (no waiting while it
     // does: others take the allocator's lock first); false when it is taken.
     bool try_lock_holding(core::ThreadCache& held);
-    void unlock() {
+    [[gnu::always_inline]] void unlock() {
       if (!impl_.solo.load(std::memory_order_relaxed)) unlock_caches();
       impl_.own_lock.unlock();
     }

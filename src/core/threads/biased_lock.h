@@ -21,7 +21,7 @@ class BiasedSpinLock {
  public:
   // `token` names the calling thread (its front cache; nullptr: none). The owner's
   // way is taken only when no other thread holds the lock, else it waits as others do.
-  void lock_as(const void* token) {
+  [[gnu::always_inline]] void lock_as(const void* token) {
     if (token != nullptr && owner_.load(std::memory_order_relaxed) == token) {
       owner_inside_.store(true, std::memory_order_relaxed);
       std::atomic_signal_fence(std::memory_order_seq_cst);  // the light half of the fence
@@ -33,7 +33,7 @@ class BiasedSpinLock {
     }
     lock();
   }
-  void lock() {
+  [[gnu::noinline]] void lock() {
     inner_.lock();
     wait_for_owner();
   }
@@ -42,7 +42,7 @@ class BiasedSpinLock {
     wait_for_owner();
     return true;
   }
-  void unlock() {
+  [[gnu::always_inline]] void unlock() {
     if (held_by_owner_) {
       held_by_owner_ = false;
       owner_inside_.store(false, std::memory_order_release);
