@@ -235,6 +235,8 @@ class Allocator {
   // one a PoolScope routes to on any thread.
   std::size_t remove_pool(const std::string& name);
   std::vector<PoolInfo> pools() const;  // each pool's stats() as stats() reads them
+  // pools() as stats_leaving_caches() reads them (the stats page's).
+  std::vector<PoolInfo> pools_leaving_caches() const;
 
   // Marks the start of an iteration (training step, inference batch): observers see an
   // EventKind::iteration event; the planned strategy learns and serves per iteration.

@@ -36,6 +36,15 @@ struct PublishedTier {
   std::uint64_t peak_allocated_bytes = 0;
 };
 
+// A pool of the allocator (a model's, in a server of several): its own figures.
+struct PublishedPool {
+  std::string name;
+  std::uint64_t quota_bytes = 0;  // 0: none
+  std::uint64_t reserved_bytes = 0;
+  std::uint64_t allocated_bytes = 0;
+  std::uint64_t peak_allocated_bytes = 0;
+};
+
 struct PublishedDevice {
   std::string name;                             // "sim:0"
   std::array<PublishedTier, kTierCount> tiers;  // indexed by Tier
@@ -44,6 +53,10 @@ struct PublishedDevice {
   std::uint64_t peak_allocated_bytes = 0;
   std::uint64_t num_ooms = 0;
   std::uint64_t num_alloc_retries = 0;
+  // The allocator's pools, "default" first: the first ones, as many as a page holds (8),
+  // and how many it has.
+  std::vector<PublishedPool> pools;
+  std::uint64_t pool_count = 0;
 };
 
 struct ProcessStats {

@@ -142,11 +142,12 @@ std::size_t Allocator::remove_pool(const std::string& name) {
 std::vector<PoolInfo> Allocator::pools() const {
   std::lock_guard lock(impl_->mutex);
   impl_->flush_recycled();
-  std::vector<PoolInfo> infos;
-  for (const auto& pool : impl_->pools)
-    infos.push_back(
-        {pool->name, pool->quota_bytes, pool->pinned_tier, impl_->public_stats(pool.get())});
-  return infos;
+  return impl_->pool_infos();
+}
+
+std::vector<PoolInfo> Allocator::pools_leaving_caches() const {
+  std::lock_guard lock(impl_->mutex);
+  return impl_->pool_infos();
 }
 
 void Allocator::mark_iteration(std::optional<std::uint64_t> key) {

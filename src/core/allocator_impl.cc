@@ -916,6 +916,13 @@ Stats Allocator::Impl::public_stats(const PoolState* pool) const {
   return out;
 }
 
+std::vector<PoolInfo> Allocator::Impl::pool_infos() const {
+  std::vector<PoolInfo> infos;
+  for (const auto& pool : pools)
+    infos.push_back({pool->name, pool->quota_bytes, pool->pinned_tier, public_stats(pool.get())});
+  return infos;
+}
+
 // The fast path: a live block this thread's cache owns goes back to that cache, under
 // its lock alone. `live` is only read here; it changes under the allocator's lock,
 // which holds this cache's lock too.

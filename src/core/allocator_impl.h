@@ -92,6 +92,7 @@ struct Allocator::Impl {
   std::size_t remove_pool(const std::string& name);
   // Statistics as users see them: the allocator's (nullptr) or one pool's.
   Stats public_stats(const core::PoolState* pool) const;
+  std::vector<PoolInfo> pool_infos() const;  // with the lock held
   // Caps the HBM limit at `fraction` of the tier's capacity (ConfigError outside [0, 1]).
   void set_memory_fraction(double fraction);
   double memory_fraction = 1.0;  // of HBM's capacity this allocator may reserve

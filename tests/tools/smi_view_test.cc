@@ -118,6 +118,47 @@ void expect_framed(const std::string& table) {
   }
 }
 
+// A process serving two models: its pools under it, each with its quota.
+std::vector<DeviceView> process_with_pools() {
+  PublishedDevice published = device("sim:0", 8 * GiB, 6 * GiB);
+  published.pools = {{"default", 0, 1 * GiB, 512 * MiB, 600 * MiB},
+                     {"encoder", 4 * GiB, 4 * GiB, 3 * GiB, 3 * GiB + 5 * MiB},
+                     {"kv", 0, 3 * GiB, 2560 * MiB, 3 * GiB}};
+  published.pool_count = 5;  // two more than the page had room for
+  return device_views({process(300, "serve", {published})});
+}
+
+TEST(SmiView, APoolsFiguresAreShownUnderItsProcess) {
+  const std::string table = smi_table(process_with_pools(), "now");
+  expect_framed(table);
+  EXPECT_NE(table.find("|       |          |  pool encoder       |      4.00 GiB |       3.00 GiB"),
+            std::string::npos)
+      << table;
+  EXPECT_NE(table.find("|       |          |  pool kv            |      3.00 GiB |       2.50 GiB"),
+            std::string::npos)
+      << table;
+  EXPECT_NE(table.find("|       |          |  2 more pools"), std::string::npos) << table;
+  EXPECT_EQ(smi_table(two_processes(), "now").find("pool"), std::string::npos)
+      << "a process with the default pool alone has no pool rows";
+
+  const std::string detail = smi_memory_detail(process_with_pools()[0]);
+  EXPECT_NE(detail.find("    pool encoder reserved / quota : 4.00 GiB / 4.00 GiB"),
+            std::string::npos)
+      << detail;
+  EXPECT_NE(detail.find("    pool kv reserved / quota     : 3.00 GiB / none"), std::string::npos)
+      << detail;
+  EXPECT_NE(detail.find("    pools not on the page        : 2"), std::string::npos) << detail;
+
+  const nlohmann::json json = smi_json(process_with_pools());
+  const auto& process = json.at("devices").at(0).at("processes").at(0);
+  EXPECT_EQ(process.at("pool_count"), 5);
+  ASSERT_EQ(process.at("pools").size(), 3u);
+  EXPECT_EQ(process.at("pools").at(1).at("name"), "encoder");
+  EXPECT_EQ(process.at("pools").at(1).at("quota_bytes"), 4 * GiB);
+  EXPECT_EQ(process.at("pools").at(1).at("allocated_bytes"), 3 * GiB);
+  EXPECT_EQ(process.at("pools").at(1).at("peak_allocated_bytes"), 3 * GiB + 5 * MiB);
+}
+
 TEST(SmiView, TableLooksLikeNpuSmi) {
   const std::string table = smi_table(two_processes(), "2026-11-29 17:03:04");
   expect_framed(table);

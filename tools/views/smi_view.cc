@@ -45,7 +45,9 @@ ProcessView process_view(const ProcessStats& process, const PublishedDevice& dev
                    0,
                    device.peak_allocated_bytes,
                    device.peak_reserved_bytes,
-                   device.num_ooms};
+                   device.num_ooms,
+                   device.pools,
+                   device.pool_count};
   for (const PublishedTier& tier : device.tiers) {
     view.reserved_bytes += tier.reserved_bytes;
     view.allocated_bytes += tier.allocated_bytes;
@@ -96,8 +98,18 @@ nlohmann::json process_json(const ProcessView& process) {
                      {"peak_reserved_bytes", tier.peak_reserved_bytes},
                      {"peak_allocated_bytes", tier.peak_allocated_bytes}});
   }
+  nlohmann::json pools = nlohmann::json::array();
+  for (const PublishedPool& pool : process.pools) {
+    pools.push_back({{"name", pool.name},
+                     {"quota_bytes", pool.quota_bytes},
+                     {"reserved_bytes", pool.reserved_bytes},
+                     {"allocated_bytes", pool.allocated_bytes},
+                     {"peak_allocated_bytes", pool.peak_allocated_bytes}});
+  }
   return {{"pid", process.pid},
           {"name", process.name},
+          {"pool_count", process.pool_count},
+          {"pools", pools},
           {"reserved_bytes", process.reserved_bytes},
           {"allocated_bytes", process.allocated_bytes},
           {"peak_allocated_bytes", process.peak_allocated_bytes},
@@ -123,6 +135,42 @@ std::string device_rows(const DeviceView& device, const std::vector<int>& widths
   return rows;
 }
 
+// Whether the process has named pools (models) beside the default one.
+bool has_named_pools(const ProcessView& process) {
+  return process.pool_count > 1;
+}
+
+// `text` cut to `bytes` at most, never inside a UTF-8 character.
+std::string fitted(std::string text, std::size_t bytes) {
+  if (text.size() <= bytes) return text;
+  std::size_t end = bytes;
+  while (end > 0 && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80) --end;
+  text.resize(end);
+  return text;
+}
+
+// Under a process's row, a row per pool, and one for those its page had no room for.
+std::string pool_rows(const ProcessView& process, const std::vector<int>& widths) {
+  if (!has_named_pools(process)) return {};
+  const std::string indent = "|" + cell("", widths[0]) + cell("", widths[1]);
+  const auto text_width = static_cast<std::size_t>(widths[2] - 2);
+  std::string rows;
+  for (const PublishedPool& pool : process.pools) {
+    rows += indent + cell(fitted(" pool " + pool.name, text_width), widths[2]) +
+            cell(format_bytes(pool.reserved_bytes), widths[3], true) +
+            cell(format_bytes(pool.allocated_bytes), widths[4], true) +
+            cell(format_bytes(pool.peak_allocated_bytes), widths[5], true) + "\n";
+  }
+  if (process.pool_count > process.pools.size()) {
+    const std::string more = " " + std::to_string(process.pool_count - process.pools.size()) +
+                             " more pools (npumem.pools() in the process)";
+    // One cell across the pool rows' four: their widths and three inner borders, less its own.
+    const int width = widths[2] + widths[3] + widths[4] + widths[5] + 3;
+    rows += indent + cell(fitted(more, static_cast<std::size_t>(width - 2)), width) + "\n";
+  }
+  return rows;
+}
+
 std::string process_table(const std::vector<DeviceView>& devices) {
   const std::vector<int> widths = {7, 10, 21, 15, 16, 16};  // as wide as kTableWidth
   std::string table = rule(widths, '-') + "|" + cell("ID", widths[0]) + cell("PID", widths[1]) +
@@ -136,7 +184,8 @@ std::string process_table(const std::vector<DeviceView>& devices) {
                cell(std::to_string(process.pid), widths[1]) + cell(process.name, widths[2]) +
                cell(format_bytes(process.reserved_bytes), widths[3], true) +
                cell(format_bytes(process.allocated_bytes), widths[4], true) +
-               cell(format_bytes(process.peak_allocated_bytes), widths[5], true) + "\n";
+               cell(format_bytes(process.peak_allocated_bytes), widths[5], true) + "\n" +
+               pool_rows(process, widths);
       any = true;
     }
   }
@@ -286,6 +335,16 @@ std::string smi_memory_detail(const DeviceView& device) {
             format_bytes(tier.allocated_bytes) + " / " + format_bytes(tier.peak_allocated_bytes));
     }
     field(4, "OOMs", std::to_string(process.num_ooms));
+    if (!has_named_pools(process)) continue;
+    for (const PublishedPool& pool : process.pools) {
+      field(4, "pool " + pool.name + " reserved / quota",
+            format_bytes(pool.reserved_bytes) + " / " +
+                (pool.quota_bytes == 0 ? std::string("none") : format_bytes(pool.quota_bytes)));
+      field(4, "pool " + pool.name + " allocated / peak",
+            format_bytes(pool.allocated_bytes) + " / " + format_bytes(pool.peak_allocated_bytes));
+    }
+    if (process.pool_count > process.pools.size())
+      field(4, "pools not on the page", std::to_string(process.pool_count - process.pools.size()));
   }
   return out.str();
 }

@@ -32,6 +32,8 @@ struct ProcessView {
   std::uint64_t peak_allocated_bytes = 0;  // of all tiers together
   std::uint64_t peak_reserved_bytes = 0;
   std::uint64_t num_ooms = 0;
+  std::vector<PublishedPool> pools;  // "default" first; as many as its page holds
+  std::uint64_t pool_count = 0;      // all it has
 };
 
 struct DeviceView {

@@ -18,8 +18,10 @@ namespace npumem::observe {
 
 inline constexpr std::uint32_t kStatsPageMagic = 0x4d55504e;  // "NPUM"
 // 2: whole-device peaks (a process that spilled showed the sum of its tiers' peaks).
-inline constexpr std::uint32_t kStatsPageVersion = 2;
+// 3: each device's pools.
+inline constexpr std::uint32_t kStatsPageVersion = 3;
 inline constexpr std::size_t kPageDevices = 8;
+inline constexpr std::size_t kPagePools = 8;  // per device; pool_count says how many there are
 inline constexpr std::size_t kPageTextBytes = 64;
 
 using PageWord = std::atomic<std::uint64_t>;
@@ -39,6 +41,14 @@ struct PageTier {
   PageWord peak_allocated_bytes;
 };
 
+struct PagePool {
+  PageText name;
+  PageWord quota_bytes;
+  PageWord reserved_bytes;
+  PageWord allocated_bytes;
+  PageWord peak_allocated_bytes;
+};
+
 struct PageDevice {
   PageWord in_use;
   PageText name;
@@ -48,6 +58,8 @@ struct PageDevice {
   // Of all tiers together: not the sum of the tiers' peaks, which came at other times.
   PageWord peak_reserved_bytes;
   PageWord peak_allocated_bytes;
+  PageWord pool_count;  // the allocator's; the first kPagePools are in `pools`
+  std::array<PagePool, kPagePools> pools;
 };
 
 struct StatsPageLayout {

@@ -67,6 +67,25 @@ bool plausible(const PublishedTier& tier) {
          tier.peak_reserved_bytes <= tier.capacity_bytes;
 }
 
+// The pools the page holds, or nullopt when a figure cannot be true.
+std::optional<std::vector<PublishedPool>> read_pools(const observe::PageDevice& page,
+                                                     std::uint64_t count) {
+  std::vector<PublishedPool> pools;
+  for (std::size_t i = 0; i < std::min<std::uint64_t>(count, page.pools.size()); ++i) {
+    const observe::PagePool& in = page.pools[i];
+    PublishedPool pool{util::escaped_for_display(load_text(in.name)), in.quota_bytes.load(kRelaxed),
+                       in.reserved_bytes.load(kRelaxed), in.allocated_bytes.load(kRelaxed),
+                       in.peak_allocated_bytes.load(kRelaxed)};
+    if (pool.reserved_bytes > kMaxPlausibleBytes || pool.allocated_bytes > pool.reserved_bytes ||
+        pool.allocated_bytes > pool.peak_allocated_bytes ||
+        pool.peak_allocated_bytes > kMaxPlausibleBytes) {
+      return std::nullopt;
+    }
+    pools.push_back(std::move(pool));
+  }
+  return pools;
+}
+
 // The device, or nullopt when a figure on the page cannot be true.
 std::optional<PublishedDevice> read_device(const observe::PageDevice& page) {
   PublishedDevice device;
@@ -108,6 +127,11 @@ std::optional<PublishedDevice> read_device(const observe::PageDevice& page) {
   if (device.peak_reserved_bytes > reserved_sum || device.peak_allocated_bytes > allocated_sum) {
     return std::nullopt;
   }
+  device.pool_count = page.pool_count.load(kRelaxed);
+  if (device.pool_count > kMaxPlausibleCount) return std::nullopt;
+  std::optional<std::vector<PublishedPool>> pools = read_pools(page, device.pool_count);
+  if (!pools) return std::nullopt;
+  device.pools = std::move(*pools);
   return device;
 }
 

@@ -48,6 +48,20 @@ void write_header(StatsPageLayout& layout) {
   layout.magic.store(observe::kStatsPageMagic, std::memory_order_release);
 }
 
+void write_pools(PageDevice& device, const std::vector<PoolInfo>& pools) {
+  device.pool_count.store(pools.size(), kRelaxed);
+  for (std::size_t i = 0; i < device.pools.size(); ++i) {
+    observe::PagePool& out = device.pools[i];
+    const PoolInfo shown = i < pools.size() ? pools[i] : PoolInfo{};
+    const auto bytes = [](std::int64_t value) { return static_cast<std::uint64_t>(value); };
+    store_text(out.name, shown.name);
+    out.quota_bytes.store(shown.quota_bytes, kRelaxed);
+    out.reserved_bytes.store(bytes(shown.stats.reserved_bytes.all.current), kRelaxed);
+    out.allocated_bytes.store(bytes(shown.stats.allocated_bytes.all.current), kRelaxed);
+    out.peak_allocated_bytes.store(bytes(shown.stats.allocated_bytes.all.peak), kRelaxed);
+  }
+}
+
 void write_device(PageDevice& device, const Allocator& allocator) {
   store_text(device.name, allocator.device().name());
   const Stats stats = allocator.stats_leaving_caches();
@@ -68,6 +82,7 @@ void write_device(PageDevice& device, const Allocator& allocator) {
                                     kRelaxed);
   device.num_ooms.store(static_cast<std::uint64_t>(stats.num_ooms), kRelaxed);
   device.num_alloc_retries.store(static_cast<std::uint64_t>(stats.num_alloc_retries), kRelaxed);
+  write_pools(device, allocator.pools_leaving_caches());
 }
 
 std::chrono::milliseconds checked_interval(std::chrono::milliseconds interval) {

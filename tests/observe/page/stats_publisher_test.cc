@@ -62,6 +62,54 @@ TEST(StatsPublisher, PublishesRegisteredAllocatorsAndRemovesThePageAtTheEnd) {
   allocator.deallocate(p);
 }
 
+// A server of several models reads each model's pool from outside the process.
+TEST(StatsPublisher, PublishesEachPoolsFigures) {
+  Allocator allocator(make_device("sim:hbm=256MiB,ddr=0"));
+  allocator.create_pool("encoder", 64 * MiB);
+  allocator.create_pool("kv");
+  void* in_encoder = nullptr;
+  {
+    PoolScope scope(allocator, "encoder");
+    in_encoder = allocator.allocate(3 * MiB);
+  }
+  void* in_default = allocator.allocate(1 * MiB);
+  StatsPublisher publisher(options("pools", 1000));
+  const auto registration = publisher.publish(allocator);
+  const auto pages = read_stats_pages(prefix());
+  const ProcessStats* page = find_page(pages, publisher.page_name());
+  ASSERT_NE(page, nullptr);
+  const PublishedDevice& device = page->devices.at(0);
+  EXPECT_EQ(device.pool_count, 3u);
+  ASSERT_EQ(device.pools.size(), 3u);
+  EXPECT_EQ(device.pools[0].name, "default");
+  EXPECT_EQ(device.pools[0].allocated_bytes, 1 * MiB);
+  EXPECT_EQ(device.pools[1].name, "encoder");
+  EXPECT_EQ(device.pools[1].quota_bytes, 64 * MiB);
+  EXPECT_EQ(device.pools[1].allocated_bytes, 3 * MiB);
+  EXPECT_EQ(device.pools[1].peak_allocated_bytes, 3 * MiB);
+  EXPECT_EQ(device.pools[1].reserved_bytes,
+            static_cast<std::uint64_t>(allocator.pools()[1].stats.reserved_bytes.all.current));
+  EXPECT_GE(device.pools[1].reserved_bytes, 3 * MiB);
+  EXPECT_EQ(device.pools[2].name, "kv");
+  EXPECT_EQ(device.pools[2].reserved_bytes, 0u);
+  EXPECT_EQ(device.pools[2].quota_bytes, 0u);
+  allocator.deallocate(in_encoder);
+  allocator.deallocate(in_default);
+}
+
+// Past the page's room for pools, the first ones are shown and the count says how many there are.
+TEST(StatsPublisher, ManyPoolsAreCountedBeyondThoseShown) {
+  Allocator allocator(make_device("sim:hbm=256MiB,ddr=0"));
+  for (int i = 0; i < 11; ++i) allocator.create_pool("model" + std::to_string(i));
+  StatsPublisher publisher(options("many_pools", 1000));
+  const auto registration = publisher.publish(allocator);
+  const auto pages = read_stats_pages(prefix());
+  const ProcessStats* page = find_page(pages, publisher.page_name());
+  ASSERT_NE(page, nullptr);
+  EXPECT_EQ(page->devices.at(0).pool_count, 12u);
+  EXPECT_EQ(page->devices.at(0).pools.size(), 8u);
+}
+
 TEST(StatsPublisher, TheTimerCarriesNewFigures) {
   Allocator allocator(make_device("sim:hbm=64MiB,ddr=0"));
   StatsPublisher publisher(options("timer"));
