@@ -175,6 +175,18 @@ TEST(SmiView, TableLooksLikeNpuSmi) {
 
 // Two processes' virtual NPUs alike are one row; each holds the whole capacity, so
 // their sum can pass it: the table says why, in its frame.
+TEST(SmiView, ALongProcessNameIsCutToItsColumn) {
+  const std::string table = smi_table(
+      device_views({process(7, "python3 -m serving.models.encoder", {device("sim:0", GiB, GiB)})}),
+      "now");
+  expect_framed(table);
+  EXPECT_NE(table.find("| python3 -m serving. |"), std::string::npos) << table;
+  const nlohmann::json json = smi_json(
+      device_views({process(7, "python3 -m serving.models.encoder", {device("sim:0", GiB, GiB)})}));
+  EXPECT_EQ(json.at("devices").at(0).at("processes").at(0).at("name"),
+            "python3 -m serving.models.encoder");
+}
+
 TEST(SmiView, UsedPastTotalOfVirtualNpusIsExplained) {
   const std::string table =
       smi_table(device_views({process(1, "a", {device("sim:0", 40 * GiB, 40 * GiB)}),

@@ -181,7 +181,8 @@ std::string process_table(const std::vector<DeviceView>& devices) {
   for (const DeviceView& device : devices) {
     for (const ProcessView& process : device.processes) {
       table += "|" + cell(std::to_string(device.id), widths[0]) +
-               cell(std::to_string(process.pid), widths[1]) + cell(process.name, widths[2]) +
+               cell(std::to_string(process.pid), widths[1]) +
+               cell(fitted(process.name, static_cast<std::size_t>(widths[2] - 2)), widths[2]) +
                cell(format_bytes(process.reserved_bytes), widths[3], true) +
                cell(format_bytes(process.allocated_bytes), widths[4], true) +
                cell(format_bytes(process.peak_allocated_bytes), widths[5], true) + "\n" +

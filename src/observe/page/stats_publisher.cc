@@ -2,13 +2,13 @@
 
 #include <cctype>
 #include <cstdlib>
-#include <fstream>
 #include <new>
 #include <utility>
 
 #include "device/os/shared_page.h"
 #include "npumem/errors.h"
 #include "npumem/stats_page.h"
+#include "observe/page/process_name.h"
 #include "observe/page/stats_page_layout.h"
 #include "observe/watch/usage.h"
 
@@ -26,13 +26,6 @@ namespace {
 
 constexpr auto kRelaxed = std::memory_order_relaxed;
 
-std::string process_name() {
-  std::ifstream comm("/proc/self/comm");
-  std::string name;
-  std::getline(comm, name);
-  return name.empty() ? "?" : name;
-}
-
 std::int64_t unix_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
              std::chrono::system_clock::now().time_since_epoch())
@@ -42,7 +35,7 @@ std::int64_t unix_ns() {
 void write_header(StatsPageLayout& layout) {
   layout.version = observe::kStatsPageVersion;
   layout.pid = static_cast<std::int32_t>(::getpid());
-  const std::string name = process_name();
+  const std::string name = observe::this_process_display_name();
   layout.process_name.fill('\0');
   name.copy(layout.process_name.data(), layout.process_name.size() - 1);
   layout.magic.store(observe::kStatsPageMagic, std::memory_order_release);

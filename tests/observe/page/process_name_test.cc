@@ -1,0 +1,28 @@
+#include "observe/page/process_name.h"
+
+#include <gtest/gtest.h>
+
+namespace npumem::observe {
+namespace {
+
+TEST(ProcessName, APythonProcessIsNamedWithItsScriptOrModule) {
+  EXPECT_EQ(process_display_name("python3", {"/usr/bin/python3", "/srv/models/serve.py", "--port"}),
+            "python3 serve.py");
+  EXPECT_EQ(process_display_name("python3", {"python3", "serve.py"}), "python3 serve.py");
+  EXPECT_EQ(process_display_name("python3.11", {"python3.11", "-m", "npumem.torch", "capture"}),
+            "python3.11 -m npumem.torch");
+  EXPECT_EQ(process_display_name("python3", {"python3", "-c", "import npumem"}), "python3");
+  EXPECT_EQ(process_display_name("python3", {"python3"}), "python3");
+}
+
+TEST(ProcessName, AnyOtherProcessKeepsItsExecutablesName) {
+  EXPECT_EQ(process_display_name("npumem", {"npumem", "replay", "a.trace"}), "npumem");
+  EXPECT_EQ(process_display_name("server", {}), "server");
+}
+
+TEST(ProcessName, ThisProcessHasAName) {
+  EXPECT_EQ(this_process_display_name().substr(0, 8), "observe_");
+}
+
+}  // namespace
+}  // namespace npumem::observe
