@@ -68,6 +68,15 @@ std::string quota_advice(const OomContext& c) {
            ") is more than the quota of pool '" + c.pool + "' (" +
            format_bytes(c.pool_quota_bytes) + "); raise the quota above it.";
   }
+  if (c.pool_allocated_bytes + c.rounded_bytes > c.pool_quota_bytes) {
+    const std::string needed = format_bytes(c.pool_allocated_bytes + c.rounded_bytes);
+    return "Advice: pool '" + c.pool + "' needs " + needed + " (" +
+           format_bytes(c.pool_allocated_bytes) + " allocated and " +
+           format_bytes(c.rounded_bytes) + " requested), more than its quota of " +
+           format_bytes(c.pool_quota_bytes) +
+           " however tightly they are packed; raise the quota to " + needed +
+           " at least, or free its tensors.";
+  }
   std::string text = "Advice: the quota of pool '" + c.pool + "' stops its growth: it reserves " +
                      format_bytes(c.pool_reserved_bytes) + " of " +
                      format_bytes(c.pool_quota_bytes) + " (" +

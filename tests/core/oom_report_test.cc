@@ -89,6 +89,21 @@ TEST(OomReport, AQuotaThatStopsGrowthShowsWhatThePoolReservesAndKeepsFree) {
       << advice_of(c);
 }
 
+// Live tensors and the request together pass the quota: no packing makes them fit, so
+// the advice says by how much the quota falls short, not that free space is scattered.
+TEST(OomReport, TensorsThatCannotFitTheQuotaHoweverPackedSayByHowMuch) {
+  OomContext c = context_of(3 * MiB, 1 * GiB, 0);
+  c.pool = "modelB";
+  c.pool_quota_bytes = 8 * MiB;
+  c.pool_reserved_bytes = 8 * MiB;
+  c.pool_allocated_bytes = 6 * MiB;
+  c.quota_refused = true;
+  EXPECT_EQ(advice_of(c),
+            "Advice: pool 'modelB' needs 9.00 MiB (6.00 MiB allocated and 3.00 MiB requested), "
+            "more than its quota of 8.00 MiB however tightly they are packed; raise the quota to "
+            "9.00 MiB at least, or free its tensors.");
+}
+
 // Multi-model serving: the pool that failed holds nothing; another model's holds the
 // device. The text lists the pools and the advice names the one that holds most, and
 // quotas that together pass what the device may hold.
