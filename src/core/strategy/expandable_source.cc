@@ -202,10 +202,23 @@ GrowResult ExpandableSource::grow_at(PoolState& pool, BlockPool& blocks, Range& 
   if (!allocator_.tier_could_hold(blocks.tier(), count * range.granule)) {
     return GrowResult::limit_refused;
   }
-  std::vector<PhysicalHandle> chunks;
-  GrowResult result = GrowResult::ok;
   BlockPool& sibling = pool.block_pool(
       blocks.tier(), blocks.kind() == PoolKind::small ? PoolKind::large : PoolKind::small);
+  // Likewise the quota and the limit: refused for the granules that free ones cannot
+  // stand in for, before any is made (one made and given back raised the peaks). Free
+  // granules are counted only when the whole growth would be refused.
+  if (const std::size_t bytes = count * range.granule;
+      allocator_.admit(pool, blocks.tier(), bytes) != GrowResult::ok) {
+    const std::size_t free_bytes = releasable_bytes(blocks) + releasable_bytes(sibling);
+    if (bytes > free_bytes) {
+      if (const GrowResult admitted = allocator_.admit(pool, blocks.tier(), bytes - free_bytes);
+          admitted != GrowResult::ok) {
+        return admitted;
+      }
+    }
+  }
+  std::vector<PhysicalHandle> chunks;
+  GrowResult result = GrowResult::ok;
   const auto sibling_range = ranges_.find(&sibling);
   const bool share_with_sibling =
       sibling_range != ranges_.end() && sibling_range->second.granule == range.granule;

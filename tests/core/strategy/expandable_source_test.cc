@@ -359,6 +359,23 @@ TEST(ExpandableRanges, APoolWithAQuotaReservesAddressesForItsQuota) {
   for (void* ptr : live) allocator.deallocate(ptr);
 }
 
+// A growth the quota refuses maps nothing first: the peaks stay what tensors held (a
+// trial's failed 3 MiB request read as 8 MiB of HBM and 2 MiB of DDR at peak).
+TEST(ExpandableRanges, AGrowthTheQuotaRefusesRaisesNoPeak) {
+  Allocator allocator(make_device("sim:hbm=1GiB,ddr=1GiB"), expandable(2 * MiB));
+  allocator.create_pool("m", 8 * MiB);
+  const PoolScope scope(allocator, "m");
+  void* a = allocator.allocate(3 * MiB);
+  void* b = allocator.allocate(3 * MiB);
+  EXPECT_THROW(allocator.allocate(3 * MiB), OutOfMemory);
+  const Stats stats = allocator.stats();
+  EXPECT_EQ(stats.reserved_bytes.by_tier[0].peak, static_cast<std::int64_t>(6 * MiB));
+  EXPECT_EQ(stats.reserved_bytes.by_tier[1].peak, 0);
+  EXPECT_EQ(allocator.pools()[1].stats.reserved_bytes.all.peak, static_cast<std::int64_t>(6 * MiB));
+  allocator.deallocate(a);
+  allocator.deallocate(b);
+}
+
 TEST(ExpandableRanges, AddressSpaceUsedUpIsNamedAsSuch) {
   Allocator allocator(make_device("sim"), expandable());
   std::vector<void*> live;
