@@ -103,6 +103,9 @@ struct PlanInfo {
 // iteration of a declined plan's shape or key, which the fallback serves instead.
 struct PlannedStats {
   std::uint64_t plans_learned = 0;  // plans made, re-learning included
+  // Plans dropped, the least recently used, to keep at most max_plans (planned_max_plans).
+  std::uint64_t plans_evicted = 0;
+  std::uint64_t max_plans = 0;
   // The arena reserved now: carved out of the expandable fallback's range, its bytes; a
   // device segment of its own, whole granules.
   std::uint64_t arena_bytes = 0;

@@ -68,10 +68,15 @@ struct Config {
   bool static_fallback = false;
   ExpandableFallback expandable_fallback = ExpandableFallback::automatic;
   PlannedFallback planned_fallback = PlannedFallback::automatic;
+  // Planned strategy: the plans it keeps (a shape or key each); past it, the least
+  // recently used plan goes. 1 to kMaxPlannedPlans.
+  std::uint32_t planned_max_plans = 8;
   // Limits on the bytes this allocator may reserve per tier (0: the tier's capacity).
   std::uint64_t hbm_limit = 0;
   std::uint64_t ddr_limit = 0;
 };
+
+inline constexpr std::uint32_t kMaxPlannedPlans = 256;
 
 // Parses "key:value,key:value" over the defaults in `base`. Throws ConfigError naming
 // the key and the accepted values on an unknown key or a bad value, and naming both

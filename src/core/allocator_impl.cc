@@ -141,6 +141,11 @@ void Allocator::Impl::warn_of_idle_settings() {
         "planned_fallback:" + std::string(planned_fallback_name(config.planned_fallback)) +
         " is set, but " + strategy + " is not planned: it is not used");
   }
+  if (config.planned_max_plans != Config{}.planned_max_plans &&
+      config.strategy != Strategy::planned) {
+    warnings.push_back("planned_max_plans:" + std::to_string(config.planned_max_plans) +
+                       " is set, but " + strategy + " is not planned: it is not used");
+  }
   if (config.expandable_fallback != ExpandableFallback::automatic &&
       config.strategy != Strategy::expandable && config.strategy != Strategy::planned) {
     warnings.push_back(

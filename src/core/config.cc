@@ -202,6 +202,18 @@ SetterTable make_setters() {
        enum_setter(&Config::planned_fallback, planned_fallback_name,
                    std::array{PlannedFallback::caching, PlannedFallback::expandable,
                               PlannedFallback::automatic})},
+      {"planned_max_plans",
+       [](Config& c, std::string_view key, std::string_view value) {
+         std::uint32_t plans = 0;
+         const auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), plans);
+         if (error != std::errc{} || end != value.data() + value.size() || plans == 0 ||
+             plans > kMaxPlannedPlans) {
+           bad_value(key, value,
+                     "a whole number of plans from 1 to " + std::to_string(kMaxPlannedPlans) +
+                         ", e.g. 16");
+         }
+         c.planned_max_plans = plans;
+       }},
   };
   for (const SizeKey& key : kSizeKeys) table.emplace(std::string(key.name), size_setter(key));
   return table;
@@ -305,6 +317,10 @@ void validate(const Config& config) {
                         " bytes (accepted: " + accepted_range(key) + ")");
     }
   }
+  if (config.planned_max_plans == 0 || config.planned_max_plans > kMaxPlannedPlans) {
+    throw ConfigError("planned_max_plans is " + std::to_string(config.planned_max_plans) +
+                      " (accepted: 1 to " + std::to_string(kMaxPlannedPlans) + ")");
+  }
   // Blocks of max_split_size and more serve only requests about their size, so a new
   // large segment must be below it to serve the requests it is made for (PyTorch asks
   // max_split_size_mb > 20 for its 20 MiB segments).
@@ -336,7 +352,8 @@ std::string to_string(const Config& c) {
       << ",static_size:" << c.static_size
       << ",static_fallback:" << (c.static_fallback ? "true" : "false")
       << ",expandable_fallback:" << expandable_fallback_name(c.expandable_fallback)
-      << ",planned_fallback:" << planned_fallback_name(c.planned_fallback) << ",hbm:" << c.hbm_limit
+      << ",planned_fallback:" << planned_fallback_name(c.planned_fallback)
+      << ",planned_max_plans:" << c.planned_max_plans << ",hbm:" << c.hbm_limit
       << ",ddr:" << c.ddr_limit;
   return out.str();
 }

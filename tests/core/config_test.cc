@@ -56,10 +56,12 @@ TEST(Config, RoundTripsThroughText) {
   c.granule = 1024;
   c.garbage_collection_threshold = 0.6;
   c.max_split_size = 123 * MiB;
+  c.planned_max_plans = 32;
   const Config back = parse_config(to_string(c));
   EXPECT_EQ(to_string(back), to_string(c));
   EXPECT_EQ(back.strategy, Strategy::expandable);
   EXPECT_DOUBLE_EQ(back.garbage_collection_threshold, 0.6);
+  EXPECT_EQ(back.planned_max_plans, 32u);
 }
 
 TEST(Config, SpacesAndEmptyItemsAreTolerated) {
@@ -134,6 +136,9 @@ TEST(Config, BadInputNamesTheKeyAndTheAcceptedValues) {
   expect_error("max_split_size_mb:99999999999999999999", "'max_split_size_mb'");
   expect_error("max_split_size_mb:1073741825", "from 1 to 1073741824 (1 PiB)");
   expect_error("roundup_power2_divisions:4", "a PyTorch allocator setting npumem does not have");
+  expect_error("planned_max_plans:0", "from 1 to 256");
+  expect_error("planned_max_plans:257", "'planned_max_plans'");
+  expect_error("planned_max_plans:-3", "'planned_max_plans'");
 }
 
 TEST(Config, ReadsTheEnvironment) {

@@ -19,7 +19,6 @@ namespace {
 // A plan is chosen among those whose first requests match this iteration's so far;
 // past this many requests the choice is final.
 constexpr std::uint32_t kSignatureRequests = 16;
-constexpr std::size_t kMaxPlans = 8;
 // Fallbacks an iteration may have before it counts as having left its plan (also at
 // least 1/64 of the plan's requests).
 constexpr std::uint64_t kStrayFallbacks = 4;
@@ -1120,7 +1119,7 @@ void PlannedSource::close_fallback_segments(bool closed) {
 }
 
 // A re-learned plan replaces the one that served; a plan of a known key, or unkeyed of
-// a known sequence, replaces its twin; past kMaxPlans the least recently used goes.
+// a known sequence, replaces its twin; past planned_max_plans the least recently used goes.
 void PlannedSource::keep_plan(std::unique_ptr<Plan> plan) {
   for (auto& kept : plans_) {
     const bool twin = plan->key ? kept->key == plan->key : !kept->key && kept->sizes == plan->sizes;
@@ -1146,11 +1145,12 @@ void PlannedSource::keep_plan(std::unique_ptr<Plan> plan) {
     }
   }
   plans_.push_back(std::move(plan));
-  if (plans_.size() > kMaxPlans) {
+  if (plans_.size() > allocator_.config.planned_max_plans) {
     const auto oldest =
         std::min_element(plans_.begin(), plans_.end(),
                          [](const auto& a, const auto& b) { return a->last_used < b->last_used; });
     plans_.erase(oldest);
+    ++stats_.plans_evicted;
   }
 }
 
@@ -1502,7 +1502,7 @@ PlannedSource::ArenaCalls::~ArenaCalls() {
 
 void PlannedSource::reset_accumulated() {
   for (std::uint64_t* count :
-       {&stats_.plans_learned, &stats_.hits, &stats_.hit_bytes, &stats_.fallbacks,
+       {&stats_.plans_learned, &stats_.plans_evicted, &stats_.hits, &stats_.hit_bytes, &stats_.fallbacks,
         &stats_.fallback_bytes, &stats_.learning, &stats_.learning_bytes, &stats_.declined,
         &stats_.declined_bytes, &iteration_learning_, &iteration_learning_bytes_,
         &stats_.iterations_not_learned, &stats_.lasting, &stats_.lasting_bytes, &stats_.deferred,
@@ -1522,6 +1522,7 @@ PlannedStats PlannedSource::stats() const {
   PlannedStats out = stats_;
   out.iterations = current_.iteration;
   out.granule_bytes = allocator_.granularity(Tier::hbm);
+  out.max_plans = allocator_.config.planned_max_plans;
   out.arena_device_calls = arena_device_calls_;
   if (device_calls_at_arena_) {
     out.device_calls_after_arena =

@@ -26,6 +26,8 @@ std::map<std::string, std::int64_t> PlannedStats::as_map() const {
   const auto value = [](std::uint64_t v) { return static_cast<std::int64_t>(v); };
   std::map<std::string, std::int64_t> out = {
       {"planned.plans_learned", value(plans_learned)},
+      {"planned.plans_evicted", value(plans_evicted)},
+      {"planned.max_plans", value(max_plans)},
       {"planned.plans_kept", value(plans.size())},
       {"planned.arena_bytes", value(arena_bytes)},
       {"planned.hits", value(hits)},

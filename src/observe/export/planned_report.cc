@@ -20,6 +20,13 @@ std::string learned_line(const PlannedStats& p) {
   if (largest > p.arena_bytes) {
     text += " (the largest plan not declined: " + format_bytes(largest) + ")";
   }
+  if (p.plans_evicted != 0) {
+    // Shapes past the limit evict each other: each comes back to find its plan gone.
+    text += "; " + format_count(p.plans_evicted, "plan") + " evicted (at most " +
+            format_count(p.max_plans) +
+            " are kept, the least recently used goes: more shapes recur than that? raise "
+            "planned_max_plans)";
+  }
   if (p.iterations_not_learned != 0) {
     text += "; " + format_count(p.iterations_not_learned, "iteration") +
             " not learned (new shapes after learned ones went unserved)";

@@ -1200,6 +1200,32 @@ TEST(Planned, AnUnknownKeyLearnsAndAKnownOneServes) {
   EXPECT_EQ(stats.plans.size(), 3u);
 }
 
+// Shapes past planned_max_plans evict the least recently used plan, counted; with room
+// for them all, every shape's plan serves again.
+TEST(Planned, KeepsAtMostMaxPlansAndCountsEvictions) {
+  const auto run_shapes = [](std::uint32_t max_plans) {
+    Config config = planned();
+    config.planned_max_plans = max_plans;
+    Allocator allocator(device(), config);
+    for (int round = 0; round < 3; ++round) {
+      for (std::uint64_t key = 1; key <= 3; ++key) {
+        allocator.mark_iteration(key);
+        run_chain(allocator, {key * MiB, 2 * key * MiB, key * MiB});
+      }
+    }
+    allocator.mark_iteration();
+    return allocator.planned_stats();
+  };
+  const PlannedStats tight = run_shapes(2);
+  EXPECT_EQ(tight.max_plans, 2u);
+  EXPECT_LE(tight.plans.size(), 2u);
+  EXPECT_GT(tight.plans_evicted, 0u);
+  const PlannedStats roomy = run_shapes(3);
+  EXPECT_EQ(roomy.plans_evicted, 0u);
+  EXPECT_EQ(roomy.hits, 2u * 3u * 3u) << "rounds 2 and 3 of three shapes, three requests each";
+  EXPECT_LT(tight.hits, roomy.hits) << "shapes came back to find their plans evicted";
+}
+
 // The arena a keyed iteration's plan needs is reserved at its mark, outside its
 // allocations: none of them makes a device call.
 TEST(Planned, ReservesTheArenaOfAKeyedPlanAtTheMark) {

@@ -7,6 +7,24 @@
 namespace npumem {
 namespace {
 
+// More shapes recur than plans are kept: the report says plans were evicted and how to keep more.
+TEST(PlannedReport, EvictedPlansAreCountedWithTheLimitAndTheKeyThatRaisesIt) {
+  PlannedStats stats;
+  stats.iterations = 30;
+  stats.plans_learned = 18;
+  stats.plans_evicted = 10;
+  stats.max_plans = 8;
+  stats.plans.resize(8);
+  const std::string report = planned_report(stats, "`i` lines");
+  EXPECT_NE(report.find("18 (8 kept), arena 0 B now; 10 plans evicted (at most 8 are kept, the "
+                        "least recently used goes: more shapes recur than that? raise "
+                        "planned_max_plans)"),
+            std::string::npos)
+      << report;
+  stats.plans_evicted = 0;
+  EXPECT_EQ(planned_report(stats, "`i` lines").find("evicted"), std::string::npos);
+}
+
 PlannedStats served_stats() {
   PlannedStats stats;
   stats.iterations = 4;
