@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import sys
 import threading
+import warnings
 from types import TracebackType
 from typing import Any, Optional, Protocol, Union
 
@@ -169,17 +170,38 @@ class pool:  # noqa: N801 - used like torch.cuda.use_mem_pool, as a lower-case c
     def _ensure_pool(self) -> None:
         existing = {info["name"]: info for info in self.device.pools()}
         if self.name not in existing:
+            _warn_of_a_likely_typo(self.name, existing, self.device.index)
             make_pool(self.device, self.name, self.quota_bytes or 0, self.tier, 2)
             return
         quota = existing[self.name]["quota_bytes"]
         if self.quota_bytes is not None and self.quota_bytes != quota:
             raise _core.ConfigError(
-                f"pool '{self.name}' exists with quota {quota} bytes, not {self.quota_bytes}"
+                f"pool '{self.name}' exists with {_quota_text(quota)}, "
+                f"not {_quota_text(self.quota_bytes)}"
             )
         tier = existing[self.name]["tier"]
         if self.tier is not None and self.tier != tier:
             raise _core.ConfigError(
                 f"pool '{self.name}' exists pinned to {tier or 'no tier'}, not {self.tier}"
+            )
+
+
+def _quota_text(quota_bytes: int) -> str:
+    if quota_bytes == 0:
+        return "no quota"
+    return f"quota {_core.format_bytes(quota_bytes)} ({quota_bytes} bytes)"
+
+
+def _warn_of_a_likely_typo(name: str, existing: dict[str, Any], index: int) -> None:
+    """pool() makes a pool it does not find: one that differs from an existing pool only
+    in case is likely a typo, whose allocations would escape that pool's quota."""
+    for other in existing:
+        if other != name and other.casefold() == name.casefold():
+            warnings.warn(
+                f"npumem device {index}: pool '{name}' is made, with no quota, beside "
+                f"pool '{other}': a typo? Its allocations do not count in '{other}'",
+                RuntimeWarning,
+                stacklevel=4,
             )
 
 

@@ -53,11 +53,32 @@ class PoolTest(unittest.TestCase):
             pass
         with npumem.pool("fixed", quota="8MiB", device=device):
             pass
-        with self.assertRaisesRegex(npumem.ConfigError, "exists with quota 8388608"):
+        with self.assertRaisesRegex(
+            npumem.ConfigError,
+            r"exists with quota 8.00 MiB \(8388608 bytes\), not quota 16.0 MiB \(16777216 bytes\)",
+        ):
             with npumem.pool("fixed", quota="16MiB", device=device):
+                pass
+        npumem.create_pool("open", device=device)
+        with self.assertRaisesRegex(npumem.ConfigError, "pool 'open' exists with no quota, not"):
+            with npumem.pool("open", quota="16MiB", device=device):
                 pass
         with self.assertRaisesRegex(npumem.ConfigError, "exists already"):
             npumem.create_pool("fixed", device=device)
+
+    def test_a_pool_named_like_another_but_for_case_warns_where_it_is_made(self):
+        device = fresh_device()
+        npumem.create_pool("Encoder", quota="8MiB", device=device)
+        with self.assertWarnsRegex(
+            RuntimeWarning, "pool 'encoder' is made, with no quota, beside pool 'Encoder': a typo"
+        ) as warned:
+            with npumem.pool("encoder", device=device):
+                pass
+        self.assertEqual(warned.filename, __file__)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            with npumem.pool("decoder", device=device):
+                pass
 
     def test_a_quota_not_in_whole_granules_warns_where_the_pool_is_made(self):
         # A 5 MiB quota held 4 MiB (2 MiB granules), said only by its out-of-memory error.

@@ -418,6 +418,35 @@ void Allocator::Impl::release_everything() {
   }
 }
 
+void Allocator::Impl::warn_of_unusable_pool_settings(const std::string& name,
+                                                     std::uint64_t quota_bytes,
+                                                     std::optional<Tier> tier) {
+  // A quota past every tier the pool may use never binds: a unit's typo (1EiB for 1GiB)
+  // read as accepted.
+  std::uint64_t holdable = 0;
+  std::string tiers;
+  for (Tier t : kAllTiers) {
+    const bool used = tier ? t == *tier : t == Tier::hbm || config.spill_to_ddr;
+    if (!device->has_tier(t) || !used) continue;
+    holdable += limit(t);
+    tiers += (tiers.empty() ? "" : ", ") + std::string(tier_name(t)) + " " + format_bytes(limit(t));
+  }
+  if (quota_bytes > holdable && holdable != 0) {
+    warnings.push_back("pool '" + name + "': a quota of " + format_bytes(quota_bytes) +
+                       " is more than its tiers may hold on device " + device->name() + " (" +
+                       format_bytes(holdable) + ": " + tiers +
+                       "), so it never stops the pool; the tiers' limits do");
+  }
+  if (name.find(' ') != std::string::npos) {  // other blanks are control characters, refused
+    std::string word = name;
+    std::replace(word.begin(), word.end(), ' ', '_');
+    warnings.push_back("pool '" + name +
+                       "': a name with blanks cannot be written in a trace (npumem.torch capture "
+                       "and traces name a pool in one field); one word, e.g. " +
+                       word + ", can");
+  }
+}
+
 PoolState& Allocator::Impl::create_pool(const std::string& name, std::uint64_t quota_bytes,
                                         std::optional<Tier> tier) {
   if (tier && !device->has_tier(*tier)) {
@@ -452,6 +481,7 @@ PoolState& Allocator::Impl::create_pool(const std::string& name, std::uint64_t q
         format_bytes(least_granule) + "; memory comes in whole granules, so " +
         "the pool holds at most " + format_bytes(quota_bytes / least_granule * least_granule));
   }
+  warn_of_unusable_pool_settings(name, quota_bytes, tier);
   if (!pools.empty() && !per_pool_stats) {
     // Until now every allocation was the default pool's: its stats are the totals.
     pools.front()->stats = stats;

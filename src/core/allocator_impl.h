@@ -280,6 +280,9 @@ struct Allocator::Impl {
   void fall_back_from_expandable();
   // Warnings for settings that cannot act (a limit past the capacity, an unused static_size).
   void warn_of_idle_settings();
+  // Likewise for a new pool's: a quota past its tiers, a name no trace can hold.
+  void warn_of_unusable_pool_settings(const std::string& name, std::uint64_t quota_bytes,
+                                      std::optional<Tier> tier);
   core::OomContext oom_context(core::PoolState& pool, std::size_t bytes, std::size_t size,
                                const Refusal& refusal) const;
 

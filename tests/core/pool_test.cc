@@ -81,6 +81,35 @@ TEST_P(Pool, AQuotaNotInWholeGranulesIsAcceptedAndSaid) {
   allocator.deallocate(held);
 }
 
+// A quota past all the pool's tiers may hold never binds: accepted (a config shared by
+// devices of other sizes sets it), but said, as a typo of a unit (1EiB for 1GiB) would be.
+TEST(PoolQuota, AQuotaPastWhatItsTiersHoldIsSaid) {
+  Allocator allocator(make_device("sim:hbm=1GiB,ddr=2GiB"));
+  allocator.create_pool("fits", 3 * GiB);
+  EXPECT_TRUE(allocator.warnings().empty()) << allocator.warnings()[0];
+  allocator.create_pool("big", 1024 * 1024 * GiB);
+  ASSERT_EQ(allocator.warnings().size(), 1u);
+  EXPECT_EQ(allocator.warnings()[0],
+            "pool 'big': a quota of 1.00 PiB is more than its tiers may hold on device sim:0 "
+            "(3.00 GiB: hbm 1.00 GiB, ddr 2.00 GiB), so it never stops the pool; the tiers' "
+            "limits do");
+  allocator.create_pool("pinned", 2 * GiB, Tier::hbm);
+  ASSERT_EQ(allocator.warnings().size(), 2u);
+  EXPECT_NE(allocator.warnings()[1].find("(1.00 GiB: hbm 1.00 GiB)"), std::string::npos)
+      << allocator.warnings()[1];
+}
+
+// A trace's `p` line holds a pool's name in one field: a name with blanks works here but
+// cannot be recorded (npumem.torch capture refuses it), so it is said when made.
+TEST(PoolName, ANameWithBlanksIsAcceptedAndSaid) {
+  Allocator allocator(make_device("sim:hbm=1GiB,ddr=0"));
+  allocator.create_pool("model a");
+  ASSERT_EQ(allocator.warnings().size(), 1u);
+  EXPECT_EQ(allocator.warnings()[0],
+            "pool 'model a': a name with blanks cannot be written in a trace (npumem.torch "
+            "capture and traces name a pool in one field); one word, e.g. model_a, can");
+}
+
 TEST_P(Pool, ScopeRoutesAllocationsAndStatsArePerPool) {
   Allocator allocator(device());
   allocator.create_pool("model_a", 0);
