@@ -227,6 +227,7 @@ class TraceParser {
     }
     kept = quota;
     pool.quota_line = line_number_;
+    trace_.quota_lines.try_emplace(pool.created_at, line_number_);
   }
 
   // As remove_pool: refused where npumem refuses it (a capture, made on PyTorch's own
@@ -240,8 +241,10 @@ class TraceParser {
     }
     PoolState& pool = pools_[found->second];
     if (pool.live != 0) {
-      fail("pool " + quoted(name) + " is removed while " + std::to_string(pool.live) +
-           " of its allocations are live (npumem refuses that: free them first)");
+      fail("pool " + quoted(name) + " is removed while " +
+           (pool.live == 1 ? std::string("1 of its allocations is")
+                           : std::to_string(pool.live) + " of its allocations are") +
+           " live (npumem refuses that: free them first)");
     }
     pool.made = false;
     if (current_pool_ == found->second) current_pool_ = kNoPool;

@@ -38,6 +38,9 @@ struct Trace {
   std::vector<TraceEvent> events;
   std::vector<std::string> pools;  // names referenced by `p`, in first-use order
   std::vector<std::string> tags;   // texts referenced by `t`, in first-use order
+  // By the index of the `p` event that carries a pool's quota, the line that gave it:
+  // where an error in the quota (one the device cannot honour) points.
+  std::map<std::size_t, std::size_t> quota_lines;
   std::size_t allocations = 0;     // alloc events; also the number of slots
   std::size_t frees = 0;
   std::size_t iterations = 0;

@@ -86,7 +86,7 @@ class ReplayRun {
         pointers_[event.index] = nullptr;
         return 1;
       case TraceOp::pool:
-        switch_pool(event.index, event.bytes);
+        switch_pool(event.index, event.bytes, static_cast<std::size_t>(&event - &trace_.events[0]));
         return 0;
       case TraceOp::pool_removal:
         remove_pool(event.index);
@@ -120,13 +120,20 @@ class ReplayRun {
   }
 
   // Creates the pool on first use (again after a removal) with the options' quota, else
-  // the trace's `trace_quota`, then routes this thread's allocations to it.
-  void switch_pool(std::uint32_t pool_index, std::uint64_t trace_quota) {
+  // the trace's `trace_quota` (of event `event_index`: a quota the allocator refuses is
+  // the trace's error, at its line), then routes this thread's allocations to it.
+  void switch_pool(std::uint32_t pool_index, std::uint64_t trace_quota, std::size_t event_index) {
     const std::string& name = trace_.pools[pool_index];
     if (!pool_ready_[pool_index]) {
       const auto quota = options_.pool_quotas.find(name);
-      allocator_.create_pool(name,
-                             quota == options_.pool_quotas.end() ? trace_quota : quota->second);
+      const auto line = trace_.quota_lines.find(event_index);
+      try {
+        allocator_.create_pool(name,
+                               quota == options_.pool_quotas.end() ? trace_quota : quota->second);
+      } catch (const ConfigError& e) {
+        if (quota != options_.pool_quotas.end() || line == trace_.quota_lines.end()) throw;
+        throw ParseError(trace_.source, line->second, e.what());
+      }
       pool_ready_[pool_index] = true;
     }
     pool_scope_.reset();

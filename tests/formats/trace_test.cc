@@ -163,8 +163,10 @@ TEST(TraceTest, ARemovedPoolIsMadeAnewWithItsNewQuota) {
   EXPECT_EQ(trace.events[5].bytes, 8192u);
   EXPECT_EQ(trace.pools, (std::vector<std::string>{"a", "default"}));
   EXPECT_EQ(parse_error("p a\na 1 8\np default\nr a\n"),
-            "t.trace:4: pool 'a' is removed while 1 of its allocations are live (npumem "
+            "t.trace:4: pool 'a' is removed while 1 of its allocations is live (npumem "
             "refuses that: free them first)");
+  EXPECT_NE(parse_error("p a\na 1 8\na 2 8\np default\nr a\n").find("2 of its allocations are live"),
+            std::string::npos);
   EXPECT_EQ(parse_error("r a\n"), "t.trace:1: pool 'a' is removed, but no `p` line made it");
   EXPECT_EQ(parse_error("p a\nr a\nr a\n"),
             "t.trace:3: pool 'a' is removed, but no `p` line made it since it was last removed");

@@ -32,6 +32,31 @@ ReplayResult replay_text(const std::string& text, const std::string& spec = "sim
   return replay_trace(parse_trace(text, "t.trace"), options);
 }
 
+// A quota the device cannot honour is the trace's error: it names the file and the line
+// that gave it, as every other error in a trace does. A --quota in its place is no
+// trace's error.
+TEST(ReplayTest, AQuotaTheDeviceRefusesNamesTheLineThatGaveIt) {
+  try {
+    replay_text("a 0 10\np m 100\na 1 10\n");
+    FAIL() << "a quota of 100 B was accepted";
+  } catch (const ParseError& e) {
+    EXPECT_EQ(e.line(), 2u);
+    EXPECT_NE(std::string(e.what()).find("t.trace:2: pool 'm': a quota of 100 B holds nothing"),
+              std::string::npos)
+        << e.what();
+  }
+  ReplayOptions options;
+  options.pool_quotas["m"] = 100;
+  try {
+    replay_trace(parse_trace("p m 4194304\na 1 10\n", "t.trace"), options);
+    FAIL() << "a --quota of 100 B was accepted";
+  } catch (const ParseError&) {
+    FAIL() << "the trace's line was blamed for a --quota";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("pool 'm': a quota of 100 B"), std::string::npos);
+  }
+}
+
 TEST(ReplayTest, PeakRequestedIsThePeakOfLiveBytesAndTheAllocatorAgrees) {
   const ReplayResult result = replay_text("a 1 1000\na 2 3000\nf 1\na 3 5000\nf 2\nf 3\na 4 10\n");
   ASSERT_TRUE(result.completed());
