@@ -94,6 +94,8 @@ std::vector<StrategyFigures> compare_strategies(const Trace& trace, const Replay
       rows.push_back(measure_strategy(trace, options, strategy));
     } catch (const ConfigError&) {
       throw;  // the settings are wrong for every strategy
+    } catch (const ParseError&) {
+      throw;  // and the trace (a quota the device cannot honour)
     } catch (const Error& error) {
       StrategyFigures failed;
       failed.strategy = strategy;

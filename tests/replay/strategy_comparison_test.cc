@@ -52,6 +52,20 @@ TEST(PoolPart, EachPoolKeepsItsAllocationsAndTheirFrees) {
   EXPECT_TRUE(slots(pool_part(trace, "absent")).empty());
 }
 
+// A quota in the trace that the device cannot honour is wrong for every strategy: the
+// comparison stops with the trace's error at its line, not a failed row.
+TEST(StrategyComparison, ATraceQuotaTheDeviceRefusesStopsItAtTheLine) {
+  const Trace trace = parse_trace("a 0 10\np m 100\na 1 10\n", "q.trace");
+  try {
+    compare_strategies(trace, ReplayOptions{});
+    FAIL() << "a quota of 100 B was compared";
+  } catch (const ParseError& e) {
+    EXPECT_NE(std::string(e.what()).find("q.trace:2: pool 'm': a quota of 100 B"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(StaticAdvisor, EveryPoolGetsTheArenaItsOwnAllocationsNeed) {
   const Trace trace = pooled_trace();
   const StaticAdvice advice = advise_static_size(trace, ReplayOptions{}, 0.5);
