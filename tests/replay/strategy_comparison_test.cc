@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "bisect.h"
+#include "npumem/errors.h"
 #include "npumem/units.h"
 #include "static_advisor.h"
 #include "tools/run_npumem.h"
