@@ -10,11 +10,12 @@ in size, from its allocation trace (docs/PLANNING.md, "Buckets for dynamic shape
 
 The dict has the keys the command's --json prints. A malformed trace raises
 ParseError naming the line; a trace without `i` lines or a bad argument raises
-ConfigError.
+ConfigError; a path to no file, FileNotFoundError.
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 from typing import Any, Union
@@ -37,5 +38,8 @@ def advise_buckets(
         raise ConfigError(f"tolerance must be a percentage >= 0, not {tolerance!r}")
     if not hasattr(_core, "advise_buckets"):
         raise ConfigError("npumem was built without its tools (NPUMEM_BUILD_TOOLS=OFF)")
-    text = _core.advise_buckets(os.fspath(trace), max_buckets, tolerance / 100.0, device)
+    path = os.fspath(trace)
+    if not os.path.exists(path):
+        raise FileNotFoundError(errno.ENOENT, "no trace file", path)
+    text = _core.advise_buckets(path, max_buckets, tolerance / 100.0, device)
     return json.loads(text)

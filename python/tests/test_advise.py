@@ -63,7 +63,7 @@ class AdviseBuckets(unittest.TestCase):
             npumem.advise_buckets(self.write("broken.trace", "i\na 0 ten\n"))
         with self.assertRaisesRegex(npumem.ConfigError, "max_buckets"):
             npumem.advise_buckets(self.write("b.trace", batches_trace()), max_buckets=0)
-        with self.assertRaises(npumem.Error):
+        with self.assertRaisesRegex(FileNotFoundError, "no trace file: '.*missing.trace'"):
             npumem.advise_buckets(os.path.join(self.dir.name, "missing.trace"))
 
 
