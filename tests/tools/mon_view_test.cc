@@ -68,6 +68,33 @@ TEST(MonView, ScreenShowsBarsSparklineAndProcesses) {
             std::string::npos);
 }
 
+TEST(MonView, APoolsFiguresFollowItsProcess) {
+  ProcessStats process;
+  process.pid = 7;
+  process.process_name = "serve";
+  PublishedDevice device;
+  device.name = "sim:0";
+  device.tiers[0] = {Tier::hbm, true, 64 * GiB, 5 * GiB, 4 * GiB, 5 * GiB, 4 * GiB};
+  device.pools = {{"default", 0, 1 * GiB, 1 * GiB, 1 * GiB},
+                  {"encoder", 4 * GiB, 4 * GiB, 3 * GiB, 3 * GiB}};
+  device.pool_count = 2;
+  process.devices.push_back(device);
+  const std::string screen = mon_screen(device_views({process}), UsageHistory(1), "now", 1.0);
+  const auto line_of = [&](const std::string& start) {
+    const std::size_t at = screen.find(start);
+    return at == std::string::npos ? std::string() : screen.substr(at, screen.find('\n', at) - at);
+  };
+  const std::string process_line = line_of("    pid 7");
+  const std::string encoder = line_of("      pool encoder ");
+  EXPECT_NE(encoder.find("reserved   4.00 GiB  allocated   3.00 GiB  peak   3.00 GiB  quota 4.00 GiB"),
+            std::string::npos)
+      << screen;
+  EXPECT_EQ(encoder.find("reserved"), process_line.find("reserved")) << "columns line up";
+  EXPECT_NE(line_of("      pool default ").find("quota none"), std::string::npos) << screen;
+  EXPECT_EQ(mon_screen(one_device(0.5), UsageHistory(1), "now", 1.0).find("pool"),
+            std::string::npos);
+}
+
 TEST(MonView, LineIsOneLinePerRefresh) {
   const std::string line = mon_line(one_device(0.25), "12:00:00");
   EXPECT_EQ(line, "12:00:00  device 0 sim:0 procs 1 hbm 16.0 GiB/64.0 GiB  25.0%\n");
