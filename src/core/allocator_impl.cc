@@ -575,7 +575,7 @@ void* Allocator::Impl::allocate(std::size_t bytes, StreamId stream) {
   // solo: the cache is used under this lock alone, and kept blocks count apart.
   if (!locked) mutex.lock_leaving_counts(cache);
   // One call site, so backtraces taken below are the same whichever way came here.
-  std::lock_guard lock(mutex, std::adopt_lock);
+  const ExclusiveLock::Adopted lock(mutex);
   if (const Block* block = take_solo(bytes, stream, cache)) {
     return reinterpret_cast<void*>(block->address);
   }
@@ -984,7 +984,7 @@ void Allocator::Impl::deallocate(void* ptr) {
     mutex.lock_leaving_counts(cache);
     block = live.find(address);
   }
-  std::lock_guard lock(mutex, std::adopt_lock);
+  const ExclusiveLock::Adopted lock(mutex);
   if (keep_solo(block, cache)) return;
   deallocate_locked(address, block, cache);
 }
