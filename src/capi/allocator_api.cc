@@ -246,7 +246,7 @@ npumem_status_t npumem_pool_info(npumem_allocator_t* allocator, size_t index,
     const npumem::PoolInfo& pool = pools[index];
     npumem_pool_info_t info{};
     info.quota_bytes = pool.quota_bytes;
-    info.tier = !pool.tier                       ? NPUMEM_TIER_ANY
+    info.tier = !pool.tier                        ? NPUMEM_TIER_ANY
                 : *pool.tier == npumem::Tier::hbm ? NPUMEM_TIER_HBM
                                                   : NPUMEM_TIER_DDR;
     npumem::capi::fill(pool.stats, info.stats);

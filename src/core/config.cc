@@ -205,7 +205,8 @@ SetterTable make_setters() {
       {"planned_max_plans",
        [](Config& c, std::string_view key, std::string_view value) {
          std::uint32_t plans = 0;
-         const auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), plans);
+         const auto [end, error] =
+             std::from_chars(value.data(), value.data() + value.size(), plans);
          if (error != std::errc{} || end != value.data() + value.size() || plans == 0 ||
              plans > kMaxPlannedPlans) {
            bad_value(key, value,

@@ -41,7 +41,7 @@ struct Trace {
   // By the index of the `p` event that carries a pool's quota, the line that gave it:
   // where an error in the quota (one the device cannot honour) points.
   std::map<std::size_t, std::size_t> quota_lines;
-  std::size_t allocations = 0;     // alloc events; also the number of slots
+  std::size_t allocations = 0;  // alloc events; also the number of slots
   std::size_t frees = 0;
   std::size_t iterations = 0;
 

@@ -165,8 +165,9 @@ TEST(TraceTest, ARemovedPoolIsMadeAnewWithItsNewQuota) {
   EXPECT_EQ(parse_error("p a\na 1 8\np default\nr a\n"),
             "t.trace:4: pool 'a' is removed while 1 of its allocations is live (npumem "
             "refuses that: free them first)");
-  EXPECT_NE(parse_error("p a\na 1 8\na 2 8\np default\nr a\n").find("2 of its allocations are live"),
-            std::string::npos);
+  EXPECT_NE(
+      parse_error("p a\na 1 8\na 2 8\np default\nr a\n").find("2 of its allocations are live"),
+      std::string::npos);
   EXPECT_EQ(parse_error("r a\n"), "t.trace:1: pool 'a' is removed, but no `p` line made it");
   EXPECT_EQ(parse_error("p a\nr a\nr a\n"),
             "t.trace:3: pool 'a' is removed, but no `p` line made it since it was last removed");

@@ -86,8 +86,9 @@ TEST(MonView, APoolsFiguresFollowItsProcess) {
   };
   const std::string process_line = line_of("    pid 7");
   const std::string encoder = line_of("      pool encoder ");
-  EXPECT_NE(encoder.find("reserved   4.00 GiB  allocated   3.00 GiB  peak   3.00 GiB  quota 4.00 GiB"),
-            std::string::npos)
+  EXPECT_NE(
+      encoder.find("reserved   4.00 GiB  allocated   3.00 GiB  peak   3.00 GiB  quota 4.00 GiB"),
+      std::string::npos)
       << screen;
   EXPECT_EQ(encoder.find("reserved"), process_line.find("reserved")) << "columns line up";
   EXPECT_NE(line_of("      pool default ").find("quota none"), std::string::npos) << screen;

@@ -1502,9 +1502,9 @@ PlannedSource::ArenaCalls::~ArenaCalls() {
 
 void PlannedSource::reset_accumulated() {
   for (std::uint64_t* count :
-       {&stats_.plans_learned, &stats_.plans_evicted, &stats_.hits, &stats_.hit_bytes, &stats_.fallbacks,
-        &stats_.fallback_bytes, &stats_.learning, &stats_.learning_bytes, &stats_.declined,
-        &stats_.declined_bytes, &iteration_learning_, &iteration_learning_bytes_,
+       {&stats_.plans_learned, &stats_.plans_evicted, &stats_.hits, &stats_.hit_bytes,
+        &stats_.fallbacks, &stats_.fallback_bytes, &stats_.learning, &stats_.learning_bytes,
+        &stats_.declined, &stats_.declined_bytes, &iteration_learning_, &iteration_learning_bytes_,
         &stats_.iterations_not_learned, &stats_.lasting, &stats_.lasting_bytes, &stats_.deferred,
         &stats_.deferred_bytes}) {
     *count = 0;
