@@ -272,11 +272,22 @@ std::string_view setting_of(std::string_view key) {
   return key;
 }
 
+// The setting an item of the overriding text replaces. expandable_segments:false
+// replaces only its own spelling: it turns expandable off and leaves any other strategy
+// (it dropped NPUMEM_ALLOC_CONF's strategy:planned for caching).
+std::string_view replaced_setting(std::string_view item) {
+  const std::string_view key = item_key(item);
+  if (key == "expandable_segments" && item.find(':') != std::string_view::npos) {
+    const std::string_view value = trim(item.substr(item.find(':') + 1));
+    if (value == "false" || value == "False" || value == "0") return key;
+  }
+  return setting_of(key);
+}
+
 // `text` less the items whose setting `overrides` sets (under either spelling).
 std::string without_keys_of(std::string_view text, std::string_view overrides) {
   std::vector<std::string_view> replaced;
-  for_each_item(overrides,
-                [&](std::string_view item) { replaced.push_back(setting_of(item_key(item))); });
+  for_each_item(overrides, [&](std::string_view item) { replaced.push_back(replaced_setting(item)); });
   std::string kept;
   for_each_item(text, [&](std::string_view item) {
     if (item.find(':') != std::string_view::npos &&
@@ -291,6 +302,10 @@ std::string without_keys_of(std::string_view text, std::string_view overrides) {
 }  // namespace
 
 Config parse_config(std::string_view text, Config base) {
+  // strategy:X and expandable_segments:true in one text: which one wins depended on
+  // their order, and the other was dropped without a word.
+  std::string_view strategy_given;
+  bool expandable_given = false;
   for_each_item(text, [&](std::string_view item) {
     const std::size_t colon = item.find(':');
     if (colon == std::string_view::npos) {
@@ -305,7 +320,16 @@ Config parse_config(std::string_view text, Config base) {
                         " (keys: " + known_keys() + ")");
     }
     setter->second(base, key, value);
+    if (key == "strategy") strategy_given = value;
+    if (key == "expandable_segments" && base.strategy == Strategy::expandable) {
+      expandable_given = true;
+    }
   });
+  if (expandable_given && !strategy_given.empty() && strategy_given != "expandable") {
+    throw ConfigError("strategy:" + std::string(strategy_given) +
+                      " and expandable_segments:true disagree (expandable_segments:true is "
+                      "strategy:expandable); give one of them");
+  }
   validate(base);  // settings that are fine alone but not together (max_split_size)
   return base;
 }

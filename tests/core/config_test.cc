@@ -141,6 +141,30 @@ TEST(Config, BadInputNamesTheKeyAndTheAcceptedValues) {
   expect_error("planned_max_plans:-3", "'planned_max_plans'");
 }
 
+// expandable_segments:false turns expandable off and leaves any other strategy, from
+// the environment too; with strategy:X in one text, expandable_segments:true disagrees.
+TEST(Config, ExpandableSegmentsFalseLeavesAnotherStrategy) {
+  ::setenv("NPUMEM_ALLOC_CONF", "strategy:planned", 1);
+  EXPECT_EQ(config_over_environment("expandable_segments:false", "--conf").strategy,
+            Strategy::planned);
+  EXPECT_EQ(config_over_environment("expandable_segments:true", "--conf").strategy,
+            Strategy::expandable)
+      << "over the environment, true is the strategy given";
+  ::setenv("NPUMEM_ALLOC_CONF", "strategy:static,static_size:64MiB", 1);
+  EXPECT_EQ(config_over_environment("expandable_segments:False", "--conf").strategy,
+            Strategy::static_arena);
+  ::setenv("NPUMEM_ALLOC_CONF", "strategy:expandable", 1);
+  EXPECT_EQ(config_over_environment("expandable_segments:0", "--conf").strategy, Strategy::caching);
+  ::unsetenv("NPUMEM_ALLOC_CONF");
+  EXPECT_EQ(parse_config("strategy:planned,expandable_segments:false").strategy, Strategy::planned);
+  EXPECT_EQ(parse_config("strategy:expandable,expandable_segments:true").strategy,
+            Strategy::expandable);
+  expect_error("strategy:planned,expandable_segments:true",
+               "strategy:planned and expandable_segments:true disagree");
+  expect_error("expandable_segments:True,strategy:static",
+               "strategy:static and expandable_segments:true disagree");
+}
+
 TEST(Config, ReadsTheEnvironment) {
   ::setenv("NPUMEM_ALLOC_CONF", "granule:2048", 1);
   EXPECT_EQ(config_from_environment().granule, 2048u);
