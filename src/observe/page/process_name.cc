@@ -8,10 +8,16 @@ namespace npumem::observe {
 std::string process_display_name(std::string_view comm, const std::vector<std::string>& args) {
   std::string name(comm);
   if (!name.starts_with("python") || args.size() < 2 || args[1].empty()) return name;
-  if (args[1] == "-m" && args.size() >= 3) return name + " -m " + args[2];
+  const auto base = [](const std::string& path) { return path.substr(path.rfind('/') + 1); };
+  if (args[1] == "-m" && args.size() >= 3) {
+    // A runner module (python3 -m npumem.torch run train.py) names the script it runs.
+    for (std::size_t i = 3; i < args.size(); ++i) {
+      if (args[i].ends_with(".py")) return name + " " + base(args[i]);
+    }
+    return name + " -m " + args[2];
+  }
   if (args[1].front() == '-') return name;  // `-c CODE` and the like name no file
-  const std::size_t slash = args[1].rfind('/');
-  return name + " " + (slash == std::string::npos ? args[1] : args[1].substr(slash + 1));
+  return name + " " + base(args[1]);
 }
 
 std::string this_process_display_name() {

@@ -10,8 +10,9 @@
 namespace npumem::observe {
 
 // From the executable's name (/proc/PID/comm) and the command line: "python3 serve.py"
-// for `python3 /srv/serve.py --port 80`, "python3 -m pkg.mod" for `python3 -m pkg.mod`,
-// `comm` itself otherwise.
+// for `python3 /srv/serve.py --port 80` and for a module running a script (`python3 -m
+// npumem.torch run serve.py`), "python3 -m pkg.mod" for `python3 -m pkg.mod`, `comm`
+// itself otherwise.
 std::string process_display_name(std::string_view comm, const std::vector<std::string>& args);
 
 // process_display_name of the calling process; "?" when /proc says nothing.

@@ -11,6 +11,10 @@ TEST(ProcessName, APythonProcessIsNamedWithItsScriptOrModule) {
   EXPECT_EQ(process_display_name("python3", {"python3", "serve.py"}), "python3 serve.py");
   EXPECT_EQ(process_display_name("python3.11", {"python3.11", "-m", "npumem.torch", "capture"}),
             "python3.11 -m npumem.torch");
+  EXPECT_EQ(process_display_name("python3", {"python3", "-m", "npumem.torch", "run", "--conf",
+                                             "strategy:planned", "/work/train.py", "2"}),
+            "python3 train.py")
+      << "a runner module names the script it runs";
   EXPECT_EQ(process_display_name("python3", {"python3", "-c", "import npumem"}), "python3");
   EXPECT_EQ(process_display_name("python3", {"python3"}), "python3");
 }
