@@ -502,5 +502,22 @@ TEST_P(AllocatorOn, MarkIterationReachesObserversInEventOrder) {
 INSTANTIATE_TEST_SUITE_P(Devices, AllocatorOn, ::testing::ValuesIn(testing::kBackends),
                          [](const auto& info) { return testing::backend_name(info.param); });
 
+// A device that refuses a call (a fault, a driver failure) is named as the cause; the
+// advice does not send the user to expandable segments for fragmentation there is none of.
+TEST(AllocatorOom, ADeviceFaultIsNamedNotTakenForFragmentation) {
+  Allocator allocator(make_device("sim:hbm=256MiB,ddr=0,fail_every=2"));
+  void* small = allocator.allocate(4 * KiB);  // the first device call succeeds
+  try {
+    allocator.allocate(30 * MiB);
+    FAIL() << "the injected fault was not met";
+  } catch (const OutOfMemory& error) {
+    const std::string text = error.what();
+    EXPECT_NE(text.find("device: a fault injected by the device spec"), std::string::npos) << text;
+    EXPECT_NE(text.find("the device refused the memory"), std::string::npos) << text;
+    EXPECT_EQ(text.find("expandable_segments"), std::string::npos) << text;
+  }
+  allocator.deallocate(small);
+}
+
 }  // namespace
 }  // namespace npumem

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "device/os/os_memory.h"
+#include "npumem/units.h"
 
 namespace npumem {
 namespace {
@@ -159,6 +160,8 @@ DeviceStatus SimDevice::map(void* addr, PhysicalHandle handle) {
   if (!mappings_.can_map(address(addr), chunk.bytes)) return invalid();
   if (injector_.should_fail(FaultOp::map)) {
     ++counts_.injected_failures;
+    last_error_ = "a fault injected by the device spec (fail_every / fail_prob) refused "
+                  "a mapping";
     return DeviceStatus::out_of_memory;
   }
   if (backed() && !os::map_shared_fixed(addr, chunk.bytes, chunk.fd)) {
@@ -212,13 +215,24 @@ bool SimDevice::aligned(const void* addr) const {
 DeviceStatus SimDevice::admit(Tier tier, std::size_t bytes, FaultOp op) {
   if (injector_.should_fail(op)) {
     ++counts_.injected_failures;
+    last_error_ = "a fault injected by the device spec (fail_every / fail_prob) refused " +
+                  format_bytes(bytes) + " of " + std::string(tier_name(tier));
     return DeviceStatus::out_of_memory;
   }
   if (bytes > spec_.capacity(tier) - used_[index(tier)]) {
     ++counts_.capacity_failures;
+    last_error_ = std::string(tier_name(tier)) + " is full: " + format_bytes(used_[index(tier)]) +
+                  " of " + format_bytes(spec_.capacity(tier)) + " in use, " + format_bytes(bytes) +
+                  " asked";
     return DeviceStatus::out_of_memory;
   }
+  last_error_.clear();
   return DeviceStatus::ok;
+}
+
+std::string SimDevice::last_error() const {
+  const std::lock_guard lock(mutex_);
+  return last_error_;
 }
 
 DeviceStatus SimDevice::invalid() {

@@ -55,6 +55,10 @@ class SimDevice : public Device {
   DeviceStatus allocate_segment(Tier tier, std::size_t bytes, void** out) override;
   void free_segment(Tier tier, void* ptr, std::size_t bytes) override;
 
+  // Why the last memory call was refused (an injected fault, a full tier); "" after a
+  // success: an out-of-memory report names it rather than guessing at fragmentation.
+  std::string last_error() const override;
+
   bool supports_virtual_memory() const override { return spec_.virtual_memory; }
   DeviceStatus reserve_address(std::size_t bytes, void** out) override;
   void release_address(void* base, std::size_t bytes) override;
@@ -118,6 +122,7 @@ class SimDevice : public Device {
   std::unique_ptr<AddressSpace> address_space_;  // backing none only
   FaultInjector injector_;
   DeviceCallCounts counts_;
+  std::string last_error_;  // needs mutex_
   struct StreamWork {
     std::uint64_t launched = 0;
     std::uint64_t finished = 0;

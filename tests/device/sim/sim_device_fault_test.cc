@@ -33,6 +33,27 @@ TEST(SimDeviceFaults, EveryNthSegmentAllocationFails) {
   EXPECT_EQ(device.tier_info(Tier::hbm).used_bytes, 0U);
 }
 
+// The device's word on its last refusal, which an out-of-memory report prints and which
+// keeps its advice from blaming fragmentation for a fault; none after a success.
+TEST(SimDeviceFaults, TheLastRefusalIsNamedUntilASuccess) {
+  SimDevice device(parse_sim_spec("sim:hbm=4MiB,ddr=0,fail_every=2"));
+  void* ptr = nullptr;
+  ASSERT_EQ(device.allocate_segment(Tier::hbm, 2 * MiB, &ptr), DeviceStatus::ok);
+  EXPECT_EQ(device.last_error(), "");
+  void* refused = nullptr;
+  ASSERT_EQ(device.allocate_segment(Tier::hbm, 2 * MiB, &refused), DeviceStatus::out_of_memory);
+  EXPECT_EQ(device.last_error(),
+            "a fault injected by the device spec (fail_every / fail_prob) refused 2.00 MiB of hbm");
+  void* second = nullptr;
+  ASSERT_EQ(device.allocate_segment(Tier::hbm, 2 * MiB, &second), DeviceStatus::ok);
+  EXPECT_EQ(device.last_error(), "");
+  ASSERT_EQ(device.allocate_segment(Tier::hbm, 2 * MiB, &refused), DeviceStatus::out_of_memory);
+  ASSERT_EQ(device.allocate_segment(Tier::hbm, 2 * MiB, &refused), DeviceStatus::out_of_memory);
+  EXPECT_EQ(device.last_error(), "hbm is full: 4.00 MiB of 4.00 MiB in use, 2.00 MiB asked");
+  device.free_segment(Tier::hbm, ptr, 2 * MiB);
+  device.free_segment(Tier::hbm, second, 2 * MiB);
+}
+
 TEST(SimDeviceFaults, ProbabilisticFailuresRepeatForASeed) {
   SimDevice a(parse_sim_spec("sim:fail_prob=0.5,seed=7"));
   SimDevice b(parse_sim_spec("sim:fail_prob=0.5,seed=7"));
