@@ -54,6 +54,9 @@ struct PlanMiss {
   std::uint64_t request = 0;        // its index in the iteration (0: the first)
   std::uint64_t bytes = 0;          // what it asked, rounded to the block size
   std::uint64_t planned_bytes = 0;  // what the plan has there; 0: past the plan's requests
+  // Its size was the plan's, but its planned place was held still: by a tensor not yet
+  // freed (an iteration's before it under another plan, whose places differ; the fallback's).
+  bool place_taken = false;
 };
 
 struct PlanInfo {

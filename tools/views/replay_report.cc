@@ -110,7 +110,8 @@ nlohmann::ordered_json planned_json(const ReplayResult& result) {
     if (plan.last_miss.seen) {
       item["last_miss"] = {{"request", plan.last_miss.request},
                            {"bytes", plan.last_miss.bytes},
-                           {"planned_bytes", plan.last_miss.planned_bytes}};
+                           {"planned_bytes", plan.last_miss.planned_bytes},
+                           {"place_taken", plan.last_miss.place_taken}};
     }
     plans.push_back(item);
   }

@@ -401,8 +401,8 @@ Block* PlannedSource::take(PoolState& pool, std::size_t size) {
     ++iteration_lasting_;
   } else {
     if (iteration_misses_ == 0) {
-      served_->last_miss = {true, index, size,
-                            index < served_->sizes.size() ? served_->sizes[index] : 0};
+      const std::size_t planned = index < served_->sizes.size() ? served_->sizes[index] : 0;
+      served_->last_miss = {true, index, size, planned, planned == size && !abandoned_};
     }
     ++stats_.fallbacks;
     stats_.fallback_bytes += size;

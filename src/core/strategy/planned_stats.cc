@@ -69,6 +69,7 @@ std::map<std::string, std::int64_t> PlannedStats::as_map() const {
       out[prefix + "last_miss_request"] = value(plan.last_miss.request);
       out[prefix + "last_miss_bytes"] = value(plan.last_miss.bytes);
       out[prefix + "last_miss_planned_bytes"] = value(plan.last_miss.planned_bytes);
+      out[prefix + "last_miss_place_taken"] = value(plan.last_miss.place_taken ? 1 : 0);
     }
     if (plan.key) out[prefix + "key"] = value(*plan.key);
   }

@@ -25,6 +25,27 @@ TEST(PlannedReport, EvictedPlansAreCountedWithTheLimitAndTheKeyThatRaisesIt) {
   EXPECT_EQ(planned_report(stats, "`i` lines").find("evicted"), std::string::npos);
 }
 
+// A request of the plan's size whose place a tensor of the iteration before still held:
+// the report says so, not that the request differed from the plan.
+TEST(PlannedReport, AMissWhosePlaceWasTakenSaysSo) {
+  PlannedStats stats;
+  stats.iterations = 6;
+  stats.plans_learned = 1;
+  PlanInfo plan;
+  plan.requests = plan.planned_requests = 40;
+  plan.key = 64;
+  plan.iterations_served = 1;
+  plan.iterations_left = 2;
+  plan.last_miss = {true, 17, 1 * MiB, 1 * MiB, true};
+  stats.plans = {plan};
+  const std::string report = planned_report(stats, "`i` lines");
+  EXPECT_NE(report.find("the last that missed it first missed at request 17, of the plan's size "
+                        "(1.00 MiB), whose planned place a tensor still held"),
+            std::string::npos)
+      << report;
+  EXPECT_EQ(report.find("where the plan has"), std::string::npos) << report;
+}
+
 PlannedStats served_stats() {
   PlannedStats stats;
   stats.iterations = 4;
