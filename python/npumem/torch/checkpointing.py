@@ -47,6 +47,10 @@ class CheckpointedModel(torch.nn.Module):
         self._segments = segments
         self.plan: Any = None
         self._report: dict[str, Any] = {}
+        # Saved and loaded under the model's own keys ("0.weight", not "model.0.weight"):
+        # a checkpoint saved through the wrapper loads into the plain model, and back.
+        self._register_state_dict_hook(_without_model_prefix)
+        self._register_load_state_dict_pre_hook(_with_model_prefix)
 
     # The wrapper's mode is its model's: model.train() after checkpoint() must not leave
     # wrapper.training stale (the forward runs the model's layers in the model's mode).
@@ -95,6 +99,20 @@ class CheckpointedModel(torch.nn.Module):
             f"  step ms: plain {r.plain_step_ms:.3f}, checkpointed {r.checkpointed_step_ms:.3f} "
             f"({_extra_text(r)}; planned recompute {r.planned_recompute_ms:.3f})\n"
         )
+
+
+def _without_model_prefix(
+    module: torch.nn.Module, state: dict[str, Any], prefix: str, metadata: Any
+) -> None:
+    inner = prefix + "model."
+    for key in [k for k in state if k.startswith(inner)]:
+        state[prefix + key[len(inner):]] = state.pop(key)
+
+
+def _with_model_prefix(state: dict[str, Any], prefix: str, *unused: Any) -> None:
+    inner = prefix + "model."
+    for key in [k for k in state if k.startswith(prefix) and not k.startswith(inner)]:
+        state[inner + key[len(prefix):]] = state.pop(key)
 
 
 def _extra_text(r: npumem.plan.Plan) -> str:

@@ -77,6 +77,30 @@ class CheckpointTest(unittest.TestCase):
         for (name, buffer), plain_buffer in zip(model.named_buffers(), plain.buffers()):
             self.assertTrue(torch.equal(buffer, plain_buffer), name)
 
+    def test_its_state_dict_is_the_models_own(self):
+        torch.manual_seed(2)
+        model = torch.nn.Sequential(
+            torch.nn.Linear(8, 8), torch.nn.BatchNorm1d(8), torch.nn.ReLU(), torch.nn.Linear(8, 2)
+        )
+        wrapped = npumem.torch.checkpoint(model, budget="1MiB", example_input=torch.randn(4, 8))
+        saved = wrapped.state_dict()
+        self.assertEqual(list(saved), list(model.state_dict()))
+        plain = copy.deepcopy(model)
+        with torch.no_grad():
+            for parameter in plain.parameters():
+                parameter.zero_()
+        plain.load_state_dict(saved)  # strict: every key found
+        for (name, got), want in zip(plain.state_dict().items(), model.state_dict().values()):
+            self.assertTrue(torch.equal(got, want), name)
+        with torch.no_grad():
+            for parameter in model.parameters():
+                parameter.add_(1)
+        wrapped.load_state_dict(plain.state_dict())
+        self.assertTrue(torch.equal(model[0].weight, plain[0].weight))
+        outer = torch.nn.Sequential(wrapped)
+        self.assertEqual(list(outer.state_dict())[0], "0.0.weight")
+        outer.load_state_dict(outer.state_dict())
+
     def test_the_wrapper_follows_its_models_mode(self):
         model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU()).eval()
         wrapped = npumem.torch.checkpoint(model, budget="1MiB", example_input=torch.randn(2, 8))
