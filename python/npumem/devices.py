@@ -14,6 +14,7 @@ import warnings
 from typing import Callable, Optional, Union
 
 from npumem import _core
+from npumem.user_frame import user_stacklevel
 
 DEFAULT_SPEC = "sim"
 
@@ -108,24 +109,24 @@ def _made(device: _core.Device) -> _core.Device:
     return device
 
 
-def _warn(device: _core.Device, seen: int = 0, stacklevel: int = 4) -> None:
-    """The allocator's warnings after the first `seen` as Python warnings: those of its
-    construction (e.g. "expandable_segments feature is not supported by device ...")
-    once, when the device is made; a pool's, when the pool is made."""
+def _warn(device: _core.Device, seen: int = 0) -> None:
+    """The allocator's warnings after the first `seen` as Python warnings at the user's
+    line: those of its construction (e.g. "expandable_segments feature is not supported
+    by device ...") once, when the device is made; a pool's, when the pool is made."""
     for message in device.warnings[seen:]:
         warnings.warn(
-            f"npumem device {device.index}: {message}", RuntimeWarning, stacklevel=stacklevel
+            f"npumem device {device.index}: {message}",
+            RuntimeWarning,
+            stacklevel=user_stacklevel(),
         )
 
 
-def make_pool(
-    device: _core.Device, name: str, quota_bytes: int, tier: Optional[str], frames_up: int
-) -> None:
+def make_pool(device: _core.Device, name: str, quota_bytes: int, tier: Optional[str]) -> None:
     """Creates the pool; what the allocator says of it (a quota not in whole granules)
-    comes as a RuntimeWarning pointing at the frame `frames_up` above the caller."""
+    comes as a RuntimeWarning at the user's line."""
     seen = len(device.warnings)
     device.create_pool(name, quota_bytes, tier)
-    _warn(device, seen, 3 + frames_up)
+    _warn(device, seen)
 
 
 def is_initialized(device: DeviceLike = None) -> bool:

@@ -12,6 +12,7 @@ from typing import Any, Optional, Protocol, Union
 
 from npumem import _core
 from npumem.devices import DeviceLike, device_index, existing_device, get_device, make_pool
+from npumem.user_frame import user_stacklevel
 
 Size = Union[int, str]
 
@@ -35,7 +36,7 @@ def create_pool(
     """Creates a named pool on the device; quota 0 means none. `tier` ("hbm" or "ddr")
     pins it: its allocations come only from that tier and never spill. Raises
     ConfigError when the pool exists already or the device lacks the tier."""
-    make_pool(get_device(device), _pool_name(name), to_bytes(quota), _tier(tier), 1)
+    make_pool(get_device(device), _pool_name(name), to_bytes(quota), _tier(tier))
 
 
 def remove_pool(name: str, device: DeviceLike = None) -> int:
@@ -171,7 +172,7 @@ class pool:  # noqa: N801 - used like torch.cuda.use_mem_pool, as a lower-case c
         existing = {info["name"]: info for info in self.device.pools()}
         if self.name not in existing:
             _warn_of_a_likely_typo(self.name, existing, self.device.index)
-            make_pool(self.device, self.name, self.quota_bytes or 0, self.tier, 2)
+            make_pool(self.device, self.name, self.quota_bytes or 0, self.tier)
             return
         quota = existing[self.name]["quota_bytes"]
         if self.quota_bytes is not None and self.quota_bytes != quota:
@@ -201,7 +202,7 @@ def _warn_of_a_likely_typo(name: str, existing: dict[str, Any], index: int) -> N
                 f"npumem device {index}: pool '{name}' is made, with no quota, beside "
                 f"pool '{other}': a typo? Its allocations do not count in '{other}'",
                 RuntimeWarning,
-                stacklevel=4,
+                stacklevel=user_stacklevel(),
             )
 
 

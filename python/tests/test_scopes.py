@@ -66,6 +66,13 @@ class PoolTest(unittest.TestCase):
         with self.assertRaisesRegex(npumem.ConfigError, "exists already"):
             npumem.create_pool("fixed", device=device)
 
+    def test_a_devices_warning_points_at_the_users_line_whatever_the_way_in(self):
+        # Made through fresh_device (a helper outside npumem), then npumem.init: the
+        # warning names the helper's line, the first outside npumem, not npumem's.
+        with self.assertWarnsRegex(RuntimeWarning, "hbm:1.00 GiB is more than the HBM") as warned:
+            fresh_device("sim:hbm=64MiB,ddr=0", "hbm:1GiB")
+        self.assertTrue(warned.filename.endswith("support.py"), warned.filename)
+
     def test_a_pool_named_like_another_but_for_case_warns_where_it_is_made(self):
         device = fresh_device()
         npumem.create_pool("Encoder", quota="8MiB", device=device)

@@ -34,6 +34,7 @@ import npumem.plan
 from npumem import _core
 from npumem.scopes import Size, pool, to_bytes
 from npumem.torch.chain import ChainLayer, chain_layers, measure_layers, model_json
+from npumem.user_frame import user_stacklevel
 
 GRADIENT_POOL = "npumem.checkpoint.gradients"  # holds .grad while checkpoint() measures
 
@@ -292,7 +293,7 @@ def checkpoint(
             f"of activations, past the budget of {_core.format_bytes(budget_bytes)} (planned "
             f"{_core.format_bytes(plan.peak_bytes + step_bytes)}): a recomputed segment's "
             "activations sit beside the memory the step holds at its peak; give a larger budget",
-            RuntimeWarning, stacklevel=2,
+            RuntimeWarning, stacklevel=user_stacklevel(),
         )
     wrapped.plan = plan
     wrapped._report = {

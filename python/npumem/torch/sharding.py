@@ -35,6 +35,7 @@ import npumem.plan
 from npumem import _core
 from npumem.scopes import Size, pool, to_bytes
 from npumem.torch.chain import ChainLayer, chain_layers, measure_layers, model_json
+from npumem.user_frame import user_stacklevel
 
 WEIGHT_POOL = "npumem.shard.weights"  # pinned to DDR: the master weights and gradients
 HBM_POOL = "npumem.shard.hbm"  # pinned to HBM: the running shards' weight copies
@@ -199,7 +200,7 @@ class ShardedModel:
                 "npumem.torch.shard: the model was in eval mode when sharded, so its shards "
                 "were planned for inference; a backward pass also holds each shard's weight "
                 "gradients in HBM and may pass the budget (shard the model in training mode)",
-                RuntimeWarning, stacklevel=4,
+                RuntimeWarning, stacklevel=user_stacklevel(),
             )
         grads: dict[int, torch.Tensor] = {}
         grad = grad_output
@@ -260,7 +261,7 @@ class ShardedModel:
             + (" and a training step's weight gradients; the backward's saved activations "
                "may hold more" if run == "backward" else
                ": a larger input needs a shard() with it as the example"),
-            RuntimeWarning, stacklevel=4,
+            RuntimeWarning, stacklevel=user_stacklevel(),
         )
 
     def _run(self, shard: _Shard, loaded: list[torch.Tensor], x: torch.Tensor) -> torch.Tensor:
