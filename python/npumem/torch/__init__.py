@@ -146,10 +146,19 @@ def _host_device(index: int, spec: Optional[str], conf: Optional[str]) -> _core.
 
 
 def _no_host_memory(index: int, spec: str) -> _core.ConfigError:
+    # A GPU's or NPU's memory cannot hold CPU tensors: such a device takes PyTorch's
+    # pluggable allocator instead (a trial read the refusal as a missing backend).
+    accelerator = spec.split(":", 1)[0] in ("cuda", "acl")
     return _core.ConfigError(
         f"npumem device {index} ('{spec}') has no host memory behind it; "
-        f"PyTorch's CPU tensors need 'host' or a sim device with backing=host, "
-        f"e.g. '{DEFAULT_SPEC}'"
+        f"npumem.torch serves PyTorch's CPU tensors, which need 'host' or a sim device with "
+        f"backing=host, e.g. '{DEFAULT_SPEC}'"
+        + (
+            "; for the accelerator's own tensors, load libnpumem.so as PyTorch's pluggable "
+            "allocator (docs/CUDA.md, docs/ASCEND.md)"
+            if accelerator
+            else ""
+        )
     )
 
 
