@@ -1,11 +1,13 @@
 """python3 -m npumem.torch: run a PyTorch script on npumem, or capture its trace.
 
-  run [--device SPEC] [--conf CONF] [--html OUT.html [--history-entries N]] SCRIPT.py [ARGS...]
+  run [--device SPEC] [--conf CONF] [--html OUT.html [--history-entries N]]
+      [--leak-threshold F] SCRIPT.py [ARGS...]
       Serves the script's CPU tensors from npumem, then prints the monitor report
       (snapshots start and end), the peaks, and a leak check: iterations end at each
       optimizer.step() (and npumem.torch.iteration()), memory is tagged with the
       module that made it. Exits with the script's status, or 4 when it exited 0 and
-      leaked. Ctrl-C ends the script and still prints the report.
+      leaked more than F of the bytes allocated after warm-up (default 0: any).
+      Ctrl-C ends the script and still prints the report.
   capture [-o OUT.trace] SCRIPT.py [ARGS...]
       Records every CPU allocation and free of the script (PyTorch's own allocator)
       as an allocation trace in the shared format, for `npumem replay`, with an `i`
@@ -45,6 +47,14 @@ def parser() -> argparse.ArgumentParser:
         default=1_000_000,
         metavar="N",
         help="events the timeline keeps (the oldest are dropped; default 1000000)",
+    )
+    run_parser.add_argument(
+        "--leak-threshold",
+        type=float,
+        default=0.0,
+        metavar="F",
+        help="survivors above this fraction of the bytes allocated after warm-up are a leak "
+        "(exit 4); default 0: any (a kept loss of 512 B a step counts)",
     )
     run_parser.add_argument("script", help="the Python script")
     _script_arguments(run_parser)
@@ -87,6 +97,7 @@ def main(argv: Optional[list[str]] = None) -> int:
                 options.conf,
                 options.html,
                 options.history_entries,
+                options.leak_threshold,
             )
         output = options.output or os.path.splitext(os.path.basename(options.script))[0] + ".trace"
         return capture(options.script, options.args, output)

@@ -28,11 +28,12 @@ def run(
     conf: Optional[str],
     html: Optional[str],
     history_entries: int = 1_000_000,
+    leak_threshold: float = 0.0,
 ) -> int:
     """Runs the script with npumem behind its CPU tensors; prints the monitor report,
     the peaks, what the plans did under strategy:planned, and a leak check (and writes
     the HTML timeline); returns its status, or
-    EXIT_LEAK when it exited 0 and the leak check found a leak. The timeline keeps the
+    EXIT_LEAK when it exited 0 and the leak check found a leak above `leak_threshold`. The timeline keeps the
     last `history_entries` events (it says so when it dropped older ones). Every optimizer.step()
     is an iteration boundary, and memory is tagged with the module that made it."""
     if conf:
@@ -46,7 +47,7 @@ def run(
         monitor = npumem.Monitor(device)
         history = npumem.MemoryHistory(device, history_entries) if html else None
         mark_optimizer_steps()
-        with npumem.LeakDetector(device) as leaks, tag_modules():
+        with npumem.LeakDetector(device, threshold=leak_threshold) as leaks, tag_modules():
             monitor.snapshot("start")
             status = run_script(script, args)
             monitor.snapshot("end")

@@ -146,6 +146,15 @@ class CliTest(unittest.TestCase):
             r"iterations .*left behind in 6 iterations after warm-up",
         )
 
+    def test_a_leak_threshold_lets_a_run_keep_a_little(self):
+        script = self.script("leaky.py", "KEEP = True\n" + textwrap.dedent(self.TRAINING_LOOP))
+        result = self.npumem_torch("run", "--leak-threshold", "10", script)
+        self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
+        self.assertIn("verdict: no leak above the threshold", result.stdout)
+        refused = self.npumem_torch("run", "--leak-threshold", "-1", script)
+        self.assertEqual(refused.returncode, 2, refused.stdout + refused.stderr)
+        self.assertIn("threshold", refused.stderr)
+
     def test_run_is_silent_on_the_same_loop_without_the_kept_tensor(self):
         script = self.script("clean.py", "KEEP = False\n" + textwrap.dedent(self.TRAINING_LOOP))
         result = self.npumem_torch("run", script)
