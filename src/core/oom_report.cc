@@ -274,8 +274,24 @@ std::string advice(const OomContext& c) {
            others_text(others) + overcommit_text(c) +
            "; free their tensors or lower their quotas, or reduce this model's batch size.";
   }
-  return "Advice: the live tensors need more than the device holds; reduce the batch size, "
-         "shard the model (npumem plan shard) or recompute activations (npumem plan recompute).";
+  // How much more: what a smaller batch, sharding or recomputation must save.
+  std::uint64_t allocated = 0;
+  std::uint64_t limits = 0;
+  for (const TierMemory* tier : {&hbm, &ddr}) {
+    if (!tier->present || (tier == &ddr && !c.spill_to_ddr)) continue;
+    allocated += tier->allocated_bytes;
+    limits += tier->limit_bytes;
+  }
+  const std::string short_by =
+      allocated + c.rounded_bytes > limits
+          ? " (" + format_bytes(allocated) + " live and this request need " +
+                format_bytes(allocated + c.rounded_bytes - limits) + " more than the " +
+                format_bytes(limits) + " it may hold)"
+          : "";
+  return "Advice: the live tensors need more than the device holds" + short_by +
+         "; reduce the batch size, shard the model (npumem.torch.shard in PyTorch, npumem plan "
+         "shard for a model description) or recompute activations (npumem.torch.checkpoint, "
+         "npumem plan recompute).";
 }
 
 }  // namespace

@@ -28,6 +28,20 @@ std::string advice_of(const OomContext& c) {
   return text.substr(text.find("Advice:"));
 }
 
+// Live tensors past the device: the advice says by how much, and names the PyTorch calls
+// beside the planners' commands.
+TEST(OomReport, LiveTensorsPastTheDeviceSayByHowMuch) {
+  OomContext c = context_of(300 * MiB, 1 * GiB, 0);
+  TierMemory& hbm = c.tiers[static_cast<int>(Tier::hbm)];
+  hbm.reserved_bytes = hbm.allocated_bytes = 900 * MiB;
+  EXPECT_EQ(advice_of(c),
+            "Advice: the live tensors need more than the device holds (900 MiB live and this "
+            "request need 176 MiB more than the 1.00 GiB it may hold); reduce the batch size, "
+            "shard the model (npumem.torch.shard in PyTorch, npumem plan shard for a model "
+            "description) or recompute activations (npumem.torch.checkpoint, npumem plan "
+            "recompute).");
+}
+
 TEST(OomReport, ARequestLargerThanEveryTierSaysSoAloneAndNotThatTensorsLive) {
   const OomContext c = context_of(4 * GiB, 1 * GiB, 2 * GiB);
   EXPECT_EQ(advice_of(c),
