@@ -104,20 +104,38 @@ class ShardedModel:
             ])
         hbm_bw = self.device.tier_info("hbm")["bandwidth_bytes_per_s"]
         ddr_bw = self.device.tier_info("ddr")["bandwidth_bytes_per_s"]
-        # Raises OutOfMemoryError naming the layer when one layer alone exceeds the budget.
-        try:
-            self.plan = npumem.plan.shard(
-                planned_json, hbm=budget, bandwidth=min(hbm_bw, ddr_bw) or 50e9,
+        def plan_for(hbm: int) -> Any:
+            return npumem.plan.shard(
+                planned_json, hbm=hbm, bandwidth=min(hbm_bw, ddr_bw) or 50e9,
                 hbm_bandwidth=hbm_bw or 1.2e12,
             )
+
+        # Raises OutOfMemoryError naming the layer when one layer alone exceeds the budget.
+        try:
+            self.plan = plan_for(budget)
         except npumem.OutOfMemoryError as error:
-            if not was_training:
-                raise
-            refusal = npumem.OutOfMemoryError(
-                f"{error} (the model is in training mode: the activations include the "
-                "weights' gradients; shard it in eval mode to plan for inference)"
+            # The error names the first layer past the budget and what it needs; the budget
+            # to give is the most any layer needs, as checkpoint() names its smallest.
+            smallest = error.requested_bytes
+            while smallest > budget:
+                try:
+                    plan_for(smallest)
+                    break
+                except npumem.OutOfMemoryError as again:
+                    if again.requested_bytes <= smallest:
+                        break
+                    smallest = again.requested_bytes
+            training = (
+                " (the model is in training mode: the activations include the weights' "
+                "gradients; shard it in eval mode to plan for inference)"
+                if was_training
+                else ""
             )
-            refusal.requested_bytes = error.requested_bytes
+            refusal = npumem.OutOfMemoryError(
+                f"{error}{training}; the smallest budget that fits is "
+                f"{_core.format_bytes(smallest)} ({smallest} bytes: the layer that needs most)"
+            )
+            refusal.requested_bytes = smallest
             refusal.pool = error.pool
             raise refusal from None
         self.hbm_budget_bytes = budget

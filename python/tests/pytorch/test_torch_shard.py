@@ -181,9 +181,15 @@ class ShardErrorTest(unittest.TestCase):
         # In training mode a layer's weight gradients count with its activations.
         model.train()
         with self.assertRaisesRegex(npumem.OutOfMemoryError,
-                                    "needs 8.07 MiB .*the model is in training mode"):
+                                    "needs 8.07 MiB .*the model is in training mode") as refused:
             npumem.torch.shard(model, hbm_budget="6MiB", example_input=x)
         self.assert_nothing_changed(model, before)
+        # The budget to give, as checkpoint() names it: the largest layer's, which fits.
+        smallest = refused.exception.requested_bytes
+        self.assertIn("the smallest budget that fits is", str(refused.exception))
+        self.assertGreaterEqual(smallest, 8 * 1024 * 1024)
+        runner = npumem.torch.shard(model, hbm_budget=smallest, example_input=x)
+        self.assertTrue(runner.report().shards)
 
     def test_a_runner_of_a_model_sharded_again_refuses_to_run(self):
         model = mlp(2).eval()
