@@ -104,5 +104,15 @@ TEST(ReplayReportTest, APlansLongKeyStaysApartFromItsFigures) {
   EXPECT_EQ(replay_report_json(report)["planned"]["plans"][0]["hole_requests"], 2);
 }
 
+TEST(ReplayReportTest, PlanEvictionsAreInTheJson) {
+  ReplayReport report = sample_report();
+  report.result.strategy = Strategy::planned;
+  report.result.planned.plans_evicted = 3;
+  report.result.planned.max_plans = 8;
+  const nlohmann::ordered_json json = replay_report_json(report);
+  EXPECT_EQ(json["planned"]["plans_evicted"], 3);
+  EXPECT_EQ(json["planned"]["max_plans"], 8);
+}
+
 }  // namespace
 }  // namespace npumem::cli

@@ -117,6 +117,8 @@ nlohmann::ordered_json planned_json(const ReplayResult& result) {
   }
   nlohmann::ordered_json out = {
       {"plans_learned", p.plans_learned},
+      {"plans_evicted", p.plans_evicted},
+      {"max_plans", p.max_plans},
       {"arena_bytes", p.arena_bytes},
       {"hits", p.hits},
       {"hit_bytes", p.hit_bytes},
