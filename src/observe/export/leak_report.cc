@@ -69,7 +69,8 @@ std::string to_string(const LeakReport& report) {
     // At least: each iteration counts up to its group's usual amount (leak_detector.cc),
     // so a leak that grows with each iteration reads below what it kept.
     out << "verdict: LEAK SUSPECTED: at least " << format_bytes(report.leaked_bytes)
-        << " made after warm-up stays alive iteration after iteration (threshold "
+        << " made after warm-up stays alive iteration after iteration (each judged iteration "
+           "counted at its group's usual amount; the groups below show all they left; threshold "
         << percent(report.threshold) << " of the bytes allocated after warm-up)\n";
   } else if (report.judged_iterations < 2) {
     out << "verdict: not judged: the check needs two complete iterations after warm-up, "

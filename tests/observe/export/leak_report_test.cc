@@ -51,7 +51,9 @@ TEST(LeakReport, PrintsTheSeedsLinesAndTheSurvivors) {
   EXPECT_NE(text.find("growth:                  +12.5%"), std::string::npos) << text;
   EXPECT_NE(
       text.find("LEAK SUSPECTED: at least 800 KiB made after warm-up stays alive iteration after "
-                "iteration (threshold +10.0% of the bytes allocated after warm-up)"),
+                "iteration (each judged iteration counted at its group's usual amount; the "
+                "groups below show all they left; threshold +10.0% of the bytes allocated after "
+                "warm-up)"),
       std::string::npos)
       << text;
   EXPECT_NE(text.find("tag 'kv_cache', pool 'default': 10 allocations, 1.00 MiB"),
