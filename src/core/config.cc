@@ -287,7 +287,8 @@ std::string_view replaced_setting(std::string_view item) {
 // `text` less the items whose setting `overrides` sets (under either spelling).
 std::string without_keys_of(std::string_view text, std::string_view overrides) {
   std::vector<std::string_view> replaced;
-  for_each_item(overrides, [&](std::string_view item) { replaced.push_back(replaced_setting(item)); });
+  for_each_item(overrides,
+                [&](std::string_view item) { replaced.push_back(replaced_setting(item)); });
   std::string kept;
   for_each_item(text, [&](std::string_view item) {
     if (item.find(':') != std::string_view::npos &&

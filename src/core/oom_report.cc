@@ -282,12 +282,12 @@ std::string advice(const OomContext& c) {
     allocated += tier->allocated_bytes;
     limits += tier->limit_bytes;
   }
-  const std::string short_by =
-      allocated + c.rounded_bytes > limits
-          ? " (" + format_bytes(allocated) + " live and this request need " +
-                format_bytes(allocated + c.rounded_bytes - limits) + " more than the " +
-                format_bytes(limits) + " it may hold)"
-          : "";
+  const std::string short_by = allocated + c.rounded_bytes > limits
+                                   ? " (" + format_bytes(allocated) +
+                                         " live and this request need " +
+                                         format_bytes(allocated + c.rounded_bytes - limits) +
+                                         " more than the " + format_bytes(limits) + " it may hold)"
+                                   : "";
   return "Advice: the live tensors need more than the device holds" + short_by +
          "; reduce the batch size, shard the model (npumem.torch.shard in PyTorch, npumem plan "
          "shard for a model description) or recompute activations (npumem.torch.checkpoint, "

@@ -160,8 +160,9 @@ DeviceStatus SimDevice::map(void* addr, PhysicalHandle handle) {
   if (!mappings_.can_map(address(addr), chunk.bytes)) return invalid();
   if (injector_.should_fail(FaultOp::map)) {
     ++counts_.injected_failures;
-    last_error_ = "a fault injected by the device spec (fail_every / fail_prob) refused "
-                  "a mapping";
+    last_error_ =
+        "a fault injected by the device spec (fail_every / fail_prob) refused "
+        "a mapping";
     return DeviceStatus::out_of_memory;
   }
   if (backed() && !os::map_shared_fixed(addr, chunk.bytes, chunk.fd)) {

@@ -106,15 +106,16 @@ std::string plan_line(const PlanInfo& plan) {
               "), whose planned place a tensor still held (one not yet freed: of an iteration "
               "before it under another plan, or of the fallback)";
     } else {
-      text += "; the last that missed it first differed at request " +
-              format_count(miss.request) + ": " + format_bytes(miss.bytes) +
+      text += "; the last that missed it first differed at request " + format_count(miss.request) +
+              ": " + format_bytes(miss.bytes) +
               (miss.planned_bytes == 0 ? ", past the plan's requests"
                                        : " where the plan has " + format_bytes(miss.planned_bytes));
     }
   }
   if (plan.declined_for_misses && plan.last_miss.place_taken) {
-    text += ", declined: each time it was learned again, the next iteration missed it where "
-            "tensors of the iteration before still lay";
+    text +=
+        ", declined: each time it was learned again, the next iteration missed it where "
+        "tensors of the iteration before still lay";
   } else if (plan.declined_for_misses) {
     text += std::string(", declined: each time it was learned again, the next iteration ") +
             (plan.key ? "under its key" : "of its shape") +
