@@ -8,6 +8,7 @@
 #include <functional>
 #include <limits>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <vector>
 
@@ -73,11 +74,28 @@ std::uint64_t size_value(std::string_view key, std::string_view value) {
 }
 
 // PyTorch's PYTORCH_CUDA_ALLOC_CONF spells booleans True and False; a copied setting
-// should mean the same here.
-bool bool_value(std::string_view key, std::string_view value) {
+// should mean the same here. nullopt: no spelling of either.
+std::optional<bool> bool_spelling(std::string_view value) {
   if (value == "true" || value == "True" || value == "1") return true;
   if (value == "false" || value == "False" || value == "0") return false;
+  return std::nullopt;
+}
+
+bool bool_value(std::string_view key, std::string_view value) {
+  if (const std::optional<bool> spelled = bool_spelling(value)) return *spelled;
   bad_value(key, value, "true, false, True, False, 1, 0");
+}
+
+// `value` as a whole decimal number from `least` to `most`; nullopt otherwise.
+std::optional<std::uint64_t> whole_number(std::string_view value, std::uint64_t least,
+                                          std::uint64_t most) {
+  std::uint64_t number = 0;
+  const auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), number);
+  if (error != std::errc{} || end != value.data() + value.size() || number < least ||
+      number > most) {
+    return std::nullopt;
+  }
+  return number;
 }
 
 // Every size key's accepted range. The upper bounds keep size arithmetic far from
@@ -183,15 +201,13 @@ SetterTable make_setters() {
       // PyTorch's spelling of max_split_size: a whole number of MiB.
       {"max_split_size_mb",
        [](Config& c, std::string_view key, std::string_view value) {
-         std::uint64_t mib = 0;
-         const auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), mib);
-         if (error != std::errc{} || end != value.data() + value.size() || mib == 0 ||
-             mib > kPiB / MiB) {
+         const std::optional<std::uint64_t> mib = whole_number(value, 1, kPiB / MiB);
+         if (!mib) {
            bad_value(key, value,
                      "a whole number of MiB from 1 to " + std::to_string(kPiB / MiB) +
                          " (1 PiB), e.g. 128");
          }
-         c.max_split_size = mib * MiB;
+         c.max_split_size = *mib * MiB;
        }},
       {"static_fallback", bool_setter(&Config::static_fallback)},
       {"expandable_fallback",
@@ -204,16 +220,13 @@ SetterTable make_setters() {
                               PlannedFallback::automatic})},
       {"planned_max_plans",
        [](Config& c, std::string_view key, std::string_view value) {
-         std::uint32_t plans = 0;
-         const auto [end, error] =
-             std::from_chars(value.data(), value.data() + value.size(), plans);
-         if (error != std::errc{} || end != value.data() + value.size() || plans == 0 ||
-             plans > kMaxPlannedPlans) {
+         const std::optional<std::uint64_t> plans = whole_number(value, 1, kMaxPlannedPlans);
+         if (!plans) {
            bad_value(key, value,
                      "a whole number of plans from 1 to " + std::to_string(kMaxPlannedPlans) +
                          ", e.g. 16");
          }
-         c.planned_max_plans = plans;
+         c.planned_max_plans = static_cast<std::uint32_t>(*plans);
        }},
   };
   for (const SizeKey& key : kSizeKeys) table.emplace(std::string(key.name), size_setter(key));
@@ -277,9 +290,10 @@ std::string_view setting_of(std::string_view key) {
 // (it dropped NPUMEM_ALLOC_CONF's strategy:planned for caching).
 std::string_view replaced_setting(std::string_view item) {
   const std::string_view key = item_key(item);
-  if (key == "expandable_segments" && item.find(':') != std::string_view::npos) {
-    const std::string_view value = trim(item.substr(item.find(':') + 1));
-    if (value == "false" || value == "False" || value == "0") return key;
+  const std::size_t colon = item.find(':');
+  if (key == "expandable_segments" && colon != std::string_view::npos) {
+    const std::optional<bool> on = bool_spelling(trim(item.substr(colon + 1)));
+    if (on && !*on) return key;
   }
   return setting_of(key);
 }

@@ -148,6 +148,18 @@ bool ddr_has_room(const OomContext& c) {
          ddr.reserved_bytes < ddr.limit_bytes - c.rounded_bytes;
 }
 
+// The tiers present that this request may use: its pool's pinned tier, else HBM, and DDR
+// when spilling.
+std::vector<Tier> usable_tiers(const OomContext& c) {
+  std::vector<Tier> tiers;
+  for (Tier tier : kAllTiers) {
+    const bool usable =
+        c.pinned_tier ? tier == *c.pinned_tier : tier == Tier::hbm || c.spill_to_ddr;
+    if (usable && c.tiers[static_cast<int>(tier)].present) tiers.push_back(tier);
+  }
+  return tiers;
+}
+
 // The live tensors and the request fit within HBM and DDR together, but the room is
 // split between them and a tensor is not: the advice that says so, else empty.
 std::string split_across_tiers(const OomContext& c) {
@@ -155,9 +167,8 @@ std::string split_across_tiers(const OomContext& c) {
   std::uint64_t allocated = 0;
   std::uint64_t limits = 0;
   std::string rooms;
-  for (Tier tier : kAllTiers) {
+  for (Tier tier : usable_tiers(c)) {
     const TierMemory& t = c.tiers[static_cast<int>(tier)];
-    if (!t.present) continue;
     const std::uint64_t room = t.limit_bytes - std::min(t.limit_bytes, t.allocated_bytes);
     if (room >= c.rounded_bytes) return {};  // one tier could hold it: another cause
     allocated += t.allocated_bytes;
@@ -277,10 +288,9 @@ std::string advice(const OomContext& c) {
   // How much more: what a smaller batch, sharding or recomputation must save.
   std::uint64_t allocated = 0;
   std::uint64_t limits = 0;
-  for (const TierMemory* tier : {&hbm, &ddr}) {
-    if (!tier->present || (tier == &ddr && !c.spill_to_ddr)) continue;
-    allocated += tier->allocated_bytes;
-    limits += tier->limit_bytes;
+  for (Tier tier : usable_tiers(c)) {
+    allocated += c.tiers[static_cast<int>(tier)].allocated_bytes;
+    limits += c.tiers[static_cast<int>(tier)].limit_bytes;
   }
   const std::string short_by = allocated + c.rounded_bytes > limits
                                    ? " (" + format_bytes(allocated) +

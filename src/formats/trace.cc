@@ -128,7 +128,6 @@ class TraceParser {
   struct PoolState {
     std::size_t live = 0;        // its allocations not freed yet
     std::size_t created_at = 0;  // the index of the `p` event that made it now
-    std::size_t quota_line = 0;  // the line that gave this making its quota (0: none)
     bool made = false;           // a `p` line made it and no `r` line removed it since
   };
 
@@ -212,7 +211,7 @@ class TraceParser {
   void add_pool_switch(std::string_view name, std::uint64_t quota) {
     const std::uint32_t index = pool_index(name);
     PoolState& pool = pools_[index];
-    if (!pool.made) pool = {pool.live, trace_.events.size(), 0, true};
+    if (!pool.made) pool = {pool.live, trace_.events.size(), true};
     trace_.events.push_back({TraceOp::pool, index, 0});
     current_pool_ = name == kDefaultPoolName ? kNoPool : index;
     if (quota == 0) return;
@@ -222,11 +221,11 @@ class TraceParser {
     std::uint64_t& kept = trace_.events[pool.created_at].bytes;
     if (kept != 0 && kept != quota) {
       fail("pool " + quoted(name) + " has quota " + std::to_string(quota) + " here and " +
-           std::to_string(kept) + " on line " + std::to_string(pool.quota_line) +
+           std::to_string(kept) + " on line " +
+           std::to_string(trace_.quota_lines.at(pool.created_at)) +
            " (an `r` line between them would make it anew)");
     }
     kept = quota;
-    pool.quota_line = line_number_;
     trace_.quota_lines.try_emplace(pool.created_at, line_number_);
   }
 

@@ -88,18 +88,18 @@ std::string mon_screen(const std::vector<DeviceView>& devices, const UsageHistor
                     format_bytes(process.allocated_bytes).c_str(),
                     format_bytes(process.peak_allocated_bytes).c_str());
       out << line;
-      if (process.pool_count <= 1) continue;  // the default pool alone: the process's row
+      if (!process.has_named_pools()) continue;  // the default pool alone: the process's row
       for (const PublishedPool& pool : process.pools) {
         std::snprintf(line, sizeof line,
                       "      pool %-22s reserved %10s  allocated %10s  peak %10s  quota %s\n",
                       pool.name.c_str(), format_bytes(pool.reserved_bytes).c_str(),
                       format_bytes(pool.allocated_bytes).c_str(),
                       format_bytes(pool.peak_allocated_bytes).c_str(),
-                      pool.quota_bytes == 0 ? "none" : format_bytes(pool.quota_bytes).c_str());
+                      quota_text(pool.quota_bytes).c_str());
         out << line;
       }
-      if (process.pool_count > process.pools.size()) {
-        out << "      " << process.pool_count - process.pools.size() << " more pools\n";
+      if (process.pools_not_shown() != 0) {
+        out << "      " << process.pools_not_shown() << " more pools\n";
       }
     }
     out << "\n";

@@ -135,11 +135,6 @@ std::string device_rows(const DeviceView& device, const std::vector<int>& widths
   return rows;
 }
 
-// Whether the process has named pools (models) beside the default one.
-bool has_named_pools(const ProcessView& process) {
-  return process.pool_count > 1;
-}
-
 // `text` cut to `bytes` at most, never inside a UTF-8 character.
 std::string fitted(std::string text, std::size_t bytes) {
   if (text.size() <= bytes) return text;
@@ -151,7 +146,7 @@ std::string fitted(std::string text, std::size_t bytes) {
 
 // Under a process's row, a row per pool, and one for those its page had no room for.
 std::string pool_rows(const ProcessView& process, const std::vector<int>& widths) {
-  if (!has_named_pools(process)) return {};
+  if (!process.has_named_pools()) return {};
   const std::string indent = "|" + cell("", widths[0]) + cell("", widths[1]);
   const auto text_width = static_cast<std::size_t>(widths[2] - 2);
   std::string rows;
@@ -161,8 +156,8 @@ std::string pool_rows(const ProcessView& process, const std::vector<int>& widths
             cell(format_bytes(pool.allocated_bytes), widths[4], true) +
             cell(format_bytes(pool.peak_allocated_bytes), widths[5], true) + "\n";
   }
-  if (process.pool_count > process.pools.size()) {
-    const std::string more = " " + std::to_string(process.pool_count - process.pools.size()) +
+  if (process.pools_not_shown() != 0) {
+    const std::string more = " " + std::to_string(process.pools_not_shown()) +
                              " more pools (npumem.pools() in the process)";
     // One cell across the pool rows' four: their widths and three inner borders, less its own.
     const int width = widths[2] + widths[3] + widths[4] + widths[5] + 3;
@@ -250,6 +245,10 @@ struct DeviceOrder {
 
 }  // namespace
 
+std::string quota_text(std::uint64_t quota_bytes) {
+  return quota_bytes == 0 ? "none" : format_bytes(quota_bytes);
+}
+
 std::vector<DeviceView> device_views(const std::vector<ProcessStats>& processes) {
   std::map<DeviceKey, DeviceView, DeviceOrder> by_key;
   for (const ProcessStats& process : processes) {
@@ -336,16 +335,15 @@ std::string smi_memory_detail(const DeviceView& device) {
             format_bytes(tier.allocated_bytes) + " / " + format_bytes(tier.peak_allocated_bytes));
     }
     field(4, "OOMs", std::to_string(process.num_ooms));
-    if (!has_named_pools(process)) continue;
+    if (!process.has_named_pools()) continue;
     for (const PublishedPool& pool : process.pools) {
       field(4, "pool " + pool.name + " reserved / quota",
-            format_bytes(pool.reserved_bytes) + " / " +
-                (pool.quota_bytes == 0 ? std::string("none") : format_bytes(pool.quota_bytes)));
+            format_bytes(pool.reserved_bytes) + " / " + quota_text(pool.quota_bytes));
       field(4, "pool " + pool.name + " allocated / peak",
             format_bytes(pool.allocated_bytes) + " / " + format_bytes(pool.peak_allocated_bytes));
     }
-    if (process.pool_count > process.pools.size())
-      field(4, "pools not on the page", std::to_string(process.pool_count - process.pools.size()));
+    if (process.pools_not_shown() != 0)
+      field(4, "pools not on the page", std::to_string(process.pools_not_shown()));
   }
   return out.str();
 }

@@ -34,7 +34,15 @@ struct ProcessView {
   std::uint64_t num_ooms = 0;
   std::vector<PublishedPool> pools;  // "default" first; as many as its page holds
   std::uint64_t pool_count = 0;      // all it has
+
+  // Named pools (models) beside the default one: its pools are shown under it.
+  bool has_named_pools() const { return pool_count > 1; }
+  // The pools its page had no room for.
+  std::uint64_t pools_not_shown() const { return pool_count - pools.size(); }
 };
+
+// A pool's quota as the views show it: its size, or "none".
+std::string quota_text(std::uint64_t quota_bytes);
 
 struct DeviceView {
   int id = 0;  // position in name order

@@ -32,10 +32,11 @@ def run(
 ) -> int:
     """Runs the script with npumem behind its CPU tensors; prints the monitor report,
     the peaks, what the plans did under strategy:planned, and a leak check (and writes
-    the HTML timeline); returns its status, or
-    EXIT_LEAK when it exited 0 and the leak check found a leak above `leak_threshold`. The timeline keeps the
-    last `history_entries` events (it says so when it dropped older ones). Every optimizer.step()
-    is an iteration boundary, and memory is tagged with the module that made it."""
+    the HTML timeline); returns its status, or EXIT_LEAK when it exited 0 and the leak
+    check found a leak above `leak_threshold`. The timeline keeps the last
+    `history_entries` events (it says so when it dropped older ones). Every
+    optimizer.step() is an iteration boundary, and memory is tagged with the module that
+    made it."""
     if conf:
         _core.check_config(conf, "--conf")
     if html:

@@ -104,6 +104,7 @@ class ShardedModel:
             ])
         hbm_bw = self.device.tier_info("hbm")["bandwidth_bytes_per_s"]
         ddr_bw = self.device.tier_info("ddr")["bandwidth_bytes_per_s"]
+
         def plan_for(hbm: int) -> Any:
             return npumem.plan.shard(
                 planned_json, hbm=hbm, bandwidth=min(hbm_bw, ddr_bw) or 50e9,

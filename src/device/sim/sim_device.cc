@@ -158,13 +158,7 @@ DeviceStatus SimDevice::map(void* addr, PhysicalHandle handle) {
   if (found == chunks_.end() || !aligned(addr)) return invalid();
   const Chunk& chunk = found->second;
   if (!mappings_.can_map(address(addr), chunk.bytes)) return invalid();
-  if (injector_.should_fail(FaultOp::map)) {
-    ++counts_.injected_failures;
-    last_error_ =
-        "a fault injected by the device spec (fail_every / fail_prob) refused "
-        "a mapping";
-    return DeviceStatus::out_of_memory;
-  }
+  if (injector_.should_fail(FaultOp::map)) return injected_failure("a mapping");
   if (backed() && !os::map_shared_fixed(addr, chunk.bytes, chunk.fd)) {
     ++counts_.system_failures;
     return DeviceStatus::out_of_memory;
@@ -215,10 +209,7 @@ bool SimDevice::aligned(const void* addr) const {
 
 DeviceStatus SimDevice::admit(Tier tier, std::size_t bytes, FaultOp op) {
   if (injector_.should_fail(op)) {
-    ++counts_.injected_failures;
-    last_error_ = "a fault injected by the device spec (fail_every / fail_prob) refused " +
-                  format_bytes(bytes) + " of " + std::string(tier_name(tier));
-    return DeviceStatus::out_of_memory;
+    return injected_failure(format_bytes(bytes) + " of " + std::string(tier_name(tier)));
   }
   if (bytes > spec_.capacity(tier) - used_[index(tier)]) {
     ++counts_.capacity_failures;
@@ -229,6 +220,12 @@ DeviceStatus SimDevice::admit(Tier tier, std::size_t bytes, FaultOp op) {
   }
   last_error_.clear();
   return DeviceStatus::ok;
+}
+
+DeviceStatus SimDevice::injected_failure(const std::string& refused) {
+  ++counts_.injected_failures;
+  last_error_ = "a fault injected by the device spec (fail_every / fail_prob) refused " + refused;
+  return DeviceStatus::out_of_memory;
 }
 
 std::string SimDevice::last_error() const {

@@ -105,6 +105,9 @@ class SimDevice : public Device {
   bool aligned(const void* addr) const;
   // Injected fault or full tier: out_of_memory (counted); ok otherwise. Needs mutex_.
   DeviceStatus admit(Tier tier, std::size_t bytes, FaultOp op);
+  // An injected fault refused `refused` ("2.00 MiB of hbm"): counted, named as the last
+  // error, out_of_memory. Needs mutex_.
+  DeviceStatus injected_failure(const std::string& refused);
   DeviceStatus invalid();  // counts and answers invalid_argument; needs mutex_
   void* obtain_segment_memory(std::size_t bytes);
   void* obtain_address_range(std::size_t bytes);

@@ -42,11 +42,12 @@ void write_header(StatsPageLayout& layout) {
 }
 
 void write_pools(PageDevice& device, const std::vector<PoolInfo>& pools) {
+  static const PoolInfo kNone;  // a place past the allocator's pools: cleared
+  const auto bytes = [](std::int64_t value) { return static_cast<std::uint64_t>(value); };
   device.pool_count.store(pools.size(), kRelaxed);
   for (std::size_t i = 0; i < device.pools.size(); ++i) {
     observe::PagePool& out = device.pools[i];
-    const PoolInfo shown = i < pools.size() ? pools[i] : PoolInfo{};
-    const auto bytes = [](std::int64_t value) { return static_cast<std::uint64_t>(value); };
+    const PoolInfo& shown = i < pools.size() ? pools[i] : kNone;
     store_text(out.name, shown.name);
     out.quota_bytes.store(shown.quota_bytes, kRelaxed);
     out.reserved_bytes.store(bytes(shown.stats.reserved_bytes.all.current), kRelaxed);
