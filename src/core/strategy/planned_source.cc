@@ -678,8 +678,18 @@ void PlannedSource::learn(bool fallback_served) {
     lifetimes.push_back(lifetime);
     owners.push_back(j);
   }
+  std::vector<std::uint32_t> made_at;
+  made_at.reserve(owners.size());
+  for (const std::size_t j : owners) made_at.push_back(rec.requests[j].alloc_time);
+  std::vector<std::uint32_t> freed_in_next(n, kOpen);
+  for (std::size_t j = 0; j < n; ++j) {
+    if (planned[j] && last[j] >= period) {
+      freed_in_next[j] = static_cast<std::uint32_t>(last[j] - period);
+    }
+  }
   Extents holes;
-  const std::vector<std::uintptr_t> in_hole = place_in_holes(lifetimes, period, holes);
+  const std::vector<std::uintptr_t> in_hole =
+      place_in_holes(lifetimes, made_at, freed_in_next, period, holes);
   std::vector<TensorLifetime> in_arena;
   for (std::size_t i = 0; i < lifetimes.size(); ++i) {
     if (in_hole[i] == 0) in_arena.push_back(lifetimes[i]);
@@ -828,26 +838,39 @@ std::vector<bool> PlannedSource::copies_shown_earlier(const std::vector<bool>& p
 // state): caching reuses it for activations, so the plan does too, before it sizes the
 // arena. Of expandable's free space, only what shares a granule with a lasting block
 // stays mapped when the arena is reserved; its range stays open, but what the plan
-// keeps out of the arena is kept out of the holes too (take_clear_of_holes). In
-// rounds, the tensors live at the arena's peak go, largest first, to the first hole
-// with room over their lifetime; the rounds end when the peak cannot drop. Returns
-// each tensor's address in a hole, 0 for the arena.
+// keeps out of the arena is kept out of the holes too (take_clear_of_holes). There, a
+// block of this iteration that the next frees (a gradient the next zero_grad drops)
+// opens its space then: only requests made after that time go there. In rounds, the
+// tensors live at the arena's peak go, largest first, to the first hole with room over
+// their lifetime; the rounds end when the peak cannot drop. Returns each tensor's
+// address in a hole, 0 for the arena.
 std::vector<std::uintptr_t> PlannedSource::place_in_holes(
-    const std::vector<TensorLifetime>& tensors, std::uint64_t period, Extents& extents) {
+    const std::vector<TensorLifetime>& tensors, const std::vector<std::uint32_t>& made_at,
+    const std::vector<std::uint32_t>& freed_in_next, std::uint64_t period, Extents& extents) {
   struct Placed {
     std::uint64_t first_op, last_op;
     std::uintptr_t begin, end;
   };
   struct Hole {
     std::uintptr_t begin, end;
+    std::int64_t opens;  // -1: free from the start; else the time the next iteration frees it
     std::vector<Placed> placed;
   };
   std::vector<std::uintptr_t> address(tensors.size(), 0);
   std::vector<Hole> holes;
-  const auto add_hole = [&](std::uintptr_t begin, std::uintptr_t end) {
-    if (end >= begin + kMinHole) holes.push_back({begin, end, {}});
+  const auto add_hole = [&](std::uintptr_t begin, std::uintptr_t end, std::int64_t opens) {
+    if (end >= begin + kMinHole) holes.push_back({begin, end, opens, {}});
   };
   const std::size_t granule = arena_blocks().mapping_granule();
+  // When `b`'s space is free for the next iteration's requests: -1 from its start, else
+  // the time the next frees it; nullopt: not in it.
+  const auto opens_at = [&](const Block& b) -> std::optional<std::int64_t> {
+    if (!b.allocated) return b.mapped ? std::optional<std::int64_t>{-1} : std::nullopt;
+    if (granule == 0 || made_in(b) != current_.iteration) return std::nullopt;
+    const std::uint32_t index = request_index(b);
+    if (index >= freed_in_next.size() || freed_in_next[index] == kOpen) return std::nullopt;
+    return freed_in_next[index];
+  };
   for (const Segment* s = arena_blocks().segments(); s != nullptr; s = s->next) {
     if (is_arena(*s) || s->allocated_blocks == 0) continue;
     // A caching segment held only by this iteration's tensors (freed in the next) may go.
@@ -868,28 +891,39 @@ std::vector<std::uintptr_t> PlannedSource::place_in_holes(
         kept_granules.insert(granule_of(b->address + b->size - 1));
       }
     }
-    const auto add_kept = [&](std::uintptr_t begin, std::uintptr_t end) {
-      if (kept_granules.count(granule_of(begin)) != 0) add_hole(begin, end);
+    const auto add_kept = [&](std::uintptr_t begin, std::uintptr_t end, std::int64_t opens) {
+      if (kept_granules.count(granule_of(begin)) != 0) add_hole(begin, end, opens);
     };
-    for (const Block* b = s->first; b != nullptr; b = b->next) {
-      if (b->allocated || !b->mapped) continue;
-      const std::uintptr_t end = b->address + b->size;
-      if (granule == 0) {
-        add_hole(b->address, end);
+    for (const Block* b = s->first; b != nullptr;) {
+      std::optional<std::int64_t> opens = opens_at(*b);
+      if (!opens) {
+        b = b->next;
         continue;
       }
-      const std::uintptr_t head_end = granule_end(*s, b->address, granule);
+      const std::uintptr_t begin = b->address;
+      std::uintptr_t end = begin;
+      for (; b != nullptr && opens_at(*b); b = b->next) {
+        opens = std::max(*opens, *opens_at(*b));
+        end = b->address + b->size;
+      }
+      if (granule == 0) {
+        add_hole(begin, end, *opens);
+        continue;
+      }
+      const std::uintptr_t head_end = granule_end(*s, begin, granule);
       const std::uintptr_t tail_begin = s->granule_base + granule_of(end) * granule;
       if (head_end >= tail_begin) {
-        add_kept(b->address, end);
+        add_kept(begin, end, *opens);
       } else {
-        add_kept(b->address, head_end);
-        add_kept(tail_begin, end);
+        add_kept(begin, head_end, *opens);
+        add_kept(tail_begin, end, *opens);
       }
     }
   }
   if (holes.empty()) return address;
-  const auto fit = [](Hole& hole, const TensorLifetime& t) -> std::uintptr_t {
+  const auto fit = [&](Hole& hole, std::size_t i) -> std::uintptr_t {
+    const TensorLifetime& t = tensors[i];
+    if (static_cast<std::int64_t>(made_at[i]) <= hole.opens) return 0;
     std::vector<std::pair<std::uintptr_t, std::uintptr_t>> taken;
     for (const Placed& p : hole.placed) {
       if (p.first_op <= t.last_op && t.first_op <= p.last_op) taken.emplace_back(p.begin, p.end);
@@ -933,7 +967,7 @@ std::vector<std::uintptr_t> PlannedSource::place_in_holes(
     bool moved = false;
     for (std::size_t i : at_peak) {
       for (Hole& hole : holes) {
-        if (const std::uintptr_t at = fit(hole, tensors[i]); at != 0) {
+        if (const std::uintptr_t at = fit(hole, i); at != 0) {
           address[i] = at;
           moved = true;
           break;
@@ -1092,7 +1126,12 @@ Block* PlannedSource::take_where_kept(std::uint32_t index, std::size_t size) {
     Block* free = address == 0 ? nullptr : blocks.free_block_starting_at(address);
     if (free != nullptr && free->size >= size) return blocks.take_at(*free->segment, address, size);
   }
-  return nullptr;
+  // Else the smallest free block that holds it: the expandable flow took the first
+  // block of its pool kind, at times the room the other copy's partner needed next
+  // (vit_b_16_infer repeated: from its second served iteration on, the 2.3 MiB output
+  // went past the arena, a granule more, as the 16 KiB one before it split its room).
+  Block* free = blocks.find_free(size, [](const Block&) { return true; });
+  return free == nullptr ? nullptr : blocks.take_at(*free->segment, free->address, size);
 }
 
 bool PlannedSource::lasts(const Block& block) const {

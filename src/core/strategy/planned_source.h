@@ -179,7 +179,11 @@ class PlannedSource : public SegmentSource {
   // must not pass.
   void learn(bool fallback_served);
   // The address of each tensor placed in a hole (0: none); `holes` gets the holes' extents.
+  // `made_at`: each tensor's request's time in its iteration; `freed_in_next`: per request
+  // of this iteration, when the next frees it (kOpen: not then).
   std::vector<std::uintptr_t> place_in_holes(const std::vector<TensorLifetime>& tensors,
+                                             const std::vector<std::uint32_t>& made_at,
+                                             const std::vector<std::uint32_t>& freed_in_next,
                                              std::uint64_t period, Extents& holes);
   // `block` is live and stays so through this iteration, as far as the serving plan
   // knows: made before the previous iteration, or in it and not freed in this one.

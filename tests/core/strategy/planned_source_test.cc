@@ -908,6 +908,68 @@ TEST(Planned, GrowsAKeptInputFromTheFreeEndOfABlockThatLasts) {
   allocator.deallocate(first_weight);
 }
 
+// An output kept until the next exists, with no hole in the plan: where neither of its
+// last two places is free, it goes to the smallest free block that holds it (the
+// 64 KiB left between two weights), not to a granule of the small kind's range.
+TEST(Planned, PutsAKeptOutputInTheSmallestFreeBlockThatHoldsIt) {
+  Allocator allocator(device(), planned());
+  void* first_weight = allocator.allocate(3 * MiB);
+  void* gap = allocator.allocate(64 * KiB);
+  void* second_weight = allocator.allocate(3 * MiB - 64 * KiB);
+  allocator.deallocate(gap);
+  void* output = nullptr;
+  std::vector<void*> outputs;
+  for (int i = 0; i < 6; ++i) {
+    allocator.mark_iteration();
+    run_chain(allocator, {4 * MiB, 6 * MiB, 4 * MiB});
+    void* next_output = allocator.allocate(48 * KiB);
+    outputs.push_back(next_output);
+    if (output != nullptr) allocator.deallocate(output);
+    output = next_output;
+  }
+  const PlannedStats stats = allocator.planned_stats();
+  ASSERT_EQ(stats.plans.size(), 1u);
+  EXPECT_EQ(stats.plans[0].hole_requests, 0u);
+  EXPECT_EQ(stats.fallbacks, 0u);
+  ASSERT_EQ(stats.first_served_iteration, 2u);
+  EXPECT_EQ(outputs[2], gap) << "free again, it is the smallest block that holds the output";
+  EXPECT_EQ(allocator.stats().reserved_bytes.by_kind[static_cast<int>(PoolKind::small)].current, 0);
+  testing::expect_consistent(
+      allocator,
+      {{first_weight, 3 * MiB}, {second_weight, 3 * MiB - 64 * KiB}, {output, 48 * KiB}});
+  allocator.deallocate(output);
+  allocator.deallocate(second_weight);
+  allocator.deallocate(first_weight);
+}
+
+// A gradient made late in each step lives until the next step's zero_grad, between
+// weights (the optimizer state made beside it in the first step): when the plan is
+// learned its block still lives, but it opens at the next step's start, so the 1 MiB
+// activations made after that go there, and the arena holds only the 4 MiB one.
+TEST(Planned, PlansIntoTheBlockOfATensorTheNextIterationFreesFirst) {
+  Allocator allocator(device(), planned());
+  void* first_weight = allocator.allocate(5 * MiB / 2);
+  void* gradient = allocator.allocate(3 * MiB / 2);
+  void* second_weight = allocator.allocate(4 * MiB);  // ends on a granule: no hole after it
+  for (int i = 0; i < 6; ++i) {
+    allocator.mark_iteration();
+    allocator.deallocate(gradient);  // zero_grad(set_to_none=True)
+    run_chain(allocator, {1 * MiB, 4 * MiB, 1 * MiB});
+    gradient = allocator.allocate(3 * MiB / 2);
+  }
+  const PlannedStats stats = allocator.planned_stats();
+  ASSERT_EQ(stats.plans.size(), 1u);
+  EXPECT_EQ(stats.plans[0].hole_requests, 2u) << "the 1 MiB activations";
+  EXPECT_EQ(stats.plans[0].arena_bytes, 4 * MiB);
+  EXPECT_EQ(stats.fallbacks, 0u);
+  EXPECT_EQ(stats.steady_peak_reserved_bytes, 8 * MiB + 4 * MiB) << "the weights' 4 granules";
+  testing::expect_consistent(
+      allocator, {{first_weight, 5 * MiB / 2}, {second_weight, 4 * MiB}, {gradient, 3 * MiB / 2}});
+  allocator.deallocate(gradient);
+  allocator.deallocate(second_weight);
+  allocator.deallocate(first_weight);
+}
+
 // A plan with holes (the weights' last granule holds a 1 MiB tensor) and an arena,
 // then a tail that begins like the iterations, a hit in the arena, and makes tensors
 // that last (a state dict's copies). The arena, carved out of the range clear of the
