@@ -346,8 +346,6 @@ Block* PlannedSource::take(PoolState& pool, std::size_t size) {
     count_learning(size);
     return nullptr;
   }
-  if (!steady_) stats_.first_served_iteration = current_.iteration;
-  steady_ = true;
   served_->last_used = current_.iteration;
   if (arena_wanted_ != 0 && !unplanned) {
     deferred_bytes_ += size;
@@ -386,6 +384,10 @@ Block* PlannedSource::take(PoolState& pool, std::size_t size) {
     }
   }
   if (block != nullptr) {
+    // A plan serves from its first hit: an iteration on a plan whose every request
+    // missed was reported served, with steady figures, at 0 hits.
+    if (!steady_) stats_.first_served_iteration = current_.iteration;
+    steady_ = true;
     ++stats_.hits;
     stats_.hit_bytes += size;
   } else if (unplanned) {

@@ -908,6 +908,21 @@ TEST(Planned, GrowsAKeptInputFromTheFreeEndOfABlockThatLasts) {
   allocator.deallocate(first_weight);
 }
 
+// Iterations under one key whose requests all differ from those it was learned from (a
+// key that does not say the shape): none is served, so there are no steady figures.
+TEST(Planned, AnIterationWhoseEveryRequestMissesIsNotServed) {
+  Allocator allocator(device(), planned());
+  for (std::size_t i = 0; i < 3; ++i) {
+    allocator.mark_iteration(7);
+    run_chain(allocator, {(1 + i) * MiB, (3 + i) * MiB, (5 + i) * MiB});
+  }
+  const PlannedStats stats = allocator.planned_stats();
+  EXPECT_EQ(stats.hits, 0u);
+  EXPECT_GT(stats.fallbacks, 0u);
+  EXPECT_EQ(stats.first_served_iteration, 0u);
+  EXPECT_EQ(stats.steady_peak_reserved_bytes, 0u);
+}
+
 // An output kept until the next exists, with no hole in the plan: where neither of its
 // last two places is free, it goes to the smallest free block that holds it (the
 // 64 KiB left between two weights), not to a granule of the small kind's range.
