@@ -93,6 +93,12 @@ std::uint64_t planned_total_bytes(const BucketAdvice& advice, const BucketChoice
                   choice.arena_bytes + advice.outside_peak_bytes);
 }
 
+std::uint64_t planned_granules_bytes(const BucketAdvice& advice, const BucketChoice& choice) {
+  const std::uint64_t total = planned_total_bytes(advice, choice);
+  const std::uint64_t granule = std::max<std::uint64_t>(advice.granule_bytes, 1);
+  return (total + granule - 1) / granule * granule;
+}
+
 BucketAdvice advise_buckets(const Trace& trace, const BucketAdviceOptions& options) {
   if (options.max_buckets == 0) throw ConfigError("the most buckets must be at least 1");
   if (!(options.tolerance >= 0.0) || !std::isfinite(options.tolerance)) {
@@ -195,16 +201,23 @@ BucketAdvice advise_buckets(const Trace& trace, const BucketAdviceOptions& optio
     }
   }
 
-  ReplayOptions replay = options.replay;
-  replay.config.strategy = Strategy::caching;
-  const ReplayResult caching = replay_trace(trace, replay);
   advice.peak_requested_bytes = peak_live_bytes(trace);
-  if (caching.completed()) {
-    advice.caching_peak_reserved_bytes = caching.peak_reserved_bytes();
-  } else {
-    advice.caching_out_of_memory = "ran out of memory on " + caching.device_name +
-                                   " (a larger --device may hold it): " + *caching.out_of_memory;
-  }
+  // The online strategies on the trace as it is, unpadded: what the buckets must beat.
+  const auto replay_under = [&](Strategy strategy, std::uint64_t& peak, std::string& failure) {
+    ReplayOptions replay = options.replay;
+    replay.config.strategy = strategy;
+    const ReplayResult result = replay_trace(trace, replay);
+    advice.granule_bytes = result.hbm_granularity_bytes;
+    if (result.completed()) {
+      peak = result.peak_reserved_bytes();
+    } else {
+      failure = "ran out of memory on " + result.device_name +
+                " (a larger --device may hold it): " + *result.out_of_memory;
+    }
+  };
+  replay_under(Strategy::caching, advice.caching_peak_reserved_bytes, advice.caching_out_of_memory);
+  replay_under(Strategy::expandable, advice.expandable_peak_reserved_bytes,
+               advice.expandable_out_of_memory);
   return advice;
 }
 

@@ -56,6 +56,8 @@ struct BucketAdvice;
 // What the planned strategy would reserve with `choice`'s arena: the arena beside what
 // lies outside the iterations, or the peak before the first iteration when higher.
 std::uint64_t planned_total_bytes(const BucketAdvice& advice, const BucketChoice& choice);
+// That, rounded up to whole granules of the device.
+std::uint64_t planned_granules_bytes(const BucketAdvice& advice, const BucketChoice& choice);
 
 struct BucketAdvice {
   std::string source;
@@ -79,6 +81,11 @@ struct BucketAdvice {
   // Set when the caching replay ran out of memory on its device: its message. The advice
   // does not depend on the device; only this comparison is missing (0 above).
   std::string caching_out_of_memory;
+  std::uint64_t expandable_peak_reserved_bytes = 0;  // likewise, unpadded
+  std::string expandable_out_of_memory;
+  // The device maps memory in multiples of it: the planned total in whole granules is
+  // the least the planned strategy can reserve.
+  std::uint64_t granule_bytes = 0;
   // k = 1 .. the lesser of max_buckets and the number of shapes (more buckets than
   // shapes there are none); k below the number of families has none.
   std::vector<std::optional<BucketChoice>> choices;

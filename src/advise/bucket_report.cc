@@ -46,6 +46,13 @@ nlohmann::ordered_json bucket_advice_json(const BucketAdvice& advice) {
     out["caching_peak_reserved_bytes"] = nullptr;
     out["caching_out_of_memory"] = advice.caching_out_of_memory;
   }
+  if (advice.expandable_out_of_memory.empty()) {
+    out["expandable_peak_reserved_bytes"] = advice.expandable_peak_reserved_bytes;
+  } else {
+    out["expandable_peak_reserved_bytes"] = nullptr;
+    out["expandable_out_of_memory"] = advice.expandable_out_of_memory;
+  }
+  out["granule_bytes"] = advice.granule_bytes;
   out["max_buckets"] = advice.max_buckets;
   out["tolerance_percent"] = 100.0 * advice.tolerance;  // as --tolerance takes it
   out["recommended_buckets"] = advice.recommended_buckets;
@@ -60,6 +67,7 @@ nlohmann::ordered_json bucket_advice_json(const BucketAdvice& advice) {
       item["waste_bytes"] = whole_bytes(choice->waste_bytes);
       item["cost_bytes"] = whole_bytes(choice->cost_bytes());
       item["planned_total_bytes"] = planned_total_bytes(advice, *choice);
+      item["planned_granules_bytes"] = planned_granules_bytes(advice, *choice);
       item["padded_request_share"] = choice->padded_request_share;
       item["bucket_list"] = nlohmann::ordered_json::array();
       for (const AdvisedBucket& bucket : choice->bucket_list) {
@@ -107,13 +115,20 @@ std::string bucket_advice_text(const BucketAdvice& advice) {
       << "peak requested " << format_bytes(advice.peak_requested_bytes)
       << "; outside the iterations (weights, optimizer state) "
       << format_bytes(advice.outside_peak_bytes) << "; before the first iteration "
-      << format_bytes(advice.before_iterations_peak_bytes) << "; caching strategy's peak reserved "
+      << format_bytes(advice.before_iterations_peak_bytes)
+      << "; peak reserved of the trace as it is, unpadded: caching "
       << (advice.caching_out_of_memory.empty() ? format_bytes(advice.caching_peak_reserved_bytes)
                                                : "none: its replay " + advice.caching_out_of_memory)
-      << "\n";
+      << ", expandable "
+      << (advice.expandable_out_of_memory.empty()
+              ? format_bytes(advice.expandable_peak_reserved_bytes)
+              : "none: its replay " + advice.expandable_out_of_memory)
+      << "\nplanned total: the arena beside what lies outside the iterations; in granules: "
+      << "rounded up to the device's " << format_bytes(advice.granule_bytes)
+      << ", the least the planned strategy can reserve\n";
   char line[256];
-  std::snprintf(line, sizeof line, "%3s %12s %12s %8s %12s %14s\n", "k", "arena", "waste/iter",
-                "padded", "arena+waste", "planned total");
+  std::snprintf(line, sizeof line, "%3s %12s %12s %8s %12s %14s %12s\n", "k", "arena", "waste/iter",
+                "padded", "arena+waste", "planned total", "in granules");
   out << line;
   for (std::size_t k = 1; k <= advice.choices.size(); ++k) {
     const auto& choice = advice.choices[k - 1];
@@ -122,12 +137,13 @@ std::string bucket_advice_text(const BucketAdvice& advice) {
       out << line;
       continue;
     }
-    std::snprintf(line, sizeof line, "%3zu %12s %12s %7.1f%% %12s %14s%s\n", k,
+    std::snprintf(line, sizeof line, "%3zu %12s %12s %7.1f%% %12s %14s %12s%s\n", k,
                   format_bytes(choice->arena_bytes).c_str(),
                   format_bytes(whole_bytes(choice->waste_bytes)).c_str(),
                   100.0 * choice->padded_request_share,
                   format_bytes(whole_bytes(choice->cost_bytes())).c_str(),
                   format_bytes(planned_total_bytes(advice, *choice)).c_str(),
+                  format_bytes(planned_granules_bytes(advice, *choice)).c_str(),
                   k == advice.recommended_buckets ? "  <- recommended" : "");
     out << line;
     for (const AdvisedBucket& bucket : choice->bucket_list) {
@@ -146,7 +162,14 @@ std::string bucket_advice_text(const BucketAdvice& advice) {
     out << "recommended: " << advice.recommended_buckets
         << (advice.recommended_buckets == 1 ? " bucket" : " buckets")
         << ", the fewest whose arena + waste is within " << line << " of the least for up to "
-        << advice.max_buckets << "\n";
+        << advice.max_buckets;
+    // At the cap with shapes to spare: a continuous length took 8 of 8, and 21 of 1000.
+    if (advice.recommended_buckets == advice.max_buckets && advice.shapes > advice.max_buckets) {
+      out << "; that is the most asked for, of " << advice.shapes
+          << " shapes: a larger --max-buckets may lower the total (planned_max_plans must keep "
+             "as many plans)";
+    }
+    out << "\n";
   }
   return out.str();
 }

@@ -1243,6 +1243,11 @@ core::OomContext Allocator::Impl::oom_context(PoolState& pool, std::size_t bytes
     t.free_cached_bytes = t.reserved_bytes - t.allocated_bytes;
     t.largest_free_bytes = largest_free_block(tier);
     t.fragmentation = fragmentation(tier);
+    t.granule_bytes = info.present ? source->mapping_granule(tier, size) : 0;
+  }
+  if (source->mapping_granule(Tier::hbm, size) != 0) {
+    c.granule_setting = source->kind_for(size) == PoolKind::small ? "expandable_small_granule"
+                                                                  : "expandable_large_granule";
   }
   return c;
 }

@@ -21,6 +21,8 @@ struct TierMemory {
   std::uint64_t free_cached_bytes = 0;
   std::uint64_t largest_free_bytes = 0;
   double fragmentation = 0;
+  // The granule this request's memory is mapped in here (expandable); 0: segments.
+  std::uint64_t granule_bytes = 0;
 };
 
 // A pool beside the one that failed, for multi-model serving: who holds the memory.
@@ -51,7 +53,8 @@ struct OomContext {
   bool spill_to_ddr = true;
   double memory_fraction = 1.0;  // of HBM's capacity (set_memory_fraction)
   std::array<TierMemory, kTierCount> tiers;
-  std::string device_error;  // the driver's word on its last refusal (Device::last_error)
+  std::string device_error;     // the driver's word on its last refusal (Device::last_error)
+  std::string granule_setting;  // the config key of TierMemory::granule_bytes, when set
   // Every pool, the failing one too, when there is more than one; else empty.
   std::vector<PoolMemory> pools;
 };

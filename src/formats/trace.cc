@@ -104,7 +104,11 @@ class TraceParser {
       fail("unknown op " + quoted(op) + " (expected a, f, p, r, i, t, s or a # comment)" +
            (all_digits(op) ? "; lifetime records '<bytes> <first_op> <last_op>' are planned "
                              "(`npumem plan memory RECORDS`), not replayed"
-                           : ""));
+            : op.front() == '{' || op.front() == '['
+                ? "; this is JSON (a snapshot, a --record history or a Chrome trace, which "
+                  "`npumem viz FILE` shows), not a trace: capture one with `python3 -m "
+                  "npumem.torch capture -o out.trace SCRIPT.py`"
+                : ""));
     }
   }
 

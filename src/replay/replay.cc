@@ -162,6 +162,7 @@ class ReplayRun {
 
   void collect_figures() {
     result_.device_name = allocator_.device().name();
+    result_.hbm_granularity_bytes = allocator_.device().tier_info(Tier::hbm).granularity_bytes;
     result_.strategy = allocator_.config().strategy;
     result_.warnings = allocator_.warnings();
     result_.events = trace_.memory_events();
@@ -205,6 +206,7 @@ ReplayResult refused_at_start(const Trace& trace, const ReplayOptions& options,
   ReplayResult result;
   const std::shared_ptr<Device> device = make_device(options.device_spec);
   result.device_name = device->name();
+  result.hbm_granularity_bytes = device->tier_info(Tier::hbm).granularity_bytes;
   result.strategy = options.config.strategy;
   result.events = trace.memory_events();
   result.allocations = trace.allocations;

@@ -53,6 +53,7 @@ struct TierFigures {
 
 struct ReplayResult {
   std::string device_name;
+  std::uint64_t hbm_granularity_bytes = 0;  // the device's: memory is mapped in multiples of it
   Strategy strategy = Strategy::caching;
   std::size_t events = 0;           // alloc and free events in the trace
   std::size_t events_replayed = 0;  // alloc and free events done before an OOM stopped it

@@ -52,6 +52,13 @@ TEST(BucketAdvisor, TwoBucketsSeparateTheLargeShape) {
   EXPECT_EQ(advice.recommended_buckets, 2u) << "within 1% of the 3 buckets' cost";
   EXPECT_EQ(advice.peak_requested_bytes, peak_live_bytes(parse_trace(kThreeShapes, "three")));
   EXPECT_GE(advice.caching_peak_reserved_bytes, advice.peak_requested_bytes);
+  // Beside caching, expandable: what a trial found planned had to beat, unpadded.
+  EXPECT_GE(advice.expandable_peak_reserved_bytes, advice.peak_requested_bytes);
+  // The planned total in whole granules of the device (2 MiB): what it can reserve at least.
+  EXPECT_EQ(advice.granule_bytes, 2 * kMiB);
+  EXPECT_EQ(planned_granules_bytes(advice, two) % (2 * kMiB), 0u);
+  EXPECT_GE(planned_granules_bytes(advice, two), planned_total_bytes(advice, two));
+  EXPECT_LT(planned_granules_bytes(advice, two), planned_total_bytes(advice, two) + 2 * kMiB);
 }
 
 // The advice does not depend on the device: a device too small for the caching replay

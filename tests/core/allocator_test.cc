@@ -502,6 +502,24 @@ TEST_P(AllocatorOn, MarkIterationReachesObserversInEventOrder) {
 INSTANTIATE_TEST_SUITE_P(Devices, AllocatorOn, ::testing::ValuesIn(testing::kBackends),
                          [](const auto& info) { return testing::backend_name(info.param); });
 
+// Expandable on a limit that is not whole granules: the advice counts granules, not the
+// device (it said "the device refused the memory" for 4.5 MiB live and 2 MiB on 7 MiB).
+TEST(AllocatorOom, AGranuleShortOfTheLimitIsNamed) {
+  Allocator allocator(make_device("sim:hbm=7MiB,ddr=0"), parse_config("strategy:expandable"));
+  void* live = allocator.allocate(9 * MiB / 2);
+  try {
+    allocator.allocate(2 * MiB);
+    FAIL() << "3 granules of 2 MiB cannot hold 6.5 MiB";
+  } catch (const OutOfMemory& error) {
+    const std::string text = error.what();
+    EXPECT_NE(text.find("holds 3 granules of 2.00 MiB (expandable_large_granule)"),
+              std::string::npos)
+        << text;
+    EXPECT_EQ(text.find("device refused"), std::string::npos) << text;
+  }
+  allocator.deallocate(live);
+}
+
 // A device that refuses a call (a fault, a driver failure) is named as the cause; the
 // advice does not send the user to expandable segments for fragmentation there is none of.
 TEST(AllocatorOom, ADeviceFaultIsNamedNotTakenForFragmentation) {

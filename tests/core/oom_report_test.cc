@@ -218,6 +218,43 @@ TEST(OomReport, RoomStrandedByReservedSegmentsIsNotBlamedOnTheLiveTensors) {
   EXPECT_NE(advice.find("expandable_segments:true"), std::string::npos) << advice;
 }
 
+// Expandable maps whole granules: 4.5 MiB live and 2 MiB asked fit 7 MiB in bytes, not
+// in the 3 granules of 2 MiB it holds (a cold trial was told the device had refused).
+TEST(OomReport, ALimitThatHoldsTooFewGranulesSaysHowMany) {
+  OomContext c = context_of(2 * MiB, 7 * MiB, 0);
+  c.strategy = "expandable";
+  c.granule_setting = "expandable_large_granule";
+  TierMemory& hbm = c.tiers[static_cast<int>(Tier::hbm)];
+  hbm.granule_bytes = 2 * MiB;
+  hbm.reserved_bytes = 6 * MiB;
+  hbm.allocated_bytes = 9 * MiB / 2;
+  hbm.free_cached_bytes = hbm.largest_free_bytes = 3 * MiB / 2;
+  EXPECT_EQ(advice_of(c),
+            "Advice: memory is mapped in whole granules, and the hbm limit 7.00 MiB holds 3 "
+            "granules of 2.00 MiB (expandable_large_granule); the live tensors (4.50 MiB) and "
+            "this request need 4 however tightly packed. Raise the limit to 8.00 MiB, or use "
+            "smaller granules.");
+}
+
+// Room in granules, but not as the live blocks lie: the granules the request would map
+// pass the limit (a cold trial, 13 MiB: 8 MiB mapped, a 4.9 MiB request).
+TEST(OomReport, GranulesTheLiveBlocksStrandSayWhereTheFreeSpaceIs) {
+  OomContext c = context_of(5120000, 13 * MiB, 0);
+  c.strategy = "expandable";
+  c.granule_setting = "expandable_large_granule";
+  TierMemory& hbm = c.tiers[static_cast<int>(Tier::hbm)];
+  hbm.granule_bytes = 2 * MiB;
+  hbm.reserved_bytes = 8 * MiB;
+  hbm.allocated_bytes = 4865000;
+  hbm.free_cached_bytes = hbm.reserved_bytes - hbm.allocated_bytes;
+  hbm.largest_free_bytes = 2453000;
+  const std::string advice = advice_of(c);
+  EXPECT_NE(advice.find("would fit in 5 of the 6 granules of 2.00 MiB"), std::string::npos)
+      << advice;
+  EXPECT_NE(advice.find("the largest free block is 2.34 MiB"), std::string::npos) << advice;
+  EXPECT_EQ(advice.find("device refused"), std::string::npos) << advice;
+}
+
 TEST(OomReport, ARequestPastAnyBlockIsNotBlamedOnTheDevice) {
   OomContext c = context_of(std::uint64_t{1} << 63, ~std::uint64_t{0}, 0);
   c.past_largest_block = true;

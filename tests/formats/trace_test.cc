@@ -128,6 +128,13 @@ TEST(TraceTest, ErrorsNameFileLineAndProblem) {
             "t.trace:2: unknown op '4096' (expected a, f, p, r, i, t, s or a # comment); lifetime "
             "records '<bytes> <first_op> <last_op>' are planned (`npumem plan memory RECORDS`), "
             "not replayed");
+  // npumem's own JSON (replay --record, a snapshot) given to replay: where to take it.
+  EXPECT_NE(parse_error("{\"format\":\"npumem.snapshot\"}\n")
+                .find("this is JSON (a snapshot, "
+                      "a --record history or a Chrome "
+                      "trace, which `npumem viz FILE` "
+                      "shows)"),
+            std::string::npos);
   EXPECT_EQ(
       parse_error(std::string("\x7f"
                               "ELF\x02\x01 x\n")),

@@ -75,6 +75,7 @@ TEST_F(AdviseCli, BadInputExitsTwoNamingTheProblem) {
   auto out = run_npumem("advise buckets " + flat.string());
   EXPECT_EQ(out.exit_code, 2);
   EXPECT_NE(out.err.find("no `i` lines"), std::string::npos) << out.err;
+  EXPECT_NE(out.err.find("npumem.torch.iteration()"), std::string::npos) << out.err;
 
   const auto broken = write("broken.trace", "i\na 0 ten\n");
   out = run_npumem("advise buckets " + broken.string());

@@ -148,6 +148,13 @@ TEST(ReplayCliTest, BadOptionsExitTwo) {
   const auto bad_conf = run_npumem("replay " + trace.path() + " --conf no_such_knob:1");
   EXPECT_EQ(bad_conf.exit_code, 2);
   EXPECT_NE(bad_conf.err.find("no_such_knob"), std::string::npos) << bad_conf.err;
+  // The strategy that disagrees came from --strategy: it said "--conf: strategy:planned".
+  const auto both =
+      run_npumem("replay " + trace.path() + " --strategy planned --conf expandable_segments:true");
+  EXPECT_EQ(both.exit_code, 2);
+  EXPECT_NE(both.err.find("--strategy planned and expandable_segments:true (in --conf"),
+            std::string::npos)
+      << both.err;
 }
 
 // `p` lines under the static strategy: each pool gets an arena (a quota) measured from

@@ -71,8 +71,16 @@ std::vector<std::string> strategy_names() {
 // NPUMEM_ALLOC_CONF, then --conf over it, then --strategy over both (a key's last
 // setting wins; CLI11 has checked the strategy's name).
 Config build_config(const ReplayCommandOptions& options) {
-  const std::string strategy = options.strategy ? ",strategy:" + *options.strategy : "";
-  return config_over_environment(options.conf + strategy, "--conf");
+  if (!options.strategy) return config_over_environment(options.conf, "--conf");
+  try {
+    return config_over_environment(options.conf + ",strategy:" + *options.strategy, "--conf");
+  } catch (const ConfigError&) {
+    // The settings alone parse to expandable: what disagrees is --strategy, not --conf.
+    if (config_over_environment(options.conf, "--conf").strategy != Strategy::expandable) throw;
+    throw ConfigError("--strategy " + *options.strategy +
+                      " and expandable_segments:true (in --conf or NPUMEM_ALLOC_CONF) disagree "
+                      "(expandable_segments:true is strategy:expandable); give one of them");
+  }
 }
 
 // Where the static strategy of build_config(options) was set, as a user would look for it.

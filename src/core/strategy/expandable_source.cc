@@ -7,6 +7,10 @@
 
 namespace npumem::core {
 
+namespace {
+constexpr std::size_t kMinRangeBytes = std::size_t{1} << 30;
+}  // namespace
+
 // With one granule for both kinds (the default), one range serves every size: a small
 // block then fills the free part of a granule a large block left, where a separate
 // small range would map a granule of its own.
@@ -29,10 +33,18 @@ bool ExpandableSource::kinds_share_granules(const Allocator::Impl& allocator) {
 }
 
 std::size_t ExpandableSource::granule_for(const BlockPool& blocks) const {
+  return granule_of(blocks.tier(), blocks.kind());
+}
+
+std::size_t ExpandableSource::mapping_granule(Tier tier, std::size_t size) const {
+  return granule_of(tier, kind_for(size));
+}
+
+std::size_t ExpandableSource::granule_of(Tier tier, PoolKind kind) const {
   const Config& config = allocator_.config;
-  return round_up(blocks.kind() == PoolKind::small ? config.expandable_small_granule
-                                                   : config.expandable_large_granule,
-                  allocator_.granularity(blocks.tier()));
+  return round_up(
+      kind == PoolKind::small ? config.expandable_small_granule : config.expandable_large_granule,
+      allocator_.granularity(tier));
 }
 
 ExpandableSource::Range* ExpandableSource::range_for(PoolState& pool, BlockPool& blocks) {
@@ -41,10 +53,12 @@ ExpandableSource::Range* ExpandableSource::range_for(PoolState& pool, BlockPool&
   Range range;
   range.granule = granule_for(blocks);
   // Twice what it may map: stitched granules leave holes behind them. A pool with a quota
-  // maps no more than it (2x the tier each, 1022 pools used up a process's 128 TiB).
+  // maps no more than it (2x the tier each, 1022 pools used up a process's 128 TiB). At
+  // least kMinRangeBytes: on an 11 MiB limit, 22 MiB of addresses held no free stretch
+  // for a 4.9 MiB request beside 5.6 MiB mapped, and the refusal read as the device's.
   std::size_t may_map = allocator_.limit(tier);
   if (pool.quota_bytes != 0) may_map = std::min<std::size_t>(may_map, pool.quota_bytes);
-  range.size = round_up(2 * std::max(may_map, range.granule), range.granule);
+  range.size = round_up(std::max({2 * may_map, kMinRangeBytes, range.granule}), range.granule);
   void* base = nullptr;
   if (allocator_.device->reserve_address(range.size, &base) != DeviceStatus::ok) return nullptr;
   range.base = reinterpret_cast<std::uintptr_t>(base);

@@ -31,6 +31,7 @@ class ExpandableSource : public SegmentSource {
   void release_all(PoolState& pool, BlockPool& blocks) override;
   std::size_t release_removed(PoolState& pool, BlockPool& blocks) override;
   PoolKind kind_for(std::size_t size) const override;
+  std::size_t mapping_granule(Tier tier, std::size_t size) const override;
   // Maps the granules right after `free` (a free mapped block of `blocks` followed by
   // an unmapped one) that it lacks to hold `size` bytes from its start. The planned
   // strategy's placement, where it chooses the place.
@@ -45,6 +46,7 @@ class ExpandableSource : public SegmentSource {
   std::size_t releasable_bytes(const BlockPool& blocks) const;
   // The granule of the range `blocks` has or would get.
   std::size_t granule_for(const BlockPool& blocks) const;
+  std::size_t granule_of(Tier tier, PoolKind kind) const;
 
  private:
   struct Range {

@@ -155,6 +155,10 @@ PoolKind PlannedSource::kind_for(std::size_t size) const {
   return kept_out_ ? PoolKind::small : expandable_->kind_for(size);
 }
 
+std::size_t PlannedSource::mapping_granule(Tier tier, std::size_t size) const {
+  return expandable_ ? expandable_->mapping_granule(tier, size) : 0;
+}
+
 // Planned requests are carved at their address in the arena and in the holes of the
 // expandable range: both found by address, not by a walk of the segment.
 void PlannedSource::pool_created(PoolState& pool) {

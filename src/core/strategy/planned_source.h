@@ -32,6 +32,8 @@ class PlannedSource : public SegmentSource {
   // Named pools only (the default pool is never removed): the fallback's.
   std::size_t release_removed(PoolState& pool, BlockPool& blocks) override;
   PoolKind kind_for(std::size_t size) const override;
+  // The expandable fallback's; 0 under caching's.
+  std::size_t mapping_granule(Tier tier, std::size_t size) const override;
   void pool_created(PoolState& pool) override;
 
   // The allocator's flow calls these with its lock held.

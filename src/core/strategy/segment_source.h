@@ -39,6 +39,9 @@ class SegmentSource {
   }
   // The pool kind that serves a request of `size` rounded bytes.
   virtual PoolKind kind_for(std::size_t size) const = 0;
+  // The unit in which memory for a request of `size` rounded bytes on `tier` is mapped:
+  // an expandable granule; 0 where it comes in segments sized to the request.
+  virtual std::size_t mapping_granule(Tier /*tier*/, std::size_t /*size*/) const { return 0; }
 };
 
 }  // namespace npumem::core

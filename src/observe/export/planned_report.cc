@@ -9,6 +9,27 @@
 namespace npumem {
 namespace {
 
+// Unkeyed iterations whose shapes do not repeat (random sequence lengths): plans learned
+// and never served, or not learned at all, said with the way out; empty otherwise.
+std::string shapes_advice(const PlannedStats& stats) {
+  std::size_t unserved = 0;
+  std::size_t unkeyed = 0;
+  for (const PlanInfo& plan : stats.plans) {
+    if (plan.key) continue;
+    ++unkeyed;
+    if (plan.iterations_served == 0 && !plan.declined) ++unserved;
+  }
+  if (unkeyed == 0 || (stats.iterations_not_learned == 0 && unserved < 2)) return {};
+  return "the iterations' shapes seldom repeat (" + format_count(unserved) + " of the " +
+         format_count(unkeyed) + " plans kept never served" +
+         (stats.iterations_not_learned == 0
+              ? std::string()
+              : ", " + format_count(stats.iterations_not_learned, "iteration") + " not learned") +
+         "): pad the size that varies to a few values (`npumem advise buckets TRACE` recommends "
+         "them) and key each iteration by its value (`npumem.torch.iteration(key=...)`, `i "
+         "<key>` lines), so that each gets a plan of its own";
+}
+
 std::string learned_line(const PlannedStats& p) {
   std::string text = format_count(p.plans_learned) + " (" + format_count(p.plans.size()) +
                      " kept), arena " + format_bytes(p.arena_bytes) + " now";
@@ -22,10 +43,12 @@ std::string learned_line(const PlannedStats& p) {
   }
   if (p.plans_evicted != 0) {
     // Shapes past the limit evict each other: each comes back to find its plan gone.
+    // Not when shapes seldom repeat: more plans would not serve (a trial raised it to 64
+    // as told, beside the advice to pad, and still had 0 hits).
     text += "; " + format_count(p.plans_evicted, "plan") + " evicted (at most " +
-            format_count(p.max_plans) +
-            " are kept, the least recently used goes: more shapes recur than that? raise "
-            "planned_max_plans)";
+            format_count(p.max_plans) + " are kept, the least recently used goes" +
+            (shapes_advice(p).empty() ? ": more shapes recur than that? raise planned_max_plans)"
+                                      : ")");
   }
   if (p.iterations_not_learned != 0) {
     text += "; " + format_count(p.iterations_not_learned, "iteration") +
@@ -128,27 +151,6 @@ std::string plan_line(const PlanInfo& plan) {
             format_bytes(plan.fallback_peak_reserved_bytes);
   }
   return text;
-}
-
-// Unkeyed iterations whose shapes do not repeat (random sequence lengths): plans learned
-// and never served, or not learned at all, said with the way out; empty otherwise.
-std::string shapes_advice(const PlannedStats& stats) {
-  std::size_t unserved = 0;
-  std::size_t unkeyed = 0;
-  for (const PlanInfo& plan : stats.plans) {
-    if (plan.key) continue;
-    ++unkeyed;
-    if (plan.iterations_served == 0 && !plan.declined) ++unserved;
-  }
-  if (unkeyed == 0 || (stats.iterations_not_learned == 0 && unserved < 2)) return {};
-  return "the iterations' shapes seldom repeat (" + format_count(unserved) + " of the " +
-         format_count(unkeyed) + " plans kept never served" +
-         (stats.iterations_not_learned == 0
-              ? std::string()
-              : ", " + format_count(stats.iterations_not_learned, "iteration") + " not learned") +
-         "): pad the size that varies to a few values (`npumem advise buckets TRACE` recommends "
-         "them) and key each iteration by its value (`npumem.torch.iteration(key=...)`, `i "
-         "<key>` lines), so that each gets a plan of its own";
 }
 
 }  // namespace

@@ -1,4 +1,5 @@
 // Parsing of tensor lifetime records (`<bytes> <first_op> <last_op>` per line).
+#include <algorithm>
 #include <charconv>
 #include <cstdint>
 #include <string>
@@ -105,6 +106,18 @@ class RecordParser {
 
 std::vector<TensorLifetime> parse_lifetime_records(std::string_view text, const std::string& source,
                                                    std::vector<std::size_t>* lines) {
+  // Control bytes no text file has: an ONNX model (protobuf) given without --onnx was
+  // read as a line of 1 field.
+  const std::string_view head = text.substr(0, 4096);
+  if (std::any_of(head.begin(), head.end(), [](char c) {
+        const auto byte = static_cast<unsigned char>(c);
+        return byte < '\t' || (byte > '\r' && byte < ' ');
+      })) {
+    throw ParseError(source, 1,
+                     "binary data, not lifetime records '<bytes> <first_op> <last_op>' (an ONNX "
+                     "model? plan it with `npumem plan memory --onnx " +
+                         source + "`)");
+  }
   std::vector<TensorLifetime> tensors;
   std::uint64_t total_bytes = 0;
   std::size_t line_number = 0;

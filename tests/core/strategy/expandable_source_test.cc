@@ -359,6 +359,18 @@ TEST(ExpandableRanges, APoolWithAQuotaReservesAddressesForItsQuota) {
   for (void* ptr : live) allocator.deallocate(ptr);
 }
 
+// On a small limit a range still reserves 1 GiB of addresses: twice an 11 MiB limit held
+// no free stretch for a 4.9 MiB request beside 5.6 MiB mapped (live blocks spread over the
+// 22 MiB), and the refusal was blamed on the device.
+TEST(ExpandableRanges, ARangeOnASmallLimitStillReservesAGibibyteOfAddresses) {
+  Allocator allocator(make_device("sim:hbm=11MiB,ddr=0"), expandable(2 * MiB));
+  void* p = allocator.allocate(1 * MiB);
+  const std::vector<SegmentInfo> segments = allocator.snapshot();
+  ASSERT_EQ(segments.size(), 1u);
+  EXPECT_EQ(segments[0].size, 1 * GiB);
+  allocator.deallocate(p);
+}
+
 // A growth the quota refuses maps nothing first: the peaks stay what tensors held (a
 // trial's failed 3 MiB request read as 8 MiB of HBM and 2 MiB of DDR at peak).
 TEST(ExpandableRanges, AGrowthTheQuotaRefusesRaisesNoPeak) {

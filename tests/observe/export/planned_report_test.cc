@@ -15,6 +15,7 @@ TEST(PlannedReport, EvictedPlansAreCountedWithTheLimitAndTheKeyThatRaisesIt) {
   stats.plans_evicted = 10;
   stats.max_plans = 8;
   stats.plans.resize(8);
+  for (PlanInfo& plan : stats.plans) plan.iterations_served = 1;  // shapes that recur
   const std::string report = planned_report(stats, "`i` lines");
   EXPECT_NE(report.find("18 (8 kept), arena 0 B now; 10 plans evicted (at most 8 are kept, the "
                         "least recently used goes: more shapes recur than that? raise "
@@ -157,6 +158,14 @@ TEST(PlannedReport, AdvisesBucketsAndKeysWhenShapesSeldomRepeat) {
             std::string::npos)
       << lines.back().value;
   EXPECT_NE(lines.back().value.find("npumem advise buckets TRACE"), std::string::npos);
+  stats.plans_evicted = 5;
+  stats.max_plans = 8;
+  const std::string learned = planned_report_lines(stats, "`i` lines")[0].value;
+  EXPECT_NE(learned.find("5 plans evicted (at most 8 are kept, the least recently used goes)"),
+            std::string::npos)
+      << learned;
+  EXPECT_EQ(learned.find("raise planned_max_plans"), std::string::npos)
+      << "more plans do not serve shapes that seldom repeat: " << learned;
   EXPECT_NE(planned_report_lines(served_stats(), "`i` lines").back().name, "advice")
       << "plans that serve need no advice";
 }

@@ -60,6 +60,10 @@ TEST(LifetimeRecordsTest, ErrorsNameTheFileLineAndProblem) {
   EXPECT_EQ(parse_error("# a trace\na 0 4096\nf 0\n"),
             "m.records:2: 'a' starts an allocation trace's line, not a lifetime record "
             "'<bytes> <first_op> <last_op>' (plan a trace with `plan memory --trace`)");
+  // An ONNX model (protobuf) without --onnx: it read as a line of 1 field.
+  EXPECT_EQ(parse_error(std::string("\x08\x07\x12\x07pytorch\x1a\x04", 12) + "2.0\n"),
+            "m.records:1: binary data, not lifetime records '<bytes> <first_op> <last_op>' (an "
+            "ONNX model? plan it with `npumem plan memory --onnx m.records`)");
 }
 
 // Plans sum sizes: past 2^63 bytes in all, their figures saturated and were shown as
