@@ -857,21 +857,34 @@ std::vector<std::uintptr_t> PlannedSource::place_in_holes(
     std::uint64_t first_op, last_op;
     std::uintptr_t begin, end;
   };
+  // A block's space in a hole that the next iteration frees at `time`.
+  struct Opening {
+    std::uintptr_t begin, end;
+    std::uint32_t time;
+  };
   struct Hole {
     std::uintptr_t begin, end;
-    std::int64_t opens;  // -1: free from the start; else the time the next iteration frees it
+    std::vector<Opening> openings;  // the rest is free from the start
     std::vector<Placed> placed;
   };
   std::vector<std::uintptr_t> address(tensors.size(), 0);
   std::vector<Hole> holes;
-  const auto add_hole = [&](std::uintptr_t begin, std::uintptr_t end, std::int64_t opens) {
-    if (end >= begin + kMinHole) holes.push_back({begin, end, opens, {}});
+  std::vector<Opening> run_openings;  // of the run of blocks being read
+  const auto add_hole = [&](std::uintptr_t begin, std::uintptr_t end) {
+    if (end < begin + kMinHole) return;
+    Hole hole{begin, end, {}, {}};
+    for (const Opening& o : run_openings) {
+      if (o.begin < end && begin < o.end) {
+        hole.openings.push_back({std::max(o.begin, begin), std::min(o.end, end), o.time});
+      }
+    }
+    holes.push_back(std::move(hole));
   };
   const std::size_t granule = arena_blocks().mapping_granule();
-  // When `b`'s space is free for the next iteration's requests: -1 from its start, else
-  // the time the next frees it; nullopt: not in it.
-  const auto opens_at = [&](const Block& b) -> std::optional<std::int64_t> {
-    if (!b.allocated) return b.mapped ? std::optional<std::int64_t>{-1} : std::nullopt;
+  // When `b`'s space is free for the next iteration's requests: kOpen from its start,
+  // else the time the next frees it; nullopt: not in it.
+  const auto opens_at = [&](const Block& b) -> std::optional<std::uint32_t> {
+    if (!b.allocated) return b.mapped ? std::optional<std::uint32_t>{kOpen} : std::nullopt;
     if (granule == 0 || made_in(b) != current_.iteration) return std::nullopt;
     const std::uint32_t index = request_index(b);
     if (index >= freed_in_next.size() || freed_in_next[index] == kOpen) return std::nullopt;
@@ -897,42 +910,46 @@ std::vector<std::uintptr_t> PlannedSource::place_in_holes(
         kept_granules.insert(granule_of(b->address + b->size - 1));
       }
     }
-    const auto add_kept = [&](std::uintptr_t begin, std::uintptr_t end, std::int64_t opens) {
-      if (kept_granules.count(granule_of(begin)) != 0) add_hole(begin, end, opens);
+    const auto add_kept = [&](std::uintptr_t begin, std::uintptr_t end) {
+      if (kept_granules.count(granule_of(begin)) != 0) add_hole(begin, end);
     };
     for (const Block* b = s->first; b != nullptr;) {
-      std::optional<std::int64_t> opens = opens_at(*b);
-      if (!opens) {
+      if (!opens_at(*b)) {
         b = b->next;
         continue;
       }
       const std::uintptr_t begin = b->address;
       std::uintptr_t end = begin;
+      run_openings.clear();
       for (; b != nullptr && opens_at(*b); b = b->next) {
-        opens = std::max(*opens, *opens_at(*b));
+        if (const std::uint32_t time = *opens_at(*b); time != kOpen) {
+          run_openings.push_back({b->address, b->address + b->size, time});
+        }
         end = b->address + b->size;
       }
       if (granule == 0) {
-        add_hole(begin, end, *opens);
+        add_hole(begin, end);
         continue;
       }
       const std::uintptr_t head_end = granule_end(*s, begin, granule);
       const std::uintptr_t tail_begin = s->granule_base + granule_of(end) * granule;
       if (head_end >= tail_begin) {
-        add_kept(begin, end, *opens);
+        add_kept(begin, end);
       } else {
-        add_kept(begin, head_end, *opens);
-        add_kept(tail_begin, end, *opens);
+        add_kept(begin, head_end);
+        add_kept(tail_begin, end);
       }
     }
   }
   if (holes.empty()) return address;
   const auto fit = [&](Hole& hole, std::size_t i) -> std::uintptr_t {
     const TensorLifetime& t = tensors[i];
-    if (static_cast<std::int64_t>(made_at[i]) <= hole.opens) return 0;
     std::vector<std::pair<std::uintptr_t, std::uintptr_t>> taken;
     for (const Placed& p : hole.placed) {
       if (p.first_op <= t.last_op && t.first_op <= p.last_op) taken.emplace_back(p.begin, p.end);
+    }
+    for (const Opening& o : hole.openings) {
+      if (made_at[i] <= o.time) taken.emplace_back(o.begin, o.end);  // not free yet
     }
     std::sort(taken.begin(), taken.end());
     std::uintptr_t at = hole.begin;
