@@ -211,6 +211,10 @@ class Allocator {
   // them out; every other figure is the same): for readers that poll and must not
   // change where later requests land, such as the stats page `npumem smi` reads.
   Stats stats_leaving_caches() const;
+  // stats() with each peak the highest since the allocator was made: reset_peak_stats()
+  // lowers stats()' peaks, not these (a job's report must not lose the peak its own
+  // code reset, as a script that reset them each epoch did).
+  Stats stats_since_start() const;
   void reset_peak_stats();
   // Zeroes the accumulated counts (each statistic's allocated and freed, num_ooms,
   // num_device_alloc, ...) of the allocator and its pools; current values and peaks stay.

@@ -2,14 +2,15 @@
 // iterations (tick(), or the allocator's EventKind::iteration from mark_iteration), and
 // after a warm-up (the first step makes optimizer state, gradients and caches that
 // legitimately stay) looks for allocations that stay alive iteration after iteration:
-// a group (tag, pool, backtrace) that left survivors in most of the judged iterations
-// is a leak. The iteration in progress is never judged (its tensors are in flight), and
-// survivors are counted as they were at the last boundary (plus what came after it).
-// An observer of the allocator.
+// a group (tag, pool, backtrace) that left survivors in half the judged iterations, or
+// in three at least spread over them (a cache filled every few steps), is a leak. The iteration in
+// progress is never judged (its tensors are in flight), and survivors are counted as they were at
+// the last boundary (plus what came after it). An observer of the allocator.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -39,6 +40,9 @@ struct LeakGroup {
   std::string tag;
   std::string pool;
   std::vector<std::string> frames;  // described, innermost first
+  // Where the caller's code made them (report(site_of)'s, e.g. "train.py:42 in step");
+  // empty without one.
+  std::string site;
   std::size_t count = 0;
   std::uint64_t bytes = 0;         // block bytes held
   std::uint64_t judged_bytes = 0;  // of those, made in judged iterations
@@ -47,7 +51,9 @@ struct LeakGroup {
   std::size_t first_iteration = 0;
   std::size_t last_iteration = 0;
   std::size_t judged_iterations = 0;  // of those, iterations after warm-up, before the last
-  // Survivors from at least half the judged iterations, and from two at least.
+  // Survivors from at least half the judged iterations, and from two at least; or from
+  // three at least, the first in the first third of the judged iterations and the last
+  // in the last third (a leak of every few steps: a cache with a new key every third).
   bool recurring = false;
 };
 
@@ -61,10 +67,15 @@ struct LeakReport {
   std::uint64_t final_bytes = 0;
   double growth = 0.0;  // (final - baseline) / baseline; +inf from a zero baseline
   double threshold = 0.0;
-  // Held by recurring groups, made in judged iterations, each iteration's counted up to
-  // its group's usual amount per iteration (so a tensor carried into the next
-  // iteration, in the same group, does not read as a leak).
+  // Held by recurring groups, made in judged iterations; the last judged iteration's
+  // counted up to its group's usual amount per iteration (a tensor carried into the
+  // iteration in progress, in the same group, does not read as a leak).
   std::uint64_t leaked_bytes = 0;
+  // Held by the other groups, made in judged iterations before the last (whose tensors
+  // may be carried into the one in progress: the last step's gradients), and how many
+  // of those iterations left some: a leak too slow or too irregular to recur.
+  std::uint64_t unrecurring_bytes = 0;
+  std::size_t unrecurring_iterations = 0;
   // Recurring survivors above threshold x baseline (needs two judged iterations).
   bool leaking = false;
   std::vector<std::uint64_t> samples;  // allocated bytes at each tick
@@ -86,7 +97,11 @@ class LeakDetector : public AllocatorObserver {
   // An iteration boundary: samples allocated bytes. The allocator's iteration events
   // (Allocator::mark_iteration) do the same.
   void tick();
-  LeakReport report() const;
+  // The caller's word on where the allocation at an address was made (Python's file and
+  // line, say), or "" when it has none: groups are split by it.
+  using SiteOf = std::function<std::string(std::uint64_t address)>;
+  // Called with the detector's lock held: site_of must not allocate from this allocator.
+  LeakReport report(const SiteOf& site_of = {}) const;
 
  private:
   struct Allocation {

@@ -67,6 +67,7 @@ struct StatSplit {
   }
   void reset_peak();
   void reset_accumulated();
+  void keep_higher_peaks(const StatSplit& other);
 };
 
 struct Stats {
@@ -105,6 +106,8 @@ struct Stats {
   std::int64_t max_split_size = -1;
 
   void reset_peak();
+  // Each peak becomes the higher of its own and `other`'s.
+  void keep_higher_peaks(const Stats& other);
   // Zeroes what accumulates (each statistic's allocated and freed, the num_ counts);
   // current values and peaks stay (torch.cuda.reset_accumulated_memory_stats).
   void reset_accumulated();

@@ -5,6 +5,8 @@ All of it is the C++ observe layer's, on a device of the registry."""
 
 from __future__ import annotations
 
+import os
+import sys
 from types import TracebackType
 from typing import Any, Optional
 
@@ -82,6 +84,15 @@ class Monitor:
         return self._monitor.empty_cache()
 
 
+def _library_folders() -> list[str]:
+    """Where npumem's and PyTorch's Python code lies: frames there are not the caller's."""
+    folders = [os.path.dirname(os.path.abspath(__file__)) + os.sep]
+    torch = sys.modules.get("torch")
+    if torch is not None and getattr(torch, "__file__", None):
+        folders.append(os.path.dirname(os.path.abspath(torch.__file__)) + os.sep)
+    return folders
+
+
 class LeakDetector:
     """Watches a device from a baseline. Iterations end at tick() or at the device's
     iteration marks (npumem.torch.iteration(), optimizer.step() under npumem.torch);
@@ -89,7 +100,8 @@ class LeakDetector:
     iteration after iteration (a leak when they hold more than `threshold` of the
     steady-state allocated bytes; 0: any), and lists every survivor since it started
     (or since mark_baseline()) grouped by memory tag, pool (and native backtrace with
-    `backtraces`). The iteration in progress is never judged. Attached until close() or
+    `backtraces`, and the Python line that made them with `python_lines`, which takes
+    each allocation's Python stack). The iteration in progress is never judged. Attached until close() or
     the end of its `with`. A device not made yet is made, as get_device(device) makes it."""
 
     def __init__(
@@ -98,6 +110,7 @@ class LeakDetector:
         threshold: float = 0.0,
         backtraces: bool = False,
         warmup_iterations: int = 1,
+        python_lines: bool = False,
     ):
         if (
             isinstance(warmup_iterations, bool)
@@ -108,9 +121,10 @@ class LeakDetector:
         if isinstance(threshold, bool) or not isinstance(threshold, (int, float)):
             raise TypeError(f"threshold is a fraction of the allocated bytes, not {threshold!r}")
         _checked(backtraces, bool, "backtraces")
+        _checked(python_lines, bool, "python_lines")
         self.device = get_device(device)
         self._detector: Optional[_core.LeakDetector] = _core.LeakDetector(
-            self.device, threshold, backtraces, warmup_iterations
+            self.device, threshold, backtraces, warmup_iterations, python_lines
         )
 
     def mark_baseline(self) -> None:
@@ -125,9 +139,10 @@ class LeakDetector:
         """iterations, warmup_iterations, judged_iterations, baseline_bytes (where the
         steady state starts), final_bytes, growth, threshold, leaked_bytes, leaking,
         samples, survivors (groups: tag, pool, frames, count, bytes, requested_bytes,
-        iterations, judged_iterations, recurring, ...) and text, the report as the C++
-        layer prints it."""
-        return self._attached().report()
+        iterations, judged_iterations, recurring, site, ...) and text, the report as the
+        C++ layer prints it. With python_lines, a group's site is the caller's line that
+        made it (the innermost frame outside npumem and PyTorch), and groups are split by it."""
+        return self._attached().report(_library_folders())
 
     def close(self) -> None:
         """Detaches from the device; the detector stops seeing allocations."""

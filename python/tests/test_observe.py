@@ -74,6 +74,28 @@ class LeakDetectorTest(unittest.TestCase):
         with self.assertRaisesRegex(npumem.Error, "closed"):
             leaks.tick()
 
+    def test_python_lines_split_untagged_leaks_by_the_line_that_made_them(self):
+        device = fresh_device()
+        with npumem.LeakDetector(device, python_lines=True) as leaks:
+            for step in range(6):
+                npumem.caching_allocator_alloc(512, device)  # line A: a loss kept
+                if step % 2 == 0:
+                    npumem.caching_allocator_alloc(64 * 1024, device)  # line B: a cache entry
+                leaks.tick()
+            report = leaks.report()
+        line_a = next(i for i, text in enumerate(open(__file__, encoding="utf-8"), 1)
+                      if text.rstrip().endswith("# line A: a loss kept"))
+        sites = {group["site"]: group for group in report["survivors"]}
+        here = f"{__file__}:{line_a}"
+        self.assertIn(f"{here} in test_python_lines_split_untagged_leaks_by_the_line_that_made_them",
+                      sites)
+        self.assertEqual(len(sites), 2, report["text"])
+        self.assertTrue(all(group["recurring"] for group in sites.values()))
+        self.assertIn(f"      made at {here} in ", report["text"])
+        with npumem.LeakDetector(device) as plain:
+            npumem.caching_allocator_alloc(512, device)
+            self.assertEqual(plain.report()["survivors"][0]["site"], "")
+
     def test_no_leak_when_memory_returns(self):
         device = fresh_device()
         with npumem.LeakDetector(device) as leaks:

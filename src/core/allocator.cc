@@ -66,8 +66,17 @@ Stats Allocator::stats_leaving_caches() const {
   return impl_->public_stats(nullptr);
 }
 
+Stats Allocator::stats_since_start() const {
+  std::lock_guard lock(impl_->mutex);
+  impl_->flush_recycled();
+  Stats stats = impl_->public_stats(nullptr);
+  stats.keep_higher_peaks(impl_->peaks_before_reset);
+  return stats;
+}
+
 void Allocator::reset_peak_stats() {
   std::lock_guard lock(impl_->mutex);
+  impl_->peaks_before_reset.keep_higher_peaks(impl_->public_stats(nullptr));
   impl_->stats.reset_peak();
   for (auto& pool : impl_->pools) pool->stats.reset_peak();
   if (impl_->planned != nullptr) impl_->planned->reset_steady_peaks();

@@ -160,7 +160,8 @@ struct Allocator::Impl {
   // records until the pools are gone.
   std::unordered_map<const core::ThreadCache*, std::unique_ptr<core::ObjectPool<core::Block>>>
       thread_records;
-  Stats stats;  // before pools: their block pools count into it until destroyed
+  Stats stats;               // before pools: their block pools count into it until destroyed
+  Stats peaks_before_reset;  // the peaks reset_peak_stats() lowered (stats_since_start)
   std::vector<std::unique_ptr<core::PoolState>> pools;  // pools[0] is "default"
   // Live blocks and the blocks front caches keep (a cached block stays here, so its
   // reuse touches no table). Changed under the lock only; front caches read it.

@@ -1,5 +1,6 @@
 #include "npumem/stats.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -9,6 +10,16 @@ void StatSplit::reset_peak() {
   all.reset_peak();
   for (Stat& stat : by_kind) stat.reset_peak();
   for (Stat& stat : by_tier) stat.reset_peak();
+}
+
+void StatSplit::keep_higher_peaks(const StatSplit& other) {
+  all.peak = std::max(all.peak, other.all.peak);
+  for (std::size_t k = 0; k < by_kind.size(); ++k) {
+    by_kind[k].peak = std::max(by_kind[k].peak, other.by_kind[k].peak);
+  }
+  for (std::size_t t = 0; t < by_tier.size(); ++t) {
+    by_tier[t].peak = std::max(by_tier[t].peak, other.by_tier[t].peak);
+  }
 }
 
 void StatSplit::reset_accumulated() {
@@ -26,6 +37,15 @@ void Stats::reset_peak() {
   for (StatSplit* split : splits()) split->reset_peak();
   oversize_allocations.reset_peak();
   oversize_segments.reset_peak();
+}
+
+void Stats::keep_higher_peaks(const Stats& other) {
+  Stats copy = other;  // splits() names the fields; a copy lends its own
+  const std::array<StatSplit*, 9> theirs = copy.splits();
+  const std::array<StatSplit*, 9> ours = splits();
+  for (std::size_t i = 0; i < ours.size(); ++i) ours[i]->keep_higher_peaks(*theirs[i]);
+  oversize_allocations.peak = std::max(oversize_allocations.peak, other.oversize_allocations.peak);
+  oversize_segments.peak = std::max(oversize_segments.peak, other.oversize_segments.peak);
 }
 
 void Stats::reset_accumulated() {

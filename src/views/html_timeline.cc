@@ -144,10 +144,17 @@ window.addEventListener("error", function (e) {
       "drawn grey, and the peak is only that of the kept events (record with more history " +
       "entries, e.g. --history-entries).";
   }
+  // A peak the statistics lost to reset_peak_memory_stats() is still in the history: the
+  // header said 4.00 MiB over a drawn 32.0 MiB.
+  var peakAllocated = Math.max(snap.stats["allocated_bytes.all.peak"], n ? totalAlloc[peak] : 0);
+  var peakReserved = snap.stats["reserved_bytes.all.peak"];
+  for (i = 0; i < n; i++) peakReserved = Math.max(peakReserved, totalResv[i]);
+  var lowered = peakAllocated > snap.stats["allocated_bytes.all.peak"];
   document.getElementById("meta").textContent =
-    "device " + snap.device.name + " \u00b7 peak allocated " +
-    fmt(snap.stats["allocated_bytes.all.peak"]) + " \u00b7 peak reserved " +
-    fmt(snap.stats["reserved_bytes.all.peak"]) + " \u00b7 " +
+    "device " + snap.device.name + " \u00b7 peak allocated " + fmt(peakAllocated) +
+    " \u00b7 peak reserved " + fmt(peakReserved) +
+    (lowered ? " (the statistics' peaks, reset since: " +
+      fmt(snap.stats["allocated_bytes.all.peak"]) + " allocated)" : "") + " \u00b7 " +
     (snap.history.recorded ? n + " events" +
       (snap.history.dropped ? " (" + snap.history.dropped + " older ones dropped)" : "")
       : "no history recorded (replay with --record)");
@@ -308,10 +315,16 @@ window.addEventListener("error", function (e) {
     });
     document.body.dataset.ooms = String(ooms);
     ctx.fillStyle = "#222";
+    // Event numbers, each once: a short history printed "0 0 1 1 2 2 2 3 3 4 4".
+    var lastLabel = -1;
     for (k = 0; k <= 10; k++) {
-      var label = String(Math.round((n - 1) * k / 10));
+      var event = Math.round((n - 1) * k / 10);
+      if (event === lastLabel) continue;
+      lastLabel = event;
+      var label = String(event);
       var width = ctx.measureText(label).width;
-      ctx.fillText(label, L + pw * k / 10 - (k === 10 ? width : k === 0 ? 0 : width / 2), H - 10);
+      var at = n > 1 ? event / (n - 1) : k / 10;
+      ctx.fillText(label, L + pw * at - (at === 1 ? width : at === 0 ? 0 : width / 2), H - 10);
     }
   }
 

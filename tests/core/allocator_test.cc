@@ -337,6 +337,15 @@ TEST_P(AllocatorOn, ResetPeakKeepsCurrent) {
   EXPECT_EQ(allocator.stats().allocated_bytes.all.peak, static_cast<std::int64_t>(16 * MiB));
   allocator.reset_peak_stats();
   EXPECT_EQ(allocator.stats().allocated_bytes.all.peak, static_cast<std::int64_t>(8 * MiB));
+  // The peaks since the start stay: a job's report must not lose what its code reset.
+  const Stats since_start = allocator.stats_since_start();
+  EXPECT_EQ(since_start.allocated_bytes.all.peak, static_cast<std::int64_t>(16 * MiB));
+  EXPECT_EQ(since_start.allocated_bytes.all.current, static_cast<std::int64_t>(8 * MiB));
+  void* c = allocator.allocate(12 * MiB);  // past the reset peak, below the first
+  allocator.reset_peak_stats();
+  EXPECT_EQ(allocator.stats_since_start().allocated_bytes.all.peak,
+            static_cast<std::int64_t>(20 * MiB));
+  allocator.deallocate(c);
   allocator.deallocate(a);
 }
 

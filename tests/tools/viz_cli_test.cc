@@ -76,6 +76,27 @@ TEST(VizCliTest, RecordedReplayBecomesATimelineThatChromiumDraws) {
   std::filesystem::remove_all(dir);
 }
 
+// A script that reset the peaks (each epoch) leaves a lower peak in the statistics than
+// the history drew: the header read 4.00 MiB over a drawn 32.0 MiB.
+TEST(VizCliTest, TheHeaderGivesTheHistorysPeakWhenTheStatisticsWereReset) {
+  if (!std::filesystem::exists(kChromium)) GTEST_SKIP() << "no " << kChromium;
+  const auto dir = scratch();
+  const auto trace = dir / "reset.trace";
+  std::ofstream(trace) << "a 1 1024\na 2 5120\nf 2\n";
+  const auto snapshot = dir / "snapshot.json";
+  const auto page = dir / "timeline.html";
+  ASSERT_EQ(run_npumem("replay " + trace.string() + " --record " + snapshot.string()).exit_code, 0);
+  auto recorded = nlohmann::json::parse(read_file(snapshot));
+  recorded["stats"]["allocated_bytes.all.peak"] = 1024;  // as reset_peak_memory_stats() leaves it
+  std::ofstream(snapshot) << recorded.dump();
+  ASSERT_EQ(run_npumem("viz " + snapshot.string() + " -o " + page.string()).exit_code, 0);
+  const std::string dom = rendered_dom(page.string(), dir);
+  EXPECT_NE(dom.find("peak allocated 6.00 KiB"), std::string::npos) << dom.substr(0, 2000);
+  EXPECT_NE(dom.find("(the statistics' peaks, reset since: 1.00 KiB allocated)"), std::string::npos)
+      << dom.substr(0, 2000);
+  std::filesystem::remove_all(dir);
+}
+
 TEST(VizCliTest, APoolFilterDrawsThatPoolAloneWithItsQuota) {
   if (!std::filesystem::exists(kChromium)) GTEST_SKIP() << "no " << kChromium;
   const auto dir = scratch();

@@ -35,7 +35,7 @@ from npumem.devices import (
     settings,
 )
 from npumem.torch.steps import iteration, mark_optimizer_steps, tag_modules
-from npumem.torch import trace
+from npumem.torch import script_runner, trace
 from npumem.torch.trace import Recording, record
 
 # Sized for a workstation: tensors beyond 4 GiB spill to DDR, and the device holds
@@ -111,6 +111,17 @@ def _host_device(index: int, spec: Optional[str], conf: Optional[str]) -> _core.
         chosen = get_device(index)
         # A device is made once; the same settings again (a notebook cell run twice) are
         # no change.
+        if script_runner.running and (
+            (spec is not None and spec != chosen.spec)
+            or (conf and _core.check_config(conf) != chosen.config)
+        ):
+            # The script's own settings, for its runs without `run`: run's device serves it.
+            _say_once(
+                f"npumem: run: the script's npumem.torch.install() asks for device {index} as "
+                f"'{spec or chosen.spec}'{f' with --conf {conf!r}' if conf else ''}; it runs "
+                f"on run's ({chosen.spec}): give run --device/--conf to change it"
+            )
+            return chosen
         if spec is not None and spec != chosen.spec:
             raise _core.ConfigError(
                 f"npumem device {index} exists already with spec '{chosen.spec}', not "

@@ -11,6 +11,7 @@ import npumem
 from npumem import _core
 from npumem.devices import settings
 from npumem.torch import install, mark_optimizer_steps, record, tag_modules
+from npumem.torch import script_runner
 from npumem.torch import trace as trace_module
 from npumem.torch.script_runner import run_script
 from npumem.torch.trace import check_pool_names, quota_excesses
@@ -48,11 +49,20 @@ def run(
         monitor = npumem.Monitor(device)
         history = npumem.MemoryHistory(device, history_entries) if html else None
         mark_optimizer_steps()
-        with npumem.LeakDetector(device, threshold=leak_threshold) as leaks, tag_modules():
+        # Python lines: a leak made outside any module (a list of losses, a cache) is named
+        # by the line that made it, not one "untagged" group.
+        with npumem.LeakDetector(
+            device, threshold=leak_threshold, python_lines=True
+        ) as leaks, tag_modules():
             monitor.snapshot("start")
-            status = run_script(script, args)
+            script_runner.running = True
+            reports = []
+            try:
+                status = run_script(script, args, on_end=lambda: reports.append(leaks.report()))
+            finally:
+                script_runner.running = False
             monitor.snapshot("end")
-            leak_report = leaks.report()
+            leak_report = reports[0]
         mark_optimizer_steps(False)
         if history is not None:
             history.stop()
@@ -62,7 +72,8 @@ def run(
         )
         out.write(_hbm_limit_text(device))
         out.write(monitor.report())
-        out.write(peaks_text(npumem.memory_stats(device)))
+        # The job's peaks: a script that resets them (each epoch) must not hide them.
+        out.write(peaks_text(device.stats_since_start()))
         out.write(pools_text(npumem.pools(device, removed=True)))
         planned = npumem.planned_report(device)
         if planned:
@@ -191,13 +202,14 @@ def _hbm_limit_text(device: _core.Device) -> str:
 
 
 def peaks_text(stats: dict[str, int]) -> str:
-    """The peaks since start (or the last reset), in all and per tier, with exact bytes."""
+    """The peaks since the start (reset_peak_memory_stats() in the script lowers none), in
+    all and per tier, with exact bytes."""
 
     def figure(name: str, key: str) -> str:
         value = stats[key]
         return f"  {name:<24}{_core.format_bytes(value):>12}  ({value:,} bytes)\n"
 
-    lines = ["peaks\n"]
+    lines = ["peaks (since the start, whatever the script reset)\n"]
     lines.append(figure("peak allocated", "allocated_bytes.all.peak"))
     lines.append(figure("peak requested", "requested_bytes.all.peak"))
     lines.append(figure("peak reserved", "reserved_bytes.all.peak"))

@@ -166,6 +166,17 @@ void bind_devices(py::module_& module) {
              for (const auto& [key, value] : stats) result[py::str(key)] = value;
              return result;
            })
+      .def(
+          "stats_since_start",
+          [](const Entry& e) {
+            py::dict result;
+            for (const auto& [key, value] : e.allocator->stats_since_start().as_map()) {
+              result[py::str(key)] = value;
+            }
+            return result;
+          },
+          "stats() with each peak the highest since the device was made, whatever "
+          "reset_peak_stats() did since")
       .def("reset_peak_stats", [](Entry& e) { e.allocator->reset_peak_stats(); })
       .def("reset_accumulated_stats", [](Entry& e) { e.allocator->reset_accumulated_stats(); })
       .def(

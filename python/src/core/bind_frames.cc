@@ -26,7 +26,7 @@ class FrameRecorder {
   FrameRecorder(const FrameRecorder&) = delete;
   FrameRecorder& operator=(const FrameRecorder&) = delete;
   void stop() {
-    record_stacks(device_, nullptr);
+    stop_recording_stacks(device_, stacks_);
     device_.allocator->remove_observer(stacks_);
   }
   py::list frames(std::uint64_t address) const {

@@ -3,10 +3,13 @@
 // as JSON and as a Chrome trace. Each object works on one device of the registry.
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <memory>
 #include <sstream>
 #include <string>
+#include <unordered_map>
 
 #include "bindings.h"
 #include "device_registry.h"
@@ -50,6 +53,7 @@ py::dict leak_group_dict(const LeakGroup& group) {
   result["tag"] = group.tag;
   result["pool"] = group.pool;
   result["frames"] = group.frames;
+  result["site"] = group.site;
   result["count"] = group.count;
   result["bytes"] = group.bytes;
   result["requested_bytes"] = group.requested_bytes;
@@ -129,28 +133,72 @@ class PythonMonitor {
   Monitor monitor_;
 };
 
-// A LeakDetector attached to a device until detach() or its destruction.
+// The innermost of `frames` outside `libraries` (path prefixes: npumem's, PyTorch's) as
+// "file:line in name": the caller's line that made a block; "" when none is.
+// `in_library` remembers each file's answer (a report looks at every survivor).
+std::string caller_line(const std::vector<PythonFrame>& frames,
+                        const std::vector<std::string>& libraries,
+                        std::unordered_map<std::string, bool>& in_library) {
+  for (const PythonFrame& frame : frames) {
+    const auto [known, added] = in_library.try_emplace(frame.filename, false);
+    if (added) {
+      std::error_code error;
+      const std::string path = std::filesystem::absolute(frame.filename, error).string();
+      known->second = std::any_of(libraries.begin(), libraries.end(), [&](const auto& prefix) {
+        return path.compare(0, prefix.size(), prefix) == 0;
+      });
+    }
+    if (!known->second) {
+      return frame.filename + ":" + std::to_string(frame.line) + " in " + frame.name;
+    }
+  }
+  return {};
+}
+
+// A LeakDetector attached to a device until detach() or its destruction; with
+// `python_lines`, each allocation's Python stack is taken, and the report splits groups
+// by the caller's line that made them (two leaks outside any module were one
+// "untagged" group).
 class PythonLeakDetector {
  public:
   PythonLeakDetector(DeviceEntry& device, double threshold, bool backtraces,
-                     std::size_t warmup_iterations)
+                     std::size_t warmup_iterations, bool python_lines)
       : device_(device),
         detector_(
             LeakDetector::attach(*device.allocator, {.threshold = threshold,
                                                      .backtraces = backtraces,
-                                                     .warmup_iterations = warmup_iterations})) {}
+                                                     .warmup_iterations = warmup_iterations})) {
+    if (python_lines) {
+      stacks_ = std::make_shared<PythonStacks>();
+      device.allocator->add_observer(stacks_);
+      record_stacks(device, stacks_);
+    }
+  }
   ~PythonLeakDetector() { detach(); }
   PythonLeakDetector(const PythonLeakDetector&) = delete;
   PythonLeakDetector& operator=(const PythonLeakDetector&) = delete;
   void mark_baseline() { detector_->mark_baseline(*device_.allocator); }
   void tick() { detector_->tick(); }
-  py::dict report() const { return leak_report_dict(detector_->report()); }
+  py::dict report(const std::vector<std::string>& libraries) const {
+    if (!stacks_) return leak_report_dict(detector_->report());
+    std::unordered_map<std::string, bool> in_library;
+    return leak_report_dict(detector_->report([&](std::uint64_t address) {
+      return caller_line(stacks_->frames(address), libraries, in_library);
+    }));
+  }
   // Removing an observer that is not attached changes nothing.
-  void detach() { device_.allocator->remove_observer(detector_); }
+  void detach() {
+    device_.allocator->remove_observer(detector_);
+    if (stacks_) {
+      stop_recording_stacks(device_, stacks_);
+      device_.allocator->remove_observer(stacks_);
+    }
+  }
 
  private:
   DeviceEntry& device_;
   std::shared_ptr<LeakDetector> detector_;
+  std::shared_ptr<PythonStacks> stacks_;  // with python_lines
 };
 
 // A HistoryRecorder attached to a device until stop() or its destruction.
@@ -224,12 +272,12 @@ void bind_observe(py::module_& module) {
 
   py::class_<PythonLeakDetector>(module, "LeakDetector",
                                  "Names what stays alive iteration after iteration after warm-up")
-      .def(py::init<DeviceEntry&, double, bool, std::size_t>(), py::arg("device"),
+      .def(py::init<DeviceEntry&, double, bool, std::size_t, bool>(), py::arg("device"),
            py::arg("threshold"), py::arg("backtraces"), py::arg("warmup_iterations"),
-           py::keep_alive<1, 2>())
+           py::arg("python_lines"), py::keep_alive<1, 2>())
       .def("mark_baseline", &PythonLeakDetector::mark_baseline)
       .def("tick", &PythonLeakDetector::tick)
-      .def("report", &PythonLeakDetector::report)
+      .def("report", &PythonLeakDetector::report, py::arg("libraries"))
       .def("detach", &PythonLeakDetector::detach);
 
   py::class_<PythonSizePatterns>(module, "SizePatterns",

@@ -72,22 +72,32 @@ void bridge_totals(void* entry, std::int64_t* allocated, std::int64_t* reserved)
 }  // namespace
 
 void* allocate_for_python(DeviceEntry& device, std::size_t bytes, StreamId stream) {
-  std::shared_ptr<PythonStacks> stacks;
-  if (device.recording_stacks.load(std::memory_order_acquire)) {
+  if (!device.recording_stacks.load(std::memory_order_acquire)) {
+    return device.allocator->allocate(bytes, stream);
+  }
+  std::vector<std::shared_ptr<PythonStacks>> stacks;
+  {
     std::lock_guard lock(device.stacks_mutex);
     stacks = device.stacks;
   }
-  if (!stacks) return device.allocator->allocate(bytes, stream);
   std::vector<PythonFrame> stack = PythonStacks::capture();  // before the allocator's lock
   void* ptr = device.allocator->allocate(bytes, stream);
-  if (!stack.empty()) stacks->remember(reinterpret_cast<std::uintptr_t>(ptr), std::move(stack));
+  if (!stack.empty()) {
+    for (const auto& each : stacks) each->remember(reinterpret_cast<std::uintptr_t>(ptr), stack);
+  }
   return ptr;
 }
 
-void record_stacks(DeviceEntry& device, std::shared_ptr<PythonStacks> stacks) {
+void record_stacks(DeviceEntry& device, const std::shared_ptr<PythonStacks>& stacks) {
   std::lock_guard lock(device.stacks_mutex);
-  device.recording_stacks.store(stacks != nullptr, std::memory_order_release);
-  device.stacks = std::move(stacks);
+  device.stacks.push_back(stacks);
+  device.recording_stacks.store(true, std::memory_order_release);
+}
+
+void stop_recording_stacks(DeviceEntry& device, const std::shared_ptr<PythonStacks>& stacks) {
+  std::lock_guard lock(device.stacks_mutex);
+  std::erase(device.stacks, stacks);
+  device.recording_stacks.store(!device.stacks.empty(), std::memory_order_release);
 }
 
 bool spec_is_host_accessible(const std::string& spec) {

@@ -22,17 +22,19 @@ struct DeviceEntry {
   bool host_accessible = false;    // its memory is real host memory (tensors may live there)
   Allocator* allocator = nullptr;  // the process's, never destroyed
   AllocatorBridge bridge;          // points at this entry; handed to npumem._torch
-  // Set while _record_memory_history takes Python stacks (record_stacks).
+  // Set while Python stacks are taken (_record_memory_history, a LeakDetector's lines):
+  // each allocation's stack is taken once and remembered by each.
   std::atomic<bool> recording_stacks{false};
   std::mutex stacks_mutex;
-  std::shared_ptr<PythonStacks> stacks;
+  std::vector<std::shared_ptr<PythonStacks>> stacks;
 };
 
 // An allocation for Python code (caching_allocator_alloc, PyTorch's tensors): with
 // its Python stack remembered while stacks are recorded. Throws as Allocator::allocate.
 void* allocate_for_python(DeviceEntry& device, std::size_t bytes, StreamId stream = 0);
-// Starts (or, with nullptr, stops) remembering the stacks of allocate_for_python.
-void record_stacks(DeviceEntry& device, std::shared_ptr<PythonStacks> stacks);
+// Starts remembering the stacks of allocate_for_python in `stacks`, or stops.
+void record_stacks(DeviceEntry& device, const std::shared_ptr<PythonStacks>& stacks);
+void stop_recording_stacks(DeviceEntry& device, const std::shared_ptr<PythonStacks>& stacks);
 
 // Makes the device and its allocator; the config is `conf` over NPUMEM_ALLOC_CONF.
 // Throws ConfigError for a bad spec or config, or when the index is taken already

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import tempfile
@@ -93,9 +94,97 @@ class CliTest(unittest.TestCase):
         self.assertRegex(out, r"(?m)^start +0 B +0 B +0 B ")
         self.assertRegex(out, r"(?m)^end +0 B ")
         self.assertIn("verdict: not judged", out)  # no optimizer step, no iteration()
-        self.assertIn(
-            "no allocation made since the detector started (or mark_baseline) is still alive", out
+        # Read as the script ends, its globals alive: what they hold, by the line that made it.
+        self.assertIn(f"made before any iteration mark\n      made at {script}:5 in <module>", out)
+        self.assertIn(f"made at {script}:7 in <module>", out)
+        self.assertNotIn(f"{script}:4", out)  # `first`, deleted
+
+    def test_run_reports_the_jobs_peak_though_the_script_reset_it(self):
+        script = self.script(
+            "resets.py",
+            """
+            import npumem
+            import torch
+            big = torch.empty(32_000_000, dtype=torch.uint8)
+            del big
+            npumem.reset_peak_memory_stats()
+            small = torch.empty(4_000_000, dtype=torch.uint8)
+            assert npumem.max_memory_allocated() < 32_000_000  # the script's own view
+            """,
         )
+        result = self.npumem_torch("run", "--device", "sim:hbm=1GiB,ddr=1GiB,backing=host", script)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertIn("peaks (since the start, whatever the script reset)", result.stdout)
+        self.assertEqual(self.figure(result.stdout, "peak requested"), 32_000_000)
+        self.assertEqual(self.figure(result.stdout, "peak allocated"), rounded(32_000_000))
+
+    def test_run_names_the_line_that_made_a_leak_outside_any_module(self):
+        script = self.script(
+            "losses.py",
+            """
+            import npumem.torch
+            import torch
+            losses, cache = [], {}
+            for step in range(14):
+                losses.append(torch.ones(100).sum())
+                if step % 3 == 0:
+                    cache[step] = torch.ones(65536)
+                npumem.torch.iteration()
+            """,
+        )
+        result = self.npumem_torch("run", script)
+        self.assertEqual(result.returncode, 4, result.stdout + result.stderr)
+        # Two groups, not one untagged: each named by its line, each recurring (the cache
+        # of every third step too).
+        self.assertIn(f"made at {script}:6 in <module>", result.stdout)  # the losses
+        self.assertIn(f"made at {script}:8 in <module>", result.stdout)  # the cache
+        self.assertEqual(result.stdout.count("<- left behind in"), 2, result.stdout)
+
+    def test_run_reports_after_sigterm(self):
+        # A job scheduler stops with SIGTERM: the report follows, status 143 as a shell's.
+        script = self.script(
+            "waits.py",
+            """
+            import time
+            import torch
+            kept = torch.empty(1_000_000, dtype=torch.uint8)
+            print("ready", flush=True)
+            time.sleep(60)
+            """,
+        )
+        child = subprocess.Popen(
+            [sys.executable, "-m", "npumem.torch", "run", script],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        self.assertEqual(child.stdout.readline().strip(), "ready")
+        child.send_signal(signal.SIGTERM)
+        out, err = child.communicate(timeout=120)
+        self.assertEqual(child.returncode, 143, err)
+        self.assertIn("SIGTERM: the script was terminated", err)
+        self.assertIn("exited with status 143", out)
+        self.assertEqual(self.figure(out, "peak requested"), 1_000_000)
+
+    def test_run_serves_a_script_that_installs_its_own_device(self):
+        # The script's install() is for its runs without `run`: run's device serves it.
+        script = self.script(
+            "installs.py",
+            """
+            import npumem.torch
+            import torch
+            device = npumem.torch.install("sim:hbm=1GiB,ddr=0,backing=host")
+            kept = torch.empty(2_000_000, dtype=torch.uint8)
+            print("device", device.spec)
+            """,
+        )
+        spec = "sim:hbm=2GiB,ddr=1GiB,backing=host"
+        result = self.npumem_torch("run", "--device", spec, script)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertIn(f"device {spec}", result.stdout)
+        self.assertIn("npumem: run: the script's npumem.torch.install() asks for device 0 as "
+                      "'sim:hbm=1GiB,ddr=0,backing=host'", result.stderr)
+        self.assertEqual(self.figure(result.stdout, "peak requested"), 2_000_000)
 
     def test_run_peak_of_torchvision_training_equals_the_peak_captured_without_npumem(self):
         # capture runs the same script on PyTorch's own allocator: the peak of live

@@ -24,7 +24,8 @@ std::string made_when(const LeakGroup& group) {
   if (group.first_iteration == group.last_iteration) {
     return group.first_iteration == 0 ? "iteration 0, before the first mark" : "iteration " + first;
   }
-  return first + (group.iterations == 2 ? " and " : "..") + last;
+  // "(0..19)" read as all 20 iterations for a group made in 8 of them.
+  return group.iterations == 2 ? first + " and " + last : "first " + first + ", last " + last;
 }
 
 std::string describe(const LeakGroup& group, std::size_t iterations) {
@@ -32,8 +33,13 @@ std::string describe(const LeakGroup& group, std::size_t iterations) {
   out << "  " << (group.tag.empty() ? std::string("untagged") : "tag '" + group.tag + "'")
       << ", pool '" << group.pool << "': " << group.count
       << (group.count == 1 ? " allocation, " : " allocations, ") << format_bytes(group.bytes)
-      << " (requested " << format_bytes(group.requested_bytes) << "), made in " << group.iterations
-      << " of " << iterations << " iterations (" << made_when(group) << ")";
+      << " (requested " << format_bytes(group.requested_bytes) << "), ";
+  if (iterations == 0) {
+    out << "made before any iteration mark";  // not "made in 1 of 0 iterations"
+  } else {
+    out << "made in " << group.iterations << " of " << iterations << " iterations ("
+        << made_when(group) << ")";
+  }
   if (group.recurring) {
     // Of the group's bytes, those the judged iterations left, and per iteration: a group
     // holding the weights besides read as a 42.9 MiB leak of a few hundred bytes a step.
@@ -42,6 +48,7 @@ std::string describe(const LeakGroup& group, std::size_t iterations) {
         << format_bytes(group.judged_bytes / group.judged_iterations) << " per iteration";
   }
   out << "\n";
+  if (!group.site.empty()) out << "      made at " << group.site << "\n";
   for (const std::string& frame : group.frames) out << "      at " << frame << "\n";
   return out.str();
 }
@@ -66,16 +73,25 @@ std::string to_string(const LeakReport& report) {
     out << "growth:                  " << percent(report.growth) << "\n";
   }
   if (report.leaking) {
-    // At least: each iteration counts up to its group's usual amount (leak_detector.cc),
-    // so a leak that grows with each iteration reads below what it kept.
+    // At least: the last judged iteration counts up to its group's usual amount
+    // (leak_detector.cc), as what it made may be carried into the one in progress.
     out << "verdict: LEAK SUSPECTED: at least " << format_bytes(report.leaked_bytes)
-        << " made after warm-up stays alive iteration after iteration (each judged iteration "
-           "counted at its group's usual amount; the groups below show all they left; threshold "
+        << " made after warm-up stays alive iteration after iteration (the last judged "
+           "iteration counted at its group's usual amount; the groups below show all they "
+           "left; threshold "
         << percent(report.threshold) << " of the bytes allocated after warm-up)\n";
   } else if (report.judged_iterations < 2) {
     out << "verdict: not judged: the check needs two complete iterations after warm-up, "
            "this run had "
-        << report.judged_iterations << "\n";
+        << report.judged_iterations;
+    // An inference loop has no optimizer step to mark its iterations: it was judged
+    // never, and said nothing of why.
+    if (report.iterations == 0) {
+      out << " (no iteration was marked: an optimizer step marks one under npumem.torch; a "
+             "loop without one calls npumem.torch.iteration(), mark_iteration() in C++, "
+             "npumem_iteration() in C)";
+    }
+    out << "\n";
   } else if (report.leaked_bytes > 0) {
     out << "verdict: no leak above the threshold: at least " << format_bytes(report.leaked_bytes)
         << " made after warm-up stays alive iteration after iteration, within the threshold "
@@ -83,19 +99,13 @@ std::string to_string(const LeakReport& report) {
         << percent(report.threshold) << " of the bytes allocated after warm-up\n";
   } else {
     out << "verdict: no leak: nothing made after warm-up stays alive iteration after iteration";
-    // Survivors that judged iterations left, too few of them to recur: a slow leak.
-    std::uint64_t left_bytes = 0;
-    std::size_t left_by = 0;
-    for (const LeakGroup& group : report.survivors) {
-      if (group.recurring || group.judged_iterations == 0) continue;
-      left_bytes += group.judged_bytes;
-      left_by = std::max(left_by, group.judged_iterations);
-    }
-    if (left_bytes != 0) {
-      out << "; " << format_bytes(left_bytes) << " left by " << left_by << " of the "
-          << report.judged_iterations
-          << " judged iterations survives (below): a leak slower than one iteration in two "
-             "shows there";
+    // Survivors that judged iterations left, too few or too bunched to recur; not the
+    // last one's, which may be carried into the iteration in progress (every healthy
+    // training run's last gradients read as a possible slow leak).
+    if (report.unrecurring_bytes != 0) {
+      out << "; " << format_bytes(report.unrecurring_bytes) << " left by "
+          << report.unrecurring_iterations << " of the " << report.judged_iterations
+          << " judged iterations survives (below): too few, or too bunched, to recur";
     }
     out << "\n";
   }

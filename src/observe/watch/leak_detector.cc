@@ -25,25 +25,43 @@ double growth_between(std::uint64_t baseline, std::uint64_t final_bytes) {
          static_cast<double>(baseline);
 }
 
-// What a recurring group leaks over the judged iterations: each iteration's survivors,
-// at most the group's usual amount (the lower median of the iterations that left
-// some). One iteration's survivors alone may be a tensor carried into the next (a
-// scratch buffer alive across the optimizer step), which is no leak and, untagged, falls
-// in the same group as the real one: counted whole, a 4 MiB scratch buffer read as a
-// 4 MiB leak beside 512 bytes kept per step.
-template <typename Judged>
-std::uint64_t recurring_bytes(const std::vector<std::uint64_t>& bytes_made, const Judged& judged) {
+// What a recurring group leaks over the judged iterations: their survivors, the last
+// judged iteration's at most the group's usual amount (the lower median of the
+// iterations that left some). The last one's may be a tensor carried into the
+// iteration in progress (a scratch buffer alive across the optimizer step), which is no
+// leak and, untagged, falls in the same group as the real one: counted whole, a 4 MiB
+// scratch buffer read as a 4 MiB leak beside 512 bytes kept per step. The others count
+// whole: capped each at the median, a cache's 256 KiB every third step beside a loss's
+// 512 bytes every step read as 9 KiB, and passed a threshold the cache alone passed.
+std::uint64_t recurring_bytes(const std::vector<std::uint64_t>& bytes_made,
+                              std::size_t first_judged, std::size_t last_judged) {
   std::vector<std::uint64_t> left;
-  for (std::size_t iteration = 0; iteration < bytes_made.size(); ++iteration) {
-    if (judged(iteration) && bytes_made[iteration] != 0) left.push_back(bytes_made[iteration]);
+  std::uint64_t total = 0;
+  for (std::size_t iteration = first_judged; iteration <= last_judged; ++iteration) {
+    if (bytes_made[iteration] == 0) continue;
+    left.push_back(bytes_made[iteration]);
+    if (iteration != last_judged) total += bytes_made[iteration];
   }
   if (left.empty()) return 0;
-  std::vector<std::uint64_t> sorted = left;
-  const auto median = sorted.begin() + static_cast<std::ptrdiff_t>((sorted.size() - 1) / 2);
-  std::nth_element(sorted.begin(), median, sorted.end());
-  std::uint64_t total = 0;
-  for (const std::uint64_t bytes : left) total += std::min(bytes, *median);
-  return total;
+  const auto median = left.begin() + static_cast<std::ptrdiff_t>((left.size() - 1) / 2);
+  std::nth_element(left.begin(), median, left.end());
+  return total + std::min(bytes_made[last_judged], *median);
+}
+
+// Survivors of `bytes_made`'s judged iterations, first_judged..last_judged, spread over
+// them: three iterations at least, the first in the first third, the last in the last.
+bool spread_over(const std::vector<std::uint64_t>& bytes_made, std::size_t first_judged,
+                 std::size_t last_judged) {
+  std::size_t count = 0;
+  std::size_t first = 0;
+  std::size_t last = 0;
+  for (std::size_t iteration = first_judged; iteration <= last_judged; ++iteration) {
+    if (bytes_made[iteration] == 0) continue;
+    if (count++ == 0) first = iteration;
+    last = iteration;
+  }
+  const std::size_t third = (last_judged - first_judged + 1) / 3;
+  return count >= 3 && first < first_judged + third && last > last_judged - third;
 }
 
 }  // namespace
@@ -126,7 +144,7 @@ void LeakDetector::tick_locked() {
   freed_since_boundary_.clear();
 }
 
-LeakReport LeakDetector::report() const {
+LeakReport LeakDetector::report(const SiteOf& site_of) const {
   std::lock_guard lock(mutex_);
   LeakReport report;
   report.iterations = iteration_;
@@ -146,23 +164,40 @@ LeakReport LeakDetector::report() const {
   report.growth = growth_between(report.baseline_bytes, report.final_bytes);
   report.threshold = options_.threshold;
   report.samples = samples_;
-  std::vector<LeakGroup> groups(groups_.size());
-  // Per group, bytes of the survivors made in each iteration.
-  std::vector<std::vector<std::uint64_t>> bytes_made(groups_.size(),
-                                                     std::vector<std::uint64_t>(iteration_ + 1, 0));
-  std::vector<std::vector<bool>> seen(groups_.size(), std::vector<bool>(iteration_ + 1, false));
-  observe::FrameNames frame_names;
-  std::vector<const Allocation*> survivors;
+  // Survivors, each with its site (site_of's: none for those freed since the last
+  // boundary, whose addresses may be another's now), and their groups: the detector's,
+  // split by site.
+  struct Survivor {
+    const Allocation* allocation;
+    std::string site;
+  };
+  std::vector<Survivor> survivors;
   survivors.reserve(live_.size() + freed_since_boundary_.size());
-  for (const auto& [address, allocation] : live_) survivors.push_back(&allocation);
-  for (const Allocation& allocation : freed_since_boundary_) survivors.push_back(&allocation);
-  for (const Allocation* survivor : survivors) {
-    const Allocation& allocation = *survivor;
-    LeakGroup& group = groups[allocation.group];
+  for (const auto& [address, allocation] : live_) {
+    survivors.push_back({&allocation, site_of ? site_of(address) : std::string()});
+  }
+  for (const Allocation& allocation : freed_since_boundary_) survivors.push_back({&allocation, {}});
+  std::map<std::pair<std::uint32_t, std::string>, std::size_t> group_index;
+  std::vector<std::size_t> survivor_group(survivors.size());
+  for (std::size_t i = 0; i < survivors.size(); ++i) {
+    const auto key = std::make_pair(survivors[i].allocation->group, survivors[i].site);
+    survivor_group[i] = group_index.try_emplace(key, group_index.size()).first->second;
+  }
+  std::vector<LeakGroup> groups(group_index.size());
+  // Per group, bytes of the survivors made in each iteration.
+  std::vector<std::vector<std::uint64_t>> bytes_made(groups.size(),
+                                                     std::vector<std::uint64_t>(iteration_ + 1, 0));
+  std::vector<std::vector<bool>> seen(groups.size(), std::vector<bool>(iteration_ + 1, false));
+  observe::FrameNames frame_names;
+  for (std::size_t i = 0; i < survivors.size(); ++i) {
+    const Allocation& allocation = *survivors[i].allocation;
+    const std::size_t id = survivor_group[i];
+    LeakGroup& group = groups[id];
     if (group.count == 0) {
       const auto& [tag, pool, frames] = *groups_[allocation.group];
       group.tag = tag;
       group.pool = pool;
+      group.site = survivors[i].site;
       for (const void* frame : frames) group.frames.push_back(frame_names(frame));
       group.first_iteration = allocation.iteration;
     }
@@ -171,22 +206,36 @@ LeakReport LeakDetector::report() const {
     group.requested_bytes += allocation.requested_bytes;
     group.first_iteration = std::min(group.first_iteration, allocation.iteration);
     group.last_iteration = std::max(group.last_iteration, allocation.iteration);
-    bytes_made[allocation.group][allocation.iteration] += allocation.bytes;
-    if (!seen[allocation.group][allocation.iteration]) {
-      seen[allocation.group][allocation.iteration] = true;
+    bytes_made[id][allocation.iteration] += allocation.bytes;
+    if (!seen[id][allocation.iteration]) {
+      seen[id][allocation.iteration] = true;
       ++group.iterations;
       if (judged(allocation.iteration)) ++group.judged_iterations;
     }
     if (judged(allocation.iteration)) group.judged_bytes += allocation.bytes;
   }
   const std::size_t recurring_from = std::max<std::size_t>(2, (report.judged_iterations + 1) / 2);
+  const bool any_judged = report.judged_iterations >= 2;  // else last_judged is none
+  const std::size_t last_judged = any_judged ? iteration_ - 1 : 0;
+  std::vector<bool> left_unrecurring(iteration_ + 1, false);
   for (std::size_t id = 0; id < groups.size(); ++id) {
     LeakGroup& group = groups[id];
     if (group.count == 0) continue;
-    group.recurring = group.judged_iterations >= recurring_from;
-    if (group.recurring) report.leaked_bytes += recurring_bytes(bytes_made[id], judged);
+    group.recurring = any_judged && (group.judged_iterations >= recurring_from ||
+                                     spread_over(bytes_made[id], first_judged, last_judged));
+    if (group.recurring) {
+      report.leaked_bytes += recurring_bytes(bytes_made[id], first_judged, last_judged);
+    } else if (any_judged) {
+      for (std::size_t iteration = first_judged; iteration < last_judged; ++iteration) {
+        if (bytes_made[id][iteration] == 0) continue;
+        report.unrecurring_bytes += bytes_made[id][iteration];
+        left_unrecurring[iteration] = true;
+      }
+    }
     report.survivors.push_back(std::move(group));
   }
+  report.unrecurring_iterations =
+      static_cast<std::size_t>(std::count(left_unrecurring.begin(), left_unrecurring.end(), true));
   report.leaking =
       report.leaked_bytes > 0 && static_cast<double>(report.leaked_bytes) >
                                      report.threshold * static_cast<double>(report.baseline_bytes);
