@@ -106,6 +106,10 @@ TEST_F(HostileInputCliTest, NegativeNumbersNameTheOptionAndTheValue) {
             "--max-buckets: 99999999999999999999 is too large"},
            // NaN passes every comparison as false, ranges included.
            {"mon --interval nan --count 1", "--interval: nan is not a number"},
+           // One message for text and for numbers out of range, not CLI11's two.
+           {"mon --interval abc --count 1",
+            "--interval: abc is not a number of seconds (0.05 to 3600 seconds)"},
+           {"mon --interval 0 --count 1", "--interval: 0 is outside 0.05 to 3600 seconds"},
            {"replay " + trace + " --hold nan", "--hold: nan is not a number"}}) {
     const auto result = run_npumem(command);
     EXPECT_EQ(result.exit_code, 2) << command << "\n" << result.err;

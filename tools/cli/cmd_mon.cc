@@ -52,8 +52,7 @@ void add_mon_command(CLI::App& app, int& exit_code) {
   CLI::App* command = app.add_subcommand("mon", "Watch device memory live (like watch npu-smi)");
   command->add_option("--interval", options->interval_seconds, "seconds between refreshes")
       ->capture_default_str()
-      ->check(positive_check())
-      ->check(CLI::Range(0.05, 3600.0));
+      ->check(seconds_check(0.05, 3600.0));
   command->add_option("--count", options->count, "stop after this many refreshes (0: never)")
       ->capture_default_str()
       ->check(whole_number_check());

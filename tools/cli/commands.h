@@ -28,6 +28,9 @@ CLI::Validator bandwidth_check();
 // Numbers >= 0 and > 0: "--id: -1 is negative".
 CLI::Validator nonnegative_check();
 CLI::Validator positive_check();
+// Seconds from `least` to `most`; one message for a number out of range and for text that
+// is none ("abc" read "not in range 0.050000 to 3600.000000", "0" read "not positive").
+CLI::Validator seconds_check(double least, double most);
 // Digits only, at most 2^64-1: for unsigned options (CLI11 wraps -1 round).
 CLI::Validator whole_number_check();
 // An output file's path: not empty (it wrote nothing and said nothing).

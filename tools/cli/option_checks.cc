@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -180,6 +181,19 @@ CLI::Validator nonnegative_check() {
 
 CLI::Validator positive_check() {
   return sign_check("POSITIVE", "not positive", [](double value) { return value > 0.0; });
+}
+
+CLI::Validator seconds_check(double least, double most) {
+  return validator("SECONDS", [least, most](const std::string& text) {
+    char range[64];
+    std::snprintf(range, sizeof range, "%g to %g seconds", least, most);
+    double value = 0.0;
+    const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (error != std::errc() || end != text.data() + text.size() || std::isnan(value)) {
+      return text + " is not a number of seconds (" + range + ")";
+    }
+    return value >= least && value <= most ? std::string() : text + " is outside " + range;
+  });
 }
 
 }  // namespace npumem::cli

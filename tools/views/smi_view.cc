@@ -135,13 +135,14 @@ std::string device_rows(const DeviceView& device, const std::vector<int>& widths
   return rows;
 }
 
-// `text` cut to `bytes` at most, never inside a UTF-8 character.
+// `text` cut to `bytes` at most, never inside a UTF-8 character, and then ending in
+// "..." ("python3 bg_install." read as a whole name).
 std::string fitted(std::string text, std::size_t bytes) {
   if (text.size() <= bytes) return text;
-  std::size_t end = bytes;
+  std::size_t end = bytes > 3 ? bytes - 3 : 0;
   while (end > 0 && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80) --end;
   text.resize(end);
-  return text;
+  return text + "...";
 }
 
 // Under a process's row, a row per pool, and one for those its page had no room for.
