@@ -142,10 +142,12 @@ TEST(SmiView, APoolsFiguresAreShownUnderItsProcess) {
       << "a process with the default pool alone has no pool rows";
 
   const std::string detail = smi_memory_detail(process_with_pools()[0]);
-  EXPECT_NE(detail.find("    pool encoder reserved / quota : 4.00 GiB / 4.00 GiB"),
+  // A block per pool: the colons line up with the others whatever the name.
+  EXPECT_NE(detail.find("    Pool encoder\n        reserved / quota         : 4.00 GiB / 4.00 GiB"),
             std::string::npos)
       << detail;
-  EXPECT_NE(detail.find("    pool kv reserved / quota     : 3.00 GiB / none"), std::string::npos)
+  EXPECT_NE(detail.find("    Pool kv\n        reserved / quota         : 3.00 GiB / none"),
+            std::string::npos)
       << detail;
   EXPECT_NE(detail.find("    pools not on the page        : 2"), std::string::npos) << detail;
 

@@ -337,10 +337,13 @@ std::string smi_memory_detail(const DeviceView& device) {
     }
     field(4, "OOMs", std::to_string(process.num_ooms));
     if (!process.has_named_pools()) continue;
+    // A block per pool, as per tier: the name in the label pushed "default" rows' colons
+    // past the others'.
     for (const PublishedPool& pool : process.pools) {
-      field(4, "pool " + pool.name + " reserved / quota",
+      out << "    Pool " << pool.name << "\n";
+      field(8, "reserved / quota",
             format_bytes(pool.reserved_bytes) + " / " + quota_text(pool.quota_bytes));
-      field(4, "pool " + pool.name + " allocated / peak",
+      field(8, "allocated / peak",
             format_bytes(pool.allocated_bytes) + " / " + format_bytes(pool.peak_allocated_bytes));
     }
     if (process.pools_not_shown() != 0)
