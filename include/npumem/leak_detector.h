@@ -24,6 +24,12 @@
 
 namespace npumem {
 
+// The caller's word on where the allocation at an address was made (Python's file and
+// line, say), or "" when it has none: survivors are grouped by it too. Called with the
+// detector's lock held, and the allocator's when a block is freed: it must not call
+// into the allocator.
+using LeakSiteOf = std::function<std::string(std::uint64_t address)>;
+
 struct LeakOptions {
   // Recurring survivors above this fraction of the steady-state baseline are a leak
   // (0: any).
@@ -33,6 +39,10 @@ struct LeakOptions {
   // Iterations after the first boundary that are not judged (their survivors are
   // listed, never called a leak).
   std::size_t warmup_iterations = 1;
+  // Asked for each survivor: when the report is made, or, for a block alive at the last
+  // boundary and freed since (a leak held by a function that has returned), as it is
+  // freed. Empty: no sites.
+  LeakSiteOf site_of = nullptr;
 };
 
 // Live allocations made since the baseline that share a tag, pool and backtrace.
@@ -40,8 +50,8 @@ struct LeakGroup {
   std::string tag;
   std::string pool;
   std::vector<std::string> frames;  // described, innermost first
-  // Where the caller's code made them (report(site_of)'s, e.g. "train.py:42 in step");
-  // empty without one.
+  // Where the caller's code made them (LeakOptions::site_of's, e.g. "train.py:42 in
+  // step"); empty without one.
   std::string site;
   std::size_t count = 0;
   std::uint64_t bytes = 0;         // block bytes held
@@ -97,11 +107,7 @@ class LeakDetector : public AllocatorObserver {
   // An iteration boundary: samples allocated bytes. The allocator's iteration events
   // (Allocator::mark_iteration) do the same.
   void tick();
-  // The caller's word on where the allocation at an address was made (Python's file and
-  // line, say), or "" when it has none: groups are split by it.
-  using SiteOf = std::function<std::string(std::uint64_t address)>;
-  // Called with the detector's lock held: site_of must not allocate from this allocator.
-  LeakReport report(const SiteOf& site_of = {}) const;
+  LeakReport report() const;
 
  private:
   struct Allocation {
@@ -122,7 +128,11 @@ class LeakDetector : public AllocatorObserver {
   std::size_t iteration_ = 0;
   std::vector<std::uint64_t> samples_;
   std::unordered_map<std::uint64_t, Allocation> live_;  // by address, since the baseline
-  std::vector<Allocation> freed_since_boundary_;  // made before the last boundary, freed after
+  struct Freed {
+    Allocation allocation;
+    std::string site;  // options_.site_of's, asked as it was freed
+  };
+  std::vector<Freed> freed_since_boundary_;  // made before the last boundary, freed after
   std::map<GroupKey, std::uint32_t> group_ids_;
   std::vector<const GroupKey*> groups_;
   std::uint32_t last_group_ = 0;  // valid once groups_ is not empty

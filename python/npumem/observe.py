@@ -124,7 +124,7 @@ class LeakDetector:
         _checked(python_lines, bool, "python_lines")
         self.device = get_device(device)
         self._detector: Optional[_core.LeakDetector] = _core.LeakDetector(
-            self.device, threshold, backtraces, warmup_iterations, python_lines
+            self.device, threshold, backtraces, warmup_iterations, python_lines, _library_folders()
         )
 
     def mark_baseline(self) -> None:
@@ -142,7 +142,7 @@ class LeakDetector:
         iterations, judged_iterations, recurring, site, ...) and text, the report as the
         C++ layer prints it. With python_lines, a group's site is the caller's line that
         made it (the innermost frame outside npumem and PyTorch), and groups are split by it."""
-        return self._attached().report(_library_folders())
+        return self._attached().report()
 
     def close(self) -> None:
         """Detaches from the device; the detector stops seeing allocations."""

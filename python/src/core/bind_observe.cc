@@ -161,15 +161,23 @@ std::string caller_line(const std::vector<PythonFrame>& frames,
 // "untagged" group).
 class PythonLeakDetector {
  public:
+  // `libraries`: where npumem's and PyTorch's Python code lies (caller_line).
   PythonLeakDetector(DeviceEntry& device, double threshold, bool backtraces,
-                     std::size_t warmup_iterations, bool python_lines)
-      : device_(device),
-        detector_(
-            LeakDetector::attach(*device.allocator, {.threshold = threshold,
-                                                     .backtraces = backtraces,
-                                                     .warmup_iterations = warmup_iterations})) {
+                     std::size_t warmup_iterations, bool python_lines,
+                     std::vector<std::string> libraries)
+      : device_(device), libraries_(std::move(libraries)) {
+    LeakOptions options{
+        .threshold = threshold, .backtraces = backtraces, .warmup_iterations = warmup_iterations};
     if (python_lines) {
       stacks_ = std::make_shared<PythonStacks>();
+      // Under the detector's lock, which guards in_library_ too.
+      options.site_of = [this](std::uint64_t address) {
+        return caller_line(stacks_->frames(address), libraries_, in_library_);
+      };
+    }
+    detector_ = LeakDetector::attach(*device.allocator, std::move(options));
+    if (stacks_) {
+      // After the detector: a free reaches it first, while the stack is still kept.
       device.allocator->add_observer(stacks_);
       record_stacks(device, stacks_);
     }
@@ -179,13 +187,7 @@ class PythonLeakDetector {
   PythonLeakDetector& operator=(const PythonLeakDetector&) = delete;
   void mark_baseline() { detector_->mark_baseline(*device_.allocator); }
   void tick() { detector_->tick(); }
-  py::dict report(const std::vector<std::string>& libraries) const {
-    if (!stacks_) return leak_report_dict(detector_->report());
-    std::unordered_map<std::string, bool> in_library;
-    return leak_report_dict(detector_->report([&](std::uint64_t address) {
-      return caller_line(stacks_->frames(address), libraries, in_library);
-    }));
-  }
+  py::dict report() const { return leak_report_dict(detector_->report()); }
   // Removing an observer that is not attached changes nothing.
   void detach() {
     device_.allocator->remove_observer(detector_);
@@ -197,8 +199,10 @@ class PythonLeakDetector {
 
  private:
   DeviceEntry& device_;
-  std::shared_ptr<LeakDetector> detector_;
   std::shared_ptr<PythonStacks> stacks_;  // with python_lines
+  const std::vector<std::string> libraries_;
+  std::unordered_map<std::string, bool> in_library_;  // caller_line's answers by file
+  std::shared_ptr<LeakDetector> detector_;
 };
 
 // A HistoryRecorder attached to a device until stop() or its destruction.
@@ -272,12 +276,13 @@ void bind_observe(py::module_& module) {
 
   py::class_<PythonLeakDetector>(module, "LeakDetector",
                                  "Names what stays alive iteration after iteration after warm-up")
-      .def(py::init<DeviceEntry&, double, bool, std::size_t, bool>(), py::arg("device"),
-           py::arg("threshold"), py::arg("backtraces"), py::arg("warmup_iterations"),
-           py::arg("python_lines"), py::keep_alive<1, 2>())
+      .def(py::init<DeviceEntry&, double, bool, std::size_t, bool, std::vector<std::string>>(),
+           py::arg("device"), py::arg("threshold"), py::arg("backtraces"),
+           py::arg("warmup_iterations"), py::arg("python_lines"), py::arg("libraries"),
+           py::keep_alive<1, 2>())
       .def("mark_baseline", &PythonLeakDetector::mark_baseline)
       .def("tick", &PythonLeakDetector::tick)
-      .def("report", &PythonLeakDetector::report, py::arg("libraries"))
+      .def("report", &PythonLeakDetector::report)
       .def("detach", &PythonLeakDetector::detach);
 
   py::class_<PythonSizePatterns>(module, "SizePatterns",

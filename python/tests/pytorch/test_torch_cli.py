@@ -124,20 +124,24 @@ class CliTest(unittest.TestCase):
             """
             import npumem.torch
             import torch
-            losses, cache = [], {}
-            for step in range(14):
-                losses.append(torch.ones(100).sum())
-                if step % 3 == 0:
-                    cache[step] = torch.ones(65536)
-                npumem.torch.iteration()
+
+            def main():  # the leaks die with main: their lines are taken as they are freed
+                losses, cache = [], {}
+                for step in range(14):
+                    losses.append(torch.ones(100).sum())
+                    if step % 3 == 0:
+                        cache[step] = torch.ones(65536)
+                    npumem.torch.iteration()
+
+            main()
             """,
         )
         result = self.npumem_torch("run", script)
         self.assertEqual(result.returncode, 4, result.stdout + result.stderr)
         # Two groups, not one untagged: each named by its line, each recurring (the cache
         # of every third step too).
-        self.assertIn(f"made at {script}:6 in <module>", result.stdout)  # the losses
-        self.assertIn(f"made at {script}:8 in <module>", result.stdout)  # the cache
+        self.assertIn(f"made at {script}:8 in main", result.stdout)  # the losses
+        self.assertIn(f"made at {script}:10 in main", result.stdout)  # the cache
         self.assertEqual(result.stdout.count("<- left behind in"), 2, result.stdout)
 
     def test_run_reports_after_sigterm(self):

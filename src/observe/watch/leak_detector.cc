@@ -95,7 +95,10 @@ void LeakDetector::on_event(const Event& event) {
     if (found == live_.end()) return;
     // Alive at the last boundary: the report judges that state, so what a script frees
     // on its way out (its globals) still counts.
-    if (found->second.iteration < iteration_) freed_since_boundary_.push_back(found->second);
+    if (found->second.iteration < iteration_) {
+      freed_since_boundary_.push_back(
+          {found->second, options_.site_of ? options_.site_of(event.address) : std::string()});
+    }
     live_.erase(found);
   } else if (event.kind == EventKind::iteration) {
     tick_locked();
@@ -144,7 +147,7 @@ void LeakDetector::tick_locked() {
   freed_since_boundary_.clear();
 }
 
-LeakReport LeakDetector::report(const SiteOf& site_of) const {
+LeakReport LeakDetector::report() const {
   std::lock_guard lock(mutex_);
   LeakReport report;
   report.iterations = iteration_;
@@ -164,9 +167,8 @@ LeakReport LeakDetector::report(const SiteOf& site_of) const {
   report.growth = growth_between(report.baseline_bytes, report.final_bytes);
   report.threshold = options_.threshold;
   report.samples = samples_;
-  // Survivors, each with its site (site_of's: none for those freed since the last
-  // boundary, whose addresses may be another's now), and their groups: the detector's,
-  // split by site.
+  // Survivors, each with its site (asked now, or as it was freed), and their groups: the
+  // detector's, split by site.
   struct Survivor {
     const Allocation* allocation;
     std::string site;
@@ -174,9 +176,12 @@ LeakReport LeakDetector::report(const SiteOf& site_of) const {
   std::vector<Survivor> survivors;
   survivors.reserve(live_.size() + freed_since_boundary_.size());
   for (const auto& [address, allocation] : live_) {
-    survivors.push_back({&allocation, site_of ? site_of(address) : std::string()});
+    survivors.push_back(
+        {&allocation, options_.site_of ? options_.site_of(address) : std::string()});
   }
-  for (const Allocation& allocation : freed_since_boundary_) survivors.push_back({&allocation, {}});
+  for (const Freed& freed : freed_since_boundary_) {
+    survivors.push_back({&freed.allocation, freed.site});
+  }
   std::map<std::pair<std::uint32_t, std::string>, std::size_t> group_index;
   std::vector<std::size_t> survivor_group(survivors.size());
   for (std::size_t i = 0; i < survivors.size(); ++i) {
