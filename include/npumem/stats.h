@@ -118,7 +118,9 @@ struct Stats {
   std::map<std::string, std::int64_t> as_map() const;
 
  private:
-  std::array<StatSplit*, 9> splits();  // every StatSplit above
+  // Every StatSplit above, of `stats` (a Stats or a const Stats).
+  template <typename Self>
+  static auto splits(Self& stats);
 };
 
 }  // namespace npumem

@@ -101,8 +101,8 @@ class LeakDetector:
     steady-state allocated bytes; 0: any), and lists every survivor since it started
     (or since mark_baseline()) grouped by memory tag, pool (and native backtrace with
     `backtraces`, and the Python line that made them with `python_lines`, which takes
-    each allocation's Python stack). The iteration in progress is never judged. Attached until close() or
-    the end of its `with`. A device not made yet is made, as get_device(device) makes it."""
+    each allocation's Python stack). The iteration in progress is never judged. Attached
+    until close() or the end of its `with`. A device not made yet is made, as get_device(device) makes it."""
 
     def __init__(
         self,

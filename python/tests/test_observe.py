@@ -87,8 +87,8 @@ class LeakDetectorTest(unittest.TestCase):
                       if text.rstrip().endswith("# line A: a loss kept"))
         sites = {group["site"]: group for group in report["survivors"]}
         here = f"{__file__}:{line_a}"
-        self.assertIn(f"{here} in test_python_lines_split_untagged_leaks_by_the_line_that_made_them",
-                      sites)
+        name = "test_python_lines_split_untagged_leaks_by_the_line_that_made_them"
+        self.assertIn(f"{here} in {name}", sites)
         self.assertEqual(len(sites), 2, report["text"])
         self.assertTrue(all(group["recurring"] for group in sites.values()))
         self.assertIn(f"      made at {here} in ", report["text"])

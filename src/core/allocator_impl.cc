@@ -1245,7 +1245,7 @@ core::OomContext Allocator::Impl::oom_context(PoolState& pool, std::size_t bytes
     t.fragmentation = fragmentation(tier);
     t.granule_bytes = info.present ? source->mapping_granule(tier, size) : 0;
   }
-  if (source->mapping_granule(Tier::hbm, size) != 0) {
+  if (c.tiers[index(Tier::hbm)].granule_bytes != 0) {
     c.granule_setting = source->kind_for(size) == PoolKind::small ? "expandable_small_granule"
                                                                   : "expandable_large_granule";
   }

@@ -6,6 +6,7 @@
 #include <sstream>
 #include <string_view>
 
+#include "core/pool/align.h"
 #include "npumem/text_cell.h"
 #include "npumem/units.h"
 
@@ -202,7 +203,7 @@ std::string granule_advice(const OomContext& c) {
              " however tightly packed. Raise the limit to " + format_bytes(packed * granule) +
              ", or use smaller granules.";
     }
-    const std::uint64_t growth = (c.rounded_bytes + granule - 1) / granule * granule;
+    const std::uint64_t growth = round_up(c.rounded_bytes, granule);
     // A free block that would hold it is another pool's or size class's: said below.
     if (fits(t.reserved_bytes, growth, t.limit_bytes) || t.largest_free_bytes >= c.rounded_bytes) {
       continue;

@@ -28,28 +28,29 @@ void StatSplit::reset_accumulated() {
   for (Stat& stat : by_tier) stat.reset_accumulated();
 }
 
-std::array<StatSplit*, 9> Stats::splits() {
-  return {&allocated_bytes, &active_bytes, &requested_bytes, &reserved_bytes,      &allocation,
-          &active,          &segment,      &inactive_split,  &inactive_split_bytes};
+template <typename Self>
+auto Stats::splits(Self& s) {
+  return std::array{&s.allocated_bytes, &s.active_bytes,   &s.requested_bytes,
+                    &s.reserved_bytes,  &s.allocation,     &s.active,
+                    &s.segment,         &s.inactive_split, &s.inactive_split_bytes};
 }
 
 void Stats::reset_peak() {
-  for (StatSplit* split : splits()) split->reset_peak();
+  for (StatSplit* split : splits(*this)) split->reset_peak();
   oversize_allocations.reset_peak();
   oversize_segments.reset_peak();
 }
 
 void Stats::keep_higher_peaks(const Stats& other) {
-  Stats copy = other;  // splits() names the fields; a copy lends its own
-  const std::array<StatSplit*, 9> theirs = copy.splits();
-  const std::array<StatSplit*, 9> ours = splits();
+  const auto theirs = splits(other);
+  const auto ours = splits(*this);
   for (std::size_t i = 0; i < ours.size(); ++i) ours[i]->keep_higher_peaks(*theirs[i]);
   oversize_allocations.peak = std::max(oversize_allocations.peak, other.oversize_allocations.peak);
   oversize_segments.peak = std::max(oversize_segments.peak, other.oversize_segments.peak);
 }
 
 void Stats::reset_accumulated() {
-  for (StatSplit* split : splits()) split->reset_accumulated();
+  for (StatSplit* split : splits(*this)) split->reset_accumulated();
   oversize_allocations.reset_accumulated();
   oversize_segments.reset_accumulated();
   num_alloc_retries = 0;

@@ -921,10 +921,8 @@ std::vector<std::uintptr_t> PlannedSource::place_in_holes(
       const std::uintptr_t begin = b->address;
       std::uintptr_t end = begin;
       run_openings.clear();
-      for (; b != nullptr && opens_at(*b); b = b->next) {
-        if (const std::uint32_t time = *opens_at(*b); time != kOpen) {
-          run_openings.push_back({b->address, b->address + b->size, time});
-        }
+      for (std::optional<std::uint32_t> time; b != nullptr && (time = opens_at(*b)); b = b->next) {
+        if (*time != kOpen) run_openings.push_back({b->address, b->address + b->size, *time});
         end = b->address + b->size;
       }
       if (granule == 0) {
