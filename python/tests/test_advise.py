@@ -57,8 +57,11 @@ class AdviseBuckets(unittest.TestCase):
         self.assertEqual(advice["tolerance_percent"], 50)
 
     def test_bad_input_names_the_problem(self) -> None:
-        with self.assertRaisesRegex(npumem.ConfigError, "no `i` lines"):
+        # What the file lacks is an input's problem, whichever it is.
+        with self.assertRaisesRegex(npumem.ParseError, "flat.trace:2: no `i` lines"):
             npumem.advise_buckets(self.write("flat.trace", "a 0 10\nf 0\n"))
+        with self.assertRaisesRegex(npumem.ParseError, "empty.trace:1: no allocations"):
+            npumem.advise_buckets(self.write("empty.trace", ""))
         with self.assertRaisesRegex(npumem.ParseError, "broken.trace:2"):
             npumem.advise_buckets(self.write("broken.trace", "i\na 0 ten\n"))
         with self.assertRaisesRegex(npumem.ConfigError, "max_buckets"):

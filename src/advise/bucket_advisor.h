@@ -92,8 +92,8 @@ struct BucketAdvice {
   std::size_t recommended_buckets = 0;
 };
 
-// Throws ConfigError when the trace has no `i` line, no iteration with a working set, or
-// max_buckets is 0.
+// Throws ParseError when the trace has no `i` line; ConfigError when it has no iteration
+// with a working set, or max_buckets is 0.
 BucketAdvice advise_buckets(const Trace& trace, const BucketAdviceOptions& options);
 
 }  // namespace npumem::cli

@@ -67,10 +67,10 @@ void set_aside_edges(IterationShapes& shapes) {
 
 IterationShapes iteration_shapes(const Trace& trace) {
   if (trace.iterations == 0) {
-    throw ConfigError(trace.source +
-                      ": no `i` lines: iteration boundaries are needed to tell iterations apart "
-                      "(call npumem.torch.iteration() once per iteration during the capture, "
-                      "npumem_iteration() in C; an optimizer step marks one by itself)");
+    throw ParseError(trace.source, std::max<std::size_t>(trace.lines, 1),
+                     "no `i` lines: iteration boundaries are needed to tell iterations apart "
+                     "(call npumem.torch.iteration() once per iteration during the capture, "
+                     "npumem_iteration() in C; an optimizer step marks one by itself)");
   }
   const auto last_iteration = static_cast<std::int64_t>(trace.iterations) - 1;
   // By slot: the iteration that made it (-1: before the first i) and freed it.

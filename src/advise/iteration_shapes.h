@@ -49,7 +49,7 @@ struct IterationShapes {
   std::uint64_t before_iterations_peak_bytes = 0;
 };
 
-// Throws ConfigError naming the trace when it has no `i` line.
+// Throws ParseError naming the trace (at its last line) when it has no `i` line.
 IterationShapes iteration_shapes(const Trace& trace);
 
 }  // namespace npumem::cli

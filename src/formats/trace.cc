@@ -112,7 +112,10 @@ class TraceParser {
     }
   }
 
-  Trace finish() { return std::move(trace_); }
+  Trace finish() {
+    trace_.lines = line_number_;
+    return std::move(trace_);
+  }
 
   [[noreturn]] void line_too_long(std::size_t line_number, std::size_t max_bytes) {
     line_number_ = line_number;
@@ -351,8 +354,10 @@ Trace read_trace(const std::string& path) {
   Trace trace = parser.finish();
   // Every command reads traces to replay or plan their allocations: none is a mistake
   // (an empty capture, the wrong file), not a run that uses no memory.
-  if (trace.allocations == 0)
-    throw Error(path + ": no allocations (no `a` line) to replay or plan");
+  if (trace.allocations == 0) {
+    throw ParseError(path, std::max<std::size_t>(trace.lines, 1),
+                     "no allocations (no `a` line) to replay or plan");
+  }
   return trace;
 }
 

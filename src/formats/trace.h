@@ -44,6 +44,7 @@ struct Trace {
   std::size_t allocations = 0;  // alloc events; also the number of slots
   std::size_t frees = 0;
   std::size_t iterations = 0;
+  std::size_t lines = 0;  // read: where what the whole file lacks is reported
 
   // Allocation and free events: the figure a trace's "events" count means.
   std::size_t memory_events() const { return allocations + frees; }
@@ -55,8 +56,8 @@ struct Trace {
 // the removal of a pool not made or holding live allocations.
 Trace parse_trace(std::string_view text, std::string source);
 
-// Reads and parses a trace file. Throws Error when the file cannot be read or holds no
-// allocation.
+// Reads and parses a trace file. Throws Error when the file cannot be read, ParseError
+// (at its last line) when it holds no allocation.
 Trace read_trace(const std::string& path);
 
 // The pool of allocations made before any `p` line (and after `p default`).

@@ -261,10 +261,10 @@ TEST(TraceTest, ReadTraceRefusesAFileWithNoAllocationOrADirectory) {
   std::ofstream(path) << "# a capture that recorded nothing\ni\n";
   try {
     read_trace(path.string());
-    FAIL() << "expected an Error";
-  } catch (const Error& e) {
+    FAIL() << "expected a ParseError";
+  } catch (const ParseError& e) {
     EXPECT_EQ(std::string(e.what()),
-              path.string() + ": no allocations (no `a` line) to replay or plan");
+              path.string() + ":2: no allocations (no `a` line) to replay or plan");
   }
   std::filesystem::remove(path);
   // A directory read as an empty file: "no allocations" named the wrong problem.
