@@ -8,8 +8,8 @@ in size, from its allocation trace (docs/PLANNING.md, "Buckets for dynamic shape
         if choice["possible"]:
             print(choice["buckets"], choice["arena_bytes"], choice["waste_bytes"])
 
-The dict has the keys the command's --json prints. A malformed trace raises
-ParseError naming the line; a trace without `i` lines or a bad argument raises
+The dict has the keys the command's --json prints. A malformed trace, or one without
+allocations or `i` lines, raises ParseError naming the line; a bad argument raises
 ConfigError; a path to no file, FileNotFoundError.
 """
 
