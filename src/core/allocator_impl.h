@@ -193,15 +193,25 @@ struct Allocator::Impl {
   core::PoolState& current_pool();
   // Past this a request fails before its size is rounded (rounding would overflow).
   static constexpr std::size_t kLargestRequest = std::numeric_limits<std::size_t>::max() / 2;
+  // allocate and deallocate past a lone thread's way (out of line: see allocate).
+  [[gnu::noinline]] void* allocate_rest(std::size_t bytes, StreamId stream,
+                                        core::ThreadCache* cache, bool held);
+  [[gnu::noinline]] void deallocate_rest(std::uintptr_t address, core::Block* block,
+                                         core::ThreadCache* cache, bool held);
   // With the lock held; `known`: the calling thread's cache when the caller has it.
   void* allocate_locked(std::size_t bytes, StreamId stream, core::ThreadCache* known);
   void deallocate_locked(std::uintptr_t address, core::Block* block, core::ThreadCache* known);
   // While serving_apart(), with the lock held: a block of `cache` (the calling
   // thread's) for the request, counted apart; nullptr when allocate_locked must serve it.
+  // kMayFold false (allocate's way): nullptr also when solo_counts would need a fold.
+  template <bool kMayFold>
   core::Block* take_solo(std::size_t bytes, StreamId stream, core::ThreadCache* cache);
   // While solo, with the lock held: keeps `block` (what `live` holds for the freed
   // address) in `cache`, the calling thread's; false when deallocate_locked must free
   // it (or report the free invalid).
+  // kMayFold false (deallocate's way): false also when solo_counts would need a fold, or
+  // any block is shared by streams.
+  template <bool kMayFold>
   bool keep_solo(core::Block* block, core::ThreadCache* cache);
   // Whether allocations and frees count in solo_counts now: solo, and no observer to
   // tell of each event. Flags (count_apart_now, serve_apart_now), asked several times on

@@ -42,7 +42,9 @@ class StreamOrder {
   bool orders(const Block* block) const { return active_ || shared(block); }
   // Whether streams other than its own use the block (record_stream): only its own
   // stream may take it back at once, and only after its events when shared.
-  bool shared(const Block* block) const { return !uses_.empty() && uses_.contains(block); }
+  bool shared(const Block* block) const { return any_shared() && uses_.contains(block); }
+  // Whether any block is shared (shared() without a lookup, when none is).
+  bool any_shared() const { return !uses_.empty(); }
 
   // record_stream: the block is also used by `stream`.
   void add_use(const Block* block, StreamId stream);

@@ -16,7 +16,7 @@ class PointerMap {
   // Its slots at first (rounded up to a power of two); it doubles as it fills.
   explicit PointerMap(std::size_t initial_slots = 1024);
   void insert(std::uintptr_t address, Block* block);
-  Block* find(std::uintptr_t address) const {
+  [[gnu::always_inline]] Block* find(std::uintptr_t address) const {
     if (address == 0) return nullptr;
     return slots_[find_slot(address)].block;
   }
@@ -51,7 +51,7 @@ class PointerMap {
     return (run & ~run_mask_) | ((address >> kStepShift) & run_mask_);
   }
   // The index of `address`, or of the empty slot where it would go.
-  std::size_t find_slot(std::uintptr_t address) const {
+  [[gnu::always_inline]] std::size_t find_slot(std::uintptr_t address) const {
     std::size_t i = home(address);
     while (slots_[i].address != 0 && slots_[i].address != address) i = (i + 1) & mask_;
     return i;

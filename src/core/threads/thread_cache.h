@@ -40,7 +40,7 @@ class alignas(64) ThreadCache {  // a line of its own: each thread writes its ca
 
   // Keeps a freed block of the kept tier when its slot holds its size and pool (or
   // nothing) and has room; a large-pool one only as keep_large says.
-  bool keep(Block* block) {
+  [[gnu::always_inline]] bool keep(Block* block) {
     if (block->segment->tier != kept_tier_ ||
         (block->segment->kind == PoolKind::large && !keeps_large(*block))) {
       return false;

@@ -42,6 +42,11 @@ ThreadCache* find_thread_cache(std::uint64_t id);
 inline ThreadCache* thread_cache(std::uint64_t id) {
   return detail::last_id == id ? detail::last_cache : detail::find_thread_cache(id);
 }
+// thread_cache() without a search: nullptr unless this allocator is the last the
+// calling thread used.
+inline ThreadCache* last_thread_cache(std::uint64_t id) {
+  return detail::last_id == id ? detail::last_cache : nullptr;
+}
 // Makes `cache` the calling thread's in the registry's allocator until it exits.
 // False when the thread is exiting already (its caches are retired).
 bool adopt_thread_cache(const std::shared_ptr<CacheRegistry>& registry, ThreadCache* cache);

@@ -641,6 +641,56 @@ TEST_P(ThreadCache, LoneThreadCountsExactlyAcrossAnObserver) {
   testing::expect_consistent(allocator, {});
 }
 
+// A lone thread's way serves a kept block only while the thread last used this
+// allocator and counts in the pool counted apart; else the rest of the path does (a
+// search for the cache, a fold). A thread that switches allocator and pool on every
+// call goes that way each time: blocks still come back from the cache, and every
+// statistic reads as if each call had been counted at once.
+TEST_P(ThreadCache, ALoneThreadSwitchingAllocatorAndPoolOnEveryCallCountsExactly) {
+  Allocator first(npu());
+  Allocator second(npu());
+  first.create_pool("scratch");
+  void* kept_default = first.allocate(4 * KiB);
+  void* kept_scratch = nullptr;
+  {
+    PoolScope scope(first, "scratch");
+    kept_scratch = first.allocate(4 * KiB);
+  }
+  void* kept_second = second.allocate(4 * KiB);
+  for (int round = 0; round < 50; ++round) {
+    first.deallocate(kept_default);
+    second.deallocate(kept_second);
+    {
+      PoolScope scope(first, "scratch");
+      first.deallocate(kept_scratch);
+      EXPECT_EQ(first.allocate(4 * KiB), kept_scratch) << "round " << round;
+    }
+    EXPECT_EQ(second.allocate(4 * KiB), kept_second) << "round " << round;
+    EXPECT_EQ(first.allocate(4 * KiB), kept_default) << "round " << round;
+  }
+  const Stats stats = first.stats();
+  EXPECT_EQ(stats.allocation.all.allocated, 102);
+  EXPECT_EQ(stats.allocation.all.freed, 100);
+  EXPECT_EQ(stats.allocation.all.current, 2);
+  EXPECT_EQ(stats.allocation.all.peak, 2);
+  EXPECT_EQ(stats.allocated_bytes.all.peak, static_cast<std::int64_t>(8 * KiB));
+  for (const PoolInfo& info : first.pools()) {
+    EXPECT_EQ(info.stats.allocation.all.allocated, 51) << info.name;
+    EXPECT_EQ(info.stats.allocation.all.current, 1) << info.name;
+    EXPECT_EQ(info.stats.allocated_bytes.all.peak, static_cast<std::int64_t>(4 * KiB)) << info.name;
+  }
+  EXPECT_EQ(second.stats().allocation.all.allocated, 51);
+  EXPECT_EQ(second.stats().allocation.all.peak, 1);
+  first.deallocate(kept_default);
+  {
+    PoolScope scope(first, "scratch");
+    first.deallocate(kept_scratch);
+  }
+  second.deallocate(kept_second);
+  testing::expect_consistent(first, {});
+  testing::expect_consistent(second, {});
+}
+
 INSTANTIATE_TEST_SUITE_P(Devices, ThreadCache, ::testing::ValuesIn(testing::kBackends),
                          [](const auto& info) { return testing::backend_name(info.param); });
 
