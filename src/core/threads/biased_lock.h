@@ -22,21 +22,27 @@ class BiasedSpinLock {
   // `token` names the calling thread (its front cache; nullptr: none). The owner's
   // way is taken only when no other thread holds the lock, else it waits as others do.
   [[gnu::always_inline]] void lock_as(const void* token) {
-    if (!try_lock_as_owner(token)) lock();
+    if (try_enter_as_owner(token)) {
+      adopt_as_owner();
+    } else {
+      lock();
+    }
   }
-  // The owner's way alone: false (the lock not taken) when `token` is not the owner or
-  // another thread holds the lock.
-  [[gnu::always_inline]] bool try_lock_as_owner(const void* token) {
+  // The owner's way alone, for a caller that lets the lock go with leave_as_owner(), or
+  // calls adopt_as_owner() and then unlock(): false (the lock not taken) when `token`
+  // is not the owner or another thread holds the lock.
+  [[gnu::always_inline]] bool try_enter_as_owner(const void* token) {
     if (token == nullptr || owner_.load(std::memory_order_relaxed) != token) return false;
     owner_inside_.store(true, std::memory_order_relaxed);
     std::atomic_signal_fence(std::memory_order_seq_cst);  // the light half of the fence
-    if (!inner_.is_locked() && owner_.load(std::memory_order_relaxed) == token) {
-      held_by_owner_ = true;
-      return true;
-    }
+    if (!inner_.is_locked() && owner_.load(std::memory_order_relaxed) == token) return true;
     owner_inside_.store(false, std::memory_order_release);
     return false;
   }
+  [[gnu::always_inline]] void leave_as_owner() {
+    owner_inside_.store(false, std::memory_order_release);
+  }
+  void adopt_as_owner() { held_by_owner_ = true; }
   [[gnu::noinline]] void lock() {
     inner_.lock();
     wait_for_owner();
