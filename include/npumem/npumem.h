@@ -253,6 +253,26 @@ NPUMEM_API npumem_status_t npumem_size_patterns_start(npumem_allocator_t* alloca
 NPUMEM_API npumem_status_t npumem_size_patterns(npumem_allocator_t* allocator,
                                                 char** out) NPUMEM_NOEXCEPT;
 
+/* Starts a leak check (npumem/leak_detector.h, as `npumem run` makes): from now on, the
+ * allocations each iteration (npumem_iteration) leaves alive are grouped by tag
+ * (npumem_set_tag), pool and, with backtraces nonzero, the allocating stack. The first
+ * warmup_iterations are not judged (they make what legitimately stays: optimizer
+ * state, caches); survivors of half the judged iterations or more, above threshold x
+ * the allocated bytes when judging starts (0: any), are a leak. A second call starts
+ * over. While it runs every allocation is watched, which costs the lone thread's fast
+ * path. INVALID_ARGUMENT for a negative threshold. */
+NPUMEM_API npumem_status_t npumem_leak_check_start(npumem_allocator_t* allocator, double threshold,
+                                                   size_t warmup_iterations,
+                                                   int backtraces) NPUMEM_NOEXCEPT;
+/* The leak report since npumem_leak_check_start: baseline, final, growth, the verdict
+ * and the groups of survivors, most bytes first; *leaking (may be NULL) 1 when it finds
+ * a leak. INVALID_ARGUMENT before npumem_leak_check_start. Free *out with
+ * npumem_string_free(). */
+NPUMEM_API npumem_status_t npumem_leak_report(npumem_allocator_t* allocator, int* leaking,
+                                              char** out) NPUMEM_NOEXCEPT;
+/* Ends the leak check (INVALID_ARGUMENT when none runs): the fast path comes back. */
+NPUMEM_API npumem_status_t npumem_leak_check_stop(npumem_allocator_t* allocator) NPUMEM_NOEXCEPT;
+
 /* The allocator's snapshot as JSON: device, stats, pools, segments with their blocks
  * (write_snapshot_json of npumem/snapshot.h; schema in docs/OBSERVABILITY.md). Free
  * *out with npumem_string_free(). */

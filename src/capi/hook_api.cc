@@ -9,9 +9,9 @@
 namespace {
 
 using npumem::EventKind;
-using npumem::capi::allocator_of;
 using npumem::capi::ArgumentError;
 using npumem::capi::guarded;
+using npumem::capi::handle_of;
 
 static_assert(NPUMEM_EVENT_ALLOC == static_cast<int>(EventKind::alloc));
 static_assert(NPUMEM_EVENT_OOM == static_cast<int>(EventKind::oom));
@@ -24,11 +24,6 @@ npumem::Hooks& hooks_locked(npumem_allocator& handle) {
     handle.allocator->add_observer(handle.hooks);
   }
   return *handle.hooks;
-}
-
-npumem_allocator& handle_of(npumem_allocator_t* allocator) {
-  allocator_of(allocator);  // throws for NULL
-  return *allocator;
 }
 
 }  // namespace

@@ -1,11 +1,13 @@
 // The handle-based calls of the C ABI: create, allocate, stats, empty_cache, destroy.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "npumem/npumem.h"
 #include "npumem/units.h"
@@ -279,6 +281,63 @@ TEST_F(CapiAllocator, SizePatternsCountRequestsPerIteration) {
   EXPECT_NE(report.find("4.00 KiB (4096 B): 3"), std::string::npos) << report;
   EXPECT_NE(report.find("repetition of the previous iteration: 100% 100%"), std::string::npos)
       << report;
+}
+
+// A C program's leak check: a tagged buffer kept every iteration is named as a leak,
+// a loop that frees what it makes is not.
+TEST_F(CapiAllocator, LeakCheckNamesWhatEachIterationKeeps) {
+  char* text = nullptr;
+  int leaking = -1;
+  EXPECT_EQ(npumem_leak_report(allocator_, &leaking, &text), NPUMEM_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(npumem_last_error()).find("needs npumem_leak_check_start first"),
+            std::string::npos)
+      << npumem_last_error();
+  EXPECT_EQ(leaking, 0);
+  EXPECT_EQ(npumem_leak_check_stop(allocator_), NPUMEM_INVALID_ARGUMENT);
+  EXPECT_EQ(npumem_leak_check_start(allocator_, -0.5, 1, 0), NPUMEM_INVALID_ARGUMENT);
+  EXPECT_EQ(npumem_leak_check_start(allocator_, std::nan(""), 1, 0), NPUMEM_INVALID_ARGUMENT);
+  EXPECT_EQ(npumem_leak_check_start(nullptr, 0, 1, 0), NPUMEM_INVALID_ARGUMENT);
+
+  const auto run = [&](bool keep) {
+    std::vector<void*> kept;
+    for (int step = 0; step < 6; ++step) {
+      void* scratch = nullptr;
+      EXPECT_EQ(npumem_allocate(allocator_, 64 * 1024, &scratch), NPUMEM_OK);
+      EXPECT_EQ(npumem_set_tag("history"), NPUMEM_OK);
+      void* entry = nullptr;
+      EXPECT_EQ(npumem_allocate(allocator_, 4096, &entry), NPUMEM_OK);
+      EXPECT_EQ(npumem_set_tag(nullptr), NPUMEM_OK);
+      if (keep) {
+        kept.push_back(entry);
+      } else {
+        EXPECT_EQ(npumem_deallocate(allocator_, entry), NPUMEM_OK);
+      }
+      EXPECT_EQ(npumem_deallocate(allocator_, scratch), NPUMEM_OK);
+      EXPECT_EQ(npumem_iteration(allocator_), NPUMEM_OK);
+    }
+    return kept;
+  };
+  ASSERT_EQ(npumem_leak_check_start(allocator_, 0, 1, 0), NPUMEM_OK) << npumem_last_error();
+  const std::vector<void*> kept = run(true);
+  ASSERT_EQ(npumem_leak_report(allocator_, &leaking, &text), NPUMEM_OK) << npumem_last_error();
+  std::string report = text;
+  npumem_string_free(text);
+  EXPECT_EQ(leaking, 1) << report;
+  EXPECT_NE(report.find("verdict: LEAK SUSPECTED"), std::string::npos) << report;
+  EXPECT_NE(report.find("history"), std::string::npos) << report;
+
+  // A second start judges from there on: the loop that frees its entries is no leak.
+  ASSERT_EQ(npumem_leak_check_start(allocator_, 0, 1, 0), NPUMEM_OK) << npumem_last_error();
+  run(false);
+  ASSERT_EQ(npumem_leak_report(allocator_, &leaking, &text), NPUMEM_OK) << npumem_last_error();
+  report = text;
+  npumem_string_free(text);
+  EXPECT_EQ(leaking, 0) << report;
+  EXPECT_EQ(report.find("LEAK SUSPECTED"), std::string::npos) << report;
+
+  ASSERT_EQ(npumem_leak_check_stop(allocator_), NPUMEM_OK) << npumem_last_error();
+  EXPECT_EQ(npumem_leak_report(allocator_, nullptr, &text), NPUMEM_INVALID_ARGUMENT);
+  for (void* entry : kept) EXPECT_EQ(npumem_deallocate(allocator_, entry), NPUMEM_OK);
 }
 
 TEST_F(CapiAllocator, AllocateAndDeallocateMoveTheStats) {
