@@ -1283,6 +1283,7 @@ core::OomContext Allocator::Impl::oom_context(PoolState& pool, std::size_t bytes
   c.arena_exhausted = refusal.arena;
   c.address_space_refused = refusal.address_space;
   c.strategy = std::string(strategy_name(config.strategy));
+  c.max_split_size_set = config.max_split_size != Config{}.max_split_size;
   c.spill_to_ddr = config.spill_to_ddr;
   c.device_error = device->last_error();
   c.memory_fraction = memory_fraction;

@@ -36,6 +36,19 @@ std::string limit_text(Tier tier, const TierMemory& t) {
   return text;
 }
 
+// Nearly full (the live tensors and the request past 90% of the limit): a setting or
+// strategy may fit this request, but a workload that needs more later fails anyway (a
+// training step needing 180 MiB on 150 was told "fragmented", and each setting it named
+// only moved the error).
+std::string nearly_full_note(const OomContext& c, const TierMemory& tier) {
+  if (10 * (tier.allocated_bytes + c.rounded_bytes) <= 9 * tier.limit_bytes) return "";
+  return " The live tensors and this request take " +
+         format_bytes(tier.allocated_bytes + c.rounded_bytes) + " of the " +
+         format_bytes(tier.limit_bytes) +
+         " limit already: if the workload needs more later, only more memory helps "
+         "(`npumem replay --min-capacity` of a capture measures what it needs).";
+}
+
 // When the request alone is more than any tier it may use may hold, the advice that says
 // so (no freeing helps); else empty.
 std::string alone_advice(const OomContext& c) {
@@ -267,18 +280,12 @@ std::string advice(const OomContext& c) {
               ? "Advice: enough memory is free but fragmented within granules that live "
                 "blocks also use (mapping cannot gather it); empty the cache (empty_cache) "
                 "between phases."
+          : c.max_split_size_set
+              ? "Advice: enough memory is free but fragmented; try expandable_segments:true "
+                "(max_split_size is set already)."
               : "Advice: enough memory is free but fragmented; try expandable_segments:true, "
                 "or max_split_size to keep large cached blocks whole.";
-      // Nearly full: a training step needing 180 MiB on 150 was told "fragmented", and
-      // each setting it named only moved the error.
-      if (10 * (tier->allocated_bytes + c.rounded_bytes) > 9 * tier->limit_bytes) {
-        advice += " The live tensors and this request take " +
-                  format_bytes(tier->allocated_bytes + c.rounded_bytes) + " of the " +
-                  format_bytes(tier->limit_bytes) +
-                  " limit already: if the workload needs more later, only more memory helps "
-                  "(`npumem replay --min-capacity` of a capture measures what it needs).";
-      }
-      return advice;
+      return advice + nearly_full_note(c, *tier);
     }
   }
   if (c.memory_fraction < 1.0 && hbm.limit_bytes < hbm.capacity_bytes &&
@@ -298,16 +305,30 @@ std::string advice(const OomContext& c) {
         (!fits(tier->reserved_bytes, c.rounded_bytes, tier->limit_bytes) ||
          (tier->free_cached_bytes >= c.rounded_bytes && c.device_error.empty()))) {
       const std::string free = format_bytes(tier->free_cached_bytes);
-      return c.strategy == "expandable"
-                 ? "Advice: the live tensors and this request fit within the limit, and " + free +
-                       " is cached free, but within granules that live blocks of other pools or "
-                       "of the other size class also use (mapping cannot gather it); free those "
-                       "tensors or empty the cache (empty_cache) between phases."
-                 : "Advice: the live tensors and this request fit within the limit, and " + free +
-                       " is cached free, but in segments this request cannot use (another "
-                       "pool's, or the other size class's: small or large pool) that live blocks "
-                       "keep from being released, or beside which its new segment does not fit; "
-                       "try expandable_segments:true, or free those tensors.";
+      if (c.strategy == "expandable") {
+        return "Advice: the live tensors and this request fit within the limit, and " + free +
+               " is cached free, but within granules that live blocks of other pools or of the "
+               "other size class also use (mapping cannot gather it); free those tensors or "
+               "empty the cache (empty_cache) between phases.";
+      }
+      if (c.pools.empty()) {
+        // One pool: the free memory is this pool's, scattered between live blocks (every
+        // other tensor freed, then a larger one asked for: the list of places it might
+        // be hid that).
+        return "Advice: the live tensors and this request fit within the limit, but the " + free +
+               " cached free is fragmented: in pieces (the largest " +
+               format_bytes(tier->largest_free_bytes) +
+               ") in segments that live blocks keep from being released (of this size class "
+               "or the other: small or large pool), and this request's new segment does not "
+               "fit beside them; try expandable_segments:true, or free those tensors." +
+               nearly_full_note(c, *tier);
+      }
+      return "Advice: the live tensors and this request fit within the limit, and " + free +
+             " is cached free, but in segments this request cannot use (another pool's, or "
+             "the other size class's: small or large pool) that live blocks keep from being "
+             "released, or beside which its new segment does not fit; try "
+             "expandable_segments:true, or free those tensors." +
+             nearly_full_note(c, *tier);
     }
   }
   // The live tensors and this request fit within the limit, so something outside this

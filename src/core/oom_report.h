@@ -47,6 +47,7 @@ struct OomContext {
   // No virtual address range could be reserved (GrowResult::address_space_refused).
   bool address_space_refused = false;
   std::string strategy;
+  bool max_split_size_set = false;  // blocks of that size or more are kept whole already
   // Under caching, the segment a request of the small kind grows by (0: large kind):
   // free space in large segments does not serve it.
   std::uint64_t small_segment_bytes = 0;

@@ -186,6 +186,38 @@ TEST(OomReport, SpillingOffNamesDdrsRoomBesideOtherAdvice) {
   EXPECT_EQ(advice_of(c), "Advice: DDR has room; allow spilling with spill_to_ddr:true.");
 }
 
+// max_split_size set already, and still fragmented: the advice names only what is left
+// (a cold trial set it at 21 and 64 MiB and was told to set it, every time).
+TEST(OomReport, FragmentedWithMaxSplitSizeSetAdvisesOnlyExpandable) {
+  OomContext c = context_of(9 * MiB, 256 * MiB, 0);
+  c.max_split_size_set = true;
+  TierMemory& hbm = c.tiers[static_cast<int>(Tier::hbm)];
+  hbm.reserved_bytes = 200 * MiB;
+  hbm.allocated_bytes = 100 * MiB;
+  hbm.free_cached_bytes = 100 * MiB;
+  hbm.largest_free_bytes = 4 * MiB;
+  EXPECT_EQ(advice_of(c),
+            "Advice: enough memory is free but fragmented; try expandable_segments:true "
+            "(max_split_size is set already).");
+}
+
+// One pool whose free memory, less than the request, lies between live blocks: said to
+// be fragmented, with the largest piece, not blamed on other pools or size classes.
+TEST(OomReport, OnePoolsFreeMemoryBetweenLiveBlocksIsCalledFragmented) {
+  OomContext c = context_of(100 * MiB, 256 * MiB, 0);
+  TierMemory& hbm = c.tiers[static_cast<int>(Tier::hbm)];
+  hbm.reserved_bytes = 204 * MiB;
+  hbm.allocated_bytes = 112 * MiB;
+  hbm.free_cached_bytes = 92 * MiB;
+  hbm.largest_free_bytes = 10 * MiB;
+  EXPECT_EQ(advice_of(c),
+            "Advice: the live tensors and this request fit within the limit, but the 92.0 MiB "
+            "cached free is fragmented: in pieces (the largest 10.0 MiB) in segments that live "
+            "blocks keep from being released (of this size class or the other: small or large "
+            "pool), and this request's new segment does not fit beside them; try "
+            "expandable_segments:true, or free those tensors.");
+}
+
 // Fragmented and nearly full: the settings it names would only move the error when the
 // workload needs more later, which the advice says (a step needing 180 MiB on 150).
 TEST(OomReport, FragmentedAndNearlyFullSaysMoreMemoryMayBeNeeded) {

@@ -128,6 +128,13 @@ TEST(ReplayCliTest, ATooSmallDeviceExitsThreeWithTheExplanation) {
   EXPECT_NE(run.err.find("hbm"), std::string::npos) << run.err;
   EXPECT_NE(run.err.find("ddr"), std::string::npos) << run.err;
   EXPECT_NE(run.out.find("stopped by out of memory"), std::string::npos) << run.out;
+  // The moment's advice cannot fit a trace whose live tensors pass the device: said.
+  EXPECT_NE(run.err.find("the trace's live tensors peak at 36.0 MiB, more than the 32.0 MiB "
+                         "the device holds (hbm and ddr): no strategy or setting fits it"),
+            std::string::npos)
+      << run.err;
+  const auto fits = run_npumem("replay " + trace.path() + " --device sim:hbm=36MiB,ddr=0");
+  EXPECT_EQ(fits.err.find("live tensors peak"), std::string::npos) << fits.err;
 }
 
 TEST(ReplayCliTest, AMalformedTraceExitsTwoNamingFileAndLine) {

@@ -26,6 +26,28 @@
 namespace npumem::cli {
 namespace {
 
+// After an out of memory: when the trace's live tensors alone pass what the device holds
+// (HBM, and DDR when spilling), a line that says so. The explanation above judges the
+// moment it stopped, and its advice (a setting, another strategy) cannot fit the rest
+// (a training step whose weights, gradients and optimizer state alone passed HBM).
+std::string beyond_the_device(const Trace& trace, const ReplayResult& result,
+                              const Config& config) {
+  const TierFigures& hbm = result.tiers[static_cast<std::size_t>(Tier::hbm)];
+  const TierFigures& ddr = result.tiers[static_cast<std::size_t>(Tier::ddr)];
+  const bool spills = config.spill_to_ddr && ddr.present;
+  const std::uint64_t holds =
+      (hbm.present ? hbm.capacity_bytes : 0) + (spills ? ddr.capacity_bytes : 0);
+  const std::uint64_t peak = peak_live_bytes(trace);
+  if (peak <= holds) return "";
+  return "npumem: the trace's live tensors peak at " + format_bytes(peak) + ", more than the " +
+         format_bytes(holds) + " the device holds (" +
+         (spills        ? "hbm and ddr"
+          : ddr.present ? "hbm; no spill to ddr"
+                        : "hbm; ddr absent") +
+         "): no strategy or setting fits it. Give it more memory (--device), or hold fewer "
+         "tensors at once; --min-capacity prints the least HBM each strategy needs.\n";
+}
+
 constexpr Strategy kStrategies[] = {Strategy::caching, Strategy::expandable, Strategy::static_arena,
                                     Strategy::planned};
 
@@ -185,7 +207,8 @@ int run_replay(const ReplayCommandOptions& options) {
   }
   int exit_code = leaks && leaks->leaking ? kExitLeak : kExitOk;
   if (report.result.out_of_memory) {
-    std::cerr << "npumem: " << *report.result.out_of_memory << "\n";
+    std::cerr << "npumem: " << *report.result.out_of_memory << "\n"
+              << beyond_the_device(trace, report.result, replay_options.config);
     exit_code = kExitOutOfMemory;
   } else if (!report.static_advice_failure.empty()) {
     std::cerr << "npumem: --advise: " << report.static_advice_failure << "\n";
