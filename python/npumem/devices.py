@@ -46,14 +46,20 @@ def init(spec: Optional[str] = None, conf: Optional[str] = None, device: int = 0
     spec_source = ""
     if spec is None:
         spec, spec_source = environment_spec(), "NPUMEM_DEVICE"
-    if not isinstance(spec, str):
-        raise TypeError(f"a device spec is a string such as 'sim', not {spec!r}")
-    if conf is not None and not isinstance(conf, str):
-        raise TypeError(f"a config is a string such as 'strategy:expandable', not {conf!r}")
+    check_setting_types(spec, conf)
     _check_static_size(conf or "")
     with _creation_lock:
         made = _core.create_device(index, spec, conf or "", spec_source)
     return _made(made)
+
+
+def check_setting_types(spec: Optional[str], conf: Optional[str]) -> None:
+    """TypeError naming what a device spec and a config are, for anything but strings
+    (None: not given)."""
+    if spec is not None and not isinstance(spec, str):
+        raise TypeError(f"a device spec is a string such as 'sim', not {spec!r}")
+    if conf is not None and not isinstance(conf, str):
+        raise TypeError(f"a config is a string such as 'strategy:expandable', not {conf!r}")
 
 
 def _check_static_size(conf: str) -> None:

@@ -405,16 +405,22 @@ std::string explain_out_of_memory(const OomContext& c) {
     out << line;
   }
   if (!c.pools.empty()) {
-    std::snprintf(line, sizeof line, "  %-20s %12s %12s %12s\n", "pool", "quota", "reserved",
-                  "allocated");
-    out << line;
-    for (const PoolMemory& pool : std::span(c.pools).first(std::min(c.pools.size(), kPoolLines))) {
-      // Padded by display columns: a pool may be named in Chinese, as the seeds' labels are.
+    const auto shown = std::span(c.pools).first(std::min(c.pools.size(), kPoolLines));
+    // As wide as the longest name shown (npumem.checkpoint.gradients pushed the figures
+    // of its row out of line), in display columns: a pool may be named in Chinese, as
+    // the seeds' labels are.
+    std::size_t name_width = 20;
+    for (const PoolMemory& pool : shown) {
+      name_width = std::max(name_width, npumem::display_width(pool.name));
+    }
+    std::snprintf(line, sizeof line, " %12s %12s %12s\n", "quota", "reserved", "allocated");
+    out << "  " << npumem::pad_right("pool", name_width) << line;
+    for (const PoolMemory& pool : shown) {
       std::snprintf(line, sizeof line, " %12s %12s %12s\n",
                     pool.quota_bytes == 0 ? "none" : format_bytes(pool.quota_bytes).c_str(),
                     format_bytes(pool.reserved_bytes).c_str(),
                     format_bytes(pool.allocated_bytes).c_str());
-      out << "  " << npumem::pad_right(pool.name, 20) << line;
+      out << "  " << npumem::pad_right(pool.name, name_width) << line;
     }
     if (c.pools.size() > kPoolLines) out << "  and " << c.pools.size() - kPoolLines << " more\n";
   }

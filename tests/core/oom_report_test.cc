@@ -155,6 +155,22 @@ TEST(OomReport, ThePoolTableAlignsWideNames) {
   EXPECT_NE(text.find("  模型乙                   50.0 MiB"), std::string::npos) << text;
 }
 
+// A name longer than the column widens it for every row: the figures stay in line.
+TEST(OomReport, ThePoolTableWidensForALongName) {
+  OomContext c = context_of(30 * MiB, 100 * MiB, 0);
+  c.pools = {{"default", 0, 90 * MiB, 90 * MiB}, {"npumem.checkpoint.gradients", 50 * MiB, 0, 0}};
+  const std::string text = explain_out_of_memory(c);
+  EXPECT_NE(text.find("  pool                               quota     reserved    allocated\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("  default                             none     90.0 MiB     90.0 MiB\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("  npumem.checkpoint.gradients     50.0 MiB          0 B          0 B\n"),
+            std::string::npos)
+      << text;
+}
+
 TEST(OomReport, APinnedPoolSaysWhatItsTierHoldsAndWho) {
   OomContext c = context_of(30 * MiB, 100 * MiB, 1 * GiB);
   TierMemory& hbm = c.tiers[static_cast<int>(Tier::hbm)];

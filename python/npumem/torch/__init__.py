@@ -25,6 +25,7 @@ import torch  # noqa: F401 - loads libc10, which npumem._torch links, before it
 
 from npumem import _core, _torch
 from npumem.devices import (
+    check_setting_types,
     device_index,
     enter_device_scope,
     get_device,
@@ -64,6 +65,7 @@ def install(
     (mark_optimizer_steps), since that strategy learns and serves per iteration; loops
     without an optimizer call npumem.torch.iteration() themselves.
     Returns the default device."""
+    check_setting_types(spec, conf)
     index = device_index(device)
     indices = [index]
     if devices is not None:

@@ -171,6 +171,11 @@ class TorchAllocatorTest(unittest.TestCase):
             npumem.torch.install("sim:hbm=8GiB,backing=host")
         with self.assertRaisesRegex(npumem.ConfigError, "an empty device spec names no device"):
             npumem.torch.install("", device=7)
+        # As init says it: pybind11's list of overloads named no setting.
+        with self.assertRaisesRegex(TypeError, "a device spec is a string such as 'sim', not 5"):
+            npumem.torch.install(5)
+        with self.assertRaisesRegex(TypeError, "a config is a string .*, not 3"):
+            npumem.torch.install("sim:backing=host", 3)
 
     def test_install_again_with_the_same_settings_is_no_change(self):
         # A notebook cell run twice: the same config was refused as a change.
