@@ -116,13 +116,17 @@ def capture(script: str, args: list[str], output: str) -> int:
                          f"allocation (it exited with status {status})\n")
         return status if status != 0 else 1
     check_pool_names(recording.pools)
+    # Said when it replaces a file: a default path (SCRIPT's name .trace) overwrote an
+    # earlier capture without a word.
+    replaced = " (replacing the file that was there)" if os.path.exists(output) else ""
     with open(output, "w", encoding="utf-8") as trace:
         recording.write(
             trace, what=" ".join(shlex.quote(part) for part in ["python3", script, *args])
         )
     sys.stdout.write(
-        f"npumem: wrote {output}: {recording.allocations} allocations, {recording.memory_events} "
-        f"events, peak live {_core.format_bytes(recording.peak_live_bytes())} "
+        f"npumem: wrote {output}{replaced}: {recording.allocations} allocations, "
+        f"{recording.memory_events} events, "
+        f"peak live {_core.format_bytes(recording.peak_live_bytes())} "
         f"({recording.peak_live_bytes()} bytes)\n"
     )
     for pool, peak, quota in quota_excesses(recording.events, recording.pools):

@@ -366,6 +366,21 @@ class CliTest(unittest.TestCase):
         self.assertIn(f"-o: cannot write {missing}", result.stderr)
         self.assertNotIn("ran", result.stdout)
 
+    def test_capture_says_when_it_replaces_a_trace(self):
+        # The default output (the script's name .trace) overwrote an earlier capture
+        # without a word.
+        script = self.script("small.py", "import torch\nkept = torch.ones(1000)\n")
+        here = os.getcwd()
+        os.chdir(self.folder.name)
+        self.addCleanup(os.chdir, here)
+        first = self.npumem_torch("capture", script)
+        self.assertEqual(first.returncode, 0, first.stderr)
+        self.assertRegex(first.stdout, r"npumem: wrote \S*small.trace: ")
+        again = self.npumem_torch("capture", script)
+        self.assertEqual(again.returncode, 0, again.stderr)
+        self.assertRegex(again.stdout,
+                         r"npumem: wrote \S*small.trace \(replacing the file that was there\): ")
+
     def test_outputs_of_a_run_that_stops_before_the_script_keep_what_they_held(self):
         # The page and the trace were opened for writing at once: a run that stopped on
         # a bad device, or a missing script, left the last run's file empty.

@@ -129,9 +129,12 @@ std::string memory_summary(const Allocator& allocator, std::string_view marks) {
       << metric("Active memory", stats.active_bytes, bytes_cell)
       << metric("Requested memory", stats.requested_bytes, bytes_cell)
       << metric("Reserved memory", stats.reserved_bytes, bytes_cell)
+      // PyTorch's rows too: free cached memory empty_cache() cannot release.
+      << metric("Non-releasable memory", stats.inactive_split_bytes, bytes_cell)
       << metric("Allocations", stats.allocation, count_cell)
       << metric("Active allocs", stats.active, count_cell)
-      << metric("Segments", stats.segment, count_cell) << rule('=');
+      << metric("Segments", stats.segment, count_cell)
+      << metric("Non-releasable allocs", stats.inactive_split, count_cell) << rule('=');
   for (const PoolInfo& pool : allocator.pools()) out << pool_section(pool);
   if (allocator.config().strategy == Strategy::planned) {
     out << planned_section(allocator.planned_stats(), marks);

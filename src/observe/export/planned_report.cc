@@ -50,6 +50,15 @@ std::string learned_line(const PlannedStats& p) {
             (shapes_advice(p).empty() ? ": more shapes recur than that? raise planned_max_plans)"
                                       : ")");
   }
+  // Learned again: the count passed the plans kept, with no eviction to say why (a
+  // trial's one shape read "2 (1 kept)").
+  const std::uint64_t accounted = p.plans.size() + p.plans_evicted;
+  if (p.plans_learned > accounted) {
+    const std::uint64_t replaced = p.plans_learned - accounted;
+    text += "; " + format_count(replaced) +
+            (replaced == 1 ? " replaced a plan" : " replaced plans") +
+            " of its shape (learned again from a later iteration)";
+  }
   if (p.iterations_not_learned != 0) {
     text += "; " + format_count(p.iterations_not_learned, "iteration") +
             " not learned (new shapes after learned ones went unserved)";

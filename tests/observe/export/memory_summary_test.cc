@@ -6,6 +6,7 @@
 #include "npumem/errors.h"
 #include "npumem/monitor.h"
 #include "npumem/planned_report.h"
+#include "npumem/text_cell.h"
 #include "npumem/units.h"
 
 namespace npumem {
@@ -37,6 +38,15 @@ TEST(MemorySummary, ShowsCurrentPeakTotalsPerSplit) {
         "      from large pool", "      from small pool", "      on hbm", "      on ddr"}) {
     EXPECT_FALSE(row_of(summary, name).empty()) << name;
   }
+  // PyTorch's non-releasable rows: b's segment holds free blocks beside it.
+  const Stats stats = allocator.stats();
+  ASSERT_GT(stats.inactive_split_bytes.all.current, 0);
+  EXPECT_EQ(row_of(summary, "Non-releasable memory").substr(0, 36),
+            "| Non-releasable memory | " +
+                pad_left(format_bytes(stats.inactive_split_bytes.all.current), 10));
+  EXPECT_EQ(row_of(summary, "Non-releasable allocs").substr(0, 36),
+            "| Non-releasable allocs | " +
+                pad_left(std::to_string(stats.inactive_split.all.current), 10));
   allocator.deallocate(b);
 }
 

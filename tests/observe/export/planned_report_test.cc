@@ -94,6 +94,16 @@ TEST(PlannedReport, NamesTheLargestArenaAndTheRequestsOfDeclinedPlans) {
       << lines[1].value;
 }
 
+// More plans learned than kept, none evicted: the difference was learned again over a
+// plan of its shape, which the line says (a trial's one shape read "2 (1 kept)").
+TEST(PlannedReport, SaysWhenAPlanWasLearnedAgain) {
+  PlannedStats stats = served_stats();
+  stats.plans_learned = 3;
+  EXPECT_EQ(planned_report_lines(stats, "`i` lines")[0].value,
+            "3 (2 kept), arena 10.0 MiB now; 1 replaced a plan of its shape (learned again from "
+            "a later iteration)");
+}
+
 TEST(PlannedReport, NamesEachFigureAndEachPlan) {
   const std::vector<ReportLine> lines = planned_report_lines(served_stats(), "`i` lines");
   ASSERT_EQ(lines.size(), 5u);
