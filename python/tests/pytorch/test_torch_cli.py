@@ -230,7 +230,8 @@ class CliTest(unittest.TestCase):
         result = self.npumem_torch("run", script)
         self.assertEqual(result.returncode, 4, result.stdout + result.stderr)
         self.assertIn("trained", result.stdout)
-        self.assertIn("leak check over 8 iterations (warm-up 1, judged 6)", result.stdout)
+        self.assertIn("leak check over 8 iteration marks (iterations 0 to 8, 0 before the first "
+                      "mark, 8 in progress; warm-up 1, judged 6)", result.stdout)
         self.assertIn("verdict: LEAK SUSPECTED", result.stdout)
         # The graph's saved activations, named by the module whose forward made them.
         self.assertRegex(

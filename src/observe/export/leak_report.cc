@@ -37,7 +37,9 @@ std::string describe(const LeakGroup& group, std::size_t iterations) {
   if (iterations == 0) {
     out << "made before any iteration mark";  // not "made in 1 of 0 iterations"
   } else {
-    out << "made in " << group.iterations << " of " << iterations << " iterations ("
+    // Of the marks' iterations and the one before the first mark: "made in 6 of 5" was
+    // a group in all of them.
+    out << "made in " << group.iterations << " of " << iterations + 1 << " iterations ("
         << made_when(group) << ")";
   }
   if (group.recurring) {
@@ -57,8 +59,10 @@ std::string describe(const LeakGroup& group, std::size_t iterations) {
 
 std::string to_string(const LeakReport& report) {
   std::ostringstream out;
-  out << "leak check over " << report.iterations << " iterations (warm-up "
-      << report.warmup_iterations << ", judged " << report.judged_iterations << ")\n"
+  out << "leak check over " << report.iterations << " iteration marks (iterations 0 to "
+      << report.iterations << ", 0 before the first mark, " << report.iterations
+      << " in progress; warm-up " << report.warmup_iterations << ", judged "
+      << report.judged_iterations << ")\n"
       << "allocated after warm-up: " << format_bytes(report.baseline_bytes)
       << " (where the steady state starts)\n"
       // At the last mark, not at the end: beside a snapshot taken at the end (`python3 -m
