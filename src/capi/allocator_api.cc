@@ -348,9 +348,13 @@ npumem_status_t npumem_copy(npumem_allocator_t* allocator, void* dst, const void
                             double* seconds) noexcept {
   if (seconds != nullptr) *seconds = 0;  // what a failing call leaves
   return guarded([&] {
+    npumem::Allocator& copier = allocator_of(allocator);
+    // NULL is an argument's absence, as everywhere in the C ABI, not a pointer to judge.
+    if (dst == nullptr) throw ArgumentError("dst is NULL");
+    if (src == nullptr) throw ArgumentError("src is NULL");
     double modelled = 0;
     try {
-      modelled = allocator_of(allocator).copy(dst, src, bytes);
+      modelled = copier.copy(dst, src, bytes);
     } catch (const npumem::InvalidPointer&) {
       throw;
     } catch (const npumem::Error& overrun) {

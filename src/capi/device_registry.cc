@@ -53,9 +53,10 @@ std::string quoting_as_written(std::string message, const std::string& indexed,
   return message;
 }
 
-// Needs creation_mutex.
+// Needs creation_mutex. `spec_source`, `conf_source`: the environment variables the
+// spec and the config came from (nullptr: the caller's), named in their errors.
 npumem_allocator& make_locked(int device, const std::string& spec, const Config& config,
-                              const char* spec_source) {
+                              const char* spec_source, const char* conf_source) {
   std::shared_ptr<Device> made;
   const std::string indexed = spec_for_device(spec, device);
   try {
@@ -65,7 +66,15 @@ npumem_allocator& make_locked(int device, const std::string& spec, const Config&
                       quoting_as_written(error.what(), indexed, spec));
   }
   // Intentionally never deleted: see the header.
-  auto* handle = new npumem_allocator(std::move(made), config, /*process_wide_allocator=*/true);
+  npumem_allocator* handle = nullptr;
+  try {
+    handle = new npumem_allocator(std::move(made), config, /*process_wide_allocator=*/true);
+  } catch (const ConfigError& error) {
+    // Settings refused only once the allocator is made (strategy:static without its
+    // static_size), as those refused as they were read.
+    throw ConfigError((conf_source == nullptr ? "" : std::string(conf_source) + ": ") +
+                      error.what());
+  }
   specs[device] = spec;
   allocators[device].store(handle, std::memory_order_release);
   publish_on_stats_page(*handle->allocator);
@@ -79,8 +88,8 @@ npumem_allocator& made_from_environment(int device) {
     return *made_meanwhile;
   }
   const Config config = config_from_environment();
-  npumem_allocator& made =
-      make_locked(device, environment_or("NPUMEM_DEVICE", "sim"), config, "NPUMEM_DEVICE");
+  npumem_allocator& made = make_locked(device, environment_or("NPUMEM_DEVICE", "sim"), config,
+                                       "NPUMEM_DEVICE", "NPUMEM_ALLOC_CONF");
   // Made behind a framework's back (npumem_malloc): stderr is the one place a user
   // sees, e.g., that expandable segments fell back.
   for (const std::string& warning : made.allocator->warnings()) {
@@ -121,10 +130,12 @@ void init_device_allocator(int device, const char* spec, const char* conf) {
                         "npumem_malloc and only once)");
   }
   const Config config = conf == nullptr ? config_from_environment() : parse_config(conf);
+  const char* conf_source = conf == nullptr ? "NPUMEM_ALLOC_CONF" : nullptr;
   if (spec == nullptr) {
-    make_locked(device, environment_or("NPUMEM_DEVICE", "sim"), config, "NPUMEM_DEVICE");
+    make_locked(device, environment_or("NPUMEM_DEVICE", "sim"), config, "NPUMEM_DEVICE",
+                conf_source);
   } else {
-    make_locked(device, spec, config, nullptr);
+    make_locked(device, spec, config, nullptr, conf_source);
   }
 }
 
@@ -164,7 +175,7 @@ Allocator& init_process_allocator(int device, const std::string& spec, const Con
     throw ConfigError("npumem device " + std::to_string(device) + " exists already (spec '" +
                       capi::specs[device] + "'); initialise a device before first use");
   }
-  return *capi::make_locked(device, spec, config, spec_source).allocator;
+  return *capi::make_locked(device, spec, config, spec_source, nullptr).allocator;
 }
 
 std::string process_allocator_spec(int device) {

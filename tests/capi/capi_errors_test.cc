@@ -121,6 +121,12 @@ TEST_F(CapiErrors, NullOutputsAreInvalidArguments) {
   EXPECT_EQ(npumem_stat(allocator_, nullptr, &value), NPUMEM_INVALID_ARGUMENT);
   EXPECT_EQ(last_error(), "key is NULL");
   EXPECT_EQ(npumem_snapshot_json(allocator_, nullptr), NPUMEM_INVALID_ARGUMENT);
+  // A NULL address to copy is an argument left out, as elsewhere, not a foreign pointer.
+  int local = 0;
+  EXPECT_EQ(npumem_copy(allocator_, nullptr, &local, 4, nullptr), NPUMEM_INVALID_ARGUMENT);
+  EXPECT_EQ(last_error(), "dst is NULL");
+  EXPECT_EQ(npumem_copy(allocator_, &local, nullptr, 4, nullptr), NPUMEM_INVALID_ARGUMENT);
+  EXPECT_EQ(last_error(), "src is NULL");
 }
 
 // An output a failing call cannot fill reads "nothing": a caller that checks only it

@@ -117,6 +117,11 @@ TEST(CapiPluggable, BadEnvironmentIsNamedAndTheIndexStaysFree) {
   set_environment("sim", "granule:abc");
   EXPECT_EQ(npumem_malloc(64, 9, nullptr), nullptr);
   EXPECT_TRUE(contains(npumem_last_error(), "NPUMEM_ALLOC_CONF")) << npumem_last_error();
+  // Refused only as the allocator is made, and named the same way.
+  set_environment("sim", "strategy:static");
+  EXPECT_EQ(npumem_malloc(64, 9, nullptr), nullptr);
+  EXPECT_TRUE(contains(npumem_last_error(), "NPUMEM_ALLOC_CONF: static strategy needs static_size"))
+      << npumem_last_error();
   clear_environment();
   EXPECT_EQ(npumem_init(9, "sim:hbm=1GiB", ""), NPUMEM_OK) << npumem_last_error();
 }
