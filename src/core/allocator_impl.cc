@@ -437,6 +437,14 @@ void Allocator::Impl::warn_of_unusable_pool_settings(const std::string& name,
                        format_bytes(holdable) + ": " + tiers +
                        "), so it never stops the pool; the tiers' limits do");
   }
+  if (planned != nullptr && !pools.empty()) {  // a named pool: the default one comes first
+    // One pool per model plus strategy:planned looked planned, and its figures (0
+    // fallbacks) suggested so, while the pool ran as the fallback alone.
+    warnings.push_back("pool '" + name +
+                       "': strategy:planned plans the default pool only; this pool's "
+                       "requests are served by its fallback (" +
+                       planned->fallback_name() + ") and are not in the planned.* figures");
+  }
   if (name.find(' ') != std::string::npos) {  // other blanks are control characters, refused
     std::string word = name;
     std::replace(word.begin(), word.end(), ' ', '_');

@@ -34,6 +34,8 @@ class PlannedSource : public SegmentSource {
   PoolKind kind_for(std::size_t size) const override;
   // The expandable fallback's; 0 under caching's.
   std::size_t mapping_granule(Tier tier, std::size_t size) const override;
+  // "expandable" or "caching": what serves what no plan does.
+  const char* fallback_name() const { return expandable_ ? "expandable" : "caching"; }
   void pool_created(PoolState& pool) override;
 
   // The allocator's flow calls these with its lock held.

@@ -1097,6 +1097,11 @@ TEST(Planned, ServesNamedPoolsWithoutPlans) {
   const PlannedStats stats = allocator.planned_stats();
   EXPECT_EQ(stats.plans_learned, 0u);
   EXPECT_EQ(stats.hits + stats.fallbacks + stats.learning, 0u);
+  // Said as the pool is made: one pool per model looked planned, and read 0 fallbacks.
+  ASSERT_EQ(allocator.warnings().size(), 1u);
+  EXPECT_EQ(allocator.warnings()[0],
+            "pool 'side': strategy:planned plans the default pool only; this pool's requests "
+            "are served by its fallback (expandable) and are not in the planned.* figures");
 }
 
 // The core calls whatever ArenaPlanner it is given: here one that never reuses memory.
