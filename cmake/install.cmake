@@ -35,7 +35,9 @@ else()
   string(REGEX REPLACE "/$" "" npumem_pc_up ${npumem_pc_up})
   set(npumem_pc_prefix "\${pcfiledir}/${npumem_pc_up}")
 endif()
-set(npumem_pc_private_libs -pthread)
+# The C++ runtime too: `pkg-config --static` links libnpumem.a, whose C consumers link
+# with the C driver.
+set(npumem_pc_private_libs -pthread -lstdc++ -lm)
 if(NPUMEM_CUDA_ENABLED)
   list(APPEND npumem_pc_private_libs -L${CUDAToolkit_LIBRARY_DIR} -lcudart_static -ldl -lrt)
 endif()

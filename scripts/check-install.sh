@@ -53,11 +53,15 @@ cpp_lines=(
   "cpp_consumer: ok"
 )
 
-echo "check-install: C consumer, find_package"
-cmake -S examples/c_consumer -B "$work/c" -G Ninja -DCMAKE_PREFIX_PATH="$prefix"
-cmake --build "$work/c"
-"$work/c/c_consumer" >"$work/c.out"
-expect "$work/c.out" "${c_lines[@]}"
+for target in npumem::npumem npumem::npumem_static; do
+  echo "check-install: C consumer, find_package, $target"
+  dir=$work/c-${target#npumem::}
+  cmake -S examples/c_consumer -B "$dir" -G Ninja -DCMAKE_PREFIX_PATH="$prefix" \
+    -DNPUMEM_TARGET="$target"
+  cmake --build "$dir"
+  "$dir/c_consumer" >"$dir.out"
+  expect "$dir.out" "${c_lines[@]}"
+done
 
 for target in npumem::npumem npumem::npumem_static; do
   echo "check-install: C++ consumer, find_package, $target"
@@ -78,5 +82,17 @@ cc -std=c99 -Wall -Wextra -Wpedantic -Werror examples/c_consumer/main.c -o "$wor
   $(pkg-config --cflags --libs npumem) -Wl,-rpath,"$libdir"
 "$work/c_pkg" >"$work/c_pkg.out"
 expect "$work/c_pkg.out" "${c_lines[@]}"
+
+echo "check-install: C consumer, pkg-config --static (libnpumem.a)"
+# shellcheck disable=SC2046 # the flags are words
+cc -std=c99 -Wall -Wextra -Wpedantic -Werror examples/c_consumer/main.c -o "$work/c_static" \
+  $(pkg-config --cflags npumem) -L"$libdir" -Wl,-Bstatic -lnpumem -Wl,-Bdynamic \
+  $(pkg-config --static --libs npumem)
+if ldd "$work/c_static" | grep -q libnpumem; then
+  echo "check-install: c_static loads libnpumem.so: libnpumem.a was not linked" >&2
+  exit 1
+fi
+"$work/c_static" >"$work/c_static.out"
+expect "$work/c_static.out" "${c_lines[@]}"
 
 echo "check-install: ok (headers, libnpumem.so, libnpumem.a, CMake package, npumem.pc)"

@@ -291,7 +291,8 @@ std::string advice(const OomContext& c) {
   if (c.memory_fraction < 1.0 && hbm.limit_bytes < hbm.capacity_bytes &&
       !fits(hbm.reserved_bytes, c.rounded_bytes, hbm.limit_bytes)) {
     return "Advice: the per-process memory fraction holds HBM below its capacity; raise it "
-           "(set_per_process_memory_fraction) or free tensors.";
+           "(set_per_process_memory_fraction in Python, npumem_set_memory_fraction in C, "
+           "Allocator::set_memory_fraction in C++) or free tensors.";
   }
   for (const TierMemory* tier : {&hbm, &ddr}) {
     // Enough is cached free, and the live tensors and this request fit within the

@@ -34,6 +34,8 @@ TEST(MemoryFraction, CapsHbmAndTheOutOfMemoryNamesIt) {
     EXPECT_NE(text.find("per-process memory fraction 0.5"), std::string::npos) << text;
     EXPECT_NE(text.find("50.0% of its capacity"), std::string::npos) << text;
     EXPECT_NE(text.find("set_per_process_memory_fraction"), std::string::npos) << text;
+    // Named in each API: a C server was sent to Python's name.
+    EXPECT_NE(text.find("npumem_set_memory_fraction in C"), std::string::npos) << text;
   }
   EXPECT_EQ(allocator.stats().num_ooms, 1);
   allocator.set_memory_fraction(1.0);  // the whole device again

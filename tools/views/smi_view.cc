@@ -159,7 +159,7 @@ std::string pool_rows(const ProcessView& process, const std::vector<int>& widths
   }
   if (process.pools_not_shown() != 0) {
     const std::string more = " " + std::to_string(process.pools_not_shown()) +
-                             " more pools (npumem.pools() in the process)";
+                             " more pools (npumem.pools() / npumem_pool_info in the process)";
     // One cell across the pool rows' four: their widths and three inner borders, less its own.
     const int width = widths[2] + widths[3] + widths[4] + widths[5] + 3;
     rows += indent + cell(fitted(more, static_cast<std::size_t>(width - 2)), width) + "\n";
