@@ -236,7 +236,7 @@ class CliTest(unittest.TestCase):
         # The graph's saved activations, named by the module whose forward made them.
         self.assertRegex(
             result.stdout,
-            r"tag 'Sequential\.\d', pool 'default': \d+ allocations, .* made in \d+ of 8 "
+            r"tag 'Sequential\.\d', pool 'default': \d+ allocations, .* made in \d+ of 9 "
             r"iterations .*left behind in 6 iterations after warm-up",
         )
 
