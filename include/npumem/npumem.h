@@ -54,7 +54,7 @@ typedef enum npumem_tier {
 /* The main figures of Stats (include/npumem/stats.h), over all pools and tiers
  * unless the name says a tier. Byte counts are rounded block sizes except
  * requested_bytes. npumem_stat() reads any other figure by its PyTorch key. */
-typedef struct npumem_stats {
+typedef struct npumem_stats_s {
   int64_t allocated_bytes;
   int64_t allocated_bytes_peak;
   int64_t requested_bytes;
@@ -168,7 +168,7 @@ NPUMEM_API npumem_status_t npumem_create_pool(npumem_allocator_t* allocator, con
 NPUMEM_API npumem_status_t npumem_remove_pool(npumem_allocator_t* allocator, const char* name,
                                               size_t* released) NPUMEM_NOEXCEPT;
 /* A pool as npumem_pool_info reads it. */
-typedef struct npumem_pool_info {
+typedef struct npumem_pool_info_s {
   char* name;           /* free with npumem_string_free() */
   uint64_t quota_bytes; /* 0: no quota */
   npumem_tier_t tier;   /* the tier it is pinned to; NPUMEM_TIER_ANY: none */
