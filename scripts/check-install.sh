@@ -53,24 +53,19 @@ cpp_lines=(
   "cpp_consumer: ok"
 )
 
-for target in npumem::npumem npumem::npumem_static; do
-  echo "check-install: C consumer, find_package, $target"
-  dir=$work/c-${target#npumem::}
-  cmake -S examples/c_consumer -B "$dir" -G Ninja -DCMAKE_PREFIX_PATH="$prefix" \
-    -DNPUMEM_TARGET="$target"
-  cmake --build "$dir"
-  "$dir/c_consumer" >"$dir.out"
-  expect "$dir.out" "${c_lines[@]}"
-done
-
-for target in npumem::npumem npumem::npumem_static; do
-  echo "check-install: C++ consumer, find_package, $target"
-  dir=$work/cpp-${target#npumem::}
-  cmake -S examples/cpp_consumer -B "$dir" -G Ninja -DCMAKE_PREFIX_PATH="$prefix" \
-    -DNPUMEM_TARGET="$target"
-  cmake --build "$dir"
-  "$dir/cpp_consumer" >"$dir.out"
-  expect "$dir.out" "${cpp_lines[@]}"
+# Each consumer against each target: libnpumem.so, and libnpumem.a (which a C link must
+# be given the C++ runtime for).
+for consumer in c cpp; do
+  lines=${consumer}_lines[@]
+  for target in npumem::npumem npumem::npumem_static; do
+    echo "check-install: $consumer consumer, find_package, $target"
+    dir=$work/$consumer-${target#npumem::}
+    cmake -S "examples/${consumer}_consumer" -B "$dir" -G Ninja -DCMAKE_PREFIX_PATH="$prefix" \
+      -DNPUMEM_TARGET="$target"
+    cmake --build "$dir"
+    "$dir/${consumer}_consumer" >"$dir.out"
+    expect "$dir.out" "${!lines}"
+  done
 done
 
 echo "check-install: C consumer, pkg-config"
