@@ -12,7 +12,7 @@ trap 'rm -rf "$work"' EXIT
 prefix=$work/prefix
 jobs=$(nproc)
 
-cmake -S . -B "$work/build" -G Ninja -DNPUMEM_BUILD_TESTS=OFF -DNPUMEM_BUILD_TOOLS=OFF \
+cmake -S . -B "$work/build" -G Ninja -DNPUMEM_BUILD_TESTS=OFF \
   -DNPUMEM_BUILD_BENCH=OFF -DNPUMEM_BUILD_PYTHON=OFF "$@"
 cmake --build "$work/build" -j "$jobs"
 cmake --install "$work/build" --prefix "$prefix"
@@ -90,4 +90,9 @@ fi
 "$work/c_static" >"$work/c_static.out"
 expect "$work/c_static.out" "${c_lines[@]}"
 
-echo "check-install: ok (headers, libnpumem.so, libnpumem.a, CMake package, npumem.pc)"
+echo "check-install: the installed command"
+"$prefix/bin/npumem" --version >"$work/cli.out"
+"$prefix/bin/npumem" smi >>"$work/cli.out"
+expect "$work/cli.out" "${c_lines[0]}"
+
+echo "check-install: ok (headers, libnpumem.so, libnpumem.a, CMake package, npumem.pc, bin/npumem)"
