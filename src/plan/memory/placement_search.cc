@@ -30,8 +30,11 @@ constexpr std::uint64_t kRestartOnlyIterations = 32;
 // lower bound to the incumbent's arena.
 constexpr double kTopShare = 0.5;
 // Mirror compaction (mirror_compaction.h). Up to kMaxCandidateCompactionTensors, where a
-// pass takes a few skyline runs' time, every plan that beats the ones found before is
-// compacted (kMaxCandidateCompactionPasses at most), and the search's best plan then gets
+// pass takes a few skyline runs' time, the best of the fixed runs, once all have run (one
+// often reaches the bound: on a 3,100-tensor training iteration, compacting the first
+// run's plan before the others ran left 1.002-1.007 at the planned strategy's deadline),
+// then every plan that beats the ones found before is compacted
+// (kMaxCandidateCompactionPasses at most), and the search's best plan then gets
 // kFinishingCompactionShare of the time and iterations for the rest of its passes and for
 // kicks (plan_bench, 2000x400: seed 1 1.0071 -> 1.0057, seed 4 1.0078 -> 1.0010, before
 // kicks; a larger share for kicks left seeds 1 and 9 higher). Larger instances, up to
@@ -194,9 +197,12 @@ class PlacementSearch {
       const SearchLimits half = half_of_rest();
       try_endgame(best_.search_iterations + half.max_iterations, half.deadline);
     } else {
+      compacts_candidates_ = false;
       try_skyline_runs(runs.first(1));
       if (instance_.tensors.size() >= kMidInstanceTensors) try_skyline_runs(kMidInstanceRuns);
       try_skyline_runs(runs.subspan(1));
+      compacts_candidates_ = true;
+      compact_best();
     }
     const bool defers_fillers = defer_fillers_ && instance_.tensors.size() >= kFillerMinTensors &&
                                 instance_.tensors.size() <= kFirstFitMaxTensors;
@@ -316,7 +322,8 @@ class PlacementSearch {
     found_arena_ = arena;
     compacted_ = offsets_;
     std::string named = algorithm;
-    if (instance_.tensors.size() <= kMaxCandidateCompactionTensors && arena > lower_bound_) {
+    if (compacts_candidates_ && instance_.tensors.size() <= kMaxCandidateCompactionTensors &&
+        arena > lower_bound_) {
       const std::uint64_t compacted =
           compact_by_mirroring(instance_, compacted_, arena, kMaxCandidateCompactionPasses,
                                *limits_.clock, limits_.deadline);
@@ -327,6 +334,21 @@ class PlacementSearch {
     best_.arena = arena;
     best_.offsets.swap(compacted_);
     best_.algorithm = std::move(named);
+  }
+
+  // The fixed runs' best plan, compacted as a candidate is (see consider).
+  void compact_best() {
+    if (instance_.tensors.size() > kMaxCandidateCompactionTensors || best_.arena <= lower_bound_) {
+      return;
+    }
+    compacted_ = best_.offsets;
+    const std::uint64_t compacted =
+        compact_by_mirroring(instance_, compacted_, best_.arena, kMaxCandidateCompactionPasses,
+                             *limits_.clock, limits_.deadline);
+    if (compacted >= best_.arena) return;
+    best_.arena = compacted;
+    best_.offsets.swap(compacted_);
+    best_.algorithm += kCompactedName;
   }
 
   void try_greedy_orders() {
@@ -448,6 +470,7 @@ class PlacementSearch {
   // The least arena of the plans found (before compaction): the runs' cutoff.
   std::uint64_t found_arena_ = kNoFit;
   std::vector<std::uint64_t> compacted_;  // scratch: the plan found, compacted
+  bool compacts_candidates_ = true;       // not during the fixed runs of small instances
   Placement best_;
   // The best skyline priorities so far, the hill climb's starting point.
   std::vector<double> incumbent_priorities_;
