@@ -1566,9 +1566,11 @@ void PlannedSource::reset_accumulated() {
         &stats_.fallbacks, &stats_.fallback_bytes, &stats_.learning, &stats_.learning_bytes,
         &stats_.declined, &stats_.declined_bytes, &iteration_learning_, &iteration_learning_bytes_,
         &stats_.iterations_not_learned, &stats_.lasting, &stats_.lasting_bytes, &stats_.deferred,
-        &stats_.deferred_bytes}) {
+        &stats_.deferred_bytes, &arena_device_calls_}) {
     *count = 0;
   }
+  // The allocator's device calls restarted from 0 before this.
+  if (device_calls_at_arena_) device_calls_at_arena_ = device_calls();
 }
 
 void PlannedSource::reset_steady_peaks() {

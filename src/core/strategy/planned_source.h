@@ -55,7 +55,8 @@ class PlannedSource : public SegmentSource {
   PlannedStats stats() const;
   // reset_peak_stats(): the steady peaks become the current values (once a plan served).
   void reset_steady_peaks();
-  // reset_accumulated_stats(): the counts of requests and plans start again from 0.
+  // reset_accumulated_stats(): the counts of requests, plans and device calls start again
+  // from 0.
   void reset_accumulated();
 
  private:

@@ -803,11 +803,19 @@ TEST(Planned, ResetAccumulatedStatsZeroesThePlannedCounts) {
   EXPECT_EQ(stats.hit_bytes + stats.learning_bytes, 0u);
   EXPECT_EQ(stats.plans_learned, 0u);
   EXPECT_EQ(stats.plans.size(), 1u) << "the plans themselves stay";
+  // Counted from the reset, as the device calls they are a share of are (these were
+  // below zero: the allocator's count restarted, the arena's mark did not).
+  EXPECT_EQ(stats.device_calls_after_arena, 0u);
+  EXPECT_EQ(stats.arena_device_calls, 0u);
   allocator.mark_iteration();
   run_chain(allocator, {1 * MiB, 2 * MiB, 1 * MiB});
   stats = allocator.planned_stats();
   EXPECT_EQ(stats.hits, 3u);
   EXPECT_EQ(stats.hit_bytes, 4 * MiB);
+  EXPECT_EQ(stats.device_calls_after_arena, 0u) << "hits make no device call";
+  void* beyond_the_plan = allocator.allocate(8 * MiB);
+  allocator.deallocate(beyond_the_plan);
+  EXPECT_GT(allocator.planned_stats().device_calls_after_arena, 0u);
 }
 
 // 2.5 MiB of weights leave 1.5 MiB free in their last granule, where the plan puts the
