@@ -395,6 +395,23 @@ class PlanMemoryOnnxCommandTest(unittest.TestCase):
             with self.subTest(args):
                 self.assertEqual(run_cli(*args).returncode, 2)
 
+    def test_the_callers_package_comes_before_the_build_trees(self):
+        # An installed npumem ran the build tree's package before the one on PYTHONPATH,
+        # and failed while that tree was being rebuilt.
+        package = os.path.join(self.directory.name, "site", "npumem")
+        os.makedirs(package)
+        with open(os.path.join(package, "__init__.py"), "w", encoding="utf-8"):
+            pass
+        with open(os.path.join(package, "onnx_lifetimes.py"), "w", encoding="utf-8") as file:
+            file.write("import json\n"
+                       "print(json.dumps({'tensors': [{'bytes': 4096, 'first_op': 0, "
+                       "'last_op': 0}], 'weight_tensors': 0, 'weight_bytes': 0, "
+                       "'input_tensors': 0, 'input_bytes': 0}))\n")
+        done = run_cli("--onnx", self.model, "--json",
+                       env={"PYTHONPATH": os.path.dirname(package)})
+        self.assertEqual(done.returncode, 0, done.stderr)
+        self.assertEqual(json.loads(done.stdout)["lower_bound_bytes"], 4096)
+
     def test_no_python_exits_one_saying_so(self):
         done = run_cli("--onnx", self.model, env={"NPUMEM_PYTHON": "/nonexistent/python3"})
         self.assertEqual(done.returncode, 1)

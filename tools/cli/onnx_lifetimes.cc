@@ -26,21 +26,21 @@ struct ChildOutput {
   int exit_code = -1;  // -1: killed by a signal
 };
 
-// The environment with `name` set to `value` in front of what it held (a search path).
-std::vector<std::string> environment_with_path_first(const std::string& name,
-                                                     const std::string& value) {
+// The environment with `value` after what `name` held (a search path): the caller's own
+// entries come first.
+std::vector<std::string> environment_with_path_last(const std::string& name,
+                                                    const std::string& value) {
   std::vector<std::string> entries;
-  std::string path = value;
+  std::string path;
   for (char** entry = environ; *entry != nullptr; ++entry) {
     const std::string text = *entry;
     if (text.starts_with(name + "=")) {
-      const std::string old = text.substr(name.size() + 1);
-      if (!old.empty()) path += ":" + old;
+      path = text.substr(name.size() + 1);
     } else {
       entries.push_back(text);
     }
   }
-  entries.push_back(name + "=" + path);
+  entries.push_back(name + "=" + (path.empty() ? value : path + ":" + value));
   return entries;
 }
 
@@ -95,7 +95,9 @@ std::string python_interpreter() {
 }
 
 // The build tree's package directory when this npumem was built with its Python package
-// and the module is there; empty otherwise.
+// and the module is there; empty otherwise. It comes after the caller's PYTHONPATH, so that
+// an installed npumem runs the package installed beside it, not a build tree that may be
+// mid-rebuild.
 std::string build_tree_pythonpath() {
   const std::filesystem::path dir = NPUMEM_BUILD_TREE_PYTHONPATH;
   if (dir.empty()) return {};
@@ -161,7 +163,7 @@ OnnxLifetimes onnx_lifetimes(const std::string& model_path, const std::vector<st
   if (package_dir.empty()) {
     for (char** entry = environ; *entry != nullptr; ++entry) env.emplace_back(*entry);
   } else {
-    env = environment_with_path_first("PYTHONPATH", package_dir);
+    env = environment_with_path_last("PYTHONPATH", package_dir);
   }
   const ChildOutput child = run_capturing_stdout(std::move(args), std::move(env));
   // The module exits 0 (lifetimes), 2 (a bad model) or 1 (no onnx), with JSON each time;
