@@ -19,18 +19,12 @@ struct RangeFigures {
   std::uint64_t padded_request_bytes = 0;  // over the iterations it serves
 };
 
-std::vector<plan::TensorLifetime> with_sizes(const ShapeFamily& family,
-                                             const std::vector<std::uint64_t>& sizes) {
-  std::vector<plan::TensorLifetime> tensors = family.lifetimes;
-  for (std::size_t i = 0; i < tensors.size(); ++i) tensors[i].bytes = sizes[i];
-  return tensors;
-}
-
 // A family's shapes, smallest lower bound first (ties: fewer requested bytes, earlier).
 void sort_by_size(ShapeFamily& family, std::uint64_t alignment) {
   std::vector<std::uint64_t> bounds;
   for (const IterationShape& shape : family.shapes) {
-    bounds.push_back(plan::memory_lower_bound(with_sizes(family, shape.sizes), alignment));
+    bounds.push_back(
+        plan::memory_lower_bound(with_sizes(family, shape.sizes, shape.carried), alignment));
   }
   std::vector<std::size_t> order(family.shapes.size());
   std::iota(order.begin(), order.end(), std::size_t{0});
@@ -58,17 +52,21 @@ FamilyCosts range_costs(const ShapeFamily& family, const BucketAdviceOptions& op
   plan_options.max_search_iterations = options.plan_search_iterations;
   std::vector<std::uint64_t> own_bound(n);
   for (std::size_t i = 0; i < n; ++i) {
+    const IterationShape& shape = family.shapes[i];
     own_bound[i] =
-        plan::memory_lower_bound(with_sizes(family, family.shapes[i].sizes), options.alignment);
+        plan::memory_lower_bound(with_sizes(family, shape.sizes, shape.carried), options.alignment);
   }
   for (std::size_t first = 0; first < n; ++first) {
     std::vector<std::uint64_t> envelope = family.shapes[first].sizes;
+    std::vector<plan::TensorLifetime> carried_envelope = family.shapes[first].carried;
     for (std::size_t last = first; last < n; ++last) {
       const IterationShape& added = family.shapes[last];
       for (std::size_t r = 0; r < envelope.size(); ++r) {
         envelope[r] = std::max(envelope[r], added.sizes[r]);
       }
-      const plan::MemoryPlan plan = plan::plan_memory(with_sizes(family, envelope), plan_options);
+      merge_carried(carried_envelope, added.carried);
+      const plan::MemoryPlan plan =
+          plan::plan_memory(with_sizes(family, envelope, carried_envelope), plan_options);
       const std::uint64_t envelope_bytes =
           std::accumulate(envelope.begin(), envelope.end(), std::uint64_t{0});
       double waste = 0.0;

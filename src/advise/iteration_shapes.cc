@@ -13,10 +13,11 @@ constexpr std::int64_t kNever = -2;  // free iteration of a tensor never freed
 constexpr std::uint32_t kAllocEvent = ~std::uint32_t{0};
 
 // One iteration's working set: its events (kAllocEvent, or the index of the request
-// freed) and its request sizes.
+// freed), its request sizes and the tensors it carries in.
 struct WorkingSet {
   std::vector<std::uint32_t> events;
   std::vector<std::uint64_t> sizes;
+  std::vector<plan::TensorLifetime> carried;
 };
 
 std::vector<plan::TensorLifetime> lifetimes_of(const std::vector<std::uint32_t>& events) {
@@ -64,6 +65,33 @@ void set_aside_edges(IterationShapes& shapes) {
 }
 
 }  // namespace
+
+std::vector<plan::TensorLifetime> with_sizes(const ShapeFamily& family,
+                                             const std::vector<std::uint64_t>& sizes,
+                                             const std::vector<plan::TensorLifetime>& carried) {
+  std::vector<plan::TensorLifetime> tensors = family.lifetimes;
+  for (std::size_t i = 0; i < tensors.size(); ++i) tensors[i].bytes = sizes[i];
+  tensors.insert(tensors.end(), carried.begin(), carried.end());
+  return tensors;
+}
+
+void merge_carried(std::vector<plan::TensorLifetime>& into,
+                   const std::vector<plan::TensorLifetime>& from) {
+  std::vector<plan::TensorLifetime> merged;
+  std::size_t i = 0;
+  std::size_t j = 0;
+  while (i < into.size() || j < from.size()) {
+    if (j == from.size() || (i < into.size() && into[i].last_op < from[j].last_op)) {
+      merged.push_back(into[i++]);
+    } else if (i == into.size() || from[j].last_op < into[i].last_op) {
+      merged.push_back(from[j++]);
+    } else {
+      merged.push_back(into[i++]);
+      merged.back().bytes = std::max(merged.back().bytes, from[j++].bytes);
+    }
+  }
+  into = std::move(merged);
+}
 
 IterationShapes iteration_shapes(const Trace& trace) {
   if (trace.iterations == 0) {
@@ -118,9 +146,13 @@ IterationShapes iteration_shapes(const Trace& trace) {
       }
       continue;
     }
-    // A tensor of the previous iteration freed in this one is not one of its events.
-    if (made_in[event.index] != iteration) continue;
     WorkingSet& set = sets[static_cast<std::size_t>(iteration)];
+    // A tensor of the previous iteration freed in this one is not one of its events:
+    // it is live until then (and needs no room when freed before any event).
+    if (made_in[event.index] != iteration) {
+      if (!set.events.empty()) set.carried.push_back({event.bytes, 0, set.events.size() - 1});
+      continue;
+    }
     if (event.op == TraceOp::alloc) {
       request_of[event.index] = static_cast<std::uint32_t>(set.sizes.size());
       set.sizes.push_back(event.bytes);
@@ -151,7 +183,9 @@ IterationShapes iteration_shapes(const Trace& trace) {
       for (std::uint64_t bytes : shape.sizes) shape.requested_bytes += bytes;
       family.shapes.push_back(std::move(shape));
     }
-    family.shapes[shape_it->second].iterations.push_back(i);
+    IterationShape& shape = family.shapes[shape_it->second];
+    shape.iterations.push_back(i);
+    merge_carried(shape.carried, sets[i].carried);
   }
   set_aside_edges(out);
   return out;

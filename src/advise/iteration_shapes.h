@@ -8,6 +8,9 @@
 // sequence of request sizes. An iteration whose working set is empty (what a capture
 // marked at optimizer.step() has after its last step) has no shape: nothing in it to
 // pad or plan. The first or last iteration alone in its family is set aside (below).
+// A tensor of the iteration before that an iteration frees (an output kept until the
+// next batch, a cache it replaces) is live at its start: the iteration carries it in,
+// and its plan holds it from op 0 to the op before that free.
 #pragma once
 
 #include <cstddef>
@@ -23,6 +26,10 @@ struct IterationShape {
   std::vector<std::uint64_t> sizes;     // requested bytes of the working set, in order
   std::vector<std::size_t> iterations;  // the trace's iterations (0: after the first i)
   std::uint64_t requested_bytes = 0;    // sum of sizes
+  // The tensors carried in, in the order of their frees: from op 0 to the op before
+  // each free, of the most bytes any iteration of this shape carried there. The first
+  // iteration carries nothing; a plan of the shape holds what the others carry.
+  std::vector<plan::TensorLifetime> carried;
 };
 
 struct ShapeFamily {
@@ -32,6 +39,16 @@ struct ShapeFamily {
   std::vector<plan::TensorLifetime> lifetimes;
   std::vector<IterationShape> shapes;
 };
+
+// The family's lifetimes with `sizes` for its requests, then the tensors `carried` in.
+std::vector<plan::TensorLifetime> with_sizes(const ShapeFamily& family,
+                                             const std::vector<std::uint64_t>& sizes,
+                                             const std::vector<plan::TensorLifetime>& carried);
+
+// Makes `into` hold each tensor of `from` too: tensors freed at the same op are matched
+// in order, and a match keeps the larger size.
+void merge_carried(std::vector<plan::TensorLifetime>& into,
+                   const std::vector<plan::TensorLifetime>& from);
 
 struct IterationShapes {
   std::size_t iterations = 0;         // every iteration of the trace

@@ -107,6 +107,38 @@ TEST(BucketAdvisor, ABucketPlansTheEnvelopeOfItsShapes) {
   EXPECT_DOUBLE_EQ(one.padded_request_share, 4096.0 / 8192.0);
 }
 
+// Each iteration keeps its 10 MiB output until the next has made its own (a batch's
+// output read after the next starts): two are live at once. The plan holds the one
+// carried in; without it, the planned total was 11 MiB for 21 MiB live.
+TEST(BucketAdvisor, AnOutputKeptIntoTheNextIterationIsPlannedBesideItsSuccessor) {
+  std::string trace = "a 0 1048576\n";
+  for (int k = 1; k <= 8; ++k) {
+    trace += "i\na " + std::to_string(100 + k) + " 4194304\nf " + std::to_string(100 + k) + "\na " +
+             std::to_string(k) + " 10485760\n";
+    if (k > 1) trace += "f " + std::to_string(k - 1) + "\n";
+  }
+  const Trace parsed = parse_trace(trace, "keep_output");
+  const BucketAdvice advice = advise_buckets(parsed, {});
+  const BucketChoice& one = *advice.choices[0];
+  EXPECT_EQ(advice.peak_requested_bytes, 21 * kMiB);
+  EXPECT_EQ(one.arena_bytes, 20 * kMiB);
+  EXPECT_EQ(planned_total_bytes(advice, one), 21 * kMiB);
+  EXPECT_EQ(advice.shapes, 1u) << "the first iteration, carrying nothing in, is of the shape";
+  EXPECT_TRUE(advice.set_aside.empty());
+}
+
+TEST(IterationShapes, CarriedTensorsMatchByTheOpBeforeTheirFree) {
+  std::vector<plan::TensorLifetime> into = {{100, 0, 2}, {100, 0, 2}, {50, 0, 4}};
+  merge_carried(into, {{300, 0, 1}, {200, 0, 2}, {60, 0, 4}, {70, 0, 4}});
+  const std::vector<std::pair<std::uint64_t, std::uint64_t>> expected = {
+      {300, 1}, {200, 2}, {100, 2}, {60, 4}, {70, 4}};
+  ASSERT_EQ(into.size(), expected.size());
+  for (std::size_t i = 0; i < into.size(); ++i) {
+    EXPECT_EQ(into[i].bytes, expected[i].first) << i;
+    EXPECT_EQ(into[i].last_op, expected[i].second) << i;
+  }
+}
+
 // Before the first i and never freed (not in the last iteration): outside. Freed in
 // the next iteration or, in the last, never: the iteration's own.
 TEST(IterationShapes, WorkingSetsAndFamilies) {
@@ -124,6 +156,8 @@ TEST(IterationShapes, WorkingSetsAndFamilies) {
   ASSERT_EQ(lifetimes.size(), 2u);
   EXPECT_EQ(lifetimes[0].last_op, 2u);
   EXPECT_EQ(lifetimes[1].last_op, 2u) << "never freed in the last iteration: to its end";
+  EXPECT_TRUE(shapes.families[1].shapes[0].carried.empty())
+      << "request 3, carried in, is freed before the iteration allocates";
 
   BucketAdviceOptions options;
   options.max_buckets = 1;
