@@ -183,6 +183,16 @@ std::string why_no_plan_served(const PlannedStats& stats, std::string_view marks
     return "no request after the first iteration mark was in the default pool, the only one "
            "plans are learned for";
   }
+  std::uint64_t followed = 0;
+  for (const PlanInfo& plan : stats.plans) followed += plan.iterations_served;
+  if (followed != 0 && stats.deferred != 0) {
+    return std::string(stats.plans.size() == 1 ? "its plan" : "its plans") + " followed " +
+           format_count(followed, "iteration") +
+           ", but each request it placed came before the arena was reserved (" +
+           format_count(stats.deferred) +
+           " deferred: the iteration before still held the memory the arena waits for), so "
+           "the fallback served them";
+  }
   return "no iteration repeated the requests of a learned one";
 }
 

@@ -263,6 +263,27 @@ TEST(PlannedReport, SaysWhyNoPlanServedInTheRunsOwnTermsOfIterations) {
       << text;
 }
 
+// Each iteration kept its output until the next had made its own: the plan's one
+// planned request came while the arena awaited that output's memory, each time. The
+// plan followed 6 iterations; saying no iteration repeated a learned one was false.
+TEST(PlannedReport, SaysWhenEveryPlannedRequestWasDeferred) {
+  PlannedStats stats;
+  stats.iterations = 8;
+  stats.plans_learned = 1;
+  stats.learning = 4;
+  stats.deferred = 6;
+  stats.deferred_bytes = 24 * MiB;
+  PlanInfo& plan = stats.plans.emplace_back();
+  plan.requests = 2;
+  plan.planned_requests = 1;
+  plan.arena_bytes = plan.lower_bound_bytes = 4 * MiB;
+  plan.iterations_served = 6;
+  EXPECT_EQ(why_no_plan_served(stats, "`i` lines"),
+            "its plan followed 6 iterations, but each request it placed came before the arena "
+            "was reserved (6 deferred: the iteration before still held the memory the arena "
+            "waits for), so the fallback served them");
+}
+
 TEST(PlannedReport, LinesShareOneValueColumn) {
   const std::string text = planned_report(served_stats(), "`i` lines");
   EXPECT_TRUE(text.starts_with("  plans learned     2 (2 kept)")) << text;
