@@ -108,6 +108,9 @@ struct PlannedStats {
   std::uint64_t plans_learned = 0;  // plans made, re-learning included
   // Plans dropped, the least recently used, to keep at most max_plans (planned_max_plans).
   std::uint64_t plans_evicted = 0;
+  // Of plans_learned, those of a shape (sizes, or key) whose plan had been evicted: more
+  // shapes recur than max_plans keeps.
+  std::uint64_t plans_relearned_after_eviction = 0;
   std::uint64_t max_plans = 0;
   // The arena reserved now: carved out of the expandable fallback's range, its bytes; a
   // device segment of its own, whole granules.

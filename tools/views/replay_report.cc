@@ -118,6 +118,7 @@ nlohmann::ordered_json planned_json(const ReplayResult& result) {
   nlohmann::ordered_json out = {
       {"plans_learned", p.plans_learned},
       {"plans_evicted", p.plans_evicted},
+      {"plans_relearned_after_eviction", p.plans_relearned_after_eviction},
       {"max_plans", p.max_plans},
       {"arena_bytes", p.arena_bytes},
       {"hits", p.hits},

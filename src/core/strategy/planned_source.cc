@@ -1180,6 +1180,22 @@ void PlannedSource::close_fallback_segments(bool closed) {
 
 // A re-learned plan replaces the one that served; a plan of a known key, or unkeyed of
 // a known sequence, replaces its twin; past planned_max_plans the least recently used goes.
+namespace {
+
+// Enough to see a cycle of many more shapes than plans kept come round.
+constexpr std::size_t kEvictedShapesKept = 1024;
+
+// What tells a plan's shape from another's: its key, else a hash of its sizes.
+std::uint64_t shape_id(const std::optional<std::uint64_t>& key,
+                       const std::vector<std::size_t>& sizes) {
+  if (key) return *key;
+  std::uint64_t hash = 0xcbf29ce484222325;  // FNV-1a over the sizes
+  for (const std::size_t size : sizes) hash = (hash ^ size) * 0x100000001b3;
+  return hash;
+}
+
+}  // namespace
+
 void PlannedSource::keep_plan(std::unique_ptr<Plan> plan) {
   for (auto& kept : plans_) {
     const bool twin = plan->key ? kept->key == plan->key : !kept->key && kept->sizes == plan->sizes;
@@ -1204,11 +1220,17 @@ void PlannedSource::keep_plan(std::unique_ptr<Plan> plan) {
       return;
     }
   }
+  if (std::find(evicted_shapes_.begin(), evicted_shapes_.end(), shape_id(plan->key, plan->sizes)) !=
+      evicted_shapes_.end()) {
+    ++stats_.plans_relearned_after_eviction;
+  }
   plans_.push_back(std::move(plan));
   if (plans_.size() > allocator_.config.planned_max_plans) {
     const auto oldest =
         std::min_element(plans_.begin(), plans_.end(),
                          [](const auto& a, const auto& b) { return a->last_used < b->last_used; });
+    evicted_shapes_.push_back(shape_id((*oldest)->key, (*oldest)->sizes));
+    if (evicted_shapes_.size() > kEvictedShapesKept) evicted_shapes_.pop_front();
     plans_.erase(oldest);
     ++stats_.plans_evicted;
   }
@@ -1562,11 +1584,12 @@ PlannedSource::ArenaCalls::~ArenaCalls() {
 
 void PlannedSource::reset_accumulated() {
   for (std::uint64_t* count :
-       {&stats_.plans_learned, &stats_.plans_evicted, &stats_.hits, &stats_.hit_bytes,
-        &stats_.fallbacks, &stats_.fallback_bytes, &stats_.learning, &stats_.learning_bytes,
-        &stats_.declined, &stats_.declined_bytes, &iteration_learning_, &iteration_learning_bytes_,
-        &stats_.iterations_not_learned, &stats_.lasting, &stats_.lasting_bytes, &stats_.deferred,
-        &stats_.deferred_bytes, &arena_device_calls_}) {
+       {&stats_.plans_learned, &stats_.plans_evicted, &stats_.plans_relearned_after_eviction,
+        &stats_.hits, &stats_.hit_bytes, &stats_.fallbacks, &stats_.fallback_bytes,
+        &stats_.learning, &stats_.learning_bytes, &stats_.declined, &stats_.declined_bytes,
+        &iteration_learning_, &iteration_learning_bytes_, &stats_.iterations_not_learned,
+        &stats_.lasting, &stats_.lasting_bytes, &stats_.deferred, &stats_.deferred_bytes,
+        &arena_device_calls_}) {
     *count = 0;
   }
   // The allocator's device calls restarted from 0 before this.

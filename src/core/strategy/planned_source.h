@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -310,6 +311,9 @@ class PlannedSource : public SegmentSource {
   std::unique_ptr<ExpandableSource> expandable_;
   std::shared_ptr<const ArenaPlanner> planner_;
   std::vector<std::unique_ptr<Plan>> plans_;
+  // The shapes (shape_id) of the plans evicted last, oldest first, at most
+  // kEvictedShapesKept: a plan learned for one of them again was evicted too soon.
+  std::deque<std::uint64_t> evicted_shapes_;
   Segment* arena_ = nullptr;  // in the default pool's HBM large block pool
   // An arena carved out of the range: the range's parts before and after it, if any.
   Segment* carved_before_ = nullptr;

@@ -27,6 +27,7 @@ std::map<std::string, std::int64_t> PlannedStats::as_map() const {
   std::map<std::string, std::int64_t> out = {
       {"planned.plans_learned", value(plans_learned)},
       {"planned.plans_evicted", value(plans_evicted)},
+      {"planned.plans_relearned_after_eviction", value(plans_relearned_after_eviction)},
       {"planned.max_plans", value(max_plans)},
       {"planned.plans_kept", value(plans.size())},
       {"planned.arena_bytes", value(arena_bytes)},

@@ -12,6 +12,14 @@ namespace {
 // Unkeyed iterations whose shapes do not repeat (random sequence lengths): plans learned
 // and never served, or not learned at all, said with the way out; empty otherwise.
 std::string shapes_advice(const PlannedStats& stats) {
+  if (stats.plans_relearned_after_eviction != 0) {
+    // The shapes recur, only more of them than are kept: padding would not be the cure
+    // (a trial of two alternating shapes with planned_max_plans:1 was told to pad).
+    return "more shapes recur than the " + format_count(stats.max_plans, "plan") + " kept (" +
+           format_count(stats.plans_relearned_after_eviction, "plan") +
+           " learned again after eviction): raise planned_max_plans to the number of shapes "
+           "that recur";
+  }
   std::size_t unserved = 0;
   std::size_t unkeyed = 0;
   for (const PlanInfo& plan : stats.plans) {
@@ -42,13 +50,16 @@ std::string learned_line(const PlannedStats& p) {
     text += " (the largest plan not declined: " + format_bytes(largest) + ")";
   }
   if (p.plans_evicted != 0) {
-    // Shapes past the limit evict each other: each comes back to find its plan gone.
-    // Not when shapes seldom repeat: more plans would not serve (a trial raised it to 64
-    // as told, beside the advice to pad, and still had 0 hits).
+    // Shapes past the limit evict each other: each comes back to find its plan gone (the
+    // advice then says to raise the limit). Not when shapes seldom repeat: more plans
+    // would not serve (a trial raised it to 64 as told, beside the advice to pad, and
+    // still had 0 hits).
     text += "; " + format_count(p.plans_evicted, "plan") + " evicted (at most " +
             format_count(p.max_plans) + " are kept, the least recently used goes" +
-            (shapes_advice(p).empty() ? ": more shapes recur than that? raise planned_max_plans)"
-                                      : ")");
+            (p.plans_relearned_after_eviction != 0
+                 ? "; " + format_count(p.plans_relearned_after_eviction) +
+                       " learned again after eviction)"
+                 : ")");
   }
   // Learned again: the count passed the plans kept, with no eviction to say why (a
   // trial's one shape read "2 (1 kept)").

@@ -1310,10 +1310,28 @@ TEST(Planned, KeepsAtMostMaxPlansAndCountsEvictions) {
   EXPECT_EQ(tight.max_plans, 2u);
   EXPECT_LE(tight.plans.size(), 2u);
   EXPECT_GT(tight.plans_evicted, 0u);
+  // Shapes that recur came back to find their plans evicted: more than max_plans recur.
+  EXPECT_GT(tight.plans_relearned_after_eviction, 0u);
   const PlannedStats roomy = run_shapes(3);
   EXPECT_EQ(roomy.plans_evicted, 0u);
+  EXPECT_EQ(roomy.plans_relearned_after_eviction, 0u);
   EXPECT_EQ(roomy.hits, 2u * 3u * 3u) << "rounds 2 and 3 of three shapes, three requests each";
   EXPECT_LT(tight.hits, roomy.hits) << "shapes came back to find their plans evicted";
+}
+
+// Shapes that never come back evict plans too, but none is learned again.
+TEST(Planned, EvictedShapesThatNeverRecurAreNotCountedAsLearnedAgain) {
+  Config config = planned();
+  config.planned_max_plans = 2;
+  Allocator allocator(device(), config);
+  for (std::uint64_t length = 1; length <= 6; ++length) {
+    allocator.mark_iteration(length);
+    run_chain(allocator, {length * MiB, 2 * length * MiB, length * MiB});
+  }
+  allocator.mark_iteration();
+  const PlannedStats stats = allocator.planned_stats();
+  EXPECT_GT(stats.plans_evicted, 0u);
+  EXPECT_EQ(stats.plans_relearned_after_eviction, 0u);
 }
 
 // The arena a keyed iteration's plan needs is reserved at its mark, outside its

@@ -15,13 +15,19 @@ TEST(PlannedReport, EvictedPlansAreCountedWithTheLimitAndTheKeyThatRaisesIt) {
   stats.plans_evicted = 10;
   stats.max_plans = 8;
   stats.plans.resize(8);
-  for (PlanInfo& plan : stats.plans) plan.iterations_served = 1;  // shapes that recur
+  for (PlanInfo& plan : stats.plans) plan.iterations_served = 1;
+  stats.plans_relearned_after_eviction = 6;  // shapes that recur
   const std::string report = planned_report(stats, "`i` lines");
   EXPECT_NE(report.find("18 (8 kept), arena 0 B now; 10 plans evicted (at most 8 are kept, the "
-                        "least recently used goes: more shapes recur than that? raise "
-                        "planned_max_plans)"),
+                        "least recently used goes; 6 learned again after eviction)"),
             std::string::npos)
       << report;
+  EXPECT_NE(report.find("advice            more shapes recur than the 8 plans kept (6 plans "
+                        "learned again after eviction): raise planned_max_plans"),
+            std::string::npos)
+      << report;
+  stats.plans_relearned_after_eviction = 0;  // shapes that did not come back
+  EXPECT_EQ(planned_report(stats, "`i` lines").find("planned_max_plans"), std::string::npos);
   stats.plans_evicted = 0;
   EXPECT_EQ(planned_report(stats, "`i` lines").find("evicted"), std::string::npos);
 }
