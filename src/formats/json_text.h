@@ -13,8 +13,12 @@ namespace npumem::cli {
 // Arrays and objects nested deeper than this are refused.
 inline constexpr std::size_t kMaxJsonDepth = 256;
 
-// Throws ParseError(source, line, problem) on malformed or too deeply nested JSON and
-// on numbers out of range (1e400).
+// Whether the first 4 KiB of `text` hold control bytes no text has (below tab, or
+// between carriage return and space): a binary file (an ONNX model) given as JSON.
+bool starts_as_binary(std::string_view text);
+
+// Throws ParseError(source, line, problem) on binary data, malformed or too deeply nested
+// JSON and numbers out of range (1e400).
 nlohmann::json parse_json_text(std::string_view text, const std::string& source);
 
 // nlohmann's message without its "[json.exception.parse_error.101] " prefix.

@@ -56,6 +56,21 @@ TEST(PlanModelJsonTest, MalformedJsonNamesTheLine) {
 }
 
 // The parser keeps a key's last value: a model's layers given twice read as no layers.
+// An ONNX model given to plan shard or plan recompute was refused as JSON nested too
+// deep at its 11,800th line.
+TEST(PlanModelJsonTest, BinaryDataIsRefusedAsSuch) {
+  const std::string onnx_like("\x08\x07\x12\x07pytorch\x1a\x04[[[[", 19);
+  try {
+    parse_model_json(onnx_like, "r18.onnx");
+    FAIL() << "no error";
+  } catch (const ParseError& e) {
+    EXPECT_NE(std::string(e.what()).find("r18.onnx:1: binary data, not a model description in "
+                                         "JSON (an ONNX model? `npumem plan memory --onnx`"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(PlanModelJsonTest, AKeyGivenTwiceInOneObjectIsRefused) {
   try {
     parse_model_json("{\n  \"layers\": [{\"name\": \"a\"}],\n  \"layers\": []\n}", "m.json");
