@@ -139,8 +139,10 @@ def _one_line(error: Exception) -> str:
 def _load(onnx, path: str):
     if os.path.isdir(path):
         raise OnnxModelError(f"{path}: is a directory, not an ONNX model")
-    if not os.path.isfile(path):
+    if not os.path.exists(path):
         raise OnnxModelError(f"{path}: no such file")
+    if not os.path.isfile(path):
+        raise OnnxModelError(f"{path}: not a regular file, so not an ONNX model")
     # Weights' data is not needed, only their shapes: external data stays where it is.
     with open(path, "rb") as file:
         data = file.read()

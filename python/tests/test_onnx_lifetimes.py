@@ -300,6 +300,10 @@ class OnnxLifetimesTest(unittest.TestCase):
             read(os.path.join(self.directory.name, "missing.onnx"))
         with self.assertRaisesRegex(OnnxModelError, "is a directory, not an ONNX model"):
             read(self.directory.name)
+        # It exists: "no such file" sent the user looking for a typo.
+        with self.assertRaisesRegex(OnnxModelError,
+                                    "/dev/null: not a regular file, so not an ONNX model"):
+            read("/dev/null")
 
     def test_reads_a_missing_producer_as_invalid(self):
         model = chain_model()
