@@ -112,9 +112,10 @@ def capture(script: str, args: list[str], output: str) -> int:
         trace_module.capturing = False
         mark_optimizer_steps(False)
     if recording.allocations == 0:
-        sys.stdout.write(f"npumem: no trace written to {output}: the script made no "
+        # Nothing to capture is the input's fault (exit 2), not npumem's (1).
+        sys.stderr.write(f"npumem: no trace written to {output}: the script made no "
                          f"allocation (it exited with status {status})\n")
-        return status if status != 0 else 1
+        return status if status != 0 else 2
     check_pool_names(recording.pools)
     # Said when it replaces a file: a default path (SCRIPT's name .trace) overwrote an
     # earlier capture without a word.

@@ -367,6 +367,16 @@ class CliTest(unittest.TestCase):
         self.assertIn(f"-o: cannot write {missing}", result.stderr)
         self.assertNotIn("ran", result.stdout)
 
+    def test_capture_of_a_script_that_allocates_nothing_exits_two(self):
+        # It exited 1, which the docs keep for npumem's own failures, saying so on stdout.
+        script = self.script("hello.py", "print('hi')\n")
+        out = os.path.join(self.folder.name, "hello.trace")
+        result = self.npumem_torch("capture", "-o", out, script)
+        self.assertEqual(result.returncode, 2, result.stdout + result.stderr)
+        self.assertIn(f"npumem: no trace written to {out}: the script made no allocation",
+                      result.stderr)
+        self.assertFalse(os.path.exists(out))
+
     def test_capture_says_when_it_replaces_a_trace(self):
         # The default output (the script's name .trace) overwrote an earlier capture
         # without a word.
