@@ -70,6 +70,13 @@ TEST_F(AdviseCli, JsonHasOneChoicePerKUpToTheShapes) {
   EXPECT_GT(json["caching_peak_reserved_bytes"], 0u);
 }
 
+TEST_F(AdviseCli, ANegativeZeroToleranceReadsAsZero) {
+  const auto trace = write("batches.trace", kBatches);
+  const auto out = run_npumem("advise buckets " + trace.string() + " --tolerance -0");
+  ASSERT_EQ(out.exit_code, 0) << out.err;
+  EXPECT_NE(out.out.find("within 0% of the least"), std::string::npos) << out.out;
+}
+
 TEST_F(AdviseCli, BadInputExitsTwoNamingTheProblem) {
   const auto flat = write("flat.trace", "a 0 10\nf 0\n");
   auto out = run_npumem("advise buckets " + flat.string());

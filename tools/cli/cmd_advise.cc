@@ -43,7 +43,8 @@ void add_buckets_command(CLI::App& advise_command, int& exit_code) {
   command->callback([options, &exit_code] {
     BucketAdviceOptions advise;
     advise.max_buckets = options->max_buckets;
-    advise.tolerance = options->tolerance_percent / 100.0;
+    // + 0.0: -0 reads as 0 ("within -0%").
+    advise.tolerance = options->tolerance_percent / 100.0 + 0.0;
     advise.replay.device_spec = options->device_spec;
     const BucketAdvice advice = advise_buckets(read_trace(options->trace_path), advise);
     if (options->json) {
