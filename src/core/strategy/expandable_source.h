@@ -82,13 +82,16 @@ class ExpandableSource : public SegmentSource {
   GrowResult grow_at(PoolState& pool, BlockPool& blocks, Range& range, const Placement& place);
   // Unmaps one whole free granule of `donor` and hands over its chunk, re-accounting
   // its bytes to `taker` when that is the sibling pool kind.
-  // Never takes from a block next to `keep_beside` (the placement's unmapped block),
-  // so the placement stays as it was chosen.
+  // From its own range, never takes from a block next to `keep_beside` (the placement's
+  // unmapped block), so the placement stays as it was chosen.
   bool take_free_granule(PoolState& pool, BlockPool& donor, const BlockPool& taker,
                          const Block* keep_beside, PhysicalHandle* out);
-  // A free mapped block of `blocks` holding a whole granule and not next to
-  // `keep_beside`, or nullptr.
-  Block* granule_donor(BlockPool& blocks, const Range& range, const Block* keep_beside) const;
+  // A free mapped block of `blocks` holding a whole granule, or nullptr. In the growing
+  // pool's own range (own_range) not one next to `keep_beside`; when that is null, not
+  // one at either end of the range (where the planned strategy's arena, joined to the
+  // range, is carved again without device calls). In the other kind's range, any.
+  Block* granule_donor(BlockPool& blocks, const Range& range, const Block* keep_beside,
+                       bool own_range) const;
   // The start of the first whole granule inside a free block (or its end when none).
   static std::uintptr_t first_whole_granule(const Range& range, const Block& block);
   // Every free block's whole granules, found from the free index (no walk of the range).
