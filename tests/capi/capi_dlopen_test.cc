@@ -7,6 +7,9 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <string>
+
+#include "npumem/npumem.h"
 
 namespace {
 
@@ -56,6 +59,43 @@ TEST_F(CapiDlopen, ThePluggableAllocatorEntryPointsResolveAndWork) {
   EXPECT_EQ(npumem_malloc(ssize_t{2} << 30, 0, stream), nullptr);
   EXPECT_NE(std::strstr(npumem_last_error(), "2.00 GiB"), nullptr) << npumem_last_error();
   unsetenv("NPUMEM_DEVICE");
+}
+
+// A leak report's backtrace begins at the library's caller (here, this test), not in
+// the library: with 16 frames, five of them were libnpumem.so's own.
+TEST_F(CapiDlopen, LeakBacktracesBeginAtTheCallerOfTheLibrary) {
+  const auto create =
+      resolve<decltype(&npumem_allocator_create)>(library_, "npumem_allocator_create");
+  const auto destroy =
+      resolve<decltype(&npumem_allocator_destroy)>(library_, "npumem_allocator_destroy");
+  const auto allocate = resolve<decltype(&npumem_allocate)>(library_, "npumem_allocate");
+  const auto iteration = resolve<decltype(&npumem_iteration)>(library_, "npumem_iteration");
+  const auto start =
+      resolve<decltype(&npumem_leak_check_start)>(library_, "npumem_leak_check_start");
+  const auto report = resolve<decltype(&npumem_leak_report)>(library_, "npumem_leak_report");
+  const auto string_free = resolve<decltype(&npumem_string_free)>(library_, "npumem_string_free");
+  ASSERT_TRUE(create && destroy && allocate && iteration && start && report && string_free);
+  npumem_allocator_t* allocator = nullptr;
+  ASSERT_EQ(create("sim:hbm=1GiB,ddr=0", nullptr, &allocator), NPUMEM_OK);
+  ASSERT_EQ(start(allocator, 0.0, 1, 1), NPUMEM_OK);
+  for (int i = 0; i < 5; ++i) {
+    void* leaked = nullptr;
+    ASSERT_EQ(allocate(allocator, 64 << 10, &leaked), NPUMEM_OK);
+    ASSERT_EQ(iteration(allocator), NPUMEM_OK);
+  }
+  int leaking = 0;
+  char* text = nullptr;
+  ASSERT_EQ(report(allocator, &leaking, &text), NPUMEM_OK);
+  const std::string leak_report = text;
+  string_free(text);
+  destroy(allocator);
+  EXPECT_EQ(leaking, 1) << leak_report;
+  const std::size_t first_frame = leak_report.find("      at ");
+  ASSERT_NE(first_frame, std::string::npos) << leak_report;
+  const std::string line =
+      leak_report.substr(first_frame, leak_report.find('\n', first_frame) - first_frame);
+  EXPECT_EQ(line.find("libnpumem"), std::string::npos) << leak_report;
+  EXPECT_NE(line.find("capi_dlopen_test"), std::string::npos) << leak_report;
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <cxxabi.h>
 #include <dlfcn.h>
 #include <execinfo.h>
+#include <link.h>
 
 #include <algorithm>
 #include <array>
@@ -10,6 +11,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <utility>
+#include <vector>
 
 namespace npumem::observe {
 namespace {
@@ -39,6 +42,50 @@ std::string hex_offset(const void* from, const void* to) {
   return text;
 }
 
+using CodeRanges = std::vector<std::pair<std::uintptr_t, std::uintptr_t>>;
+
+// The executable segments of the shared library this code is in (libnpumem.so); none
+// when a static link put it in the program, beside the caller's own code.
+const CodeRanges& own_library_code() {
+  static const CodeRanges ranges = [] {
+    struct Search {
+      std::uintptr_t here = 0;
+      bool program = true;  // the first object visited is the program
+      CodeRanges found;
+    } search;
+    search.here = reinterpret_cast<std::uintptr_t>(&own_library_code);
+    dl_iterate_phdr(
+        [](dl_phdr_info* info, std::size_t, void* data) {
+          auto& search = *static_cast<Search*>(data);
+          CodeRanges code;
+          bool holds_here = false;
+          for (int i = 0; i < info->dlpi_phnum; ++i) {
+            const ElfW(Phdr)& header = info->dlpi_phdr[i];
+            if (header.p_type != PT_LOAD || (header.p_flags & PF_X) == 0) continue;
+            const std::uintptr_t begin = info->dlpi_addr + header.p_vaddr;
+            code.emplace_back(begin, begin + header.p_memsz);
+            holds_here =
+                holds_here || (search.here >= begin && search.here < begin + header.p_memsz);
+          }
+          const bool program = std::exchange(search.program, false);
+          if (!holds_here) return 0;
+          if (!program) search.found = std::move(code);
+          return 1;
+        },
+        &search);
+    return search.found;
+  }();
+  return ranges;
+}
+
+bool in_own_library(const void* frame) {
+  const auto address = reinterpret_cast<std::uintptr_t>(frame);
+  const CodeRanges& ranges = own_library_code();
+  return std::any_of(ranges.begin(), ranges.end(), [&](const auto& range) {
+    return address >= range.first && address < range.second;
+  });
+}
+
 }  // namespace
 
 [[gnu::noinline]] std::size_t capture_backtrace(const void** frames, std::size_t max_frames,
@@ -57,6 +104,9 @@ std::string hex_offset(const void* from, const void* to) {
     }
   }
   first = std::min(captured, first + skip);
+  // The library's own frames (the allocator's, the C API's entry) come before the
+  // caller's: with 16 frames, a leak report began with five of them.
+  while (first < captured && in_own_library(raw[first])) ++first;
   const std::size_t count = std::min(max_frames, captured - first);
   std::copy_n(raw.begin() + static_cast<std::ptrdiff_t>(first), count, frames);
   return count;

@@ -9,7 +9,8 @@
 namespace npumem::observe {
 
 // Fills `frames` with up to `max_frames` return addresses of the caller's stack,
-// innermost first, leaving out `skip` frames above the caller; returns how many.
+// innermost first, leaving out `skip` frames above the caller and, in libnpumem.so, the
+// library's frames before the first of its caller's; returns how many.
 std::size_t capture_backtrace(const void** frames, std::size_t max_frames, std::size_t skip);
 
 // "function+0x1f (module)" where the symbol is known, else "module+0x1234", which
