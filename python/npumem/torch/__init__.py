@@ -71,11 +71,19 @@ def install(
     if devices is not None:
         if isinstance(devices, bool) or not isinstance(devices, int) or devices < 1:
             raise ValueError(f"devices is a number of devices (>= 1), not {devices!r}")
+        if devices > _core.MAX_DEVICES:
+            # Checked before any is made: devices live until the process exits, and 64 of
+            # them made before the 65th was refused kept any later install from working.
+            raise ValueError(f"devices={devices} is more than the {_core.MAX_DEVICES} a "
+                             f"process can have")
         if index >= devices:
             raise _core.ConfigError(
                 f"device index {index} is out of range: devices={devices} makes 0..{devices - 1}"
             )
         indices = list(range(devices))
+    for i in indices:  # those made before: a conflict is refused before any is made
+        if is_initialized(i):
+            _host_device(i, spec, conf)
     chosen = {i: _host_device(i, spec, conf) for i in indices}
     if trace.capturing:
         # `capture` records PyTorch's own allocator: installed, npumem would take its

@@ -42,6 +42,16 @@ class DevicesTest(unittest.TestCase):
         self.assertEqual((allocated(0), allocated(1)), (before[0] + MiB, before[1]))
         del kept
 
+    def test_a_refused_install_makes_no_device(self):
+        # Devices live until the process exits: devices=65 made 0..63 before refusing the
+        # 65th, and a conflict with device 0 found after device 2 was made kept it.
+        with self.assertRaisesRegex(ValueError, "devices=65 is more than the 64"):
+            npumem.torch.install(SPEC, devices=65)
+        self.assertFalse(npumem.is_initialized(2))
+        with self.assertRaisesRegex(npumem.ConfigError, "device 0 exists already with spec"):
+            npumem.torch.install("sim:hbm=64MiB,backing=host", devices=3)
+        self.assertFalse(npumem.is_initialized(2))
+
     def test_device_scope_routes_this_threads_tensors_and_frees_find_their_device(self):
         before = allocated(0), allocated(1)
         with npumem.torch.device(1) as device:
