@@ -39,10 +39,12 @@ std::uint64_t least_arena_bytes(const ReplayOptions& options) {
 
 namespace {
 
-std::uint64_t with_margin(std::uint64_t min_bytes, double margin, std::uint64_t step) {
-  const double steps =
-      std::ceil(static_cast<double>(min_bytes) * (1.0 + margin) / static_cast<double>(step));
-  return static_cast<std::uint64_t>(steps) * step;
+// At most the HBM the allocator may use: a margin past it advised an arena the device
+// refuses, whose error advised --advise again.
+std::uint64_t with_margin(std::uint64_t min_bytes, double margin, const ArenaSteps& steps) {
+  const double wanted =
+      std::ceil(static_cast<double>(min_bytes) * (1.0 + margin) / static_cast<double>(steps.step));
+  return std::min(static_cast<std::uint64_t>(wanted), steps.hbm_steps) * steps.step;
 }
 
 // The smallest static_size on which `part` (a trace without pools) completes.
@@ -79,7 +81,7 @@ std::vector<PoolArenaAdvice> advise_pool_arenas(const Trace& trace, const Replay
     if (name == kDefaultPoolName) continue;
     const Trace part = pool_part(trace, name);
     PoolArenaAdvice pool{name, peak_live_bytes(part), min_arena(part, options, steps, name), 0};
-    pool.recommended_bytes = with_margin(pool.min_arena_bytes, margin, steps.step);
+    pool.recommended_bytes = with_margin(pool.min_arena_bytes, margin, steps);
     pools.push_back(std::move(pool));
   }
   return pools;
@@ -113,8 +115,9 @@ StaticAdvice advise_static_size(const Trace& trace, const ReplayOptions& options
   // A default pool nothing allocates in keeps the least arena: a margin over nothing
   // recommended a second granule.
   advice.recommended_bytes = allocates_in(trace, kDefaultPoolName)
-                                 ? with_margin(advice.min_arena_bytes, margin, steps.step)
+                                 ? with_margin(advice.min_arena_bytes, margin, steps)
                                  : advice.min_arena_bytes;
+  advice.hbm_bytes = steps.hbm_steps * steps.step;
   if (advice.pools.empty()) return advice;
   // Each arena holds its pool; the device must also hold them all at once. Said as a
   // sum: the out-of-memory advice of the replay below ("lower the quota of pool 'enc'")

@@ -25,7 +25,11 @@ struct StaticAdvice {
   std::uint64_t peak_requested_bytes = 0;
   std::uint64_t min_arena_bytes = 0;  // smallest static_size that completes, in device granules
   double margin = 0.0;                // e.g. 0.10 for 10 %
+  // min_arena_bytes with the margin, in granules, but at most hbm_bytes.
   std::uint64_t recommended_bytes = 0;
+  std::uint64_t hbm_bytes = 0;  // the HBM the allocator may use on the device
+  // Whether the margin was cut to fit hbm_bytes.
+  bool margin_cut() const { return recommended_bytes == hbm_bytes && margin > 0.0; }
   // The trace's named pools (`p` lines): under the static strategy each has its own
   // arena, sized by its quota.
   std::vector<PoolArenaAdvice> pools;

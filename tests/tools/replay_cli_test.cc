@@ -377,6 +377,21 @@ TEST(ReplayCliTest, AnUnsizedStaticStrategySaysWhereItWasSet) {
   EXPECT_EQ(sized.exit_code, 0) << sized.err;
 }
 
+// A margin past the HBM the allocator may use is cut to it: the advice was an arena the
+// device refused, whose error advised --advise again.
+TEST(ReplayCliTest, TheStaticAdviceNeverPassesTheHbm) {
+  const TempTrace trace(kThreeLarge);  // 36 MiB live: with 10%, 40 MiB in granules
+  const auto advise = run_npumem("replay " + trace.path() + " --advise --conf hbm:38MiB");
+  ASSERT_EQ(advise.exit_code, 0) << advise.err;
+  EXPECT_NE(advise.out.find("static_size advice    38.0 MiB, all of the device's HBM: less "
+                            "than a 10% margin"),
+            std::string::npos)
+      << advise.out;
+  const auto advised = run_npumem("replay " + trace.path() +
+                                  " --conf hbm:38MiB,strategy:static,static_size:39845888");
+  EXPECT_EQ(advised.exit_code, 0) << advised.err;
+}
+
 // An hbm limit in the settings caps the static arena the advice may find, and not the
 // HBM the minimum-capacity search tries (36 MiB live: the limit is below it, DDR takes the rest).
 TEST(ReplayCliTest, AnHbmLimitCapsTheStaticAdviceButNotTheMinimumHbmSearch) {

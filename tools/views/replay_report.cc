@@ -273,9 +273,13 @@ std::string replay_report_text(const ReplayReport& report) {
     add_line(out, "static arena needed",
              format_bytes(advice.min_arena_bytes) +
                  (advice.pools.empty() ? "" : " for the default pool"));
+    const std::string margin = fixed(advice.margin * 100, 0) + "% margin";
     add_line(out, "static_size advice",
-             format_bytes(advice.recommended_bytes) + " with a " + fixed(advice.margin * 100, 0) +
-                 "% margin, in whole granules: NPUMEM_ALLOC_CONF=strategy:static,static_size:" +
+             format_bytes(advice.recommended_bytes) +
+                 (advice.margin_cut() ? ", all of the device's HBM: less than a " + margin +
+                                            " (a larger device leaves room for one)"
+                                      : " with a " + margin + ", in whole granules") +
+                 ": NPUMEM_ALLOC_CONF=strategy:static,static_size:" +
                  std::to_string(advice.recommended_bytes));
     for (const PoolArenaAdvice& pool : advice.pools) {
       std::ostringstream advice_line;
