@@ -1283,8 +1283,13 @@ core::OomContext Allocator::Impl::oom_context(PoolState& pool, std::size_t bytes
   c.pool_allocated_bytes = static_cast<std::uint64_t>(pool.stats.allocated_bytes.all.current);
   if (pools.size() > 1) {
     for (const auto& each : pools) {
-      c.pools.push_back({each->name, each->quota_bytes, each->reserved_bytes(),
-                         static_cast<std::uint64_t>(each->stats.allocated_bytes.all.current)});
+      core::PoolMemory& pool_memory = c.pools.emplace_back(
+          core::PoolMemory{each->name, each->quota_bytes, each->reserved_bytes(),
+                           static_cast<std::uint64_t>(each->stats.allocated_bytes.all.current)});
+      for (Tier tier : kAllTiers) {
+        pool_memory.reserved_by_tier[index(tier)] =
+            static_cast<std::uint64_t>(each->stats.reserved_bytes.by_tier[index(tier)].current);
+      }
     }
   }
   c.quota_refused = refusal.quota;

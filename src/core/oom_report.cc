@@ -114,23 +114,30 @@ std::string quota_advice(const OomContext& c) {
 struct OthersHolding {
   std::uint64_t reserved_bytes = 0;
   const PoolMemory* most = nullptr;
+  std::uint64_t most_bytes = 0;  // what `most` reserves where counted
 };
 
-OthersHolding others_holding(const OomContext& c) {
+// On every tier, or on `tier` alone (a pinned pool's: the others' memory elsewhere is
+// none of its concern).
+OthersHolding others_holding(const OomContext& c, std::optional<Tier> tier = std::nullopt) {
   OthersHolding others;
+  const auto reserved = [&](const PoolMemory& pool) {
+    return tier ? pool.reserved_by_tier[static_cast<int>(*tier)] : pool.reserved_bytes;
+  };
   for (const PoolMemory& pool : c.pools) {
-    if (pool.name == c.pool) continue;
-    others.reserved_bytes += pool.reserved_bytes;
-    if (others.most == nullptr || pool.reserved_bytes > others.most->reserved_bytes) {
+    if (pool.name == c.pool || reserved(pool) == 0) continue;
+    others.reserved_bytes += reserved(pool);
+    if (others.most == nullptr || reserved(pool) > others.most_bytes) {
       others.most = &pool;
+      others.most_bytes = reserved(pool);
     }
   }
   return others;
 }
 
-std::string others_text(const OthersHolding& others) {
-  return "other pools reserve " + format_bytes(others.reserved_bytes) + " (most: '" +
-         others.most->name + "', " + format_bytes(others.most->reserved_bytes) + ")";
+std::string others_text(const OthersHolding& others, std::string_view where = "") {
+  return "other pools reserve " + format_bytes(others.reserved_bytes) + std::string(where) +
+         " (most: '" + others.most->name + "', " + format_bytes(others.most_bytes) + ")";
 }
 
 // The pools' quotas together pass what the tiers may hold: serving all models at their
@@ -235,6 +242,29 @@ std::string granule_advice(const OomContext& c) {
   return {};
 }
 
+std::string pinned_advice(const OomContext& c) {
+  const TierMemory& t = c.tiers[static_cast<int>(*c.pinned_tier)];
+  std::string text = "Advice: pool '" + c.pool + "' is pinned to " +
+                     std::string(tier_name(*c.pinned_tier)) + ", where " +
+                     format_bytes(t.reserved_bytes) + " of its " + format_bytes(t.limit_bytes) +
+                     " limit is reserved";
+  if (const OthersHolding others = others_holding(c, *c.pinned_tier); others.reserved_bytes != 0) {
+    text += "; " + others_text(others, " of it");
+  }
+  if (t.free_cached_bytes < c.rounded_bytes) {
+    return text + "; free tensors there or raise the tier's limit (hbm:/ddr:).";
+  }
+  // A small request beside large free blocks, or free space between live blocks.
+  return text + "; " + format_bytes(t.free_cached_bytes) +
+         " of it is cached free where this request cannot go (in segments that live blocks "
+         "hold, or of the other size class): " +
+         (c.strategy == "expandable"
+              ? std::string("empty the cache (empty_cache) between phases")
+              : std::string("try expandable_segments:true, which maps free memory for any "
+                            "request, or empty the cache (empty_cache) between phases")) +
+         "; else free tensors there or raise the tier's limit (hbm:/ddr:).";
+}
+
 std::string advice(const OomContext& c) {
   const TierMemory& hbm = c.tiers[static_cast<int>(Tier::hbm)];
   const TierMemory& ddr = c.tiers[static_cast<int>(Tier::ddr)];
@@ -262,13 +292,7 @@ std::string advice(const OomContext& c) {
            "pools quotas, use fewer pools, or strategy:caching.";
   }
   const OthersHolding others = others_holding(c);
-  if (c.pinned_tier) {
-    const TierMemory& t = c.tiers[static_cast<int>(*c.pinned_tier)];
-    return "Advice: pool '" + c.pool + "' is pinned to " + std::string(tier_name(*c.pinned_tier)) +
-           ", where " + format_bytes(t.reserved_bytes) + " of its " + format_bytes(t.limit_bytes) +
-           " limit is reserved" + (others.reserved_bytes == 0 ? "" : "; " + others_text(others)) +
-           "; free tensors there or raise the tier's limit (hbm:/ddr:).";
-  }
+  if (c.pinned_tier) return pinned_advice(c);
   if (std::string granules = granule_advice(c); !granules.empty()) return granules;
   for (const TierMemory* tier : {&hbm, &ddr}) {
     if (tier->present && tier->free_cached_bytes >= c.rounded_bytes &&

@@ -31,6 +31,7 @@ struct PoolMemory {
   std::uint64_t quota_bytes = 0;  // 0: none
   std::uint64_t reserved_bytes = 0;
   std::uint64_t allocated_bytes = 0;
+  std::array<std::uint64_t, kTierCount> reserved_by_tier{};  // indexed by Tier
 };
 
 struct OomContext {

@@ -177,11 +177,36 @@ TEST(OomReport, APinnedPoolSaysWhatItsTierHoldsAndWho) {
   hbm.reserved_bytes = hbm.allocated_bytes = 90 * MiB;
   c.pool = "h";
   c.pinned_tier = Tier::hbm;
-  c.pools = {{"a", 150 * MiB, 150 * MiB, 150 * MiB}, {"h", 0, 0, 0}};
+  c.pools = {{"a", 150 * MiB, 150 * MiB, 150 * MiB, {80 * MiB, 70 * MiB}},
+             {"b", 0, 40 * MiB, 40 * MiB, {0, 40 * MiB}},
+             {"h", 0, 10 * MiB, 10 * MiB, {10 * MiB, 0}}};
   EXPECT_EQ(advice_of(c),
             "Advice: pool 'h' is pinned to hbm, where 90.0 MiB of its 100 MiB limit is "
-            "reserved; other pools reserve 150 MiB (most: 'a', 150 MiB); free tensors there or "
-            "raise the tier's limit (hbm:/ddr:).");
+            "reserved; other pools reserve 80.0 MiB of it (most: 'a', 80.0 MiB); free tensors "
+            "there or raise the tier's limit (hbm:/ddr:).");
+}
+
+// The other pools hold DDR only, and the pinned tier's memory is cached free where the
+// request cannot use it (a small request beside large free blocks): the advice blamed
+// the DDR pools, freeing which changes nothing, and said nothing of the free memory.
+TEST(OomReport, APinnedPoolsAdviceCountsItsTierOnlyAndNamesItsFreeCache) {
+  OomContext c = context_of(512 * KiB, 16 * MiB, 256 * MiB);
+  TierMemory& hbm = c.tiers[static_cast<int>(Tier::hbm)];
+  hbm.reserved_bytes = 16 * MiB;
+  hbm.allocated_bytes = 2 * MiB;
+  hbm.free_cached_bytes = 14 * MiB;
+  hbm.largest_free_bytes = 12 * MiB;
+  c.pool = "h";
+  c.pinned_tier = Tier::hbm;
+  c.pools = {{"big_ddr", 0, 90 * MiB, 90 * MiB, {0, 90 * MiB}},
+             {"h", 0, 16 * MiB, 2 * MiB, {16 * MiB, 0}}};
+  EXPECT_EQ(advice_of(c),
+            "Advice: pool 'h' is pinned to hbm, where 16.0 MiB of its 16.0 MiB limit is "
+            "reserved; 14.0 MiB of it is cached free where this request cannot go (in "
+            "segments that live blocks hold, or of the other size class): try "
+            "expandable_segments:true, which maps free memory for any request, or empty the "
+            "cache (empty_cache) between phases; else free tensors there or raise the tier's "
+            "limit (hbm:/ddr:).");
 }
 
 // With spilling off, fragmentation in HBM is advice, and DDR's room the quicker way out.
