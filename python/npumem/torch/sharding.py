@@ -234,33 +234,65 @@ class ShardedModel:
             base = shard.device.stats()["allocated_bytes.hbm.current"]
             x = _copy_to(kept_input, shard.device).requires_grad_(needs_input)
             del kept_input
-            trainable = [t for t in shard.tensors if t.requires_grad]
             self._swap(shard, self._fetch(k))
             try:
                 with _routed(shard.device), torch.random.fork_rng(devices=[]), \
                         torch.enable_grad():
                     torch.set_rng_state(rng_state)
-                    output = _run_layers(shard, x)
-                    inputs = ([x] if needs_input else []) + trainable
-                    found = torch.autograd.grad(output, inputs, grad, allow_unused=True)
+                    grad = self._backward_layers(shard, x, grad, needs_input, grads)
             finally:
                 self._swap(shard, None)  # frees the HBM copies
-            del output
-            grad = found[0] if needs_input else None
-            for tensor, tensor_grad in zip(trainable, found[1:] if needs_input else found):
-                if tensor_grad is None:
-                    continue
-                in_ddr = self._to_ddr(tensor_grad, shard.device)
-                if id(tensor) in grads:
-                    grads[id(tensor)] += in_ddr
-                else:
-                    grads[id(tensor)] = in_ddr
-            del found
             shard.measured_backward_hbm_peak = (
                 shard.device.stats()["allocated_bytes.hbm.peak"] - base
             )
         self._warn_over_budget("backward", "measured_backward_hbm_peak")
         return grad, grads
+
+    def _backward_layers(self, shard: _Shard, x: torch.Tensor, grad: Optional[torch.Tensor],
+                         needs_input: bool, grads: dict[int, torch.Tensor]) -> Optional[torch.Tensor]:
+        """Re-runs the shard's layers, then back-propagates them a stretch at a time, last
+        first, each stretch's weight gradients going to DDR (into `grads`) before the next
+        one's are made, as the plan counts them: the whole shard's at once passed the
+        budget (three Linear layers' gradients beside their weights, 96.4 MiB of 96 MiB).
+        A stretch begins at a layer with weights, at its input, which that layer keeps for
+        its backward anyway; not where a later layer changed that input in place (a
+        ReLU(inplace=True) makes its input its output). Returns the input's gradient."""
+        trains = [any(t.requires_grad for t in layer.tensors()) for layer in shard.layers]
+        starts = [(0, x, x._version)]  # (first layer, its input, the input's version)
+        y = x
+        for j, layer in enumerate(shard.layers):
+            if j > 0 and trains[j]:
+                starts.append((j, y, y._version))
+            y = layer.run(y)
+        starts = [starts[0]] + [s for s in starts[1:] if s[1]._version == s[2]]
+        end = y
+        for number in reversed(range(len(starts))):
+            first, begin, _ = starts[number]
+            last = starts[number + 1][0] if number + 1 < len(starts) else len(shard.layers)
+            wants_input = (number > 0 or needs_input) and begin.requires_grad
+            trainable = [t for t in _distinct(t for layer in shard.layers[first:last]
+                                              for t in layer.tensors()) if t.requires_grad]
+            if grad is not None and end.requires_grad:
+                wanted = ([begin] if wants_input else []) + trainable
+                found = torch.autograd.grad(end, wanted, grad, allow_unused=True)
+                grad = found[0] if wants_input else None
+                for tensor, tensor_grad in zip(trainable, found[1:] if wants_input else found):
+                    if tensor_grad is not None:
+                        self._keep_grad(grads, tensor, tensor_grad, shard.device)
+                del found
+            else:
+                grad = None  # nothing flows back through this stretch
+            end = begin
+        return grad if needs_input else None
+
+    def _keep_grad(self, grads: dict[int, torch.Tensor], tensor: torch.Tensor,
+                   tensor_grad: torch.Tensor, device: Any) -> None:
+        """Adds a weight's gradient, copied to DDR, to what `grads` holds for it."""
+        in_ddr = self._to_ddr(tensor_grad, device)
+        if id(tensor) in grads:
+            grads[id(tensor)] += in_ddr
+        else:
+            grads[id(tensor)] = in_ddr
 
     def _warn_over_budget(self, run: str, figure: str) -> None:
         """Warns, once per runner, when a shard's measured HBM passed the budget: an input

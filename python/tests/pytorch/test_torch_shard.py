@@ -97,6 +97,24 @@ class ShardInferenceTest(unittest.TestCase):
         for (name, param), plain in zip(model.named_parameters(), twin.parameters()):
             self.assertTrue(torch.equal(param.grad, plain.grad), name)
 
+    def test_a_training_shard_of_several_layers_keeps_its_backward_within_the_budget(self):
+        # 25 MiB puts three 4 MiB Linear layers in a shard: their gradients, made at once
+        # beside their weights, took the backward to 32.2 MiB.
+        model = mlp(0)
+        twin = reference_copy(model)
+        x = torch.randn(8, WIDTH)
+        twin(x).square().sum().backward()
+        budget = 25 * MiB
+        runner = npumem.torch.shard(model, hbm_budget=budget, example_input=x)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            runner(x).square().sum().backward()
+        for (name, param), plain in zip(model.named_parameters(), twin.parameters()):
+            self.assertTrue(torch.equal(param.grad, plain.grad), name)
+        report = runner.report()
+        self.assertGreater(max(len(s.layers) for s in runner.shards), 4)
+        self.assertLessEqual(report.measured_backward_hbm_peak_bytes, budget)
+
     def test_training_moves_batch_norm_statistics_once_per_step(self):
         def normed(seed: int) -> torch.nn.Sequential:
             torch.manual_seed(seed)
