@@ -340,16 +340,20 @@ class ShardedModel:
     # ------------------------------------------------------------------ memory
 
     def _move_weights_to_ddr(self) -> None:
+        # Tensor by tensor, each one's old memory freed as its master takes its place: all
+        # the masters made first needed twice the model in DDR (a 192 MiB model built in a
+        # DDR pool ran out of 300 MiB). Should DDR run out part way, the tensors moved
+        # already keep their masters' memory, and every one keeps its values.
         self._masters: dict[int, torch.Tensor] = {}
         for shard in self.shards:
             with _routed(shard.device), pool(WEIGHT_POOL, device=shard.device, tier="ddr"):
                 for tensor in shard.tensors:
+                    if id(tensor) in self._masters:
+                        continue  # shared with an earlier shard
                     master = torch.empty_like(tensor.data)
                     master.copy_(tensor.data)
                     self._masters[id(tensor)] = master
-        for shard in self.shards:
-            for tensor in shard.tensors:
-                tensor.data = self._masters[id(tensor)]
+                    tensor.data = master
 
     def _fetch(self, k: int) -> list[torch.Tensor]:
         """Copies shard k's weights into HBM; the modelled copy time adds to the shard's."""
