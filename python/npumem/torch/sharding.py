@@ -115,28 +115,16 @@ class ShardedModel:
         try:
             self.plan = plan_for(budget)
         except npumem.OutOfMemoryError as error:
-            # The error names the first layer past the budget and what it needs; the budget
-            # to give is the most any layer needs, as checkpoint() names its smallest.
-            smallest = error.requested_bytes
-            while smallest > budget:
-                try:
-                    plan_for(smallest)
-                    break
-                except npumem.OutOfMemoryError as again:
-                    if again.requested_bytes <= smallest:
-                        break
-                    smallest = again.requested_bytes
+            # The error names the first layer past the budget and, as the bytes it asks
+            # for, the smallest budget that fits (the most any layer needs).
             training = (
                 " (the model is in training mode: the activations include the weights' "
                 "gradients; shard it in eval mode to plan for inference)"
                 if was_training
                 else ""
             )
-            refusal = npumem.OutOfMemoryError(
-                f"{error}{training}; the smallest budget that fits is "
-                f"{_core.format_bytes(smallest)} ({smallest} bytes: the layer that needs most)"
-            )
-            refusal.requested_bytes = smallest
+            refusal = npumem.OutOfMemoryError(f"{error}{training}")
+            refusal.requested_bytes = error.requested_bytes
             refusal.pool = error.pool
             raise refusal from None
         self.hbm_budget_bytes = budget

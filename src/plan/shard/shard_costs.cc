@@ -70,16 +70,21 @@ double ShardCosts::compute_seconds(std::size_t first, std::size_t end) const {
   return compute_prefix_[end] - compute_prefix_[first];
 }
 
+// Names the first layer past the budget; asks for the most any layer needs, the smallest
+// budget that fits (a shard per layer then fits), so that one retry suffices.
 void ShardCosts::check_every_layer_fits(std::span<const Layer> layers) const {
+  std::uint64_t most = 0;
+  for (std::size_t i = 0; i < layers.size(); ++i) most = std::max(most, resident_bytes(i, i + 1));
   for (std::size_t i = 0; i < layers.size(); ++i) {
     if (fits(i, i + 1)) continue;
-    const std::uint64_t needed = resident_bytes(i, i + 1);
     throw OutOfMemory("layer " + std::to_string(i) + " '" + layers[i].name + "' needs " +
-                          format_bytes(needed) + " (weights " +
+                          format_bytes(resident_bytes(i, i + 1)) + " (weights " +
                           format_bytes(weight_bytes(i, i + 1)) + " + activations " +
                           format_bytes(activation_bytes(i, i + 1)) + ") but the HBM budget is " +
-                          format_bytes(budget_),
-                      needed, "hbm");
+                          format_bytes(budget_) + "; the smallest budget that fits is " +
+                          format_bytes(most) + " (" + std::to_string(most) +
+                          " bytes: the layer that needs most)",
+                      most, "hbm");
   }
 }
 

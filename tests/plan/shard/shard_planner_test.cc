@@ -122,8 +122,12 @@ TEST(ShardPlannerTest, SplitsAModelThatFitsWholeToOverlapLoading) {
   EXPECT_DOUBLE_EQ(plan.total_seconds, 6.0);  // load a 2, then max(2, 2), then 2
 }
 
-TEST(ShardPlannerTest, ALayerThatCannotFitIsNamed) {
-  const std::vector<Layer> layers{{"small", 10, 1, 1.0}, {"huge", 5000, 1, 1.0}};
+// The first layer past the budget is named; the bytes asked for are the smallest budget
+// that fits, the most any layer needs (they were the first layer's: a user following
+// needed_bytes took three tries, 12 MiB, 13 MiB, then 22 MiB).
+TEST(ShardPlannerTest, ALayerThatCannotFitIsNamedWithTheBudgetThatFits) {
+  const std::vector<Layer> layers{
+      {"small", 10, 1, 1.0}, {"huge", 5000, 1, 1.0}, {"larger", 7000, 2, 1.0}};
   ShardOptions options;
   options.hbm_budget_bytes = 1000;
   try {
@@ -131,7 +135,13 @@ TEST(ShardPlannerTest, ALayerThatCannotFitIsNamed) {
     FAIL() << "expected OutOfMemory";
   } catch (const OutOfMemory& e) {
     EXPECT_NE(std::string(e.what()).find("'huge'"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("the smallest budget that fits is 6.84 KiB"),
+              std::string::npos)
+        << e.what();
+    EXPECT_EQ(e.requested_bytes(), 7003u);  // 7000 of weights, its activations and its input's
   }
+  options.hbm_budget_bytes = 7003;
+  EXPECT_NO_THROW(plan_shards(layers, options));
 }
 
 TEST(ShardPlannerTest, NoLayersNoShards) {
