@@ -256,6 +256,24 @@ def _plan_within(
         raise refusal from None
 
 
+def _plain_step_refused(error: Exception, device: Any) -> npumem.OutOfMemoryError:
+    """The measurement's out-of-memory error, led by what to do: the plain step is run once
+    to measure it, and must fit (its own advice, to free tensors, did not help)."""
+    way_out = (
+        "give the device DDR to spill to (a ddr= size in its spec), or measure with a "
+        "smaller example_input (activations grow with the batch)"
+        if not device.tier_info("ddr")["capacity_bytes"]
+        else "measure with a smaller example_input (activations grow with the batch)"
+    )
+    refusal = npumem.OutOfMemoryError(
+        "npumem.torch.checkpoint: the plain training step it measures before planning ran out "
+        f"of memory; that step must fit once: {way_out}.\n{error}"
+    )
+    refusal.requested_bytes = getattr(error, "requested_bytes", 0)
+    refusal.pool = getattr(error, "pool", "")
+    return refusal
+
+
 def checkpoint(
     model: torch.nn.Module, budget: Size, example_input: torch.Tensor
 ) -> CheckpointedModel:
@@ -275,12 +293,16 @@ def checkpoint(
         )
     layers = chain_layers(model)
     with _Measurement(model, device) as measurement:
-        costs = measure_layers(layers, example_input, device, training=True)
+        try:
+            costs = measure_layers(layers, example_input, device, training=True)
+            plain_peak, plain_seconds = measurement.step(model, example_input)
+        except (npumem.OutOfMemoryError, torch.cuda.OutOfMemoryError) as error:
+            # torch's error where PyTorch's own allocation ran out (npumem serves it).
+            raise _plain_step_refused(error, device) from None
         description = model_json(
             type(model).__name__, example_input.numel() * example_input.element_size(), costs
         )
         hbm_bw = device.tier_info("hbm")["bandwidth_bytes_per_s"] or 1.2e12
-        plain_peak, plain_seconds = measurement.step(model, example_input)
         keep_all = npumem.plan.recompute(description, budget=_UNBOUNDED, hbm_bandwidth=hbm_bw)
         step_bytes = max(0, plain_peak - keep_all.peak_bytes)
         plan = _plan_within(description, budget_bytes, step_bytes, hbm_bw)

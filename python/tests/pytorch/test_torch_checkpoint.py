@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import copy
 import gc
+import subprocess
+import sys
+import textwrap
 import unittest
 
 import torch
@@ -147,6 +150,28 @@ class CheckpointTest(unittest.TestCase):
         gc.collect()
         self.assertEqual(npumem.memory_allocated(), before)
         self.assertTrue(all(p.grad is None for p in model.parameters()))
+
+    def test_a_plain_step_past_a_device_without_ddr_says_what_to_give(self):
+        # Run apart: its device has no DDR. The error was the allocator's alone, advising
+        # to free tensors or empty the cache; the way out is DDR to spill to.
+        script = textwrap.dedent("""
+            import torch, npumem, npumem.torch
+            npumem.torch.install("sim:hbm=64MiB,ddr=0,backing=host")
+            layers = []
+            for _ in range(4):
+                layers += [torch.nn.Linear(1024, 1024), torch.nn.ReLU()]
+            model = torch.nn.Sequential(*layers)
+            try:
+                npumem.torch.checkpoint(model, budget="16MiB",
+                                        example_input=torch.randn(4096, 1024))
+            except npumem.OutOfMemoryError as error:
+                print(str(error).splitlines()[0])
+        """)
+        child = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                               check=False, timeout=300)
+        self.assertEqual(child.returncode, 0, child.stderr)
+        self.assertIn("the plain training step it measures before planning ran out of memory; "
+                      "that step must fit once: give the device DDR to spill to", child.stdout)
 
 
 if __name__ == "__main__":
