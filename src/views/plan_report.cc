@@ -29,7 +29,7 @@ std::string bytes_both(std::uint64_t bytes) {
 std::string model_title(const std::string& path, const ModelFile& model) {
   std::string title = path + " (";
   if (!model.name.empty()) title += model.name + ", ";
-  return title + std::to_string(model.layers.size()) + " layers)";
+  return title + format_count(model.layers.size(), "layer") + ")";
 }
 
 std::string layer_span(const ModelFile& model, std::size_t first, std::size_t end) {

@@ -83,6 +83,19 @@ TEST(PlanReportTest, ShardReportListsShardsAndTheBaseline) {
   EXPECT_TRUE(contains(text, "fewest shards (1): 8.000 ms")) << text;
 }
 
+TEST(PlanReportTest, AOneLayerModelIsOneLayer) {
+  ModelFile model = two_layer_model();
+  model.layers.pop_back();
+  ShardReport report;
+  report.model_path = "m.json";
+  report.model = &model;
+  report.options.hbm_budget_bytes = 1000;
+  report.plan = plan::plan_shards(model.layers, report.options);
+  report.fewest = report.plan;
+  const std::string text = shard_report_text(report);
+  EXPECT_TRUE(contains(text, "m.json (tiny, 1 layer)")) << text;
+}
+
 TEST(PlanReportTest, RecomputeReportComparesWithKeepAllAndSqrtN) {
   ModelFile model;
   model.layers = {{"a", 0, 10, 0.001}, {"b", 0, 10, 0.1}, {"c", 0, 10, 0.001}};

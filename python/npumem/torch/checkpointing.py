@@ -286,6 +286,8 @@ def checkpoint(
 
     device = installed_device()
     budget_bytes = to_bytes(budget)
+    if not isinstance(model, torch.nn.Module):
+        raise TypeError(f"npumem.torch.checkpoint plans a torch.nn.Module, not {model!r}")
     if not any(p.requires_grad for p in model.parameters()):
         raise _core.Error(
             "npumem.torch.checkpoint plans a training step: the model has no parameter "

@@ -501,8 +501,8 @@ class _ShardedForward(torch.autograd.Function):
         if ctx.kept is None:
             raise _core.Error(
                 "npumem.torch.shard: a sharded run's backward goes once (the shards' inputs "
-                "it keeps are freed by it), so retain_graph=True cannot back-propagate it "
-                "again; run the sharded model forward again for another backward"
+                "it keeps are freed by it, whether or not retain_graph=True kept the rest of "
+                "the graph); run the sharded model forward again for another backward"
             )
         grad_input, grads = ctx.runner._backward(ctx.kept, grad_output, ctx.wants_input_grad)
         ctx.kept = None

@@ -140,6 +140,11 @@ class CheckpointTest(unittest.TestCase):
         with self.assertRaisesRegex(npumem.Error, "no parameter that requires grad"):
             npumem.torch.checkpoint(frozen, budget="1MiB", example_input=torch.randn(2, 8))
 
+    def test_what_is_not_a_module_is_refused_by_type(self):
+        # A raw AttributeError: 'int' object has no attribute 'parameters'.
+        with self.assertRaisesRegex(TypeError, "plans a torch.nn.Module, not 42"):
+            npumem.torch.checkpoint(42, budget="1MiB", example_input=torch.randn(2, 8))
+
     def test_too_small_a_budget_names_the_smallest_that_fits(self):
         model = resnet18()
         before = npumem.memory_allocated()
