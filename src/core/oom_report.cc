@@ -279,6 +279,13 @@ std::string advice(const OomContext& c) {
              "pool's quota (npumem replay --advise measures each pool's) or allow " +
              "static_fallback:true.";
     }
+    const TierMemory& arena = c.tiers[static_cast<int>(Tier::hbm)];
+    if (arena.free_cached_bytes >= c.rounded_bytes) {
+      return "Advice: the static arena has " + format_bytes(arena.free_cached_bytes) +
+             " free, but in pieces (the largest " + format_bytes(arena.largest_free_bytes) +
+             ") too small for this request; raise static_size (npumem replay --advise "
+             "measures it) or allow static_fallback:true.";
+    }
     return "Advice: the static arena is full; raise static_size (npumem replay --advise "
            "measures it) or allow static_fallback:true.";
   }

@@ -209,6 +209,27 @@ TEST(OomReport, APinnedPoolsAdviceCountsItsTierOnlyAndNamesItsFreeCache) {
             "limit (hbm:/ddr:).");
 }
 
+// The static arena with room enough, but in pieces: "full" sent the user to count live
+// tensors that did not fill it.
+TEST(OomReport, AFragmentedStaticArenaIsCalledFragmentedNotFull) {
+  OomContext c = context_of(9 * MiB, 960 * MiB, 0);
+  c.strategy = "static";
+  c.arena_exhausted = true;
+  TierMemory& hbm = c.tiers[static_cast<int>(Tier::hbm)];
+  hbm.reserved_bytes = 900 * MiB;
+  hbm.allocated_bytes = 876 * MiB;
+  hbm.free_cached_bytes = 24 * MiB;
+  hbm.largest_free_bytes = 2 * MiB;
+  EXPECT_EQ(advice_of(c),
+            "Advice: the static arena has 24.0 MiB free, but in pieces (the largest 2.00 MiB) "
+            "too small for this request; raise static_size (npumem replay --advise measures it) "
+            "or allow static_fallback:true.");
+  hbm.free_cached_bytes = 4 * MiB;
+  EXPECT_EQ(advice_of(c),
+            "Advice: the static arena is full; raise static_size (npumem replay --advise "
+            "measures it) or allow static_fallback:true.");
+}
+
 // With spilling off, fragmentation in HBM is advice, and DDR's room the quicker way out.
 TEST(OomReport, SpillingOffNamesDdrsRoomBesideOtherAdvice) {
   OomContext c = context_of(16 * MiB, 64 * MiB, 2 * GiB);
