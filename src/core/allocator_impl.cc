@@ -1173,8 +1173,9 @@ void Allocator::Impl::invalid_pointer(std::uintptr_t address, std::string_view o
   }
   // No segment holds it now; a block freed, then its segment given back, reads so too.
   throw InvalidPointer(invalid + std::string(text) +
-                       " was not allocated by this allocator, or was freed and its memory given "
-                       "back since (empty_cache, remove_pool)");
+                       " was not allocated by this allocator (device " + device->name() +
+                       "), or was freed and its memory given back since (empty_cache, "
+                       "remove_pool)");
 }
 
 // The bytes move outside the lock (a large copy must not stall other threads); the
