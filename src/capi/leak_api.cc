@@ -1,6 +1,7 @@
 // The C ABI's leak check: a LeakDetector (npumem/leak_detector.h) per allocator handle,
 // judged at npumem_iteration's boundaries.
 #include <cmath>
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -39,6 +40,10 @@ npumem_status_t npumem_leak_check_start(npumem_allocator_t* allocator, double th
     if (!(threshold >= 0) || std::isinf(threshold)) {
       throw ArgumentError("threshold " + std::to_string(threshold) +
                           ": a fraction of the allocated bytes >= 0 (0: any growth)");
+    }
+    if (warmup_iterations > static_cast<size_t>(PTRDIFF_MAX)) {
+      throw ArgumentError("warmup_iterations " + std::to_string(warmup_iterations) +
+                          ": a count of iterations >= 0 (a negative number converted to size_t?)");
     }
     npumem::LeakOptions options;
     options.threshold = threshold;

@@ -297,6 +297,13 @@ TEST_F(CapiAllocator, LeakCheckNamesWhatEachIterationKeeps) {
   EXPECT_EQ(npumem_leak_check_start(allocator_, -0.5, 1, 0), NPUMEM_INVALID_ARGUMENT);
   EXPECT_EQ(npumem_leak_check_start(allocator_, std::nan(""), 1, 0), NPUMEM_INVALID_ARGUMENT);
   EXPECT_EQ(npumem_leak_check_start(nullptr, 0, 1, 0), NPUMEM_INVALID_ARGUMENT);
+  // A negative warm-up passed from C wraps to a count no run reaches: it was accepted,
+  // and the check never judged an iteration.
+  const int negative = -3;
+  EXPECT_EQ(npumem_leak_check_start(allocator_, 0, static_cast<size_t>(negative), 0),
+            NPUMEM_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(npumem_last_error()).find("warmup_iterations"), std::string::npos)
+      << npumem_last_error();
 
   const auto run = [&](bool keep) {
     std::vector<void*> kept;
