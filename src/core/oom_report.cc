@@ -374,9 +374,13 @@ std::string advice(const OomContext& c) {
   if (ddr_has_room(c)) return std::string(kSpillAdvice);
   if (std::string split = split_across_tiers(c); !split.empty()) return split;
   if (others.reserved_bytes != 0) {
+    // A quota to lower only where the pool has one (a pool without was told to lower it).
+    const std::string quotas = others.most->quota_bytes != 0
+                                   ? "lower their quotas"
+                                   : "give them quotas (create_pool(name, quota))";
     return "Advice: the live tensors of all pools need more than the device holds: " +
-           others_text(others) + overcommit_text(c) +
-           "; free their tensors or lower their quotas, or reduce this model's batch size.";
+           others_text(others) + overcommit_text(c) + "; free their tensors or " + quotas +
+           ", or reduce this model's batch size.";
   }
   // How much more: what a smaller batch, sharding or recomputation must save.
   std::uint64_t allocated = 0;

@@ -137,6 +137,15 @@ TEST(OomReport, AnotherModelsPoolHoldingTheDeviceIsNamed) {
             "reserve 90.0 MiB (most: 'model_a', 90.0 MiB); the pools' quotas add up to 250 MiB, "
             "more than the tiers may hold (100 MiB); free their tensors or lower their quotas, "
             "or reduce this model's batch size.");
+  // A pool without a quota has none to lower: give it one.
+  std::vector<PoolMemory> unbounded = c.pools;
+  unbounded[0].quota_bytes = 0;
+  std::swap(c.pools, unbounded);
+  EXPECT_NE(advice_of(c).find("free their tensors or give them quotas (create_pool(name, "
+                              "quota)), or reduce"),
+            std::string::npos)
+      << advice_of(c);
+  std::swap(c.pools, unbounded);
   c.pools.insert(c.pools.begin(), {"default", 0, 0, 0});  // as the allocator lists it
   EXPECT_NE(advice_of(c).find("quotas add up to 250 MiB"), std::string::npos)
       << "an empty pool without a quota takes nothing";
