@@ -44,7 +44,6 @@ def parser() -> argparse.ArgumentParser:
     run_parser.add_argument(
         "--history-entries",
         type=int,
-        default=1_000_000,
         metavar="N",
         help="events the timeline keeps (the oldest are dropped; default 1000000)",
     )
@@ -84,6 +83,14 @@ def main(argv: Optional[list[str]] = None) -> int:
     options = parser().parse_args(argv)
     try:
         if options.command == "run":
+            # Without --html nothing records: the option did nothing, without a word (replay
+            # refuses it likewise).
+            if options.history_entries is not None and options.html is None:
+                raise _core.ConfigError(
+                    "--history-entries sizes the --html timeline; give --html OUT.html too"
+                )
+            if options.history_entries is None:
+                options.history_entries = 1_000_000
             # The recorder refuses more than 10^9; past 2^64 the bindings' TypeError would
             # end in a traceback.
             if not 1 <= options.history_entries < 2**64:

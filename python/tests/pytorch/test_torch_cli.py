@@ -347,6 +347,14 @@ class CliTest(unittest.TestCase):
             self.assertNotIn("Traceback", result.stderr)
             self.assertNotIn("ran", result.stdout)
 
+    def test_run_refuses_a_history_size_without_a_timeline(self):
+        # Accepted, it did nothing: without --html nothing records.
+        script = self.script("never_runs.py", "print('ran')\n")
+        result = self.npumem_torch("run", "--history-entries", "100", script)
+        self.assertEqual(result.returncode, 2, result.stderr)
+        self.assertIn("--history-entries sizes the --html timeline", result.stderr)
+        self.assertNotIn("ran", result.stdout)
+
     def test_run_checks_html_and_conf_before_running(self):
         script = self.script("never_runs.py", "print('ran')\n")
         missing = os.path.join(self.folder.name, "no", "such", "folder", "t.html")
