@@ -120,24 +120,29 @@ std::string to_string(const LeakReport& report) {
   out << "alive at the end (or at the last iteration boundary), allocated since the detector "
          "started (or mark_baseline; recurring first, then most bytes):\n";
   // Once judged, groups no judged iteration left (weights, optimizer state, the last
-  // iteration's outputs) go in one line: listed, a clean verdict came with 45 lines of
-  // gradient buffers.
+  // iteration's outputs), or only the last judged one (what it carries into the one in
+  // progress, the last step's gradients), go in one line: listed, a clean verdict came
+  // with 45 lines of gradient buffers.
   const bool judged = report.judged_iterations >= 2;
+  const auto carried_only = [&](const LeakGroup& group) {
+    return group.iterations == 1 && group.first_iteration + 1 == report.iterations;
+  };
   std::size_t setup_groups = 0;
   std::uint64_t setup_bytes = 0;
   for (const LeakGroup& group : report.survivors) {
-    if (!judged || group.recurring || group.judged_iterations != 0) {
-      out << describe(group, report.iterations);
-    } else {
+    if (judged && !group.recurring && (group.judged_iterations == 0 || carried_only(group))) {
       ++setup_groups;
       setup_bytes += group.bytes;
+    } else {
+      out << describe(group, report.iterations);
     }
   }
   if (setup_groups != 0) {
     out << "  and " << setup_groups << (setup_groups == 1 ? " group" : " groups") << ", "
         << format_bytes(setup_bytes)
         << ", that no judged iteration left (made in warm-up, as weights and optimizer "
-           "state are, or in the last iteration, which has not ended)\n";
+           "state are), or only the last judged one (carried into the iteration in "
+           "progress, as the last step's gradients are)\n";
   }
   return out.str();
 }

@@ -40,6 +40,39 @@ LeakReport leaking_report() {
   return report;
 }
 
+// A clean training run's last gradients (set_to_none: made again each step) survive from
+// the last judged iteration into the one in progress, a group each: 43 groups of two
+// lines came after "no leak". They go in the summary line with the warm-up's.
+TEST(LeakReport, TheLastJudgedIterationsLoneSurvivorsAreSummedUp) {
+  LeakReport report;
+  report.iterations = 4;
+  report.judged_iterations = 2;
+  report.baseline_bytes = report.final_bytes = 128 * MiB;
+  for (int layer = 0; layer < 3; ++layer) {
+    LeakGroup gradient;
+    gradient.tag = "ResNet.layer" + std::to_string(layer) + " (backward)";
+    gradient.pool = "default";
+    gradient.count = 1;
+    gradient.bytes = gradient.judged_bytes = 9 * MiB;
+    gradient.iterations = gradient.judged_iterations = 1;
+    gradient.first_iteration = gradient.last_iteration = 3;
+    report.survivors.push_back(gradient);
+  }
+  LeakGroup earlier = report.survivors.front();
+  earlier.tag = "cache";
+  earlier.first_iteration = earlier.last_iteration = 2;
+  report.survivors.push_back(earlier);
+  const std::string text = to_string(report);
+  EXPECT_EQ(text.find("ResNet.layer"), std::string::npos) << text;
+  EXPECT_NE(text.find("tag 'cache'"), std::string::npos) << "an earlier iteration's: " << text;
+  EXPECT_NE(text.find("  and 3 groups, 27.0 MiB, that no judged iteration left (made in "
+                      "warm-up, as weights and optimizer state are), or only the last judged one "
+                      "(carried into the iteration in progress, as the last step's gradients "
+                      "are)"),
+            std::string::npos)
+      << text;
+}
+
 TEST(LeakReport, PrintsTheSeedsLinesAndTheSurvivors) {
   const std::string text = to_string(leaking_report());
   EXPECT_NE(text.find("leak check over 10 iteration marks (iterations 0 to 10, 0 before the first "
