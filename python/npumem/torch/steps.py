@@ -144,8 +144,9 @@ def mark_optimizer_steps(enabled: bool = True) -> None:
 
 class tag_modules:  # noqa: N801 - a context, like npumem.tag
     """While active, the memory a module's forward allocates is tagged with the module's
-    path: the outermost module by its class name, its submodules by their dotted names
-    under it ("ResNet.layer1.0.conv1"). Tags nest and the previous one comes back.
+    path: the outermost module by its class name ("Linear#2" for the second of a class
+    seen outermost), its submodules by their dotted names under it
+    ("ResNet.layer1.0.conv1"). Tags nest and the previous one comes back.
     In backward, the gradients computed from a leaf module's output on are tagged
     "<path> (backward)" (a hook on the output's grad_fn; CPU backward runs in the
     calling thread), until the next leaf module's; the caller's tag comes back when
@@ -153,6 +154,8 @@ class tag_modules:  # noqa: N801 - a context, like npumem.tag
 
     def __init__(self) -> None:
         self._names: "weakref.WeakKeyDictionary[torch.nn.Module, str]" = weakref.WeakKeyDictionary()
+        self._root_counts: dict[str, int] = {}
+        self._lone: set[str] = set()  # names given to leaf modules seen as roots
         self._local = threading.local()
         self._handles: list[Any] = []
 
@@ -183,10 +186,24 @@ class tag_modules:  # noqa: N801 - a context, like npumem.tag
     def name_of(self, module: torch.nn.Module) -> str:
         name = self._names.get(module)
         if name is None:
-            root = type(module).__name__
+            root = self._root_name(module)
             for path, submodule in module.named_modules():
-                self._names.setdefault(submodule, f"{root}.{path}" if path else root)
+                # A submodule seen alone before (its own root) takes its path under this one.
+                known = self._names.get(submodule)
+                if known is None or (path and known in self._lone):
+                    self._names[submodule] = f"{root}.{path}" if path else root
             name = self._names[module]
+        return name
+
+    def _root_name(self, module: torch.nn.Module) -> str:
+        """The class name; a second module of the class seen as a root gets "#2", and so
+        on: submodules called directly, never through their parent, were all "Linear"."""
+        base = type(module).__name__
+        count = self._root_counts.get(base, 0) + 1
+        self._root_counts[base] = count
+        name = base if count == 1 else f"{base}#{count}"
+        if next(module.children(), None) is None:
+            self._lone.add(name)
         return name
 
     def _stack(self) -> list[str]:

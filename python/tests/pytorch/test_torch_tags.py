@@ -37,6 +37,20 @@ class ModuleTagsTest(unittest.TestCase):
         self.assertTrue(backward <= {f"Sequential.{i} (backward)" for i in range(3)}, backward)
         self.assertEqual(npumem._core.memory_tag(), "")
 
+    def test_lone_modules_of_one_class_are_told_apart(self):
+        # Submodules called directly, never through their parent, were all "Linear": a
+        # leak report's leaking group and an unrelated one read alike.
+        tagger = npumem.torch.tag_modules()
+        first, second = torch.nn.Linear(2, 2), torch.nn.Linear(2, 2)
+        self.assertEqual(tagger.name_of(first), "Linear")
+        self.assertEqual(tagger.name_of(second), "Linear#2")
+        self.assertEqual(tagger.name_of(first), "Linear")
+        model = torch.nn.Sequential(torch.nn.ReLU(), torch.nn.Linear(2, 2))
+        self.assertEqual(tagger.name_of(model[1]), "Linear#3")
+        # Named under its parent once the parent is seen.
+        self.assertEqual(tagger.name_of(model), "Sequential")
+        self.assertEqual(tagger.name_of(model[1]), "Sequential.1")
+
 
 if __name__ == "__main__":
     unittest.main()
