@@ -260,8 +260,8 @@ class ShardedModel:
             wants_input = (number > 0 or needs_input) and begin.requires_grad
             trainable = [t for t in _distinct(t for layer in shard.layers[first:last]
                                               for t in layer.tensors()) if t.requires_grad]
-            if grad is not None and end.requires_grad:
-                wanted = ([begin] if wants_input else []) + trainable
+            wanted = ([begin] if wants_input else []) + trainable
+            if grad is not None and end.requires_grad and wanted:
                 found = torch.autograd.grad(end, wanted, grad, allow_unused=True)
                 grad = found[0] if wants_input else None
                 for tensor, tensor_grad in zip(trainable, found[1:] if wants_input else found):
@@ -269,7 +269,7 @@ class ShardedModel:
                         self._keep_grad(grads, tensor, tensor_grad, shard.device)
                 del found
             else:
-                grad = None  # nothing flows back through this stretch
+                grad = None  # nothing flows back through this stretch, or nothing wants it
             end = begin
         return grad if needs_input else None
 

@@ -115,6 +115,20 @@ class ShardInferenceTest(unittest.TestCase):
         self.assertGreater(max(len(s.layers) for s in runner.shards), 4)
         self.assertLessEqual(report.measured_backward_hbm_peak_bytes, budget)
 
+    def test_a_model_that_begins_without_weights_trains(self):
+        # The first stretch of the first shard (a Flatten) has nothing to differentiate
+        # when the input needs no gradient.
+        torch.manual_seed(0)
+        model = torch.nn.Sequential(torch.nn.Flatten(), *mlp(0))
+        with npumem.pool("reference", tier="ddr"):
+            twin = torch.nn.Sequential(torch.nn.Flatten(), *mlp(0))
+        x = torch.randn(8, 2, WIDTH // 2)
+        twin(x).square().sum().backward()
+        runner = npumem.torch.shard(model, hbm_budget=BUDGET, example_input=x)
+        runner(x).square().sum().backward()
+        for (name, param), plain in zip(model.named_parameters(), twin.parameters()):
+            self.assertTrue(torch.equal(param.grad, plain.grad), name)
+
     def test_moving_the_weights_to_ddr_takes_one_tensor_beside_the_model(self):
         # Built in DDR, as LARGE_MODELS.md does it: every master made before any old
         # weight went took twice the model's DDR (a 192 MiB model ran out of 300 MiB).
