@@ -59,7 +59,7 @@ TEST(PlanModelJsonTest, MalformedJsonNamesTheLine) {
 // An ONNX model given to plan shard or plan recompute was refused as JSON nested too
 // deep at its 11,800th line.
 TEST(PlanModelJsonTest, BinaryDataIsRefusedAsSuch) {
-  const std::string onnx_like("\x08\x07\x12\x07pytorch\x1a\x04[[[[", 19);
+  const std::string onnx_like = "\x08\x07\x12\x07pytorch\x1a\x04[[[[";
   try {
     parse_model_json(onnx_like, "r18.onnx");
     FAIL() << "no error";
