@@ -20,6 +20,9 @@ namespace {
 constexpr std::size_t kMaxCapture = 128;
 // Frames a sanitizer may add between this function and backtrace().
 constexpr std::size_t kInterceptorFrames = 2;
+// The library's own frames left out before the caller's (in libnpumem.so): at most
+// this many are taken beyond max_frames, so that the caller keeps its max_frames.
+constexpr std::size_t kLibraryFrames = 8;
 
 std::string demangled(const char* symbol) {
   int status = 0;
@@ -91,7 +94,9 @@ bool in_own_library(const void* frame) {
 [[gnu::noinline]] std::size_t capture_backtrace(const void** frames, std::size_t max_frames,
                                                 std::size_t skip) {
   std::array<void*, kMaxCapture> raw{};
-  const std::size_t wanted = std::min(kMaxCapture, max_frames + skip + kInterceptorFrames + 1);
+  const std::size_t library = own_library_code().empty() ? 0 : kLibraryFrames;
+  const std::size_t wanted =
+      std::min(kMaxCapture, max_frames + skip + library + kInterceptorFrames + 1);
   const auto captured = static_cast<std::size_t>(backtrace(raw.data(), static_cast<int>(wanted)));
   // The caller's frame is where this function returns to; frames above it (this
   // function's, and a sanitizer's backtrace interceptor) are not the caller's stack.
