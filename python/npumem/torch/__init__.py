@@ -81,10 +81,9 @@ def install(
                 f"device index {index} is out of range: devices={devices} makes 0..{devices - 1}"
             )
         indices = list(range(devices))
-    for i in indices:  # those made before: a conflict is refused before any is made
-        if is_initialized(i):
-            _host_device(i, spec, conf)
-    chosen = {i: _host_device(i, spec, conf) for i in indices}
+    # Those made before first: a conflict with one is refused before any is made.
+    made = {i: _host_device(i, spec, conf) for i in indices if is_initialized(i)}
+    chosen = {i: made[i] if i in made else _host_device(i, spec, conf) for i in indices}
     if trace.capturing:
         # `capture` records PyTorch's own allocator: installed, npumem would take its
         # place and the script stopped here (a serving script could not be captured).

@@ -322,11 +322,8 @@ class PlacementSearch {
     found_arena_ = arena;
     compacted_ = offsets_;
     std::string named = algorithm;
-    if (compacts_candidates_ && instance_.tensors.size() <= kMaxCandidateCompactionTensors &&
-        arena > lower_bound_) {
-      const std::uint64_t compacted =
-          compact_by_mirroring(instance_, compacted_, arena, kMaxCandidateCompactionPasses,
-                               *limits_.clock, limits_.deadline);
+    if (compacts_candidates_) {
+      const std::uint64_t compacted = compact_candidate(arena);
       if (compacted < arena) named += kCompactedName;
       arena = compacted;
     }
@@ -338,17 +335,22 @@ class PlacementSearch {
 
   // The fixed runs' best plan, compacted as a candidate is (see consider).
   void compact_best() {
-    if (instance_.tensors.size() > kMaxCandidateCompactionTensors || best_.arena <= lower_bound_) {
-      return;
-    }
     compacted_ = best_.offsets;
-    const std::uint64_t compacted =
-        compact_by_mirroring(instance_, compacted_, best_.arena, kMaxCandidateCompactionPasses,
-                             *limits_.clock, limits_.deadline);
+    const std::uint64_t compacted = compact_candidate(best_.arena);
     if (compacted >= best_.arena) return;
     best_.arena = compacted;
     best_.offsets.swap(compacted_);
     best_.algorithm += kCompactedName;
+  }
+
+  // Compacts the plan in compacted_ (of `arena`) where candidates are compacted (see
+  // kMaxCandidateCompactionTensors); returns its arena after.
+  std::uint64_t compact_candidate(std::uint64_t arena) {
+    if (instance_.tensors.size() > kMaxCandidateCompactionTensors || arena <= lower_bound_) {
+      return arena;
+    }
+    return compact_by_mirroring(instance_, compacted_, arena, kMaxCandidateCompactionPasses,
+                                *limits_.clock, limits_.deadline);
   }
 
   void try_greedy_orders() {

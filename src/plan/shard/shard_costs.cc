@@ -73,10 +73,10 @@ double ShardCosts::compute_seconds(std::size_t first, std::size_t end) const {
 // Names the first layer past the budget; asks for the most any layer needs, the smallest
 // budget that fits (a shard per layer then fits), so that one retry suffices.
 void ShardCosts::check_every_layer_fits(std::span<const Layer> layers) const {
-  std::uint64_t most = 0;
-  for (std::size_t i = 0; i < layers.size(); ++i) most = std::max(most, resident_bytes(i, i + 1));
   for (std::size_t i = 0; i < layers.size(); ++i) {
     if (fits(i, i + 1)) continue;
+    std::uint64_t most = 0;
+    for (std::size_t j = 0; j < layers.size(); ++j) most = std::max(most, resident_bytes(j, j + 1));
     throw OutOfMemory("layer " + std::to_string(i) + " '" + layers[i].name + "' needs " +
                           format_bytes(resident_bytes(i, i + 1)) + " (weights " +
                           format_bytes(weight_bytes(i, i + 1)) + " + activations " +
