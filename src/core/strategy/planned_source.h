@@ -198,11 +198,15 @@ class PlannedSource : public SegmentSource {
   // Expandable: a block of `size` in the fallback's free space, right after a block
   // that lasts and clear of the serving plan's holes, or nullptr. Free space too short
   // there is grown into the unmapped space after it when that maps fewer granules.
-  Block* take_clear_of_holes(std::size_t size);
+  // Where request `index` was kept the last times first (take_where_kept).
+  Block* take_clear_of_holes(std::uint32_t index, std::size_t size);
   // Expandable: request `index` of the serving plan, kept out of the arena, at the start
-  // of a free block where it was placed one of the last two times; nullptr when neither
-  // starts one that holds it.
-  Block* take_where_kept(std::uint32_t index, std::size_t size);
+  // of a free block where it was placed one of the last two times, when that block holds
+  // it and accept(block); nullptr when neither does.
+  template <typename Accept>
+  Block* take_where_kept(std::uint32_t index, std::size_t size, Accept&& accept);
+  // Expandable: `size` at the start of the smallest free block that holds it, or nullptr.
+  Block* take_smallest_free(std::size_t size);
   // Whether [begin, begin + size) misses every hole of the kept plans: where an arena may go.
   bool clear_of_plans_holes(std::uintptr_t begin, std::size_t size) const;
   // The end of the kept plans' highest hole (0: none uses holes).
