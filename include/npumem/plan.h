@@ -202,7 +202,8 @@ struct RecomputePlan {
 
 // The plan with the least recompute time whose peak fits the budget: dynamic programming
 // over segments with Pareto sets of plan prefixes, exact unless those sets outgrow their
-// bound (see proven_optimal). Throws OutOfMemory with the least peak any plan reaches when
+// bound (see proven_optimal); past a bound on its work, or thinned, a Lagrangian search
+// (linear time per price) plans too, and the faster plan is taken. Throws OutOfMemory with the least peak any plan reaches when
 // none fits.
 RecomputePlan plan_recompute(std::span<const Layer> layers, const RecomputeOptions& options);
 
