@@ -177,10 +177,16 @@ struct Allocator::Impl {
   // at iteration marks); nullptr otherwise.
   core::PlannedSource* planned = nullptr;
 
-  // The requested bytes in all pools now, solo_counts' share counted in (the planned
+  // `pool`'s statistics: the totals while it is the only pool.
+  const Stats& stats_of(const core::PoolState& pool) const {
+    return per_pool_stats ? pool.stats : stats;
+  }
+  // The requested bytes in `pool` now, solo_counts' share counted in (the planned
   // strategy's hooks read it while counting apart).
-  std::int64_t requested_bytes_now() const {
-    return stats.requested_bytes.all.current + solo_counts.requested_net();
+  std::int64_t requested_bytes_now(const core::PoolState& pool) const {
+    const bool solo_here = !per_pool_stats || solo_counts.pool() == &pool;
+    return stats_of(pool).requested_bytes.all.current +
+           (solo_here ? solo_counts.requested_net() : 0);
   }
 
  private:

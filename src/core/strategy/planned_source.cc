@@ -108,6 +108,10 @@ PoolState& PlannedSource::default_pool() const {
   return *allocator_.pools.front();
 }
 
+std::uint64_t PlannedSource::reserved_now() const {
+  return static_cast<std::uint64_t>(allocator_.stats_of(default_pool()).reserved_bytes.all.current);
+}
+
 BlockPool& PlannedSource::arena_blocks() const {
   return default_pool().block_pool(Tier::hbm, PoolKind::large);
 }
@@ -448,18 +452,15 @@ void PlannedSource::allocated(Block& block) {
   }
   unplanned_ = false;
   pending_ = false;
-  const Stats& s = allocator_.stats;
-  if (const auto reserved = static_cast<std::uint64_t>(s.reserved_bytes.all.current);
-      reserved > iteration_peak_reserved_) {
+  const std::uint64_t reserved = reserved_now();
+  if (reserved > iteration_peak_reserved_) {
     iteration_peak_reserved_ = reserved;
     iteration_peak_time_ = current_.clock;
   }
-  const auto requested = static_cast<std::uint64_t>(allocator_.requested_bytes_now());
+  const auto requested = static_cast<std::uint64_t>(allocator_.requested_bytes_now(default_pool()));
   iteration_peak_requested_ = std::max(iteration_peak_requested_, requested);
   if (steady_) {
-    stats_.steady_peak_reserved_bytes =
-        std::max(stats_.steady_peak_reserved_bytes,
-                 static_cast<std::uint64_t>(s.reserved_bytes.all.current));
+    stats_.steady_peak_reserved_bytes = std::max(stats_.steady_peak_reserved_bytes, reserved);
     stats_.steady_peak_requested_bytes = std::max(stats_.steady_peak_requested_bytes, requested);
   }
 }
@@ -569,8 +570,7 @@ void PlannedSource::iteration_boundary(std::optional<std::uint64_t> key) {
   declined_iteration_ = false;
   iteration_misses_ = 0;
   iteration_miss_bytes_ = 0;
-  iteration_peak_reserved_ =
-      static_cast<std::uint64_t>(allocator_.stats.reserved_bytes.all.current);
+  iteration_peak_reserved_ = reserved_now();
   iteration_peak_time_ = 0;
   iteration_peak_requested_ = 0;
   previous_ = std::move(current_);
@@ -1510,7 +1510,7 @@ bool PlannedSource::arena_might_fit(Plan& plan, std::uint64_t bytes) {
         kept_copy_growth(plan, room),
         round_up(bytes_beyond(leading, std::move(rooms)), allocator_.granularity(Tier::hbm)));
   }
-  const auto reserved = static_cast<std::uint64_t>(allocator_.stats.reserved_bytes.all.current);
+  const std::uint64_t reserved = reserved_now();
   plan.tested_reserved = reserved - std::min(reserved, releasable) + least_growth + kept_growth;
   return plan.tested_reserved <= plan.fallback_peak_reserved;
 }
@@ -1572,7 +1572,7 @@ std::uint64_t PlannedSource::arena_growth(std::uint64_t bytes) const {
 
 bool PlannedSource::arena_fits(std::uint64_t bytes, std::uint64_t growth) {
   if (served_->fallback_peak_reserved == 0) return true;
-  const auto reserved = static_cast<std::uint64_t>(allocator_.stats.reserved_bytes.all.current);
+  const std::uint64_t reserved = reserved_now();
   // The arena takes the fallback's free space that it does not grow for.
   const std::uint64_t free = arena_blocks().free_bytes();
   const std::uint64_t spare = free - std::min(free, bytes - std::min(bytes, growth));
@@ -1586,7 +1586,8 @@ std::uint64_t PlannedSource::kept_copy_growth(const Plan& plan, std::uint64_t fr
 }
 
 std::int64_t PlannedSource::device_calls() const {
-  return allocator_.stats.num_device_alloc + allocator_.stats.num_device_free;
+  const Stats& s = allocator_.stats_of(default_pool());
+  return s.num_device_alloc + s.num_device_free;
 }
 
 PlannedSource::ArenaCalls::~ArenaCalls() {
@@ -1611,9 +1612,9 @@ void PlannedSource::reset_accumulated() {
 
 void PlannedSource::reset_steady_peaks() {
   if (!steady_) return;
-  const Stats& s = allocator_.stats;
-  stats_.steady_peak_reserved_bytes = static_cast<std::uint64_t>(s.reserved_bytes.all.current);
-  stats_.steady_peak_requested_bytes = static_cast<std::uint64_t>(s.requested_bytes.all.current);
+  stats_.steady_peak_reserved_bytes = reserved_now();
+  stats_.steady_peak_requested_bytes =
+      static_cast<std::uint64_t>(allocator_.requested_bytes_now(default_pool()));
 }
 
 PlannedStats PlannedSource::stats() const {

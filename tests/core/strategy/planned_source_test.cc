@@ -1112,6 +1112,29 @@ TEST(Planned, ServesNamedPoolsWithoutPlans) {
             "are served by its fallback (expandable) and are not in the planned.* figures");
 }
 
+TEST(Planned, ItsFiguresAreTheDefaultPoolsAlone) {
+  // Another model's pool allocates and frees 200 MiB while plans serve the default pool:
+  // its steady overhead read 26 (the other pool's reserve over the default pool's peak).
+  Allocator allocator(device(), planned());
+  allocator.create_pool("other_model");
+  for (int i = 0; i < 6; ++i) {
+    allocator.mark_iteration();
+    void* a = allocator.allocate(4 * MiB);
+    void* b = allocator.allocate(4 * MiB);
+    if (i == 4) {
+      PoolScope scope(allocator, "other_model");
+      allocator.deallocate(allocator.allocate(200 * MiB));
+    }
+    allocator.deallocate(a);
+    allocator.deallocate(b);
+  }
+  const PlannedStats stats = allocator.planned_stats();
+  EXPECT_GT(stats.hits, 0u);
+  EXPECT_EQ(stats.steady_peak_requested_bytes, 8 * MiB);
+  EXPECT_EQ(stats.steady_peak_reserved_bytes, 8 * MiB);
+  EXPECT_EQ(stats.device_calls_after_arena, 0u);
+}
+
 // The core calls whatever ArenaPlanner it is given: here one that never reuses memory.
 class StackingPlanner : public ArenaPlanner {
  public:
