@@ -317,10 +317,10 @@ std::string without_keys_of(std::string_view text, std::string_view overrides) {
 }  // namespace
 
 Config parse_config(std::string_view text, Config base) {
-  // strategy:X and expandable_segments:true in one text: which one wins depended on
-  // their order, and the other was dropped without a word.
+  // strategy:X and expandable_segments:true, or strategy:expandable and
+  // expandable_segments:false, in one text: which one won depended on their order.
   std::string_view strategy_given;
-  bool expandable_given = false;
+  std::optional<bool> expandable_given;
   for_each_item(text, [&](std::string_view item) {
     const std::size_t colon = item.find(':');
     if (colon == std::string_view::npos) {
@@ -336,14 +336,16 @@ Config parse_config(std::string_view text, Config base) {
     }
     setter->second(base, key, value);
     if (key == "strategy") strategy_given = value;
-    if (key == "expandable_segments" && base.strategy == Strategy::expandable) {
-      expandable_given = true;
-    }
+    if (key == "expandable_segments") expandable_given = base.strategy == Strategy::expandable;
   });
-  if (expandable_given && !strategy_given.empty() && strategy_given != "expandable") {
-    throw ConfigError("strategy:" + std::string(strategy_given) +
-                      " and expandable_segments:true disagree (expandable_segments:true is "
-                      "strategy:expandable); give one of them");
+  if (expandable_given && !strategy_given.empty() &&
+      *expandable_given != (strategy_given == "expandable")) {
+    throw ConfigError("strategy:" + std::string(strategy_given) + " and expandable_segments:" +
+                      (*expandable_given ? "true disagree (expandable_segments:true is "
+                                           "strategy:expandable)"
+                                         : "false disagree (expandable_segments:false turns "
+                                           "expandable into caching)") +
+                      "; give one of them");
   }
   validate(base);  // settings that are fine alone but not together (max_split_size)
   return base;

@@ -44,8 +44,7 @@ TEST(Config, ExpandableSegmentsSwitchesStrategy) {
 // Settings copied from PYTORCH_CUDA_ALLOC_CONF mean what they mean there.
 TEST(Config, AcceptsPyTorchSpellings) {
   EXPECT_EQ(parse_config("expandable_segments:True").strategy, Strategy::expandable);
-  EXPECT_EQ(parse_config("strategy:expandable,expandable_segments:False").strategy,
-            Strategy::caching);
+  EXPECT_EQ(parse_config("expandable_segments:False").strategy, Strategy::caching);
   EXPECT_EQ(parse_config("max_split_size_mb:128").max_split_size, 128 * MiB);
   EXPECT_TRUE(parse_config("spill_to_ddr:True").spill_to_ddr);
 }
@@ -142,7 +141,8 @@ TEST(Config, BadInputNamesTheKeyAndTheAcceptedValues) {
 }
 
 // expandable_segments:false turns expandable off and leaves any other strategy, from
-// the environment too; with strategy:X in one text, expandable_segments:true disagrees.
+// the environment too; with strategy:X in one text, expandable_segments:true disagrees,
+// and false with strategy:expandable.
 TEST(Config, ExpandableSegmentsFalseLeavesAnotherStrategy) {
   ::setenv("NPUMEM_ALLOC_CONF", "strategy:planned", 1);
   EXPECT_EQ(config_over_environment("expandable_segments:false", "--conf").strategy,
@@ -163,6 +163,12 @@ TEST(Config, ExpandableSegmentsFalseLeavesAnotherStrategy) {
                "strategy:planned and expandable_segments:true disagree");
   expect_error("expandable_segments:True,strategy:static",
                "strategy:static and expandable_segments:true disagree");
+  // false beside strategy:expandable gave caching or expandable by their order.
+  expect_error("strategy:expandable,expandable_segments:false",
+               "strategy:expandable and expandable_segments:false disagree");
+  expect_error("expandable_segments:false,strategy:expandable",
+               "strategy:expandable and expandable_segments:false disagree");
+  EXPECT_EQ(parse_config("expandable_segments:false,strategy:caching").strategy, Strategy::caching);
 }
 
 TEST(Config, ReadsTheEnvironment) {
