@@ -134,6 +134,10 @@ class StatsPublisher {
 
 // How the default page names of this process start: "npumem.<pid>.".
 std::string stats_page_prefix_of_this_process();
+// kStatsPageVariable's word: unset, empty or an on spelling (1, on, true, yes), an off spelling
+// (0, off, false, no), in any case; anything else is unrecognised, and publishes as on.
+enum class StatsPageSetting { on, off, unrecognised };
+StatsPageSetting stats_page_setting();
 // Whether kStatsPageVariable keeps this process off the stats pages.
 bool stats_publishing_disabled();
 

@@ -22,6 +22,7 @@ struct ProcessStatsPage {
   std::mutex mutex;
   pid_t owner_pid = 0;  // the process that made the publisher
   bool failed = false;
+  bool warned_of_setting = false;
   std::unique_ptr<StatsPublisher> publisher;
   std::vector<StatsPublisher::Registration> registrations;
 
@@ -53,10 +54,20 @@ struct EndAtExit {
 }  // namespace
 
 void publish_on_stats_page(const Allocator& allocator) noexcept {
-  if (stats_publishing_disabled()) return;
+  const StatsPageSetting setting = stats_page_setting();
+  if (setting == StatsPageSetting::off) return;
   static EndAtExit end_at_exit;
   ProcessStatsPage& page = process_stats_page();
   std::lock_guard lock(page.mutex);
+  // Every other setting refuses a bad value; this one is read where nothing can fail, so
+  // it says so once (NPUMEM_STATS_PAGE=bogus published without a word).
+  if (setting == StatsPageSetting::unrecognised && !page.warned_of_setting) {
+    page.warned_of_setting = true;
+    const char* value = std::getenv(kStatsPageVariable);
+    std::cerr << "npumem: " << kStatsPageVariable << "=" << (value != nullptr ? value : "")
+              << " is neither on (1, on, true, yes) nor off (0, off, false, no); publishing "
+                 "stats for `npumem smi` as with 1\n";
+  }
   page.forget_if_inherited();
   if (page.failed) return;
   try {

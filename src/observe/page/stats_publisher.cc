@@ -98,12 +98,20 @@ std::string stats_page_prefix_of_this_process() {
   return std::string(kStatsPagePrefix) + std::to_string(::getpid()) + ".";
 }
 
-bool stats_publishing_disabled() {
+StatsPageSetting stats_page_setting() {
   const char* value = std::getenv(kStatsPageVariable);
-  if (value == nullptr) return false;
+  if (value == nullptr || *value == '\0') return StatsPageSetting::on;  // `VAR= cmd`: unset
   std::string text = value;
   for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return text == "0" || text == "off" || text == "false" || text == "no";
+  if (text == "0" || text == "off" || text == "false" || text == "no") {
+    return StatsPageSetting::off;
+  }
+  if (text == "1" || text == "on" || text == "true" || text == "yes") return StatsPageSetting::on;
+  return StatsPageSetting::unrecognised;
+}
+
+bool stats_publishing_disabled() {
+  return stats_page_setting() == StatsPageSetting::off;
 }
 
 StatsPublisher::StatsPublisher() : StatsPublisher(Options{}) {}

@@ -199,5 +199,21 @@ TEST(StatsPublisher, DefaultPageNamesCarryThePidAndAreNotPredictable) {
   std::filesystem::remove(planted);
 }
 
+TEST(StatsPublisher, TheSettingTellsAnUnrecognisedWordFromOnAndOff) {
+  const auto setting_of = [](const char* value) {
+    ::setenv(kStatsPageVariable, value, 1);
+    const StatsPageSetting setting = stats_page_setting();
+    ::unsetenv(kStatsPageVariable);
+    return setting;
+  };
+  EXPECT_EQ(stats_page_setting(), StatsPageSetting::on);
+  EXPECT_EQ(setting_of("OFF"), StatsPageSetting::off);
+  EXPECT_EQ(setting_of("0"), StatsPageSetting::off);
+  EXPECT_EQ(setting_of("Yes"), StatsPageSetting::on);
+  // Taken as on without a word before.
+  EXPECT_EQ(setting_of("bogus"), StatsPageSetting::unrecognised);
+  EXPECT_EQ(setting_of(""), StatsPageSetting::on);
+}
+
 }  // namespace
 }  // namespace npumem
