@@ -827,6 +827,7 @@ GrowResult Allocator::Impl::admit(const PoolState& pool, Tier tier, std::size_t 
       static_cast<std::uint64_t>(stats.reserved_bytes.by_tier[index(tier)].current);
   if (reserved + bytes > tier_limit[index(tier)]) return GrowResult::limit_refused;
   if (pool.quota_bytes != 0 && pool.reserved_bytes() + bytes > pool.quota_bytes) {
+    quota_needed_bytes = pool.reserved_bytes() + bytes;
     return GrowResult::quota_refused;
   }
   return GrowResult::ok;
@@ -1294,6 +1295,7 @@ core::OomContext Allocator::Impl::oom_context(PoolState& pool, std::size_t bytes
     }
   }
   c.quota_refused = refusal.quota;
+  if (refusal.quota) c.pool_quota_needed_bytes = quota_needed_bytes;
   c.arena_exhausted = refusal.arena;
   c.address_space_refused = refusal.address_space;
   c.strategy = std::string(strategy_name(config.strategy));

@@ -121,6 +121,9 @@ struct Allocator::Impl {
     return core::round_up_pow2(std::max<std::size_t>(bytes, 1), config.granule);
   }
   core::GrowResult admit(const core::PoolState& pool, Tier tier, std::size_t bytes) const;
+  // The reserved bytes the last growth a quota refused would have brought its pool to
+  // (what the quota must be for it), for the OOM report.
+  mutable std::uint64_t quota_needed_bytes = 0;
   // The most bytes admit() lets `pool` reserve on `tier` now: the tier's limit and the
   // pool's quota, less what each holds.
   std::uint64_t growth_room(const core::PoolState& pool, Tier tier) const;

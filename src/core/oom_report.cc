@@ -76,20 +76,40 @@ std::string alone_advice(const OomContext& c) {
                    : "split the tensor, or use a device with more memory.");
 }
 
+// A size to set, as a quota or limit: its bytes too when the short form rounds them
+// (a quota of the "8.01 MiB" advised held less than the advice meant).
+std::string size_to_set(std::uint64_t bytes) {
+  const std::string text = format_bytes(bytes);
+  return parse_size(text) == bytes ? text : text + " (" + std::to_string(bytes) + " bytes)";
+}
+
+// When the pool's growth for this request is known: the quota it needs, said.
+std::string quota_needed(const OomContext& c) {
+  if (c.pool_quota_needed_bytes == 0) return {};
+  return "; with what it reserves now, this request needs a quota of " +
+         size_to_set(c.pool_quota_needed_bytes) + " (" + format_bytes(c.pool_reserved_bytes) +
+         " reserved and " + format_bytes(c.pool_quota_needed_bytes - c.pool_reserved_bytes) +
+         " more)";
+}
+
 std::string quota_advice(const OomContext& c) {
   if (c.rounded_bytes > c.pool_quota_bytes) {
     return "Advice: the request alone (" + format_bytes(c.rounded_bytes) +
            ") is more than the quota of pool '" + c.pool + "' (" +
            format_bytes(c.pool_quota_bytes) + "); raise the quota above it.";
   }
+  const std::string needed = quota_needed(c);
   if (c.pool_allocated_bytes + c.rounded_bytes > c.pool_quota_bytes) {
-    const std::string needed = format_bytes(c.pool_allocated_bytes + c.rounded_bytes);
-    return "Advice: pool '" + c.pool + "' needs " + needed + " (" +
+    // The bytes alone are a floor; a quota counts whole segments (granules), so the
+    // advised figure is the growth's when known (8.01 MiB advised still failed).
+    const std::string floor = format_bytes(c.pool_allocated_bytes + c.rounded_bytes);
+    return "Advice: pool '" + c.pool + "' needs " + floor + " (" +
            format_bytes(c.pool_allocated_bytes) + " allocated and " +
            format_bytes(c.rounded_bytes) + " requested), more than its quota of " +
-           format_bytes(c.pool_quota_bytes) +
-           " however tightly they are packed; raise the quota to " + needed +
-           " at least, or free its tensors.";
+           format_bytes(c.pool_quota_bytes) + " however tightly they are packed" +
+           (needed.empty() ? "; raise the quota to " + floor +
+                                 " at least (in whole segments), or free its tensors."
+                           : needed + "; raise the quota to that, or free its tensors.");
   }
   std::string text = "Advice: the quota of pool '" + c.pool + "' stops its growth: it reserves " +
                      format_bytes(c.pool_reserved_bytes) + " of " +
@@ -107,7 +127,7 @@ std::string quota_advice(const OomContext& c) {
                        "expandable_segments:true packs both kinds tighter)"
                  : " (expandable_segments:true packs tighter)");
   }
-  return text + "; raise the quota of pool '" + c.pool + "' or free its tensors.";
+  return text + needed + "; raise the quota of pool '" + c.pool + "' or free its tensors.";
 }
 
 // What the other pools reserve, and the one that reserves most.

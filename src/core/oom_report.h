@@ -43,7 +43,10 @@ struct OomContext {
   std::uint64_t pool_quota_bytes = 0;
   std::uint64_t pool_reserved_bytes = 0;
   std::uint64_t pool_allocated_bytes = 0;
-  bool quota_refused = false;    // the pool's quota, not the device, stopped the growth
+  bool quota_refused = false;  // the pool's quota, not the device, stopped the growth
+  // When it did: the reserved bytes its growth for this request would have brought the
+  // pool to (0: not known).
+  std::uint64_t pool_quota_needed_bytes = 0;
   bool arena_exhausted = false;  // the static arena is full and fallback is off
   // No virtual address range could be reserved (GrowResult::address_space_refused).
   bool address_space_refused = false;

@@ -115,7 +115,19 @@ TEST(OomReport, TensorsThatCannotFitTheQuotaHoweverPackedSayByHowMuch) {
   EXPECT_EQ(advice_of(c),
             "Advice: pool 'modelB' needs 9.00 MiB (6.00 MiB allocated and 3.00 MiB requested), "
             "more than its quota of 8.00 MiB however tightly they are packed; raise the quota to "
-            "9.00 MiB at least, or free its tensors.");
+            "9.00 MiB at least (in whole segments), or free its tensors.");
+  // The growth refused known: the quota that serves it, not the floor (a quota of the
+  // 8.01 MiB advised still failed, in whole granules).
+  c.pool_quota_needed_bytes = 12 * MiB;
+  EXPECT_EQ(advice_of(c),
+            "Advice: pool 'modelB' needs 9.00 MiB (6.00 MiB allocated and 3.00 MiB requested), "
+            "more than its quota of 8.00 MiB however tightly they are packed; with what it "
+            "reserves now, this request needs a quota of 12.0 MiB (8.00 MiB reserved and "
+            "4.00 MiB more); raise the quota to that, or free its tensors.");
+  // A figure its short form rounds comes with its bytes.
+  c.pool_quota_needed_bytes = 10 * MiB + 4 * KiB;
+  EXPECT_NE(advice_of(c).find("a quota of 10.0 MiB (10489856 bytes)"), std::string::npos)
+      << advice_of(c);
 }
 
 // Multi-model serving: the pool that failed holds nothing; another model's holds the

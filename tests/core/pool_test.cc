@@ -174,6 +174,35 @@ TEST_P(Pool, QuotaIsEnforcedAndNamesThePool) {
   allocator.deallocate(b);
 }
 
+// The advice names a quota that serves the request: 8.01 MiB (live bytes and request)
+// was advised, and a pool made with it failed the same way, in whole granules.
+TEST_P(Pool, TheQuotaAdvisedServesTheRequest) {
+  for (const char* strategy : {"strategy:caching", "strategy:expandable"}) {
+    const auto run = [&](std::uint64_t quota) {
+      Allocator allocator(device(), parse_config(strategy));
+      allocator.create_pool("enc", quota);
+      PoolScope scope(allocator, "enc");
+      void* a = allocator.allocate(4 * MiB + 8 * KiB);
+      void* b = allocator.allocate(4 * MiB);
+      allocator.deallocate(b);
+      allocator.deallocate(a);
+    };
+    std::string message;
+    try {
+      run(8 * MiB);
+    } catch (const OutOfMemory& e) {
+      message = e.what();
+    }
+    const std::string said = "this request needs a quota of ";
+    const std::size_t at = message.find(said);
+    ASSERT_NE(at, std::string::npos) << strategy << ": " << message;
+    const std::string figure = message.substr(at + said.size());
+    const std::uint64_t advised = parse_size(figure.substr(0, figure.find(" (")));
+    EXPECT_GT(advised, 8 * MiB) << strategy;
+    EXPECT_NO_THROW(run(advised)) << strategy << ": " << message;
+  }
+}
+
 // Under a quota that cannot hold the preferred 20 MiB segment, the segment holds a whole
 // number of the request: halving alone gave the first 4 MiB tensor of an 8 MiB quota a
 // 6 MiB segment and the second none, and a 10 MiB quota to one segment, leaving no
