@@ -306,8 +306,19 @@ std::string advice(const OomContext& c) {
              ") too small for this request; raise static_size (npumem replay --advise "
              "measures it) or allow static_fallback:true.";
     }
-    return "Advice: the static arena is full; raise static_size (npumem replay --advise "
-           "measures it) or allow static_fallback:true.";
+    if (arena.free_cached_bytes == 0) {
+      return "Advice: the static arena is full; raise static_size (npumem replay --advise "
+             "measures it) or allow static_fallback:true.";
+    }
+    // Mostly free, perhaps, and short by a little: "full" beside 16.0 MiB free read as
+    // wrong for a 16 MiB request (15.99 MiB free).
+    const std::uint64_t short_by = c.rounded_bytes - arena.free_cached_bytes;
+    return "Advice: the static arena (" + format_bytes(arena.reserved_bytes) + ") has " +
+           format_bytes(arena.free_cached_bytes) + " free beside its live tensors, " +
+           format_bytes(short_by) + " short of this request; raise static_size to " +
+           size_to_set(arena.reserved_bytes + short_by) +
+           " at least (npumem replay --advise measures what the workload needs) or allow "
+           "static_fallback:true.";
   }
   if (std::string alone = alone_advice(c); !alone.empty()) return alone;
   if (c.quota_refused && c.pool_quota_bytes != 0) return quota_advice(c);

@@ -247,6 +247,19 @@ TEST(OomReport, AFragmentedStaticArenaIsCalledFragmentedNotFull) {
             "or allow static_fallback:true.");
   hbm.free_cached_bytes = 4 * MiB;
   EXPECT_EQ(advice_of(c),
+            "Advice: the static arena (900 MiB) has 4.00 MiB free beside its live tensors, "
+            "5.00 MiB short of this request; raise static_size to 905 MiB at least (npumem "
+            "replay --advise measures what the workload needs) or allow static_fallback:true.");
+  // 15.99 MiB free for a 16 MiB request was called full, beside "free 16.0 MiB".
+  c.rounded_bytes = c.requested_bytes = 16 * MiB;
+  hbm.reserved_bytes = 20 * MiB;
+  hbm.free_cached_bytes = hbm.largest_free_bytes = 16 * MiB - 8 * KiB;
+  EXPECT_NE(advice_of(c).find("8.00 KiB short of this request; raise static_size to 20.0 MiB "
+                              "(20979712 bytes) at least"),
+            std::string::npos)
+      << advice_of(c);
+  hbm.free_cached_bytes = 0;
+  EXPECT_EQ(advice_of(c),
             "Advice: the static arena is full; raise static_size (npumem replay --advise "
             "measures it) or allow static_fallback:true.");
 }
