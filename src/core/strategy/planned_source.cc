@@ -201,7 +201,8 @@ void PlannedSource::release_all(PoolState& pool, BlockPool& blocks) {
 // Unkeyed iterations choose among the unkeyed plans.
 PlannedSource::Plan* PlannedSource::matching_plan(std::uint32_t index) const {
   for (const auto& plan : plans_) {
-    if (plan->key || plan->declined || plan->sizes.size() <= index) continue;
+    if (plan->key || plan->sizes.size() <= index) continue;
+    if (plan->declined && !holds_declined(*plan)) continue;
     bool same = true;
     for (std::uint32_t i = 0; i <= index && same; ++i) {
       same = plan->sizes[i] == current_.requests[i].size;
@@ -209,6 +210,22 @@ PlannedSource::Plan* PlannedSource::matching_plan(std::uint32_t index) const {
     if (same) return plan.get();
   }
   return nullptr;
+}
+
+// A plan declined before an arena existed (its own would have passed the fallback's
+// peak) costs no reservation once another plan's arena holds it: shapes served in turn
+// settle on the largest. Declined for good, two keyed shapes released and reserved
+// the arena at every turn (559 device calls in 60 iterations, 1.102 against
+// expandable's 1.033).
+bool PlannedSource::holds_declined(const Plan& plan) const {
+  return !plan.declined_for_misses && arena_ != nullptr && arena_->allocated_blocks == 0 &&
+         arena_size(plan) != 0 && arena_size(plan) <= arena_->size;
+}
+
+bool PlannedSource::reconsider(Plan& plan) {
+  if (!holds_declined(plan)) return false;
+  plan.declined = false;
+  return true;
 }
 
 PlannedSource::Plan* PlannedSource::keyed_plan(std::uint64_t key) const {
@@ -316,13 +333,14 @@ Block* PlannedSource::take(PoolState& pool, std::size_t size) {
   if (current_.key) {
     if (index == 0) {
       served_ = keyed_plan(*current_.key);
-      if (served_ != nullptr && served_->declined) {
+      if (served_ != nullptr && served_->declined && !reconsider(*served_)) {
         served_ = nullptr;
         declined_iteration_ = true;
       }
     }
   } else if (!on_plan && index < kSignatureRequests) {
     Plan* plan = left_streak_ < kLeftIterations ? matching_plan(index) : nullptr;
+    if (plan != nullptr && plan->declined) reconsider(*plan);
     if (plan != nullptr && index != 0 && plan != served_) {
       // Another plan that began alike: the arena was prepared for the first. Holding
       // blocks, it cannot grow, and a larger plan would miss at every offset past its

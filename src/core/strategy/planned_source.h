@@ -161,6 +161,10 @@ class PlannedSource : public SegmentSource {
   BlockPool& arena_blocks() const;
   bool is_arena(const Segment& segment) const { return &segment == arena_; }
   Plan* matching_plan(std::uint32_t index) const;
+  // Whether the arena, empty, holds declined `plan` (declined for its own arena's cost).
+  bool holds_declined(const Plan& plan) const;
+  // Serves declined `plan` again when holds_declined: true then.
+  bool reconsider(Plan& plan);
   Plan* keyed_plan(std::uint64_t key) const;
   // A request no plan serves: learning or, in an iteration of a declined plan, declined.
   void count_learning(std::size_t size);

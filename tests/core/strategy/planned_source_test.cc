@@ -1135,6 +1135,44 @@ TEST(Planned, ItsFiguresAreTheDefaultPoolsAlone) {
   EXPECT_EQ(stats.device_calls_after_arena, 0u);
 }
 
+// Two shapes in turn under keys, weights made first, an output kept into the next
+// iteration. The first shape's plan is declined before any arena exists; once the
+// second's arena holds it, it serves from that arena too, and the arena stays.
+TEST(Planned, ADeclinedPlanThatTheArenaHoldsServesFromIt) {
+  Allocator allocator(device(), planned());
+  void* weights = allocator.allocate(37 * MiB);
+  void* carried = nullptr;
+  std::uint64_t calls_at_iteration_10 = 0;
+  for (int iteration = 0; iteration < 40; ++iteration) {
+    const std::uint64_t key = iteration % 2;
+    allocator.mark_iteration(key);
+    if (iteration == 10) calls_at_iteration_10 = allocator.planned_stats().device_calls_after_arena;
+    std::vector<void*> live;
+    for (int k = 0; k < (key == 0 ? 16 : 20); ++k) {
+      live.push_back(allocator.allocate((64 + (k * 977) % 3000) * KiB));
+      if (live.size() > 3 && k % 2 != 0) {
+        allocator.deallocate(live.front());
+        live.front() = live.back();
+        live.pop_back();
+      }
+    }
+    if (carried != nullptr) allocator.deallocate(carried);
+    carried = live.back();
+    live.pop_back();
+    for (void* p : live) allocator.deallocate(p);
+  }
+  const PlannedStats stats = allocator.planned_stats();
+  ASSERT_EQ(stats.plans.size(), 2u);
+  for (const PlanInfo& plan : stats.plans) {
+    EXPECT_FALSE(plan.declined) << "key " << *plan.key;
+    EXPECT_GT(plan.iterations_served, 10u) << "key " << *plan.key;
+  }
+  // Released and reserved at every turn: about 19 device calls each pair of iterations.
+  EXPECT_EQ(stats.device_calls_after_arena, calls_at_iteration_10);
+  allocator.deallocate(carried);
+  allocator.deallocate(weights);
+}
+
 // The core calls whatever ArenaPlanner it is given: here one that never reuses memory.
 class StackingPlanner : public ArenaPlanner {
  public:
