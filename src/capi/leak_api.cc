@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdint>
 #include <memory>
+#include <sstream>
 #include <string>
 
 #include "capi/abi_guard.h"
@@ -38,7 +39,10 @@ npumem_status_t npumem_leak_check_start(npumem_allocator_t* allocator, double th
   return guarded([&] {
     npumem_allocator& handle = handle_of(allocator);
     if (!(threshold >= 0) || std::isinf(threshold)) {
-      throw ArgumentError("threshold " + std::to_string(threshold) +
+      // std::to_string wrote NaN as "-nan", and 1e-9 as "0.000000".
+      std::ostringstream given;
+      given << threshold;
+      throw ArgumentError("threshold " + given.str() +
                           ": a fraction of the allocated bytes >= 0 (0: any growth)");
     }
     if (warmup_iterations > static_cast<size_t>(PTRDIFF_MAX)) {

@@ -296,6 +296,11 @@ TEST_F(CapiAllocator, LeakCheckNamesWhatEachIterationKeeps) {
   EXPECT_EQ(npumem_leak_check_stop(allocator_), NPUMEM_INVALID_ARGUMENT);
   EXPECT_EQ(npumem_leak_check_start(allocator_, -0.5, 1, 0), NPUMEM_INVALID_ARGUMENT);
   EXPECT_EQ(npumem_leak_check_start(allocator_, std::nan(""), 1, 0), NPUMEM_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(npumem_last_error()).find("threshold nan: "), std::string::npos)
+      << npumem_last_error();
+  EXPECT_EQ(npumem_leak_check_start(allocator_, -1e-9, 1, 0), NPUMEM_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(npumem_last_error()).find("threshold -1e-09: "), std::string::npos)
+      << npumem_last_error();
   EXPECT_EQ(npumem_leak_check_start(nullptr, 0, 1, 0), NPUMEM_INVALID_ARGUMENT);
   // A negative warm-up passed from C wraps to a count no run reaches: it was accepted,
   // and the check never judged an iteration.
