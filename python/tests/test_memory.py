@@ -22,6 +22,10 @@ def run_two_tensor_steps(device, steps: int) -> None:
 
 
 class StatsTest(unittest.TestCase):
+    def test_a_device_shows_its_index_name_and_strategy(self):
+        device = fresh_device(conf="strategy:expandable")
+        self.assertEqual(repr(device), f"<npumem.Device {device.index}: sim:{device.index}, expandable>")
+
     def test_keys_are_pytorch_memory_stats_keys(self):
         stats = npumem.memory_stats(fresh_device())
         for key in (

@@ -146,6 +146,12 @@ void bind_devices(py::module_& module) {
   // Entries belong to the registry forever: Python never deletes them.
   py::class_<Entry, std::unique_ptr<Entry, py::nodelete>>(module, "Device",
                                                           "A device and its allocator")
+      .def("__repr__",
+           [](const Entry& e) {
+             return "<npumem.Device " + std::to_string(e.index) + ": " +
+                    e.allocator->device().name() + ", " +
+                    std::string(strategy_name(e.allocator->config().strategy)) + ">";
+           })
       .def_readonly("index", &Entry::index)
       .def_readonly("spec", &Entry::spec)
       .def_readonly("host_accessible", &Entry::host_accessible)
