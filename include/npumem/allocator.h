@@ -116,6 +116,9 @@ struct PlannedStats {
   // device segment of its own, whole granules.
   std::uint64_t arena_bytes = 0;
   std::uint64_t hits = 0;
+  // This and every *_bytes count below: each request at its block size (whole granules,
+  // config `granule`; a request of 0 bytes takes one), the bytes it takes in the arena or
+  // the fallback.
   std::uint64_t hit_bytes = 0;
   std::uint64_t fallbacks = 0;
   std::uint64_t fallback_bytes = 0;
