@@ -145,6 +145,7 @@ class pool:  # noqa: N801 - used like torch.cuda.use_mem_pool, as a lower-case c
         self._ensure_pool()
         self._scope = _core.PoolScope(self.device, self.name)
         self._scope.enter()
+        _scope_stack().append(self)
         return self
 
     def __exit__(
@@ -155,8 +156,12 @@ class pool:  # noqa: N801 - used like torch.cuda.use_mem_pool, as a lower-case c
     ) -> None:
         if self._scope is None:
             raise _core.Error(f"pool scope '{self.name}' is not active")
+        _check_innermost(self, "pool")
         self._scope.exit()
         self._scope = None
+        stack = _scope_stack()
+        if self in stack:
+            stack.remove(self)
 
     def stats(self) -> dict[str, int]:
         """The pool's statistics under memory_stats() keys."""
@@ -206,15 +211,27 @@ def _warn_of_a_likely_typo(name: str, existing: dict[str, Any], index: int) -> N
             )
 
 
-# This thread's tag scopes now active, innermost last: checked as pool scopes are (a
-# second exit, or one out of order, put back a tag that was not this thread's).
-_open_tags = threading.local()
+# This thread's pool and tag scopes now active, innermost last: a tag scope checked as
+# pool scopes are (a second exit, or one out of order, put back a tag that was not this
+# thread's), and each kind against the other (a pool closed inside a tag's scope routed
+# the next allocations to 'default' under that tag, without a word).
+_open_scopes = threading.local()
 
 
-def _tag_stack() -> list["tag"]:
-    if not hasattr(_open_tags, "stack"):
-        _open_tags.stack = []
-    return _open_tags.stack
+def _scope_stack() -> list[Any]:
+    if not hasattr(_open_scopes, "stack"):
+        _open_scopes.stack = []
+    return _open_scopes.stack
+
+
+def _check_innermost(scope: Any, kind: str) -> None:
+    stack = _scope_stack()
+    if scope in stack and stack[-1] is not scope:
+        later = stack[-1]
+        raise _core.Error(
+            f"{kind} scope '{scope.name}' exits before a scope entered after it "
+            f"({'tag' if isinstance(later, tag) else 'pool'} '{later.name}')"
+        )
 
 
 def _check_recordable(name: str) -> None:
@@ -249,7 +266,7 @@ class tag:  # noqa: N801 - a context, like torch.autograd.profiler.record_functi
         self._previous = _core.memory_tag()
         _core.set_memory_tag(self.name)
         self._thread = threading.get_ident()
-        _tag_stack().append(self)
+        _scope_stack().append(self)
         return self
 
     def __exit__(
@@ -262,10 +279,8 @@ class tag:  # noqa: N801 - a context, like torch.autograd.profiler.record_functi
             raise _core.Error(f"tag scope '{self.name}' is not active")
         if self._thread != threading.get_ident():
             raise _core.Error(f"tag scope '{self.name}' must exit on the thread that entered it")
-        stack = _tag_stack()
-        if stack[-1] is not self:
-            raise _core.Error(f"tag scope '{self.name}' exits before a scope entered after it")
-        stack.pop()
+        _check_innermost(self, "tag")
+        _scope_stack().pop()
         _core.set_memory_tag(self._previous or "")
         self._previous = None
         self._thread = None

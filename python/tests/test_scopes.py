@@ -181,6 +181,27 @@ class PoolTest(unittest.TestCase):
             with self.assertRaisesRegex(npumem.Error, "active already"):
                 first.__enter__()
 
+    def test_a_pool_and_a_tag_close_in_reverse_order_of_each_other(self):
+        # A pool closed inside a tag's scope was not refused: the next allocations went to
+        # 'default' under the tag, and the pool's own exit then said it was not active.
+        device = fresh_device()
+        outer = npumem.pool("outer", device=device)
+        inner = npumem.tag("inner")
+        outer.__enter__()
+        inner.__enter__()
+        refused = r"pool scope 'outer' exits before .*\(tag 'inner'\)"
+        with self.assertRaisesRegex(npumem.Error, refused):
+            outer.__exit__(None, None, None)
+        self.assertEqual(pool_of(device, npumem.caching_allocator_alloc(64, device)), "outer")
+        inner.__exit__(None, None, None)
+        outer.__exit__(None, None, None)
+        # And a tag closed inside a pool's scope.
+        with npumem.tag("t") as outer_tag:
+            with npumem.pool("p", device=device):
+                refused = r"tag scope 't' exits before .*\(pool 'p'\)"
+                with self.assertRaisesRegex(npumem.Error, refused):
+                    outer_tag.__exit__(None, None, None)
+
 
 class TagTest(unittest.TestCase):
     def test_blocks_carry_the_tag_of_their_block(self):
