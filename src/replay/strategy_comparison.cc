@@ -60,7 +60,7 @@ StrategyFigures measure_strategy(const Trace& trace, const ReplayOptions& option
     // Quotas given (--quota, else the trace's) size their pools' arenas, as a live
     // static allocator's; the advice the others'.
     run.pool_quotas = pool_quotas(advice.pools, false);
-    for (const auto& [pool, quota] : in_trace) run.pool_quotas[pool] = quota;
+    for (const auto& [pool, quota] : in_trace) run.pool_quotas.erase(pool);  // each `p` line's
     for (const auto& [pool, quota] : options.pool_quotas) run.pool_quotas[pool] = quota;
   }
   StrategyFigures row = measure(trace, run);

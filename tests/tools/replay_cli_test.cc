@@ -256,6 +256,23 @@ TEST(ReplayCliTest, APoolRemovedAndMadeAnewKeepsBothInTheReport) {
   EXPECT_NE(text.out.find("model (removed)"), std::string::npos) << text.out;
 }
 
+// Under the static strategy a pool's arena is its quota: the pool made anew took the
+// first quota (20 MiB, not 40), and its 28.6 MiB request ran out of memory; compare too.
+TEST(ReplayCliTest, APoolMadeAnewUnderStaticTakesItsNewQuota) {
+  const TempTrace trace("p m 20971520\na 1 8388608\nf 1\nr m\np m 41943040\na 2 30000000\nf 2\n");
+  const auto run =
+      run_npumem("replay --json --strategy static --conf static_size:4MiB " + trace.path());
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const auto pools = nlohmann::json::parse(run.out).at("pools");
+  EXPECT_EQ(pools.at("m (removed)").at("quota_bytes"), 20u << 20) << pools;
+  EXPECT_EQ(pools.at("m").at("quota_bytes"), 40u << 20) << pools;
+  const auto compare = run_npumem("compare --json " + trace.path());
+  ASSERT_EQ(compare.exit_code, 0) << compare.err;
+  for (const auto& row : nlohmann::json::parse(compare.out).at("strategies")) {
+    EXPECT_TRUE(row.at("completed").get<bool>()) << row;
+  }
+}
+
 // Options that only shape another's output are refused alone (they did nothing), and
 // CLI11's refusals read as every other error does.
 TEST(ReplayCliTest, OptionsThatNeedAnotherAreRefusedWithoutIt) {

@@ -158,7 +158,9 @@ int run_replay(const ReplayCommandOptions& options) {
     // a live static allocator's), else the smallest arena its own allocations complete
     // in (the report's pool table shows them).
     replay_options.pool_quotas = pool_quotas(advise_pool_arenas(trace, replay_options, 0.0), false);
-    for (const auto& [pool, quota] : trace_quotas(trace)) replay_options.pool_quotas[pool] = quota;
+    // A pool whose `p` line gives a quota takes that line's, each time it is made: one
+    // quota per name gave a pool made anew with another the first one's.
+    for (const auto& [pool, quota] : trace_quotas(trace)) replay_options.pool_quotas.erase(pool);
   }
   for (const auto& [pool, quota] : parse_quotas(options.quotas, trace)) {
     replay_options.pool_quotas[pool] = quota;
