@@ -1,5 +1,8 @@
 #include "html_timeline.h"
 
+#include <cstring>
+#include <string_view>
+
 #include "npumem/config.h"
 #include "npumem/errors.h"
 #include "npumem/observer.h"
@@ -405,19 +408,16 @@ window.addEventListener("error", function (e) {
 })();
 )js";
 
-// JSON inside <script>: "<" only occurs in strings, where \u003c means the same and
-// cannot close the element.
-std::string script_safe(const std::string& json) {
-  std::string safe;
-  safe.reserve(json.size());
-  for (const char c : json) {
-    if (c == '<') {
-      safe += "\\u003c";
-    } else {
-      safe += c;
-    }
+// JSON inside <script>, appended to `page`: "<" only occurs in strings, where \u003c
+// means the same and cannot close the element.
+void append_script_safe(std::string& page, std::string_view json) {
+  for (std::size_t at = 0; at < json.size();) {
+    const std::size_t lt = json.find('<', at);
+    page.append(json.substr(at, lt - at));
+    if (lt == std::string_view::npos) break;
+    page += "\\u003c";
+    at = lt + 1;
   }
-  return safe;
 }
 
 std::string html_escaped(const std::string& text) {
@@ -568,17 +568,37 @@ void check_snapshot(const nlohmann::json& snapshot) {
   check_history(snapshot.at("history").at("entries"));
 }
 
+// Appended in place: the page is as large as the snapshots' text (64 MB for 300,000
+// history events), and each copy a concatenation made cost that much again.
+std::string render_html_timeline(std::string_view snapshots_json, const std::string& title) {
+  const std::string defaults = nlohmann::json(to_string(Config{})).dump();
+  std::string page;
+  page.reserve(snapshots_json.size() + std::strlen(kScript) + 8192);
+  page += "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<title>npumem: ";
+  page += html_escaped(title);
+  page += "</title>\n<style>";
+  page += kStyle;
+  page += "</style></head>\n<body data-rendered=\"pending\">";
+  page += kBody;
+  page += "<script type=\"application/json\" id=\"defaults\">";
+  page += defaults;
+  page += "</script>\n<script type=\"application/json\" id=\"snapshots\">";
+  append_script_safe(page, snapshots_json);
+  page += "</script>\n<script>";
+  page += kScript;
+  page += "</script>\n</body></html>\n";
+  return page;
+}
+
 std::string render_html_timeline(const std::vector<nlohmann::json>& snapshots,
                                  const std::string& title) {
-  return "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<title>npumem: " +
-         html_escaped(title) + "</title>\n<style>" + kStyle + "</style></head>\n" +
-         "<body data-rendered=\"pending\">" + kBody +
-         "<script type=\"application/json\" id=\"defaults\">" +
-         nlohmann::json(to_string(Config{})).dump() + "</script>\n" +
-         "<script type=\"application/json\" id=\"snapshots\">" +
-         script_safe(nlohmann::json(snapshots).dump(-1, ' ', false,
-                                                    nlohmann::json::error_handler_t::replace)) +
-         "</script>\n<script>" + kScript + "</script>\n</body></html>\n";
+  std::string json = "[";
+  for (const nlohmann::json& snapshot : snapshots) {
+    if (json.size() > 1) json += ',';
+    json += snapshot.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  }
+  json += ']';
+  return render_html_timeline(json, title);
 }
 
 }  // namespace npumem::cli

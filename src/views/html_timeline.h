@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace npumem::cli {
@@ -25,5 +26,9 @@ void check_snapshot(const nlohmann::json& snapshot);
 // selector picks another); `title` names it (e.g. the snapshots' files).
 std::string render_html_timeline(const std::vector<nlohmann::json>& snapshots,
                                  const std::string& title);
+// The same page around `snapshots_json`, the JSON text of an array of checked snapshots:
+// a caller holding the text need not keep the parsed document (3 GB for 300,000 events
+// while the page was made from it).
+std::string render_html_timeline(std::string_view snapshots_json, const std::string& title);
 
 }  // namespace npumem::cli

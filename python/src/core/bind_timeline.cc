@@ -14,9 +14,12 @@ void bind_timeline(py::module_& module) {
   module.def(
       "html_timeline",
       [](const std::string& snapshot_json, const std::string& title) {
-        const nlohmann::json snapshot = nlohmann::json::parse(snapshot_json);
-        cli::check_snapshot(snapshot);
-        return cli::render_html_timeline(std::vector<nlohmann::json>{snapshot}, title);
+        {
+          // Parsed to be checked, then dropped: the page carries the text itself.
+          const nlohmann::json snapshot = nlohmann::json::parse(snapshot_json);
+          cli::check_snapshot(snapshot);
+        }
+        return cli::render_html_timeline("[" + snapshot_json + "]", title);
       },
       py::arg("snapshot_json"), py::arg("title"),
       "A self-contained HTML page: memory over time, the segment map, the largest blocks");
