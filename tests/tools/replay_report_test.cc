@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <string>
 
 #include "npumem/units.h"
@@ -72,6 +73,27 @@ TEST(ReplayReportTest, TextShowsReadableFigures) {
   EXPECT_NE(text.find("ns per event          12.3"), std::string::npos) << text;
   EXPECT_NE(text.find("hbm     " + format_bytes(1 * GiB)), std::string::npos) << text;
   EXPECT_EQ(text.find("min HBM capacity"), std::string::npos) << text;
+}
+
+// A pool name of 16 characters or more ran into its figures ("model_a (removed)16.0 MiB").
+TEST(ReplayReportTest, ThePoolTableIsAsWideAsItsLongestName) {
+  ReplayReport report = sample_report();
+  for (const char* name : {"default", "model_a (removed)", "a_very_long_pool_name_x"}) {
+    PoolInfo pool;
+    pool.name = name;
+    pool.stats.requested_bytes.all.peak = 100;
+    report.result.pools.push_back(pool);
+  }
+  const std::string text = replay_report_text(report);
+  // Every row's first figure starts in one column, after a space.
+  std::size_t column = 0;
+  for (const char* name : {"pool ", "default ", "model_a (removed) ", "a_very_long_pool_name_x "}) {
+    const std::size_t row = text.find(std::string("\n  ") + name);
+    ASSERT_NE(row, std::string::npos) << name << "\n" << text;
+    const std::size_t figure = text.find_first_not_of(' ', row + 3 + std::strlen(name));
+    if (column == 0) column = figure - row;
+    EXPECT_EQ(figure - row, column) << name << "\n" << text;
+  }
 }
 
 // Reclaims before growth are routine; the line says how many met a refusal.

@@ -76,10 +76,14 @@ void add_tier_table(std::ostringstream& out, const ReplayResult& result) {
 }
 
 void add_pool_table(std::ostringstream& out, const std::vector<PoolInfo>& pools) {
-  out << "\n  " << pad_right("pool", 16) << pad_right("peak requested", 16)
+  // As wide as the longest name and a space ("model_a (removed)" ran into its figures).
+  std::size_t name_width = 16;
+  for (const PoolInfo& pool : pools)
+    name_width = std::max(name_width, display_width(pool.name) + 1);
+  out << "\n  " << pad_right("pool", name_width) << pad_right("peak requested", 16)
       << pad_right("peak allocated", 16) << pad_right("peak reserved", 16) << "quota\n";
   for (const PoolInfo& pool : pools) {
-    out << "  " << pad_right(pool.name, 16)
+    out << "  " << pad_right(pool.name, name_width)
         << pad_right(format_bytes(static_cast<std::uint64_t>(pool.stats.requested_bytes.all.peak)),
                      16)
         << pad_right(format_bytes(static_cast<std::uint64_t>(pool.stats.allocated_bytes.all.peak)),
