@@ -94,5 +94,9 @@ echo "check-install: the installed command"
 "$prefix/bin/npumem" --version >"$work/cli.out"
 "$prefix/bin/npumem" smi >>"$work/cli.out"
 expect "$work/cli.out" "${c_lines[0]}"
+if [[ ! -x "$prefix/bin/npumem-extract-model" ]]; then
+  echo "check-install: bin/npumem-extract-model (what plan's model files come from) is missing" >&2
+  exit 1
+fi
 
-echo "check-install: ok (headers, libnpumem.so, libnpumem.a, CMake package, npumem.pc, bin/npumem)"
+echo "check-install: ok (headers, libnpumem.so, libnpumem.a, CMake package, npumem.pc, bin/npumem, bin/npumem-extract-model)"

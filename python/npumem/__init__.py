@@ -54,6 +54,7 @@ from npumem.observe import (
 from npumem.scopes import create_pool, pool, pools, remove_pool, tag
 
 from npumem import plan  # noqa: E402 - npumem.plan.memory/shard/recompute after `import npumem`
+from npumem import onnx_lifetimes  # noqa: E402 - npumem.onnx_lifetimes.read; onnx loads on use
 
 __all__ = [
     "ConfigError",

@@ -7,7 +7,7 @@ command's --json prints (docs/PLANNING.md), as attributes.
     keep = npumem.plan.recompute("model.json", budget="1GiB").kept_layers
     arena = npumem.plan.memory([(4096, 0, 2), (8192, 1, 3)]).arena_bytes
 
-A model is a dict, a JSON string or the path of a model file (tools/scripts/extract_model.py
+A model is a dict, a JSON string or the path of a model file (npumem-extract-model
 writes them); records are (bytes, first_op, last_op) triples, lifetime-records text or
 the path of a records file. Bad input raises ParseError or Error naming the field.
 """

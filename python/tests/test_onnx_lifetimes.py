@@ -91,6 +91,18 @@ class OnnxLifetimesTest(unittest.TestCase):
             file.write(data)
         return path
 
+    def test_the_module_is_there_after_import_npumem(self):
+        # PYTHON.md's npumem.onnx_lifetimes.read(...) after `import npumem` raised
+        # AttributeError: the submodule needed an import of its own.
+        done = subprocess.run(
+            [sys.executable, "-c", "import npumem; print(npumem.onnx_lifetimes.read.__name__)"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        self.assertEqual(done.returncode, 0, done.stderr)
+        self.assertEqual(done.stdout.strip(), "read")
+
     def test_chain_lifetimes_weights_and_inputs(self):
         lifetimes = read(self.save(chain_model()))
         self.assertEqual(lifetimes.ops, 7)

@@ -128,7 +128,7 @@ ModelFile parse_model_json(std::string_view text, const std::string& source) {
     throw ParseError(source, 1,
                      "binary data, not a model description in JSON (an ONNX model? `npumem "
                      "plan memory --onnx` reads those; plan shard and plan recompute read the "
-                     "JSON of docs/PLANNING.md, which tools/scripts/extract_model.py writes)");
+                     "JSON of docs/PLANNING.md, which npumem-extract-model (tools/scripts/extract_model.py) writes)");
   }
   return ModelReader(source).read(parse_json_text(text, source));
 }

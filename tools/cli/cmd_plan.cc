@@ -230,7 +230,7 @@ void add_memory_command(CLI::App& plan_command, int& exit_code) {
 void add_layer_options(CLI::App* command, LayerCommandOptions& options) {
   command
       ->add_option("model", options.model_path,
-                   "model JSON (tools/scripts/extract_model.py writes it)")
+                   "model JSON (npumem-extract-model writes it: tools/scripts/extract_model.py)")
       ->required()
       ->check(CLI::ExistingFile);
   command

@@ -16,7 +16,8 @@ Traces the model symbolically, runs it once on a random input and writes:
 MODEL is a torchvision model name (resnet18, vit_b_16, ...) or `package.module:factory`
 for a function returning an nn.Module. Example:
 
-  /usr/bin/python3 tools/scripts/extract_model.py resnet18 --records r18.records --layers r18.json
+  npumem-extract-model resnet18 --records r18.records --layers r18.json
+  (in a checkout: /usr/bin/python3 tools/scripts/extract_model.py ...)
 """
 
 import argparse

@@ -22,6 +22,11 @@ from npumem.torch_children import serve_children
 EXIT_LEAK = 4
 
 
+
+def _count(number: int, noun: str) -> str:
+    """"1 allocation", "2 allocations": a capture of one read "1 allocations"."""
+    return f"{number:,} {noun}" + ("" if number == 1 else "s")
+
 def run(
     script: str,
     args: list[str],
@@ -125,8 +130,8 @@ def capture(script: str, args: list[str], output: str) -> int:
             trace, what=" ".join(shlex.quote(part) for part in ["python3", script, *args])
         )
     sys.stdout.write(
-        f"npumem: wrote {output}{replaced}: {recording.allocations} allocations, "
-        f"{recording.memory_events} events, "
+        f"npumem: wrote {output}{replaced}: {_count(recording.allocations, 'allocation')}, "
+        f"{_count(recording.memory_events, 'event')}, "
         f"peak live {_core.format_bytes(recording.peak_live_bytes())} "
         f"({recording.peak_live_bytes()} bytes)\n"
     )
