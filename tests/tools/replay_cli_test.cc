@@ -614,6 +614,9 @@ TEST(NpumemCliTest, VersionHelpAndUnknownSubcommands) {
   const auto shard_help = run_npumem("help plan shard");
   EXPECT_EQ(shard_help.exit_code, 0);
   EXPECT_NE(shard_help.out.find("--hbm"), std::string::npos) << shard_help.out;
+  // As `--help` says it ("Usage: replay" and "Usage: shard" were shown).
+  EXPECT_NE(replay_help.out.find("Usage: npumem replay "), std::string::npos) << replay_help.out;
+  EXPECT_NE(shard_help.out.find("Usage: npumem plan shard "), std::string::npos) << shard_help.out;
   const auto bad_topic = run_npumem("help plan shrad");
   EXPECT_EQ(bad_topic.exit_code, 2);
   EXPECT_NE(bad_topic.err.find("no subcommand 'plan shrad' (subcommands: memory, "),

@@ -26,9 +26,11 @@ int handle_help_or_unknown(const CLI::App& app, int argc, char** argv) {
     // `help plan shard`: each word a subcommand of the one before.
     const CLI::App* topic = &app;
     std::string path;
+    std::string parents;  // what `--help` puts before the topic's name in its usage line
     for (int i = 2; i < argc; ++i) {
       const std::string name = argv[i];
       path += (path.empty() ? "" : " ") + name;
+      parents += (parents.empty() ? "" : " ") + topic->get_name();
       try {
         topic = topic->get_subcommand(name);
       } catch (const CLI::OptionNotFound&) {
@@ -39,7 +41,7 @@ int handle_help_or_unknown(const CLI::App& app, int argc, char** argv) {
         return npumem::cli::kExitBadInput;
       }
     }
-    std::cout << topic->help();
+    std::cout << topic->help(parents);
     return npumem::cli::kExitOk;
   }
   // The word after each command that has subcommands of its own (plan, advise) too.
