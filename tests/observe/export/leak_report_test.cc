@@ -124,6 +124,29 @@ TEST(LeakReport, PrintsTheSeedsLinesAndTheSurvivors) {
   EXPECT_NE(text.find("      at step() (train)\n      at main (train)"), std::string::npos);
 }
 
+// Too short to judge: a 3-step resnet18 run listed about 60 groups of gradients. The ten
+// largest are listed, the rest counted.
+TEST(LeakReport, AnUnjudgedRunListsItsLargestGroupsAndCountsTheRest) {
+  LeakReport report;
+  report.iterations = 3;
+  report.judged_iterations = 0;
+  for (int layer = 0; layer < 14; ++layer) {
+    LeakGroup gradient;
+    gradient.tag = "layer" + std::to_string(layer);
+    gradient.pool = "default";
+    gradient.count = 1;
+    gradient.bytes = static_cast<std::uint64_t>(14 - layer) * MiB;  // sorted, most first
+    gradient.iterations = 1;
+    report.survivors.push_back(gradient);
+  }
+  const std::string text = to_string(report);
+  EXPECT_NE(text.find("tag 'layer9'"), std::string::npos) << text;
+  EXPECT_EQ(text.find("tag 'layer10'"), std::string::npos) << text;
+  EXPECT_NE(text.find("  and 4 groups more, 10.0 MiB (LeakReport::survivors lists every group)"),
+            std::string::npos)
+      << text;
+}
+
 TEST(LeakReport, SaysWhenThereIsNoLeakAndWhenItCannotJudge) {
   LeakReport report;
   report.iterations = 3;
