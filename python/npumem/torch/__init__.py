@@ -187,6 +187,14 @@ def installed_device(device: Optional[int] = None) -> _core.Device:
     tensors go to now. Raises npumem.Error when install() has not run (or uninstall()
     followed it), ConfigError naming the served devices for an index that is not one."""
     if _default is None or not is_installed():
+        if trace.capturing:
+            # A script that installs and reads its device died under capture with "call
+            # install() first", though it had.
+            raise _core.Error(
+                "npumem does not serve PyTorch's tensors under `capture`: the script's "
+                "install() leaves PyTorch's allocator in place, which the capture records; "
+                "run the script plainly or under `python3 -m npumem.torch run` to use its device"
+            )
         raise _core.Error(
             "npumem does not serve PyTorch's tensors: call npumem.torch.install() first"
         )

@@ -455,6 +455,15 @@ class CliTest(unittest.TestCase):
         self.assertIn("install() leaves PyTorch's allocator in place", result.stderr)
         with open(trace, encoding="utf-8") as file:
             self.assertIn("a 0 1000", file.read().splitlines())
+        # Its installed_device() said "call install() first", though the script had.
+        reads = self.script(
+            "reads.py",
+            "import npumem.torch\nnpumem.torch.install('sim:backing=host')\n"
+            "npumem.torch.installed_device()\n",
+        )
+        result = self.npumem_torch("capture", "-o", trace, reads)
+        self.assertNotEqual(result.returncode, 0)
+        self.assertIn("does not serve PyTorch's tensors under `capture`", result.stderr)
 
     def test_capture_header_stays_one_comment_line_whatever_the_arguments(self):
         # An argument with a line break, or not ASCII, was written into the header as is:
