@@ -86,6 +86,7 @@ int main(int argc, char** argv) {
   CLI::App app{"npumem: memory manager for AI accelerators", "npumem"};
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("npumem ") + npumem_version());
+  app.footer("`npumem help CMD [SUBCMD]` (or `npumem CMD --help`): one command's options.");
   // CLI11's own refusals (a missing file, a value not among the choices) in the form
   // of every other error: "npumem: ...".
   app.failure_message([](const CLI::App*, const CLI::Error& e) {
