@@ -64,9 +64,10 @@ Allocator::Impl::Impl(std::shared_ptr<Device> dev, Config conf,
     throw ConfigError(std::string("config: ") + error.what());  // built in code: say so
   }
   for (Tier tier : kAllTiers) {
+    const TierInfo info = device->tier_info(tier);
+    tier_present[index(tier)] = info.present;
     tier_limit[index(tier)] = configured_limit(tier);
-    tier_granularity[index(tier)] =
-        std::max<std::uint64_t>(device->tier_info(tier).granularity_bytes, 1);
+    tier_granularity[index(tier)] = std::max<std::uint64_t>(info.granularity_bytes, 1);
     // Less than a granule holds nothing: most likely a size given without its unit
     // (hbm=12 for 12GiB), which sent every request of a replay to DDR without a word.
     if (tier_limit[index(tier)] != 0 && tier_limit[index(tier)] < tier_granularity[index(tier)]) {
@@ -733,7 +734,7 @@ Block* Allocator::Impl::allocate_block(PoolState& pool, std::size_t size, PoolKi
   for (Tier tier : kAllTiers) {
     if (tier == Tier::ddr && !config.spill_to_ddr) break;
     // A limit of 0 from a memory fraction of 0 still leaves what is reserved to serve.
-    if (!device->has_tier(tier)) continue;
+    if (!tier_present[index(tier)]) continue;
     Block* block = allocate_on_tier(pool, tier, size, kind, refusal);
     if (block == nullptr) continue;
     // A spill: HBM was there to try (a memory fraction of 0 leaves none to this

@@ -339,6 +339,9 @@ struct Allocator::Impl {
   std::uint64_t configured_limit(Tier tier) const;
   std::array<std::uint64_t, kTierCount> tier_limit{};
   std::array<std::uint64_t, kTierCount> tier_granularity{};
+  // Device::has_tier, read once: it takes the device's lock, and every allocation the
+  // front cache does not serve asked it (a tenth of expandable's instructions each).
+  std::array<bool, kTierCount> tier_present{};
   // Highest reserved bytes per tier ever reached; unlike the peak stat, not reset.
   std::array<std::uint64_t, kTierCount> reserved_high_water{};
 };
