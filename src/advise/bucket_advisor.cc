@@ -119,11 +119,15 @@ BucketAdvice advise_buckets(const Trace& trace, const BucketAdviceOptions& optio
                                            named + " are left out)"));
   }
   if (options.max_buckets < shapes.families.size()) {
-    throw ConfigError(trace.source + ": " + std::to_string(shapes.families.size()) +
-                      " families of iterations whose allocations do not align (none can be "
-                      "padded to another) need at least " +
-                      std::to_string(shapes.families.size()) + " buckets, more than the most (" +
-                      std::to_string(options.max_buckets) + ")");
+    // "None can be padded to another" read as wrong for an RNN, whose longer sequences
+    // make more requests: padding them is what its user wants, but this model cannot.
+    throw ConfigError(
+        trace.source + ": " + std::to_string(shapes.families.size()) +
+        " families of iterations whose requests differ in number or order need at least " +
+        std::to_string(shapes.families.size()) + " buckets, more than the most (" +
+        std::to_string(options.max_buckets) +
+        "); buckets pad sizes, not request counts, so a model whose requests grow with the "
+        "length (an RNN unrolled over a sequence) is outside what this advice models");
   }
   BucketAdvice advice;
   advice.source = trace.source;

@@ -166,6 +166,9 @@ TEST(IterationShapes, WorkingSetsAndFamilies) {
     FAIL() << "no error";
   } catch (const ConfigError& e) {
     EXPECT_NE(std::string(e.what()).find("t.trace: 2 families"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("buckets pad sizes, not request counts"),
+              std::string::npos)
+        << e.what();
   }
 }
 
