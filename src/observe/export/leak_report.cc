@@ -94,8 +94,11 @@ std::string to_string(const LeakReport& report) {
     // An inference loop has no optimizer step to mark its iterations: it was judged
     // never, and said nothing of why.
     if (report.iterations == 0) {
-      out << " (no iteration was marked: an optimizer step marks one under npumem.torch; a "
-             "loop without one calls npumem.torch.iteration(), mark_iteration() in C++, "
+      // "An optimizer step marks one" held under `run` and strategy:planned only: a
+      // LeakDetector beside install() saw 8 Adam steps and no mark.
+      out << " (no iteration was marked: optimizer steps mark them under `python3 -m "
+             "npumem.torch run`, strategy:planned or after npumem.torch.mark_optimizer_steps(); "
+             "a loop without one calls npumem.torch.iteration(), mark_iteration() in C++, "
              "npumem_iteration() in C)";
     }
     out << "\n";
