@@ -4,6 +4,7 @@ fraction and the processes using a device."""
 
 from __future__ import annotations
 
+import os
 from typing import Any, Union
 
 from npumem import _core
@@ -135,16 +136,32 @@ def list_gpu_processes(device: DeviceLike = None) -> str:
     if chosen is None:
         return f"NPU:{device_index(device)} (not made yet)\nno processes are running"
     lines = [f"NPU:{chosen.index} ({chosen.name})"]
+    # This process's line is read from the device itself: the page lagged its latest
+    # allocations (0 MB right after 56 MiB), and a device past the 8 a process publishes,
+    # or with NPUMEM_STATS_PAGE=0, read "no processes are running" beside its own memory.
+    own_pid = os.getpid()
+    own_megabytes = chosen.stats()["reserved_bytes.all.current"] / (1 << 20)
+    own_listed = False
     for process in _core.stats_pages():
         for published in process["devices"]:
-            if published["name"] == chosen.name:
-                megabytes = published["reserved_bytes"] / (1 << 20)
-                lines.append(
-                    f"process {process['pid']:>10d} uses {megabytes:12.3f} MB NPU memory "
-                    f"({process['name']})"
-                )
-    if len(lines) == 1:
-        lines.append("no processes are running")
+            if published["name"] != chosen.name:
+                continue
+            megabytes = published["reserved_bytes"] / (1 << 20)
+            if process["pid"] == own_pid:
+                if own_listed:
+                    continue
+                own_listed = True
+                megabytes = own_megabytes
+            lines.append(
+                f"process {process['pid']:>10d} uses {megabytes:12.3f} MB NPU memory "
+                f"({process['name']})"
+            )
+    if not own_listed:
+        lines.append(
+            f"process {own_pid:>10d} uses {own_megabytes:12.3f} MB NPU memory (this process, "
+            "not on the stats page: NPUMEM_STATS_PAGE=0, or past the 8 devices a process "
+            "publishes)"
+        )
     return "\n".join(lines)
 
 

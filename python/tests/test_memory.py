@@ -502,7 +502,23 @@ class TorchCudaNamesTest(unittest.TestCase):
             {"NPUMEM_STATS_PAGE": "0"},
         )
         self.assertEqual(hidden.returncode, 0, hidden.stderr)
-        self.assertIn("no processes are running", hidden.stdout)
+        # Off the page, this process still uses the device: "no processes are running"
+        # was said beside its own memory.
+        self.assertRegex(
+            hidden.stdout, r"uses +0\.000 MB NPU memory \(this process, not on the stats page"
+        )
+        # Its own line is the device's now: the page's lagged an allocation just made.
+        fresh = run_python(
+            "import npumem\n"
+            "npumem.init('sim:hbm=64MiB,ddr=0', device=2)\n"
+            "kept = npumem.caching_allocator_alloc(4 << 20, 2)\n"
+            "print(npumem.memory_reserved(2) / (1 << 20))\n"
+            "print(npumem.list_gpu_processes(2))\n"
+        )
+        self.assertEqual(fresh.returncode, 0, fresh.stderr)
+        reserved, listing = fresh.stdout.split("\n", 1)
+        self.assertGreater(float(reserved), 0)
+        self.assertRegex(listing, rf"uses +{float(reserved):.3f} MB NPU memory \(python3")
 
 
 class DefaultDeviceTest(unittest.TestCase):
