@@ -1,12 +1,23 @@
 #include "observe/page/process_name.h"
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <fstream>
 #include <iterator>
+#include <utility>
 
 namespace npumem::observe {
 
-std::string process_display_name(std::string_view comm, const std::vector<std::string>& args) {
+std::string process_display_name(std::string_view comm, const std::vector<std::string>& args,
+                                 std::string_view parent) {
   std::string name(comm);
+  // A multiprocessing worker started by spawn runs `-c` code: it was a bare `python3`
+  // beside its parent's row.
+  if (name.starts_with("python") &&
+      std::find(args.begin(), args.end(), "--multiprocessing-fork") != args.end()) {
+    return (parent.empty() ? name : std::string(parent)) + " (worker)";
+  }
   if (!name.starts_with("python") || args.size() < 2 || args[1].empty()) return name;
   const auto base = [](const std::string& path) { return path.substr(path.rfind('/') + 1); };
   if (args[1] == "-m" && args.size() >= 3) {
@@ -20,12 +31,14 @@ std::string process_display_name(std::string_view comm, const std::vector<std::s
   return name + " " + base(args[1]);
 }
 
-std::string this_process_display_name() {
-  std::ifstream comm_file("/proc/self/comm");
+namespace {
+
+// `/proc/<process>/comm` and its command line, split at its NULs.
+std::pair<std::string, std::vector<std::string>> command_of(const std::string& process) {
+  std::ifstream comm_file("/proc/" + process + "/comm");
   std::string comm;
   std::getline(comm_file, comm);
-  if (comm.empty()) return "?";
-  std::ifstream cmdline("/proc/self/cmdline", std::ios::binary);
+  std::ifstream cmdline("/proc/" + process + "/cmdline", std::ios::binary);
   const std::string text((std::istreambuf_iterator<char>(cmdline)),
                          std::istreambuf_iterator<char>());
   std::vector<std::string> args;
@@ -35,7 +48,20 @@ std::string this_process_display_name() {
     if (end == std::string::npos) break;
     start = end + 1;
   }
-  return process_display_name(comm, args);
+  return {comm, args};
+}
+
+}  // namespace
+
+std::string this_process_display_name() {
+  const auto [comm, args] = command_of("self");
+  if (comm.empty()) return "?";
+  std::string parent;
+  if (std::find(args.begin(), args.end(), "--multiprocessing-fork") != args.end()) {
+    const auto [parent_comm, parent_args] = command_of(std::to_string(::getppid()));
+    if (!parent_comm.empty()) parent = process_display_name(parent_comm, parent_args);
+  }
+  return process_display_name(comm, args, parent);
 }
 
 }  // namespace npumem::observe

@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+#include <vector>
+
 namespace npumem::observe {
 namespace {
 
@@ -17,6 +20,17 @@ TEST(ProcessName, APythonProcessIsNamedWithItsScriptOrModule) {
       << "a runner module names the script it runs";
   EXPECT_EQ(process_display_name("python3", {"python3", "-c", "import npumem"}), "python3");
   EXPECT_EQ(process_display_name("python3", {"python3"}), "python3");
+}
+
+// A spawned multiprocessing worker was a bare `python3` beside its parent's row.
+TEST(ProcessName, ASpawnedWorkerIsNamedAfterItsParent) {
+  const std::vector<std::string> worker = {
+      "/usr/bin/python3", "-c",
+      "from multiprocessing.spawn import spawn_main; spawn_main(tracker_fd=5, pipe_handle=7)",
+      "--multiprocessing-fork"};
+  EXPECT_EQ(process_display_name("python3", worker, "python3 train.py"),
+            "python3 train.py (worker)");
+  EXPECT_EQ(process_display_name("python3", worker), "python3 (worker)");
 }
 
 TEST(ProcessName, AnyOtherProcessKeepsItsExecutablesName) {
