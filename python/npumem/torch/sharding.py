@@ -457,13 +457,14 @@ class ShardedModel:
             f"npumem sharded run: {report.shard_count} shards, HBM budget "
             f"{_core.format_bytes(report.hbm_budget_bytes)}, weights in DDR "
             f"{_core.format_bytes(report.weight_bytes_in_ddr)}",
-            "  shard  layers   planned peak  measured peak  load ms (plan/model)  "
+            "  shard  device  layers   planned peak  measured peak  load ms (plan/model)  "
             "compute ms (plan/measured)  stall ms (plan/model)",
         ]
+        # The device column: a run over several devices showed no shard's in the text.
         for k, s in enumerate(report.shards):
             stall = "-" if s.modelled_stall_ms is None else f"{s.modelled_stall_ms:.3f}"
             lines.append(
-                f"  {k:5}  {s.first_layer:>2}..{s.last_layer:<3} "
+                f"  {k:5}  {s.device:6}  {s.first_layer:>2}..{s.last_layer:<3} "
                 f"{_core.format_bytes(s.planned_peak_bytes):>13}  "
                 f"{_core.format_bytes(s.measured_hbm_peak_bytes):>13}  "
                 f"{s.planned_load_ms:9.3f} / {s.modelled_load_ms:<9.3f}  "

@@ -188,6 +188,9 @@ class DevicesTest(unittest.TestCase):
         runner = npumem.torch.shard(model, hbm_budget="3MiB", example_input=x, devices=[0, 1])
         report = runner.report()
         self.assertEqual(sorted({shard.device for shard in report.shards}), [0, 1])
+        # The text says which device each shard runs on, as report() does.
+        rows = [line.split() for line in runner.report_text().splitlines()[2:-1]]
+        self.assertEqual([int(row[1]) for row in rows], [shard.device for shard in report.shards])
         with torch.no_grad():
             self.assertTrue(torch.equal(runner(x), expected))
         for shard in runner.report().shards:
