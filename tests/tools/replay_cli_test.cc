@@ -268,7 +268,8 @@ TEST(ReplayCliTest, APoolMadeAnewUnderStaticTakesItsNewQuota) {
   EXPECT_EQ(pools.at("m").at("quota_bytes"), 40u << 20) << pools;
   const auto compare = run_npumem("compare --json " + trace.path());
   ASSERT_EQ(compare.exit_code, 0) << compare.err;
-  for (const auto& row : nlohmann::json::parse(compare.out).at("strategies")) {
+  const auto rows = nlohmann::json::parse(compare.out);
+  for (const auto& row : rows.at("strategies")) {
     EXPECT_TRUE(row.at("completed").get<bool>()) << row;
   }
 }
